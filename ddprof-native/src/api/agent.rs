@@ -1,0 +1,89 @@
+//! `JNI_OnLoad` (System.load from the Java API), `Agent_OnLoad` (`-agentpath:`) and
+//! `Agent_OnAttach` (dynamic attach).
+
+use std::ffi::{c_char, c_void, CStr};
+use std::panic::catch_unwind;
+
+use jni::sys::{jint, JavaVM, JNI_ERR, JNI_OK, JNI_VERSION_1_6};
+
+use crate::vm;
+
+/// Property naming the library that `-agentpath` loaded, so the Java API loads this same
+/// copy instead of extracting a second one (two copies would fight over SIGPROF).
+const AGENT_LIB_PROPERTY: &str = "ddprof.agent.lib";
+
+#[no_mangle]
+pub extern "system" fn JNI_OnLoad(vm: *mut JavaVM, _reserved: *mut c_void) -> jint {
+    // SAFETY: the JVM passes its valid JavaVM*.
+    match catch_unwind(|| unsafe { vm::init(vm) }) {
+        Ok(Ok(_)) => JNI_VERSION_1_6,
+        Ok(Err(e)) => {
+            eprintln!("[ddprof] initialisation failed: {e}");
+            JNI_VERSION_1_6
+        }
+        Err(_) => JNI_ERR,
+    }
+}
+
+fn options(options: *const c_char) -> String {
+    if options.is_null() {
+        return String::new();
+    }
+    // SAFETY: the JVM passes a NUL-terminated option string.
+    unsafe { CStr::from_ptr(options) }.to_string_lossy().into_owned()
+}
+
+/// Path of this shared object, found from the address of one of its functions.
+fn own_path() -> Option<String> {
+    // SAFETY: dladdr fills `info` for an address inside a loaded object.
+    unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        if libc::dladdr(own_path as *const c_void, &mut info) == 0 || info.dli_fname.is_null() {
+            return None;
+        }
+        Some(CStr::from_ptr(info.dli_fname).to_string_lossy().into_owned())
+    }
+}
+
+#[no_mangle]
+pub extern "system" fn Agent_OnLoad(vm: *mut JavaVM, opts: *const c_char, _reserved: *mut c_void) -> jint {
+    let result = catch_unwind(|| {
+        // SAFETY: the JVM passes its valid JavaVM*.
+        let jvmti = unsafe { vm::init(vm) }?;
+        if let Some(path) = own_path() {
+            let _ = jvmti.set_system_property(AGENT_LIB_PROPERTY, &path);
+        }
+        vm::set_agent_command(options(opts));
+        Ok::<(), String>(())
+    });
+    match result {
+        Ok(Ok(())) => JNI_OK,
+        Ok(Err(e)) => {
+            eprintln!("[ddprof] agent initialisation failed: {e}");
+            JNI_ERR
+        }
+        Err(_) => JNI_ERR,
+    }
+}
+
+#[no_mangle]
+pub extern "system" fn Agent_OnAttach(vm: *mut JavaVM, opts: *const c_char, _reserved: *mut c_void) -> jint {
+    let result = catch_unwind(|| {
+        // SAFETY: the JVM passes its valid JavaVM*.
+        unsafe { vm::init(vm) }?;
+        vm::set_agent_command(options(opts));
+        let mut env: *mut c_void = std::ptr::null_mut();
+        // SAFETY: attach-time calls run on an attached thread, so GetEnv succeeds.
+        unsafe { ((**vm).GetEnv.ok_or("no GetEnv")?)(vm, &mut env, JNI_VERSION_1_6) };
+        vm::run_agent_command(env as *mut jni::sys::JNIEnv);
+        Ok::<(), String>(())
+    });
+    match result {
+        Ok(Ok(())) => JNI_OK,
+        Ok(Err(e)) => {
+            eprintln!("[ddprof] attach failed: {e}");
+            JNI_ERR
+        }
+        Err(_) => JNI_ERR,
+    }
+}

@@ -1,0 +1,28 @@
+//! Entry points the JVM calls: `JNI_OnLoad`, `Agent_OnLoad`/`Agent_OnAttach` and the
+//! `JavaProfiler` natives. Each catches panics so none crosses into the JVM, and turns
+//! errors into the Java exceptions the API documents.
+
+mod agent;
+mod natives;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use jni::JNIEnv;
+
+use crate::profiler::Error;
+
+/// Runs `f`, turning an error or a panic into a pending Java exception and `default`.
+pub(crate) fn guarded<T>(env: &mut JNIEnv, default: T, f: impl FnOnce(&mut JNIEnv) -> Result<T, Error>) -> T {
+    let result = catch_unwind(AssertUnwindSafe(|| f(env)));
+    let (class, msg) = match result {
+        Ok(Ok(v)) => return v,
+        Ok(Err(Error::Argument(m))) => ("java/lang/IllegalArgumentException", m),
+        Ok(Err(Error::State(m))) => ("java/lang/IllegalStateException", m),
+        Ok(Err(Error::Io(m))) => ("java/io/IOException", m),
+        Err(_) => ("java/lang/IllegalStateException", "internal error in the ddprof native core (panic)".to_string()),
+    };
+    if !env.exception_check().unwrap_or(false) {
+        let _ = env.throw_new(class, msg);
+    }
+    default
+}

@@ -1,0 +1,127 @@
+//! Named counters and gauges, read by `getDebugCounters()` and written to every chunk
+//! as `datadog.ProfilerCounter` events.
+//!
+//! One table declares every name; each counter is a 64-bit atomic alone in a 128-byte
+//! slot, because the Java side reads the array as a direct ByteBuffer where counter `i`
+//! is a little-endian long at offset `i * 128` (the upstream layout), and because
+//! signal handlers on different CPUs bump neighbouring counters.
+//! Signal-safe: `inc`, `add`, `set`, `max` are plain atomics.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+
+macro_rules! counters {
+    ($($variant:ident => $name:literal,)*) => {
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr(usize)]
+        pub enum Counter { $($variant,)* }
+
+        /// Counter names in slot order.
+        pub const NAMES: &[&str] = &[$($name,)*];
+    };
+}
+
+counters! {
+    Samples => "samples",
+    SamplesDroppedBufferFull => "samples_dropped_buffer_full",
+    SamplesDroppedBusy => "samples_dropped_thread_local",
+    CallTraceStorageTraces => "calltrace_storage_traces",
+    CallTraceStorageBytes => "calltrace_storage_bytes",
+    CallTraceStorageDroppedTraces => "calltrace_storage_dropped_traces",
+    CtimerSignalOwn => "ctimer_signal_own",
+    CtimerSignalForeign => "ctimer_signal_foreign",
+    CtimerTimerCreateFailed => "ctimer_timer_create_failed",
+    CtimerThreadsArmed => "ctimer_threads_armed",
+    ThreadIdsCount => "thread_ids_count",
+    ThreadNamesCount => "thread_names_count",
+    AgctNoJavaFrame => "agct_no_java_frame",
+    AgctNoClassLoad => "agct_no_class_load",
+    AgctGcActive => "agct_gc_active",
+    AgctUnknownNotJava => "agct_unknown_not_java",
+    AgctNotWalkableNotJava => "agct_not_walkable_not_java",
+    AgctUnknownJava => "agct_unknown_java",
+    AgctNotWalkableJava => "agct_not_walkable_java",
+    AgctUnknownState => "agct_unknown_state",
+    AgctThreadExit => "agct_thread_exit",
+    AgctDeopt => "agct_deopt",
+    AgctSafepoint => "agct_safepoint",
+    AgctOther => "agct_other_error",
+    AgctUnavailable => "agct_unavailable",
+    WalkTruncated => "walk_truncated",
+    UnwindingNanos => "unwinding_ticks_async",
+    UnwindingNanosMax => "unwinding_ns_max",
+    JmethodidSkipped => "jmethodid_skipped_count",
+    LineNumberTables => "line_number_tables",
+    MethodIdsPreloaded => "jmethodids_preloaded",
+    ClassesPreloaded => "classes_preloaded",
+    DumpCount => "dump_count",
+    DumpNanosLast => "dump_ns_last",
+    SamplesDuringDump => "samples_during_dump",
+    WriterWaitTimeouts => "dump_writer_wait_timeouts",
+}
+
+pub const COUNT: usize = NAMES.len();
+pub const SLOT_BYTES: usize = 128;
+
+#[repr(C, align(128))]
+pub struct Slot(AtomicI64);
+
+#[allow(clippy::declare_interior_mutable_const)]
+const ZERO: Slot = Slot(AtomicI64::new(0));
+static SLOTS: [Slot; COUNT] = [ZERO; COUNT];
+
+impl Counter {
+    #[inline]
+    fn slot(self) -> &'static AtomicI64 {
+        &SLOTS[self as usize].0
+    }
+    #[inline]
+    pub fn inc(self) {
+        self.slot().fetch_add(1, Ordering::Relaxed);
+    }
+    #[inline]
+    pub fn add(self, n: i64) {
+        self.slot().fetch_add(n, Ordering::Relaxed);
+    }
+    #[inline]
+    pub fn set(self, n: i64) {
+        self.slot().store(n, Ordering::Relaxed);
+    }
+    #[inline]
+    pub fn max(self, n: i64) {
+        self.slot().fetch_max(n, Ordering::Relaxed);
+    }
+    pub fn get(self) -> i64 {
+        self.slot().load(Ordering::Relaxed)
+    }
+}
+
+/// Every counter back to zero (on `start`).
+pub fn reset_all() {
+    for s in SLOTS.iter() {
+        s.0.store(0, Ordering::Relaxed);
+    }
+}
+
+/// (name, value) of every counter, in slot order.
+pub fn snapshot() -> Vec<(&'static str, i64)> {
+    NAMES.iter().zip(SLOTS.iter()).map(|(n, s)| (*n, s.0.load(Ordering::Relaxed))).collect()
+}
+
+/// Base address and byte length of the slot array, for the Java ByteBuffer view.
+pub fn raw_buffer() -> (*mut u8, usize) {
+    (SLOTS.as_ptr() as *mut u8, COUNT * SLOT_BYTES)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_128_bytes_apart_and_names_unique() {
+        assert_eq!(std::mem::size_of::<Slot>(), SLOT_BYTES);
+        let mut names = NAMES.to_vec();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), COUNT);
+    }
+}

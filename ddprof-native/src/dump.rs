@@ -1,0 +1,294 @@
+//! Turning one retired generation into one JFR chunk: settings and system information
+//! first, then the samples, then the end-of-chunk events and the constant pools.
+//! Runs on a JVM thread (JNI/JVMTI available), under the profiler lock.
+
+use std::collections::HashMap;
+
+use jni::sys::JNIEnv;
+
+use crate::args::Args;
+use crate::counters;
+use crate::jfr::{self, ActiveRecording, ChunkBuilder, ChunkStart, FrameRef, ProfilerConfig, Sample};
+use crate::methods::resolve::{MethodInfo, Resolver};
+use crate::profiler::{PendingSetting, Session, VERSION};
+use crate::sampler::TICKS_PER_SECOND;
+use crate::traces::{kind, Frame, Generation};
+use crate::{threads, vm};
+
+const STATE_RUNNABLE: u8 = 2;
+const MODE_UNKNOWN: u8 = 0;
+const FRAME_NATIVE: u8 = 3;
+const LOG_WARN: u8 = 3;
+// jfr mask bits (the `jfr=` option).
+const NO_SYSTEM_INFO: u32 = 1;
+const NO_SYSTEM_PROPS: u32 = 2;
+const NO_NATIVE_LIBS: u32 = 4;
+
+pub fn build_chunk(jni: *mut JNIEnv, session: &Session, gen: &Generation, settings: &[PendingSetting], end_ticks: i64, end_nanos: i64) -> Vec<u8> {
+    let args = &session.args;
+    let start_ticks = session.chunk_start_ticks;
+    let mut chunk = ChunkBuilder::new(
+        ChunkStart { start_nanos: session.chunk_start_nanos, start_ticks, ticks_per_second: TICKS_PER_SECOND },
+        &args.attributes,
+    );
+    let me = threads::gettid() as i64;
+    write_settings(&mut chunk, session, start_ticks, me);
+    write_system_info(&mut chunk, args, start_ticks);
+    for w in &session.warnings {
+        chunk.log(start_ticks, LOG_WARN, w);
+    }
+
+    let mut tids: Vec<i64> = vec![me];
+    let mut attr_keys: HashMap<u32, u32> = HashMap::new();
+    let mut attrs = vec![0u32; args.attributes.len()];
+    for s in gen.samples() {
+        for (slot, id) in attrs.iter_mut().zip(s.attrs.iter()) {
+            *slot = match *id {
+                0 => 0,
+                id => *attr_keys.entry(id).or_insert_with(|| crate::context::lookup(id).map_or(0, |v| chunk.intern_attribute_value(&v))),
+            };
+        }
+        tids.push(s.tid as i64);
+        chunk.execution_sample(&Sample {
+            ticks: s.ticks,
+            tid: s.tid as i64,
+            trace_key: s.trace_id as u64,
+            state: STATE_RUNNABLE,
+            mode: MODE_UNKNOWN,
+            weight: 1,
+            correlation_id: 0,
+            span_id: s.span_id as i64,
+            local_root_span_id: s.root_span_id as i64,
+            attrs: &attrs,
+        });
+    }
+    for s in settings {
+        chunk.profiler_setting(s.ticks, s.tid, &s.name, &s.value, &s.unit);
+    }
+
+    write_traces(&mut chunk, jni, gen);
+    tids.sort_unstable();
+    tids.dedup();
+    for tid in tids {
+        let t = threads::name_of(tid as i32);
+        chunk.add_thread(tid, &t.name, t.java_id.map(|_| t.name.as_str()), t.java_id.unwrap_or(0));
+    }
+
+    chunk.profiler_config(&ProfilerConfig {
+        ticks: end_ticks,
+        tid: me,
+        cpu_interval_ms: args.cpu_interval_ms(),
+        wall_interval_ms: args.wall_interval_ms(),
+        alloc_interval: args.memory.as_ref().map_or(0, |m| m.interval as i64),
+        memleak_interval: 0,
+        memleak_capacity: 0,
+        memleak_track_percent: 0,
+        gc_generations: args.generations,
+        mode_mask: 1,
+        version: VERSION,
+        cpu_engine: session.engine.name(),
+    });
+    chunk.active_recording(&ActiveRecording {
+        ticks: end_ticks,
+        duration_ticks: end_ticks - start_ticks,
+        tid: me,
+        id: 1,
+        name: &format!("java-profiler {VERSION}"),
+        destination: &session.file.to_string_lossy(),
+        max_age_ms: 0,
+        flush_interval_ms: (java_feature_version() >= 14).then_some(0),
+        max_size: 0,
+        recording_start_ms: session.started_epoch_ms,
+        recording_duration_ms: end_nanos / 1_000_000 - session.started_epoch_ms,
+    });
+    for (name, value) in counters::snapshot() {
+        chunk.profiler_counter(end_ticks, name, value);
+    }
+    // Per-dump counters start again with the next chunk.
+    counters::Counter::UnwindingNanos.set(0);
+    counters::Counter::UnwindingNanosMax.set(0);
+    chunk.finish(end_ticks, end_nanos - session.chunk_start_nanos)
+}
+
+fn write_settings(chunk: &mut ChunkBuilder, session: &Session, ticks: i64, tid: i64) {
+    let args = &session.args;
+    let rec = jfr::TYPE_ACTIVE_RECORDING;
+    let settings: [(&str, String); 11] = [
+        ("asyncprofiler", "true".into()),
+        ("version", VERSION.into()),
+        ("tscfrequency", TICKS_PER_SECOND.to_string()),
+        ("loglevel", format!("{:?}", args.loglevel.unwrap_or(crate::args::LogLevel::Warn)).to_uppercase()),
+        ("hotspot", "true".into()),
+        ("openj9", "false".into()),
+        ("cpuEngine", session.engine.name().into()),
+        ("wallEngine", "None".into()),
+        ("cstack", args.cstack_requested.clone()),
+        ("stackwalker", session.walker.into()),
+        ("fjmethodid", format!("{:?}", args.fjmethodid).to_lowercase()),
+    ];
+    for (name, value) in &settings {
+        chunk.active_setting(ticks, tid, rec, name, value);
+    }
+    for attr in &args.attributes {
+        chunk.active_setting(ticks, tid, rec, "contextattribute", attr);
+    }
+    let cpu = args.cpu_interval_ns;
+    chunk.active_setting(ticks, tid, jfr::TYPE_EXECUTION_SAMPLE, "enabled", &cpu.is_some().to_string());
+    chunk.active_setting(ticks, tid, jfr::TYPE_EXECUTION_SAMPLE, "interval", &cpu.unwrap_or(0).to_string());
+    // Engines that do not exist yet: the request is echoed, `enabled` says the truth.
+    chunk.active_setting(ticks, tid, jfr::TYPE_METHOD_SAMPLE, "enabled", "false");
+    chunk.active_setting(ticks, tid, jfr::TYPE_METHOD_SAMPLE, "interval", &args.wall_interval_ns.unwrap_or(50_000_000).to_string());
+    chunk.active_setting(ticks, tid, jfr::TYPE_OBJECT_SAMPLE, "enabled", "false");
+    chunk.active_setting(ticks, tid, jfr::TYPE_HEAP_LIVE_OBJECT, "enabled", "false");
+    chunk.active_setting(ticks, tid, jfr::TYPE_NATIVE_MEMORY_ALLOCATION, "enabled", "false");
+    if let Some(n) = args.nativemem {
+        chunk.active_setting(ticks, tid, jfr::TYPE_NATIVE_MEMORY_ALLOCATION, "nativemem", &n.to_string());
+    }
+    if let Some(m) = &args.memory {
+        chunk.active_setting(ticks, tid, jfr::TYPE_OBJECT_SAMPLE, "interval", &m.interval.to_string());
+    }
+}
+
+fn write_system_info(chunk: &mut ChunkBuilder, args: &Args, ticks: i64) {
+    let jvmti = vm::jvmti();
+    let prop = |k: &str| jvmti.and_then(|j| j.system_property(k)).unwrap_or_default();
+    if args.jfr_mask & NO_SYSTEM_INFO == 0 {
+        chunk.os_information(ticks, &os_version());
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as i32;
+        let cpu = cpu_model();
+        chunk.cpu_information(ticks, &cpu, &cpu, cores, cores);
+        let cmdline = std::fs::read("/proc/self/cmdline").unwrap_or_default();
+        let args_text = cmdline.split(|b| *b == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" ");
+        chunk.jvm_information(
+            ticks,
+            &prop("java.vm.name"),
+            &format!("{} ({})", prop("java.vm.version"), prop("java.vm.info")),
+            &args_text,
+            "",
+            &prop("sun.java.command"),
+            jvm_start_ms(),
+            std::process::id() as i64,
+        );
+    }
+    if args.jfr_mask & NO_SYSTEM_PROPS == 0 {
+        if let Some(j) = jvmti {
+            for key in j.system_property_names() {
+                let value = j.system_property(&key).unwrap_or_default();
+                chunk.initial_system_property(ticks, &key, &value);
+            }
+        }
+    }
+    if args.jfr_mask & NO_NATIVE_LIBS == 0 {
+        for (name, base, top) in native_libraries() {
+            chunk.native_library(ticks, &name, base, top, "", base);
+        }
+    }
+}
+
+fn os_version() -> String {
+    // SAFETY: uname fills a zeroed struct of NUL-terminated fields.
+    let u = unsafe {
+        let mut u: libc::utsname = std::mem::zeroed();
+        libc::uname(&mut u);
+        u
+    };
+    let f = |b: &[libc::c_char]| {
+        // SAFETY: uname's fields are NUL-terminated within their arrays.
+        unsafe { std::ffi::CStr::from_ptr(b.as_ptr()) }.to_string_lossy().into_owned()
+    };
+    format!("uname: {} {} {} {}", f(&u.sysname), f(&u.release), f(&u.version), f(&u.machine))
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split(':').nth(1)).map(|m| m.trim().to_string()))
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
+
+/// Process start time, from /proc/self/stat (field 22, clock ticks since boot).
+fn jvm_start_ms() -> i64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit(')').next().unwrap_or("");
+    let ticks: i64 = after.split_whitespace().nth(19).and_then(|v| v.parse().ok()).unwrap_or(0);
+    let btime: i64 = std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("btime")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .unwrap_or(0);
+    // SAFETY: sysconf has no memory effects.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
+    btime * 1000 + ticks * 1000 / hz
+}
+
+/// Executable file mappings of the process: (path, lowest address, highest address).
+fn native_libraries() -> Vec<(String, u64, u64)> {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let mut libs: Vec<(String, u64, u64)> = Vec::new();
+    for line in maps.lines() {
+        let mut parts = line.split_whitespace();
+        let (Some(range), Some(perms)) = (parts.next(), parts.next()) else { continue };
+        let Some(path) = parts.nth(3) else { continue };
+        if !perms.contains('x') || !path.starts_with('/') {
+            continue;
+        }
+        let Some((a, b)) = range.split_once('-') else { continue };
+        let (Ok(a), Ok(b)) = (u64::from_str_radix(a, 16), u64::from_str_radix(b, 16)) else { continue };
+        match libs.iter_mut().find(|l| l.0 == path) {
+            Some(l) => {
+                l.1 = l.1.min(a);
+                l.2 = l.2.max(b);
+            }
+            None => libs.push((path.to_string(), a, b)),
+        }
+    }
+    libs
+}
+
+fn java_feature_version() -> u32 {
+    let v = vm::jvmti().and_then(|j| j.system_property("java.specification.version")).unwrap_or_default();
+    let v = v.strip_prefix("1.").unwrap_or(&v);
+    v.split('.').next().and_then(|x| x.parse().ok()).unwrap_or(0)
+}
+
+/// Names every distinct frame once and writes the StackTrace pool.
+fn write_traces(chunk: &mut ChunkBuilder, jni: *mut JNIEnv, gen: &Generation) {
+    let Some(jvmti) = vm::jvmti() else { return };
+    let mut resolver = Resolver::new(jvmti, jni);
+    let mut method_keys: HashMap<u64, u32> = HashMap::new();
+    let mut unknown: Option<u32> = None;
+    let mut refs: Vec<FrameRef> = Vec::new();
+    for trace in gen.traces.iter() {
+        refs.clear();
+        let mut root_is_entry = false;
+        for f in trace.frames {
+            let (key, line, info_entry) = frame_ref(chunk, &mut resolver, &mut method_keys, &mut unknown, f);
+            root_is_entry = info_entry;
+            refs.push(FrameRef { method: key, line, bci: f.bci.max(0), frame_type: f.frame_type });
+        }
+        let root_is_java = trace.frames.last().is_some_and(|f| f.kind == kind::JAVA_METHOD_ID && f.frame_type != FRAME_NATIVE);
+        let truncated = if root_is_java { !root_is_entry } else { trace.truncated };
+        chunk.add_stack_trace(trace.id as u64, truncated, &refs);
+    }
+}
+
+/// (method pool key, line, whether the method is a thread entry point) of one frame.
+fn frame_ref(chunk: &mut ChunkBuilder, resolver: &mut Resolver, keys: &mut HashMap<u64, u32>, unknown: &mut Option<u32>, f: &Frame) -> (u32, i32, bool) {
+    if f.kind != kind::JAVA_METHOD_ID {
+        let key = *unknown.get_or_insert_with(|| chunk.intern_method("", "unknown", "()L;", 0x100, false));
+        return (key, 0, false);
+    }
+    let info: &MethodInfo = resolver.resolve(f.method);
+    let line = if f.frame_type == FRAME_NATIVE { 0 } else { info.line_of(f.bci) };
+    let entry = info.is_entry_point;
+    let key = match keys.get(&f.method) {
+        Some(k) => *k,
+        None => {
+            let (class, name, desc) = jfr::names::normalize(&info.class_name, &info.name, &info.descriptor);
+            let hidden = class.contains("/0x") || class.contains("LambdaForm$");
+            let k = chunk.intern_method(&class, &name, &desc, info.modifiers, hidden);
+            keys.insert(f.method, k);
+            k
+        }
+    };
+    (key, line, entry)
+}

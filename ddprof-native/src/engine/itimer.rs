@@ -1,0 +1,38 @@
+//! `itimer`: one process-wide `setitimer(ITIMER_PROF)`; the kernel sends SIGPROF to
+//! whichever thread is running when the process has used `interval` of CPU.
+
+use super::{timespec, CpuEngine};
+
+#[derive(Default)]
+pub struct ITimer;
+
+fn set(interval_ns: u64) -> Result<(), String> {
+    let ts = timespec(interval_ns);
+    let tv = libc::timeval { tv_sec: ts.tv_sec, tv_usec: (ts.tv_nsec / 1000).max(if interval_ns > 0 { 1 } else { 0 }) as libc::suseconds_t };
+    let it = libc::itimerval { it_interval: tv, it_value: tv };
+    // SAFETY: valid itimerval, null old value.
+    let rc = unsafe { libc::setitimer(libc::ITIMER_PROF, &it, std::ptr::null_mut()) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(format!("setitimer failed: {}", std::io::Error::last_os_error()))
+    }
+}
+
+impl CpuEngine for ITimer {
+    fn name(&self) -> &'static str {
+        "ITimer"
+    }
+
+    fn start(&self, interval_ns: u64) -> Result<(), String> {
+        set(interval_ns.max(1000))
+    }
+
+    fn stop(&self) {
+        let _ = set(0);
+    }
+
+    fn owns_signal(&self, code: i32, _value: u64) -> bool {
+        code == libc::SI_KERNEL
+    }
+}

@@ -1,0 +1,323 @@
+//! Hand-written JVMTI bindings: only the function-table slots ddprof calls.
+//!
+//! A `jvmtiEnv*` points at a pointer to the shared function table. Slot numbers are
+//! the function numbers of the JVMTI specification (slot 1 is reserved), so the
+//! table index is `number - 1`. Signatures are transcribed from `jvmti.h`.
+
+use std::ffi::{c_char, c_int, c_uchar, c_void, CStr};
+use std::ptr;
+
+use jni::sys::{jclass, jint, jlong, jmethodID, jobject, JNIEnv, JavaVM};
+
+/// JVMTI's `jthread` is a `jobject` referring to a java.lang.Thread.
+#[allow(non_camel_case_types)]
+pub type jthread = jobject;
+
+pub type JvmtiError = c_int;
+pub const JVMTI_ERROR_NONE: JvmtiError = 0;
+pub const JVMTI_VERSION_1_2: jint = 0x3001_0200;
+pub const JVMTI_ENABLE: c_int = 1;
+
+pub const EVENT_VM_INIT: c_int = 50;
+pub const EVENT_VM_DEATH: c_int = 51;
+pub const EVENT_THREAD_START: c_int = 52;
+pub const EVENT_THREAD_END: c_int = 53;
+pub const EVENT_CLASS_LOAD: c_int = 55;
+pub const EVENT_CLASS_PREPARE: c_int = 56;
+
+/// Phases reported by GetPhase.
+pub const PHASE_LIVE: c_int = 4;
+
+// Function numbers from the JVMTI specification.
+const SET_EVENT_NOTIFICATION_MODE: usize = 2;
+const GET_THREAD_INFO: usize = 9;
+const DEALLOCATE: usize = 47;
+const GET_CLASS_SIGNATURE: usize = 48;
+const GET_CLASS_METHODS: usize = 52;
+const GET_METHOD_NAME: usize = 64;
+const GET_METHOD_DECLARING_CLASS: usize = 65;
+const GET_METHOD_MODIFIERS: usize = 66;
+const GET_LINE_NUMBER_TABLE: usize = 70;
+const GET_LOADED_CLASSES: usize = 78;
+const SET_EVENT_CALLBACKS: usize = 122;
+const GET_SYSTEM_PROPERTIES: usize = 130;
+const GET_SYSTEM_PROPERTY: usize = 131;
+const SET_SYSTEM_PROPERTY: usize = 132;
+const GET_PHASE: usize = 133;
+const ADD_CAPABILITIES: usize = 142;
+
+/// `jvmtiCapabilities`: 128 bits of flags, bit n = the n-th field of the C struct.
+#[repr(C)]
+#[derive(Default, Clone, Copy)]
+pub struct Capabilities {
+    bits: [u32; 4],
+}
+
+impl Capabilities {
+    pub const GET_BYTECODES: u32 = 3;
+    pub const GET_SOURCE_FILE_NAME: u32 = 11;
+    pub const GET_LINE_NUMBERS: u32 = 12;
+    pub const GENERATE_ALL_CLASS_HOOK_EVENTS: u32 = 26;
+
+    pub fn with(mut self, bit: u32) -> Self {
+        self.bits[(bit / 32) as usize] |= 1 << (bit % 32);
+        self
+    }
+}
+
+/// `jvmtiThreadInfo` as JVMTI fills it.
+#[repr(C)]
+struct ThreadInfo {
+    name: *mut c_char,
+    priority: jint,
+    is_daemon: c_uchar,
+    thread_group: jobject,
+    context_class_loader: jobject,
+}
+
+#[repr(C)]
+struct LineNumberEntry {
+    start_location: jlong,
+    line_number: jint,
+}
+
+pub type VmInitFn = unsafe extern "C" fn(*mut JvmtiEnvPtr, *mut JNIEnv, jthread);
+pub type VmDeathFn = unsafe extern "C" fn(*mut JvmtiEnvPtr, *mut JNIEnv);
+pub type ThreadFn = unsafe extern "C" fn(*mut JvmtiEnvPtr, *mut JNIEnv, jthread);
+pub type ClassFn = unsafe extern "C" fn(*mut JvmtiEnvPtr, *mut JNIEnv, jthread, jclass);
+
+/// The first seven entries of `jvmtiEventCallbacks` (events 50..56). JVMTI copies only
+/// `size_of` bytes, so a prefix of the struct is a valid argument.
+#[repr(C)]
+#[derive(Default)]
+pub struct EventCallbacks {
+    pub vm_init: Option<VmInitFn>,
+    pub vm_death: Option<VmDeathFn>,
+    pub thread_start: Option<ThreadFn>,
+    pub thread_end: Option<ThreadFn>,
+    pub class_file_load_hook: Option<unsafe extern "C" fn()>,
+    pub class_load: Option<ClassFn>,
+    pub class_prepare: Option<ClassFn>,
+}
+
+/// Opaque `jvmtiEnv` (a pointer to the function table).
+pub type JvmtiEnvPtr = *const *const c_void;
+
+/// A JVMTI environment. Usable from any thread attached to the JVM; never from a signal handler.
+#[derive(Clone, Copy)]
+pub struct Jvmti(*mut JvmtiEnvPtr);
+
+// SAFETY: a jvmtiEnv may be used from any attached thread; JVMTI synchronises internally.
+unsafe impl Send for Jvmti {}
+// SAFETY: as above.
+unsafe impl Sync for Jvmti {}
+
+macro_rules! call {
+    ($self:ident, $slot:expr, fn($($t:ty),*) $(, $arg:expr)*) => {{
+        // SAFETY: the env pointer came from GetEnv and the slot index and signature match jvmti.h.
+        unsafe {
+            let table = *$self.0;
+            let f: unsafe extern "C" fn(*mut JvmtiEnvPtr $(, $t)*) -> JvmtiError =
+                std::mem::transmute(*table.add($slot - 1));
+            f($self.0 $(, $arg)*)
+        }
+    }};
+}
+
+fn check(err: JvmtiError) -> Result<(), JvmtiError> {
+    if err == JVMTI_ERROR_NONE {
+        Ok(())
+    } else {
+        Err(err)
+    }
+}
+
+impl Jvmti {
+    /// Gets a JVMTI environment from the VM.
+    ///
+    /// # Safety
+    /// `vm` must be a valid `JavaVM*`.
+    pub unsafe fn from_vm(vm: *mut JavaVM) -> Option<Jvmti> {
+        let mut env: *mut c_void = ptr::null_mut();
+        // SAFETY: caller guarantees `vm`; GetEnv is the JNI invocation API entry.
+        let rc = unsafe { ((**vm).GetEnv?)(vm, &mut env, JVMTI_VERSION_1_2) };
+        (rc == 0 && !env.is_null()).then_some(Jvmti(env as *mut JvmtiEnvPtr))
+    }
+
+    pub fn raw(&self) -> *mut JvmtiEnvPtr {
+        self.0
+    }
+
+    pub fn add_capabilities(&self, caps: &Capabilities) -> Result<(), JvmtiError> {
+        check(call!(self, ADD_CAPABILITIES, fn(*const Capabilities), caps))
+    }
+
+    pub fn set_event_callbacks(&self, cb: &EventCallbacks) -> Result<(), JvmtiError> {
+        let size = std::mem::size_of::<EventCallbacks>() as jint;
+        check(call!(self, SET_EVENT_CALLBACKS, fn(*const EventCallbacks, jint), cb, size))
+    }
+
+    pub fn enable_event(&self, event: c_int) -> Result<(), JvmtiError> {
+        check(call!(self, SET_EVENT_NOTIFICATION_MODE, fn(c_int, c_int, jthread),
+            JVMTI_ENABLE, event, ptr::null_mut()))
+    }
+
+    pub fn phase(&self) -> c_int {
+        let mut phase: c_int = 0;
+        call!(self, GET_PHASE, fn(*mut c_int), &mut phase);
+        phase
+    }
+
+    fn deallocate<T>(&self, p: *mut T) {
+        if !p.is_null() {
+            call!(self, DEALLOCATE, fn(*mut c_uchar), p as *mut c_uchar);
+        }
+    }
+
+    /// Takes ownership of a JVMTI-allocated string.
+    fn take_string(&self, p: *mut c_char) -> Option<String> {
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: JVMTI returns NUL-terminated modified UTF-8; we copy before freeing.
+        let s = unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+        self.deallocate(p);
+        Some(s)
+    }
+
+    /// Name of a thread (JVMTI GetThreadInfo). Deletes the local refs the call makes.
+    pub fn thread_name(&self, jni: *mut JNIEnv, thread: jthread) -> Option<String> {
+        let mut info = ThreadInfo {
+            name: ptr::null_mut(),
+            priority: 0,
+            is_daemon: 0,
+            thread_group: ptr::null_mut(),
+            context_class_loader: ptr::null_mut(),
+        };
+        check(call!(self, GET_THREAD_INFO, fn(jthread, *mut ThreadInfo), thread, &mut info)).ok()?;
+        delete_local_ref(jni, info.thread_group);
+        delete_local_ref(jni, info.context_class_loader);
+        self.take_string(info.name)
+    }
+
+    /// Creates the jmethodIDs of every method of `class` (GetClassMethods allocates them).
+    pub fn load_method_ids(&self, class: jclass) -> Result<usize, JvmtiError> {
+        let mut count: jint = 0;
+        let mut methods: *mut jmethodID = ptr::null_mut();
+        check(call!(self, GET_CLASS_METHODS, fn(jclass, *mut jint, *mut *mut jmethodID),
+            class, &mut count, &mut methods))?;
+        self.deallocate(methods);
+        Ok(count.max(0) as usize)
+    }
+
+    /// All loaded classes as local refs; the caller deletes them.
+    pub fn loaded_classes(&self) -> Vec<jclass> {
+        let mut count: jint = 0;
+        let mut classes: *mut jclass = ptr::null_mut();
+        if check(call!(self, GET_LOADED_CLASSES, fn(*mut jint, *mut *mut jclass),
+            &mut count, &mut classes)).is_err() || classes.is_null()
+        {
+            return Vec::new();
+        }
+        // SAFETY: JVMTI returned an array of `count` jclass values.
+        let v = unsafe { std::slice::from_raw_parts(classes, count.max(0) as usize) }.to_vec();
+        self.deallocate(classes);
+        v
+    }
+
+    pub fn class_signature(&self, class: jclass) -> Result<String, JvmtiError> {
+        let mut sig: *mut c_char = ptr::null_mut();
+        let mut generic: *mut c_char = ptr::null_mut();
+        check(call!(self, GET_CLASS_SIGNATURE, fn(jclass, *mut *mut c_char, *mut *mut c_char),
+            class, &mut sig, &mut generic))?;
+        self.deallocate(generic);
+        self.take_string(sig).ok_or(-1)
+    }
+
+    /// (name, descriptor) of a method.
+    pub fn method_name(&self, m: jmethodID) -> Result<(String, String), JvmtiError> {
+        let mut name: *mut c_char = ptr::null_mut();
+        let mut sig: *mut c_char = ptr::null_mut();
+        let mut generic: *mut c_char = ptr::null_mut();
+        check(call!(self, GET_METHOD_NAME,
+            fn(jmethodID, *mut *mut c_char, *mut *mut c_char, *mut *mut c_char),
+            m, &mut name, &mut sig, &mut generic))?;
+        self.deallocate(generic);
+        let name = self.take_string(name);
+        let sig = self.take_string(sig);
+        Ok((name.unwrap_or_default(), sig.unwrap_or_default()))
+    }
+
+    /// The declaring class as a local ref (caller deletes it).
+    pub fn method_declaring_class(&self, m: jmethodID) -> Result<jclass, JvmtiError> {
+        let mut class: jclass = ptr::null_mut();
+        check(call!(self, GET_METHOD_DECLARING_CLASS, fn(jmethodID, *mut jclass), m, &mut class))?;
+        Ok(class)
+    }
+
+    pub fn method_modifiers(&self, m: jmethodID) -> Result<jint, JvmtiError> {
+        let mut mods: jint = 0;
+        check(call!(self, GET_METHOD_MODIFIERS, fn(jmethodID, *mut jint), m, &mut mods))?;
+        Ok(mods)
+    }
+
+    /// (start bci, line) pairs, sorted by bci; empty when the method has none (native, abstract).
+    pub fn line_number_table(&self, m: jmethodID) -> Vec<(i64, i32)> {
+        let mut count: jint = 0;
+        let mut table: *mut LineNumberEntry = ptr::null_mut();
+        if check(call!(self, GET_LINE_NUMBER_TABLE, fn(jmethodID, *mut jint, *mut *mut LineNumberEntry),
+            m, &mut count, &mut table)).is_err() || table.is_null()
+        {
+            return Vec::new();
+        }
+        // SAFETY: JVMTI returned `count` entries.
+        let entries = unsafe { std::slice::from_raw_parts(table, count.max(0) as usize) };
+        let mut v: Vec<(i64, i32)> = entries.iter().map(|e| (e.start_location, e.line_number)).collect();
+        self.deallocate(table);
+        v.sort_unstable();
+        v
+    }
+
+    pub fn system_property(&self, key: &str) -> Option<String> {
+        let key = std::ffi::CString::new(key).ok()?;
+        let mut value: *mut c_char = ptr::null_mut();
+        check(call!(self, GET_SYSTEM_PROPERTY, fn(*const c_char, *mut *mut c_char), key.as_ptr(), &mut value)).ok()?;
+        self.take_string(value)
+    }
+
+    /// Sets a system property; JVMTI allows it only in the OnLoad phase.
+    pub fn set_system_property(&self, key: &str, value: &str) -> Result<(), JvmtiError> {
+        let key = std::ffi::CString::new(key).map_err(|_| -1)?;
+        let value = std::ffi::CString::new(value).map_err(|_| -1)?;
+        check(call!(self, SET_SYSTEM_PROPERTY, fn(*const c_char, *const c_char), key.as_ptr(), value.as_ptr()))
+    }
+
+    /// Names of all system properties.
+    pub fn system_property_names(&self) -> Vec<String> {
+        let mut count: jint = 0;
+        let mut names: *mut *mut c_char = ptr::null_mut();
+        if check(call!(self, GET_SYSTEM_PROPERTIES, fn(*mut jint, *mut *mut *mut c_char), &mut count, &mut names)).is_err()
+            || names.is_null()
+        {
+            return Vec::new();
+        }
+        // SAFETY: JVMTI returned `count` strings, each allocated separately.
+        let raw = unsafe { std::slice::from_raw_parts(names, count.max(0) as usize) };
+        let v = raw.iter().filter_map(|&p| self.take_string(p)).collect();
+        self.deallocate(names);
+        v
+    }
+}
+
+/// Deletes a JNI local ref (null-safe).
+pub fn delete_local_ref(jni: *mut JNIEnv, obj: jobject) {
+    if jni.is_null() || obj.is_null() {
+        return;
+    }
+    // SAFETY: `jni` is the current thread's JNIEnv and `obj` a local ref it owns.
+    unsafe {
+        if let Some(f) = (**jni).DeleteLocalRef {
+            f(jni, obj);
+        }
+    }
+}

@@ -1,0 +1,23 @@
+//! ddprof native core: a CPU profiler for the JVM that writes JFR.
+//! Module map only; docs/architecture.md follows one sample from signal to file.
+#![allow(non_snake_case)]
+
+pub mod api;
+pub mod args;
+pub mod context;
+pub mod counters;
+pub mod dump;
+pub mod engine;
+#[path = "/work/scratch/jfrdev/src/jfr/mod.rs"]
+pub mod jfr;
+pub mod jvmti;
+pub mod log;
+pub mod methods;
+pub mod profiler;
+pub mod sampler;
+pub mod signal;
+pub mod threads;
+pub mod traces;
+pub mod vm;
+pub mod walker;
+pub mod zeroed;

@@ -1,0 +1,5 @@
+//! Naming the frames of a chunk at dump time. Today every Java frame carries a
+//! jmethodID (preloaded, `fjmethodid=true`); raw `Method*` frames and the lazy mode
+//! resolve here too once the VMStructs walker exists.
+
+pub mod resolve;

@@ -1,0 +1,310 @@
+//! The profiler's lifecycle: idle -> running -> (dumps) -> stopped. Every command runs
+//! under one lock; the signal handler never takes it (it reads `sampler`'s atomics).
+
+use std::fs::OpenOptions;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use jni::sys::JNIEnv;
+use parking_lot::{Mutex, RwLock};
+
+use crate::args::{self, Action, Args, CpuEngine as EngineChoice, FjMethodId};
+use crate::counters;
+use crate::engine::{ctimer::CTimer, itimer::ITimer, CpuEngine};
+use crate::sampler::{self, EngineKind};
+use crate::walker::agct::Agct;
+use crate::{dump, log, threads, vm};
+
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Errors as the Java API reports them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// A bad command string: IllegalArgumentException.
+    Argument(String),
+    /// Wrong state or a runtime failure: IllegalStateException.
+    State(String),
+    /// The output file: IOException.
+    Io(String),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Argument(m) | Error::State(m) | Error::Io(m) => f.write_str(m),
+        }
+    }
+}
+
+/// A running recording.
+pub struct Session {
+    pub args: Args,
+    pub engine: Arc<dyn CpuEngine>,
+    pub file: PathBuf,
+    pub started: Instant,
+    pub started_epoch_ms: i64,
+    /// Start of the chunk now being collected.
+    pub chunk_start_nanos: i64,
+    pub chunk_start_ticks: i64,
+    /// Name of the walker the requested `cstack` resolved to.
+    pub walker: &'static str,
+    /// Warnings to repeat as log events in the recording.
+    pub warnings: Vec<String>,
+}
+
+/// `recordSetting` calls waiting for the next chunk.
+pub struct PendingSetting {
+    pub ticks: i64,
+    pub tid: i64,
+    pub name: String,
+    pub value: String,
+    pub unit: String,
+}
+
+static SESSION: Mutex<Option<Session>> = Mutex::new(None);
+/// The armed engine, for thread start/end callbacks (which must not wait for a dump).
+static ENGINE: RwLock<Option<Arc<dyn CpuEngine>>> = RwLock::new(None);
+static PENDING_SETTINGS: Mutex<Vec<PendingSetting>> = Mutex::new(Vec::new());
+/// Counts chunk boundaries; thread names are kept until the chunk after their end.
+static EPOCH: AtomicU64 = AtomicU64::new(0);
+static PRELOADED: std::sync::Once = std::sync::Once::new();
+
+pub fn epoch_nanos() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
+}
+
+fn env_lookup(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// Runs a command string (`JavaProfiler.execute`). Returns the text for the caller.
+pub fn execute(jni: *mut JNIEnv, command: &str) -> Result<String, Error> {
+    let now_secs = epoch_nanos() / 1_000_000_000;
+    let args = args::parse(command, &env_lookup, std::process::id(), now_secs).map_err(|e| {
+        if e.is_state_error() {
+            Error::State(e.to_string())
+        } else {
+            Error::Argument(e.to_string())
+        }
+    })?;
+    if let Some(level) = args.loglevel {
+        log::set_level(log_level(level));
+    }
+    let mut warnings: Vec<String> = Vec::new();
+    if let Some(first) = args.unknown.first() {
+        warnings.push(format!("Unknown argument: {first}"));
+    }
+    match args.action {
+        Action::Start | Action::Resume => start(jni, args, warnings),
+        Action::Stop => stop(jni).map(|_| String::new()),
+        Action::Status => Ok(status_line()),
+        Action::Check => Ok("OK\n".into()),
+        Action::List => Ok("Basic events:\n  cpu\n  ctimer\n  itimer\n".into()),
+        Action::Version => Ok(format!("{VERSION}\n")),
+        Action::None => Ok(warnings.iter().map(|w| format!("WARNING: {w}\n")).collect()),
+    }
+}
+
+fn log_level(l: args::LogLevel) -> log::Level {
+    match l {
+        args::LogLevel::Trace => log::Level::Trace,
+        args::LogLevel::Debug => log::Level::Debug,
+        args::LogLevel::Info => log::Level::Info,
+        args::LogLevel::Warn => log::Level::Warn,
+        args::LogLevel::Error => log::Level::Error,
+        args::LogLevel::None => log::Level::None,
+    }
+}
+
+fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<String, Error> {
+    let mut session = SESSION.lock();
+    if session.is_some() {
+        return Err(Error::State("Profiler already started".into()));
+    }
+    let jvmti = vm::jvmti().ok_or_else(|| Error::State("JVMTI is not available".into()))?;
+    let file = PathBuf::from(args.file.clone().ok_or_else(|| Error::Argument("Option 'file' is required to start the profiler".into()))?);
+    let reset = args.action == Action::Start;
+    open_output(&file, reset)?;
+    let interval = args.cpu_interval_ns.ok_or_else(|| Error::Argument("No profiling events specified".into()))?;
+
+    for option in args.not_yet_sampled() {
+        warnings.push(format!("'{option}' is accepted but not yet sampled by this version of ddprof"));
+    }
+    if args.fjmethodid != FjMethodId::True {
+        warnings.push(format!(
+            "fjmethodid={} needs the VMStructs stack walker, which this version lacks; jmethodIDs are preloaded as with fjmethodid=true",
+            if args.fjmethodid == FjMethodId::Lazy { "lazy" } else { "false" }
+        ));
+    }
+    if args.jstackdepth as usize > sampler::MAX_DEPTH {
+        warnings.push(format!("jstackdepth={} is above the maximum {}; using {}", args.jstackdepth, sampler::MAX_DEPTH, sampler::MAX_DEPTH));
+    }
+    Agct::find().ok_or_else(|| Error::State("AsyncGetCallTrace is not exported by this JVM; cannot walk Java stacks".into()))?;
+    let recorder = sampler::init().map_err(Error::State)?;
+
+    PRELOADED.call_once(|| vm::preload_all_method_ids(jvmti, jni));
+    if reset {
+        counters::reset_all();
+        recorder.reset();
+        PENDING_SETTINGS.lock().clear();
+    }
+    // The caller's thread is often the one doing the work; name it now, since it
+    // started before us and JVMTI ThreadStart will never report it.
+    register_current_thread(jni);
+
+    let (engine, kind): (Arc<dyn CpuEngine>, EngineKind) = match args.cpu_engine {
+        EngineChoice::CTimer => (Arc::new(CTimer::default()), EngineKind::CTimer),
+        EngineChoice::ITimer => (Arc::new(ITimer), EngineKind::ITimer),
+    };
+    sampler::arm(kind, args.jstackdepth as usize);
+    *ENGINE.write() = Some(engine.clone());
+    if let Err(e) = engine.start(interval) {
+        sampler::disarm();
+        *ENGINE.write() = None;
+        return Err(Error::State(format!("Failed to start the {} engine: {e}", engine.name())));
+    }
+    for w in &warnings {
+        log::warn(w);
+    }
+    let mut out = String::new();
+    for w in &warnings {
+        out.push_str("WARNING: ");
+        out.push_str(w);
+        out.push('\n');
+    }
+    out.push_str("Profiling started\n");
+    *session = Some(Session {
+        args,
+        engine,
+        file,
+        started: Instant::now(),
+        started_epoch_ms: epoch_nanos() / 1_000_000,
+        chunk_start_nanos: epoch_nanos(),
+        chunk_start_ticks: sampler::ticks(),
+        walker: walker_name(),
+        warnings,
+    });
+    Ok(out)
+}
+
+fn walker_name() -> &'static str {
+    "asgct"
+}
+
+/// Creates (start: truncates) the output file, so a bad path fails before anything runs.
+fn open_output(file: &Path, truncate: bool) -> Result<(), Error> {
+    let mut o = OpenOptions::new();
+    o.write(true).create(true);
+    if truncate {
+        o.truncate(true);
+    } else {
+        o.append(true);
+    }
+    o.open(file).map(drop).map_err(|e| Error::Io(format!("Could not open output file '{}': {e}", file.display())))
+}
+
+fn register_current_thread(jni: *mut JNIEnv) {
+    let Some(jvmti) = vm::jvmti() else { return };
+    if let Some((name, id)) = vm::describe_thread(jvmti, jni, std::ptr::null_mut()) {
+        threads::register_java_thread(threads::gettid(), name, id);
+    }
+}
+
+/// Stops sampling and completes the main file.
+pub fn stop(jni: *mut JNIEnv) -> Result<(), Error> {
+    let mut guard = SESSION.lock();
+    let Some(session) = guard.as_mut() else {
+        return Err(Error::State("Profiler is not active".into()));
+    };
+    session.engine.stop();
+    sampler::disarm();
+    *ENGINE.write() = None;
+    let file = session.file.clone();
+    let result = write_chunk(jni, session, &file);
+    *guard = None;
+    result
+}
+
+/// Writes everything since the previous dump to `path` and restarts the main file.
+/// Idle: does nothing. Dumping to the main file itself is ignored, as upstream does.
+pub fn dump_to(jni: *mut JNIEnv, path: &Path) -> Result<(), Error> {
+    let mut guard = SESSION.lock();
+    let Some(session) = guard.as_mut() else { return Ok(()) };
+    if same_file(path, &session.file) {
+        return Ok(());
+    }
+    write_chunk(jni, session, path)?;
+    open_output(&session.file.clone(), true)
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+/// Retires the current generation and writes it as one chunk to `path`.
+fn write_chunk(jni: *mut JNIEnv, session: &mut Session, path: &Path) -> Result<(), Error> {
+    let t0 = Instant::now();
+    let recorder = sampler::recorder().ok_or_else(|| Error::State("profiler buffers missing".into()))?;
+    let old = recorder.flip();
+    let end_nanos = epoch_nanos();
+    let end_ticks = sampler::ticks();
+    let epoch = EPOCH.fetch_add(1, Ordering::AcqRel);
+    let settings = std::mem::take(&mut *PENDING_SETTINGS.lock());
+    let chunk = dump::build_chunk(jni, session, recorder.generation(old), &settings, end_ticks, end_nanos);
+    recorder.clear(old);
+    session.chunk_start_nanos = end_nanos;
+    session.chunk_start_ticks = end_ticks;
+    threads::prune(epoch);
+    counters::Counter::DumpCount.inc();
+    counters::Counter::DumpNanosLast.set(t0.elapsed().as_nanos() as i64);
+    std::fs::write(path, chunk).map_err(|e| Error::Io(format!("Could not write recording '{}': {e}", path.display())))
+}
+
+pub fn status() -> String {
+    let session = SESSION.lock();
+    let (running, engine) = match session.as_ref() {
+        Some(s) => (true, s.engine.name()),
+        None => (false, "None"),
+    };
+    format!(
+        "== Java-Profiler Status ===\n Running          : {running}\n CPU Engine       : {engine}\n WallClock Engine : None\n Allocations      : None\n"
+    )
+}
+
+fn status_line() -> String {
+    match SESSION.lock().as_ref() {
+        Some(s) => format!("Profiling is running for {} seconds\n", s.started.elapsed().as_secs()),
+        None => "Profiler is not active\n".into(),
+    }
+}
+
+pub fn record_setting(name: String, value: String, unit: String) {
+    PENDING_SETTINGS.lock().push(PendingSetting { ticks: sampler::ticks(), tid: threads::gettid() as i64, name, value, unit });
+}
+
+pub fn thread_started(tid: i32) {
+    if let Some(e) = ENGINE.read().as_ref() {
+        e.thread_started(tid);
+    }
+}
+
+pub fn thread_ended(tid: i32) {
+    if let Some(e) = ENGINE.read().as_ref() {
+        e.thread_ended(tid);
+    }
+    threads::ended(tid, EPOCH.load(Ordering::Acquire));
+}
+
+/// JVM exit: complete the recording of a running session.
+pub fn on_vm_death(jni: *mut JNIEnv) {
+    if SESSION.lock().is_some() {
+        if let Err(e) = stop(jni) {
+            eprintln!("[ddprof] failed to complete the recording at JVM exit: {e}");
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! The sampling signal handler and the state it reads. Everything reachable from
+//! `on_signal` is signal-safe: atomics, preallocated buffers, the walker and the
+//! lock-free recorder. The profiler lifecycle (`crate::profiler`) arms and disarms it
+//! through the atomics here.
+
+use std::cell::UnsafeCell;
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+use crate::counters::Counter;
+use crate::engine::TIMER_SIGNAL_MAGIC;
+use crate::signal::{self, ErrnoGuard};
+use crate::threads;
+use crate::traces::{Frame, Recorder, SampleRecord};
+use crate::walker::{agct::Agct, StackWalker};
+use crate::zeroed::{self, Zeroable};
+
+/// Deepest stack a walk records; `jstackdepth` is clamped to it.
+pub const MAX_DEPTH: usize = 4096;
+/// Frame buffers shared by signal handlers; a handler takes one with a try-lock.
+const STRIPES: usize = 16;
+
+// Per-generation capacities of the recorder.
+const TRACE_SLOTS: usize = 1 << 16;
+const TRACE_FRAMES: usize = 1 << 20;
+const SAMPLES: usize = 1 << 18;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum EngineKind {
+    None = 0,
+    CTimer = 1,
+    ITimer = 2,
+}
+
+static RUNNING: AtomicBool = AtomicBool::new(false);
+static ENGINE: AtomicU8 = AtomicU8::new(EngineKind::None as u8);
+static DEPTH: AtomicUsize = AtomicUsize::new(2048);
+
+struct Stripe {
+    busy: AtomicBool,
+    frames: UnsafeCell<[Frame; MAX_DEPTH]>,
+}
+
+// SAFETY: an AtomicBool and plain-integer frames are valid when zeroed.
+unsafe impl Zeroable for Stripe {}
+// SAFETY: a stripe's frames are touched only by the handler holding its `busy` flag.
+unsafe impl Sync for Stripe {}
+
+struct State {
+    stripes: Box<[Stripe]>,
+    recorder: Recorder,
+}
+
+static STATE: OnceLock<State> = OnceLock::new();
+
+/// Allocates the handler's buffers (once, outside any signal) and installs the handler.
+pub fn init() -> Result<&'static Recorder, String> {
+    let state = STATE.get_or_init(|| State {
+        // Straight from the allocator: 1 MiB would not fit on a JNI thread's stack.
+        stripes: zeroed::boxed(STRIPES),
+        recorder: Recorder::new(TRACE_SLOTS, TRACE_FRAMES, SAMPLES),
+    });
+    signal::install(on_signal)?;
+    Ok(&state.recorder)
+}
+
+pub fn recorder() -> Option<&'static Recorder> {
+    STATE.get().map(|s| &s.recorder)
+}
+
+/// Opens the gate: signals from now on are sampled.
+pub fn arm(engine: EngineKind, depth: usize) {
+    DEPTH.store(depth.clamp(1, MAX_DEPTH), Ordering::Relaxed);
+    ENGINE.store(engine as u8, Ordering::Relaxed);
+    RUNNING.store(true, Ordering::Release);
+}
+
+/// Closes the gate; signals still in flight record nothing.
+pub fn disarm() {
+    RUNNING.store(false, Ordering::Release);
+}
+
+pub fn is_running() -> bool {
+    RUNNING.load(Ordering::Acquire)
+}
+
+fn owns(code: c_int, value: u64) -> bool {
+    match ENGINE.load(Ordering::Relaxed) {
+        x if x == EngineKind::CTimer as u8 => code == libc::SI_TIMER && value == TIMER_SIGNAL_MAGIC,
+        x if x == EngineKind::ITimer as u8 => code == libc::SI_KERNEL,
+        _ => code == libc::SI_TIMER && value == TIMER_SIGNAL_MAGIC,
+    }
+}
+
+fn monotonic_nanos() -> i64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime is async-signal-safe; ts is a valid out pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as i64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as i64)
+}
+
+/// Ticks of event timestamps (CLOCK_MONOTONIC nanoseconds).
+pub fn ticks() -> i64 {
+    monotonic_nanos()
+}
+pub const TICKS_PER_SECOND: i64 = 1_000_000_000;
+
+/// The SIGPROF handler. Signal-safe.
+extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, uc: *mut libc::c_void) {
+    let _errno = ErrnoGuard::new();
+    let (code, value) = signal::code_and_value(info);
+    if !owns(code, value) {
+        Counter::CtimerSignalForeign.inc();
+        signal::chain(sig, info, uc);
+        return;
+    }
+    Counter::CtimerSignalOwn.inc();
+    if RUNNING.load(Ordering::Acquire) {
+        sample(uc);
+    }
+}
+
+/// Walks and records one sample of the current thread. Signal-safe.
+fn sample(uc: *mut libc::c_void) {
+    let Some(state) = STATE.get() else { return };
+    let Some(agct) = Agct::loaded() else {
+        Counter::AgctUnavailable.inc();
+        return;
+    };
+    let start = monotonic_nanos();
+    let tid = threads::gettid();
+    let first = (tid as usize) % STRIPES;
+    let Some(stripe) = state
+        .stripes
+        .iter()
+        .cycle()
+        .skip(first)
+        .take(STRIPES)
+        .find(|s| s.busy.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok())
+    else {
+        Counter::SamplesDroppedBusy.inc();
+        return;
+    };
+    // SAFETY: we hold this stripe's busy flag, so no other handler touches its frames.
+    let frames = unsafe { &mut *stripe.frames.get() };
+    let depth = DEPTH.load(Ordering::Relaxed).min(MAX_DEPTH);
+    let walk = agct.walk(uc, frames.get_mut(..depth).unwrap_or(&mut []));
+    if walk.truncated {
+        Counter::WalkTruncated.inc();
+    }
+    let mut attrs = [0u32; threads::MAX_ATTRIBUTES];
+    let (span_id, root_span_id) = match threads::context_for_signal() {
+        Some(c) => {
+            for (a, v) in attrs.iter_mut().zip(c.attrs.iter()) {
+                *a = v.load(Ordering::Relaxed);
+            }
+            (c.span_id.load(Ordering::Relaxed), c.root_span_id.load(Ordering::Relaxed))
+        }
+        None => (0, 0),
+    };
+    let recorded = state.recorder.record(frames.get(..walk.frames).unwrap_or(&[]), walk.truncated, |trace_id| SampleRecord {
+        ticks: start,
+        span_id,
+        root_span_id,
+        tid,
+        trace_id,
+        attrs,
+    });
+    stripe.busy.store(false, Ordering::Release);
+    if recorded {
+        Counter::Samples.inc();
+    }
+    let spent = monotonic_nanos().wrapping_sub(start);
+    Counter::UnwindingNanos.add(spent);
+    Counter::UnwindingNanosMax.max(spent);
+}

@@ -1,0 +1,143 @@
+//! What the profiler knows per thread: the trace context a thread sets for itself
+//! (read by the signal handler through a pthread key) and thread names for the JFR
+//! thread pool (filled at ThreadStart, at registration, or from /proc at dump).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
+use std::sync::OnceLock;
+
+use parking_lot::Mutex;
+
+use crate::counters::Counter;
+
+/// Per-thread trace context. Written by its own thread (JNI), read by signal handlers
+/// interrupting that same thread.
+#[derive(Default)]
+pub struct ThreadContext {
+    pub span_id: AtomicU64,
+    pub root_span_id: AtomicU64,
+    /// Registered with `addThread()` (the wall-clock thread filter).
+    pub filtered_in: AtomicBool,
+    /// Context attribute values (AttributeValue dictionary ids; 0 = unset).
+    pub attrs: [AtomicU32; MAX_ATTRIBUTES],
+}
+
+pub const MAX_ATTRIBUTES: usize = 10;
+
+static KEY: OnceLock<libc::pthread_key_t> = OnceLock::new();
+
+unsafe extern "C" fn free_context(p: *mut libc::c_void) {
+    if !p.is_null() {
+        // glibc has already set this thread's value to NULL, so a signal arriving now
+        // sees no context rather than freed memory.
+        // SAFETY: the pointer came from Box::into_raw in `current_context`.
+        drop(unsafe { Box::from_raw(p as *mut ThreadContext) });
+    }
+}
+
+/// Creates the pthread key. Called once at library load, outside any signal handler.
+pub fn init() {
+    KEY.get_or_init(|| {
+        let mut key: libc::pthread_key_t = 0;
+        // SAFETY: plain libc call with a valid out pointer and destructor.
+        let rc = unsafe { libc::pthread_key_create(&mut key, Some(free_context)) };
+        assert_eq!(rc, 0, "pthread_key_create failed");
+        key
+    });
+}
+
+/// The calling thread's context, created on first use. Not signal-safe (allocates).
+pub fn current_context() -> &'static ThreadContext {
+    init();
+    let key = *KEY.get().expect("key initialised");
+    // SAFETY: key is valid; the value is either null or a leaked Box<ThreadContext>
+    // that lives until the thread exits.
+    unsafe {
+        let p = libc::pthread_getspecific(key) as *const ThreadContext;
+        if !p.is_null() {
+            return &*p;
+        }
+        let p = Box::into_raw(Box::<ThreadContext>::default());
+        libc::pthread_setspecific(key, p as *const libc::c_void);
+        &*p
+    }
+}
+
+/// The interrupted thread's context, if it ever set one. Signal-safe: a pthread key
+/// read, no allocation.
+#[inline]
+pub fn context_for_signal() -> Option<&'static ThreadContext> {
+    let key = *KEY.get()?;
+    // SAFETY: see `current_context`; the handler runs on the thread owning the value.
+    unsafe { (libc::pthread_getspecific(key) as *const ThreadContext).as_ref() }
+}
+
+/// The kernel thread id of the caller. Signal-safe (a raw syscall).
+#[inline]
+pub fn gettid() -> i32 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadName {
+    pub name: String,
+    /// None for threads not known to be Java threads.
+    pub java_id: Option<i64>,
+}
+
+struct Entry {
+    name: ThreadName,
+    /// Dump epoch at which the thread ended; the entry is kept until a chunk that may
+    /// hold its samples has been written.
+    ended_at: Option<u64>,
+}
+
+static NAMES: OnceLock<Mutex<HashMap<i32, Entry>>> = OnceLock::new();
+
+fn names() -> &'static Mutex<HashMap<i32, Entry>> {
+    NAMES.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+fn publish_counts(map: &HashMap<i32, Entry>) {
+    Counter::ThreadNamesCount.set(map.len() as i64);
+    Counter::ThreadIdsCount.set(map.len() as i64);
+}
+
+/// Records the name of a Java thread (ThreadStart, or a thread calling into the API).
+pub fn register_java_thread(tid: i32, name: String, java_id: i64) {
+    let mut map = names().lock();
+    map.insert(tid, Entry { name: ThreadName { name, java_id: Some(java_id) }, ended_at: None });
+    publish_counts(&map);
+}
+
+/// The best name known for `tid`: a registered Java name, else the kernel's `comm`
+/// (HotSpot copies the first 15 bytes of a Java thread's name there), else `[tid=N]`.
+pub fn name_of(tid: i32) -> ThreadName {
+    if let Some(e) = names().lock().get(&tid) {
+        return e.name.clone();
+    }
+    let comm = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).ok();
+    ThreadName { name: comm.map(|s| s.trim_end().to_string()).unwrap_or_else(|| format!("[tid={tid}]")), java_id: None }
+}
+
+/// Marks a thread as ended at dump epoch `epoch`; its name stays until `prune`.
+pub fn ended(tid: i32, epoch: u64) {
+    if let Some(e) = names().lock().get_mut(&tid) {
+        e.ended_at = Some(epoch);
+    }
+}
+
+/// Drops threads that ended before dump epoch `epoch` began (their samples are written).
+pub fn prune(epoch: u64) {
+    let mut map = names().lock();
+    map.retain(|_, e| e.ended_at.is_none_or(|at| at >= epoch));
+    publish_counts(&map);
+}
+
+/// Every thread of this process, from /proc/self/task.
+pub fn all_tids() -> Vec<i32> {
+    std::fs::read_dir("/proc/self/task")
+        .map(|d| d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect())
+        .unwrap_or_default()
+}

@@ -1,0 +1,41 @@
+//! Signal-safe storage of what the handler records: interned call traces and sample
+//! records, in two generations so that a dump reads one while signals write the other.
+//!
+//! Contract: `Recorder::record` is signal-safe (no allocation, no lock; bounded spins
+//! only). Everything else runs on JVM threads, serialised by the profiler lock.
+
+mod generation;
+mod table;
+
+pub use generation::{Generation, Recorder, SampleRecord};
+pub use table::{TraceTable, TraceView};
+
+/// What a frame slot holds (`Frame::kind`). A plain byte rather than an enum so that every
+/// bit pattern is a valid `Frame`: walkers may fill the buffer through foreign calls.
+pub mod kind {
+    /// `method` is a jmethodID, `bci` its bytecode index.
+    pub const JAVA_METHOD_ID: u8 = 0;
+    /// The walk failed here; `bci` holds the walker's reason code.
+    pub const ERROR: u8 = 1;
+}
+
+/// One frame as recorded by a walker, leaf first in a trace. Plain data, 16 bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[repr(C)]
+pub struct Frame {
+    pub method: u64,
+    pub bci: i32,
+    pub kind: u8,
+    /// JFR frame type (0 Interpreted, 1 JIT compiled, 2 Inlined, 3 Native, 6 C1 compiled).
+    pub frame_type: u8,
+    pub _pad: u16,
+}
+
+impl Frame {
+    pub const fn java(method: u64, bci: i32, frame_type: u8) -> Frame {
+        Frame { method, bci, kind: kind::JAVA_METHOD_ID, frame_type, _pad: 0 }
+    }
+    pub const fn error(reason: i32) -> Frame {
+        Frame { method: 0, bci: reason, kind: kind::ERROR, frame_type: 1, _pad: 0 }
+    }
+}

@@ -1,0 +1,28 @@
+//! Java stack walkers. Each turns the interrupted context of the current thread into
+//! frames, leaf first. `AsyncGetCallTrace` is the only one today; the VMStructs walker
+//! (`cstack=vm`) implements the same trait.
+
+pub mod agct;
+
+use crate::traces::Frame;
+
+/// Outcome of one walk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Walk {
+    /// Frames written to the output buffer.
+    pub frames: usize,
+    /// The stack was deeper than the buffer.
+    pub truncated: bool,
+}
+
+pub trait StackWalker: Sync {
+    /// Name shown in logs and status ("asgct").
+    fn name(&self) -> &'static str;
+
+    /// Walks the current thread's Java stack into `out`.
+    ///
+    /// Signal-safe: called from the sampling signal handler on the sampled thread, with
+    /// the handler's `ucontext`. Must not allocate, lock or call the JVM except through
+    /// entry points documented as async-signal-safe.
+    fn walk(&self, ucontext: *mut libc::c_void, out: &mut [Frame]) -> Walk;
+}
