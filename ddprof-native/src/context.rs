@@ -15,7 +15,10 @@ static DICTIONARY: Mutex<Option<Dictionary>> = Mutex::new(None);
 /// Id of `value` (>= 1), adding it if new. Not signal-safe.
 pub fn intern(value: &str) -> u32 {
     let mut guard = DICTIONARY.lock();
-    let d = guard.get_or_insert_with(|| Dictionary { ids: HashMap::new(), values: Vec::new() });
+    let d = guard.get_or_insert_with(|| Dictionary {
+        ids: HashMap::new(),
+        values: Vec::new(),
+    });
     if let Some(id) = d.ids.get(value) {
         return *id;
     }
@@ -28,5 +31,9 @@ pub fn intern(value: &str) -> u32 {
 /// The value of an id, if known.
 pub fn lookup(id: u32) -> Option<String> {
     let guard = DICTIONARY.lock();
-    guard.as_ref()?.values.get((id as usize).checked_sub(1)?).cloned()
+    guard
+        .as_ref()?
+        .values
+        .get((id as usize).checked_sub(1)?)
+        .cloned()
 }

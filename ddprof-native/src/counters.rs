@@ -104,7 +104,11 @@ pub fn reset_all() {
 
 /// (name, value) of every counter, in slot order.
 pub fn snapshot() -> Vec<(&'static str, i64)> {
-    NAMES.iter().zip(SLOTS.iter()).map(|(n, s)| (*n, s.0.load(Ordering::Relaxed))).collect()
+    NAMES
+        .iter()
+        .zip(SLOTS.iter())
+        .map(|(n, s)| (*n, s.0.load(Ordering::Relaxed)))
+        .collect()
 }
 
 /// Base address and byte length of the slot array, for the Java ByteBuffer view.

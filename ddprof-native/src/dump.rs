@@ -8,7 +8,9 @@ use jni::sys::JNIEnv;
 
 use crate::args::Args;
 use crate::counters;
-use crate::jfr::{self, ActiveRecording, ChunkBuilder, ChunkStart, FrameRef, ProfilerConfig, Sample};
+use crate::jfr::{
+    self, ActiveRecording, ChunkBuilder, ChunkStart, FrameRef, ProfilerConfig, Sample,
+};
 use crate::methods::resolve::{MethodInfo, Resolver};
 use crate::profiler::{PendingSetting, Session, VERSION};
 use crate::sampler::TICKS_PER_SECOND;
@@ -24,11 +26,22 @@ const NO_SYSTEM_INFO: u32 = 1;
 const NO_SYSTEM_PROPS: u32 = 2;
 const NO_NATIVE_LIBS: u32 = 4;
 
-pub fn build_chunk(jni: *mut JNIEnv, session: &Session, gen: &Generation, settings: &[PendingSetting], end_ticks: i64, end_nanos: i64) -> Vec<u8> {
+pub fn build_chunk(
+    jni: *mut JNIEnv,
+    session: &Session,
+    gen: &Generation,
+    settings: &[PendingSetting],
+    end_ticks: i64,
+    end_nanos: i64,
+) -> Vec<u8> {
     let args = &session.args;
     let start_ticks = session.chunk_start_ticks;
     let mut chunk = ChunkBuilder::new(
-        ChunkStart { start_nanos: session.chunk_start_nanos, start_ticks, ticks_per_second: TICKS_PER_SECOND },
+        ChunkStart {
+            start_nanos: session.chunk_start_nanos,
+            start_ticks,
+            ticks_per_second: TICKS_PER_SECOND,
+        },
         &args.attributes,
     );
     let me = threads::gettid() as i64;
@@ -45,7 +58,9 @@ pub fn build_chunk(jni: *mut JNIEnv, session: &Session, gen: &Generation, settin
         for (slot, id) in attrs.iter_mut().zip(s.attrs.iter()) {
             *slot = match *id {
                 0 => 0,
-                id => *attr_keys.entry(id).or_insert_with(|| crate::context::lookup(id).map_or(0, |v| chunk.intern_attribute_value(&v))),
+                id => *attr_keys.entry(id).or_insert_with(|| {
+                    crate::context::lookup(id).map_or(0, |v| chunk.intern_attribute_value(&v))
+                }),
             };
         }
         tids.push(s.tid as i64);
@@ -71,7 +86,12 @@ pub fn build_chunk(jni: *mut JNIEnv, session: &Session, gen: &Generation, settin
     tids.dedup();
     for tid in tids {
         let t = threads::name_of(tid as i32);
-        chunk.add_thread(tid, &t.name, t.java_id.map(|_| t.name.as_str()), t.java_id.unwrap_or(0));
+        chunk.add_thread(
+            tid,
+            &t.name,
+            t.java_id.map(|_| t.name.as_str()),
+            t.java_id.unwrap_or(0),
+        );
     }
 
     chunk.profiler_config(&ProfilerConfig {
@@ -117,14 +137,20 @@ fn write_settings(chunk: &mut ChunkBuilder, session: &Session, ticks: i64, tid: 
         ("asyncprofiler", "true".into()),
         ("version", VERSION.into()),
         ("tscfrequency", TICKS_PER_SECOND.to_string()),
-        ("loglevel", format!("{:?}", args.loglevel.unwrap_or(crate::args::LogLevel::Warn)).to_uppercase()),
+        (
+            "loglevel",
+            format!("{:?}", args.loglevel.unwrap_or(crate::args::LogLevel::Warn)).to_uppercase(),
+        ),
         ("hotspot", "true".into()),
         ("openj9", "false".into()),
         ("cpuEngine", session.engine.name().into()),
         ("wallEngine", "None".into()),
         ("cstack", args.cstack_requested.clone()),
         ("stackwalker", session.walker.into()),
-        ("fjmethodid", format!("{:?}", args.fjmethodid).to_lowercase()),
+        (
+            "fjmethodid",
+            format!("{:?}", args.fjmethodid).to_lowercase(),
+        ),
     ];
     for (name, value) in &settings {
         chunk.active_setting(ticks, tid, rec, name, value);
@@ -133,19 +159,55 @@ fn write_settings(chunk: &mut ChunkBuilder, session: &Session, ticks: i64, tid: 
         chunk.active_setting(ticks, tid, rec, "contextattribute", attr);
     }
     let cpu = args.cpu_interval_ns;
-    chunk.active_setting(ticks, tid, jfr::TYPE_EXECUTION_SAMPLE, "enabled", &cpu.is_some().to_string());
-    chunk.active_setting(ticks, tid, jfr::TYPE_EXECUTION_SAMPLE, "interval", &cpu.unwrap_or(0).to_string());
+    chunk.active_setting(
+        ticks,
+        tid,
+        jfr::TYPE_EXECUTION_SAMPLE,
+        "enabled",
+        &cpu.is_some().to_string(),
+    );
+    chunk.active_setting(
+        ticks,
+        tid,
+        jfr::TYPE_EXECUTION_SAMPLE,
+        "interval",
+        &cpu.unwrap_or(0).to_string(),
+    );
     // Engines that do not exist yet: the request is echoed, `enabled` says the truth.
     chunk.active_setting(ticks, tid, jfr::TYPE_METHOD_SAMPLE, "enabled", "false");
-    chunk.active_setting(ticks, tid, jfr::TYPE_METHOD_SAMPLE, "interval", &args.wall_interval_ns.unwrap_or(50_000_000).to_string());
+    chunk.active_setting(
+        ticks,
+        tid,
+        jfr::TYPE_METHOD_SAMPLE,
+        "interval",
+        &args.wall_interval_ns.unwrap_or(50_000_000).to_string(),
+    );
     chunk.active_setting(ticks, tid, jfr::TYPE_OBJECT_SAMPLE, "enabled", "false");
     chunk.active_setting(ticks, tid, jfr::TYPE_HEAP_LIVE_OBJECT, "enabled", "false");
-    chunk.active_setting(ticks, tid, jfr::TYPE_NATIVE_MEMORY_ALLOCATION, "enabled", "false");
+    chunk.active_setting(
+        ticks,
+        tid,
+        jfr::TYPE_NATIVE_MEMORY_ALLOCATION,
+        "enabled",
+        "false",
+    );
     if let Some(n) = args.nativemem {
-        chunk.active_setting(ticks, tid, jfr::TYPE_NATIVE_MEMORY_ALLOCATION, "nativemem", &n.to_string());
+        chunk.active_setting(
+            ticks,
+            tid,
+            jfr::TYPE_NATIVE_MEMORY_ALLOCATION,
+            "nativemem",
+            &n.to_string(),
+        );
     }
     if let Some(m) = &args.memory {
-        chunk.active_setting(ticks, tid, jfr::TYPE_OBJECT_SAMPLE, "interval", &m.interval.to_string());
+        chunk.active_setting(
+            ticks,
+            tid,
+            jfr::TYPE_OBJECT_SAMPLE,
+            "interval",
+            &m.interval.to_string(),
+        );
     }
 }
 
@@ -158,7 +220,12 @@ fn write_system_info(chunk: &mut ChunkBuilder, args: &Args, ticks: i64) {
         let cpu = cpu_model();
         chunk.cpu_information(ticks, &cpu, &cpu, cores, cores);
         let cmdline = std::fs::read("/proc/self/cmdline").unwrap_or_default();
-        let args_text = cmdline.split(|b| *b == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" ");
+        let args_text = cmdline
+            .split(|b| *b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect::<Vec<_>>()
+            .join(" ");
         chunk.jvm_information(
             ticks,
             &prop("java.vm.name"),
@@ -194,15 +261,28 @@ fn os_version() -> String {
     };
     let f = |b: &[libc::c_char]| {
         // SAFETY: uname's fields are NUL-terminated within their arrays.
-        unsafe { std::ffi::CStr::from_ptr(b.as_ptr()) }.to_string_lossy().into_owned()
+        unsafe { std::ffi::CStr::from_ptr(b.as_ptr()) }
+            .to_string_lossy()
+            .into_owned()
     };
-    format!("uname: {} {} {} {}", f(&u.sysname), f(&u.release), f(&u.version), f(&u.machine))
+    format!(
+        "uname: {} {} {} {}",
+        f(&u.sysname),
+        f(&u.release),
+        f(&u.version),
+        f(&u.machine)
+    )
 }
 
 fn cpu_model() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split(':').nth(1)).map(|m| m.trim().to_string()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
         .unwrap_or_else(|| std::env::consts::ARCH.to_string())
 }
 
@@ -210,10 +290,18 @@ fn cpu_model() -> String {
 fn jvm_start_ms() -> i64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     let after = stat.rsplit(')').next().unwrap_or("");
-    let ticks: i64 = after.split_whitespace().nth(19).and_then(|v| v.parse().ok()).unwrap_or(0);
+    let ticks: i64 = after
+        .split_whitespace()
+        .nth(19)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     let btime: i64 = std::fs::read_to_string("/proc/stat")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("btime")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("btime"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
         .unwrap_or(0);
     // SAFETY: sysconf has no memory effects.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
@@ -226,13 +314,19 @@ fn native_libraries() -> Vec<(String, u64, u64)> {
     let mut libs: Vec<(String, u64, u64)> = Vec::new();
     for line in maps.lines() {
         let mut parts = line.split_whitespace();
-        let (Some(range), Some(perms)) = (parts.next(), parts.next()) else { continue };
+        let (Some(range), Some(perms)) = (parts.next(), parts.next()) else {
+            continue;
+        };
         let Some(path) = parts.nth(3) else { continue };
         if !perms.contains('x') || !path.starts_with('/') {
             continue;
         }
-        let Some((a, b)) = range.split_once('-') else { continue };
-        let (Ok(a), Ok(b)) = (u64::from_str_radix(a, 16), u64::from_str_radix(b, 16)) else { continue };
+        let Some((a, b)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(a), Ok(b)) = (u64::from_str_radix(a, 16), u64::from_str_radix(b, 16)) else {
+            continue;
+        };
         match libs.iter_mut().find(|l| l.0 == path) {
             Some(l) => {
                 l.1 = l.1.min(a);
@@ -245,9 +339,14 @@ fn native_libraries() -> Vec<(String, u64, u64)> {
 }
 
 fn java_feature_version() -> u32 {
-    let v = vm::jvmti().and_then(|j| j.system_property("java.specification.version")).unwrap_or_default();
+    let v = vm::jvmti()
+        .and_then(|j| j.system_property("java.specification.version"))
+        .unwrap_or_default();
     let v = v.strip_prefix("1.").unwrap_or(&v);
-    v.split('.').next().and_then(|x| x.parse().ok()).unwrap_or(0)
+    v.split('.')
+        .next()
+        .and_then(|x| x.parse().ok())
+        .unwrap_or(0)
 }
 
 /// Names every distinct frame once and writes the StackTrace pool.
@@ -261,29 +360,54 @@ fn write_traces(chunk: &mut ChunkBuilder, jni: *mut JNIEnv, gen: &Generation) {
         refs.clear();
         let mut root_is_entry = false;
         for f in trace.frames {
-            let (key, line, info_entry) = frame_ref(chunk, &mut resolver, &mut method_keys, &mut unknown, f);
+            let (key, line, info_entry) =
+                frame_ref(chunk, &mut resolver, &mut method_keys, &mut unknown, f);
             root_is_entry = info_entry;
-            refs.push(FrameRef { method: key, line, bci: f.bci.max(0), frame_type: f.frame_type });
+            refs.push(FrameRef {
+                method: key,
+                line,
+                bci: f.bci.max(0),
+                frame_type: f.frame_type,
+            });
         }
-        let root_is_java = trace.frames.last().is_some_and(|f| f.kind == kind::JAVA_METHOD_ID && f.frame_type != FRAME_NATIVE);
-        let truncated = if root_is_java { !root_is_entry } else { trace.truncated };
+        let root_is_java = trace
+            .frames
+            .last()
+            .is_some_and(|f| f.kind == kind::JAVA_METHOD_ID && f.frame_type != FRAME_NATIVE);
+        let truncated = if root_is_java {
+            !root_is_entry
+        } else {
+            trace.truncated
+        };
         chunk.add_stack_trace(trace.id as u64, truncated, &refs);
     }
 }
 
 /// (method pool key, line, whether the method is a thread entry point) of one frame.
-fn frame_ref(chunk: &mut ChunkBuilder, resolver: &mut Resolver, keys: &mut HashMap<u64, u32>, unknown: &mut Option<u32>, f: &Frame) -> (u32, i32, bool) {
+fn frame_ref(
+    chunk: &mut ChunkBuilder,
+    resolver: &mut Resolver,
+    keys: &mut HashMap<u64, u32>,
+    unknown: &mut Option<u32>,
+    f: &Frame,
+) -> (u32, i32, bool) {
     if f.kind != kind::JAVA_METHOD_ID {
-        let key = *unknown.get_or_insert_with(|| chunk.intern_method("", "unknown", "()L;", 0x100, false));
+        let key = *unknown
+            .get_or_insert_with(|| chunk.intern_method("", "unknown", "()L;", 0x100, false));
         return (key, 0, false);
     }
     let info: &MethodInfo = resolver.resolve(f.method);
-    let line = if f.frame_type == FRAME_NATIVE { 0 } else { info.line_of(f.bci) };
+    let line = if f.frame_type == FRAME_NATIVE {
+        0
+    } else {
+        info.line_of(f.bci)
+    };
     let entry = info.is_entry_point;
     let key = match keys.get(&f.method) {
         Some(k) => *k,
         None => {
-            let (class, name, desc) = jfr::names::normalize(&info.class_name, &info.name, &info.descriptor);
+            let (class, name, desc) =
+                jfr::names::normalize(&info.class_name, &info.name, &info.descriptor);
             let hidden = class.contains("/0x") || class.contains("LambdaForm$");
             let k = chunk.intern_method(&class, &name, &desc, info.modifiers, hidden);
             keys.insert(f.method, k);

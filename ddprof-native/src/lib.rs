@@ -8,7 +8,7 @@ pub mod context;
 pub mod counters;
 pub mod dump;
 pub mod engine;
-#[path = "/work/scratch/jfrdev/src/jfr/mod.rs"]
+pub mod hotspot;
 pub mod jfr;
 pub mod jvmti;
 pub mod log;

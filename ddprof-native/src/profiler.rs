@@ -13,6 +13,7 @@ use parking_lot::{Mutex, RwLock};
 use crate::args::{self, Action, Args, CpuEngine as EngineChoice, FjMethodId};
 use crate::counters;
 use crate::engine::{ctimer::CTimer, itimer::ITimer, CpuEngine};
+use crate::hotspot::current_thread;
 use crate::sampler::{self, EngineKind};
 use crate::walker::agct::Agct;
 use crate::{dump, log, threads, vm};
@@ -72,7 +73,10 @@ static EPOCH: AtomicU64 = AtomicU64::new(0);
 static PRELOADED: std::sync::Once = std::sync::Once::new();
 
 pub fn epoch_nanos() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
 }
 
 fn env_lookup(name: &str) -> Option<String> {
@@ -124,13 +128,19 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         return Err(Error::State("Profiler already started".into()));
     }
     let jvmti = vm::jvmti().ok_or_else(|| Error::State("JVMTI is not available".into()))?;
-    let file = PathBuf::from(args.file.clone().ok_or_else(|| Error::Argument("Option 'file' is required to start the profiler".into()))?);
+    let file = PathBuf::from(args.file.clone().ok_or_else(|| {
+        Error::Argument("Option 'file' is required to start the profiler".into())
+    })?);
     let reset = args.action == Action::Start;
     open_output(&file, reset)?;
-    let interval = args.cpu_interval_ns.ok_or_else(|| Error::Argument("No profiling events specified".into()))?;
+    let interval = args
+        .cpu_interval_ns
+        .ok_or_else(|| Error::Argument("No profiling events specified".into()))?;
 
     for option in args.not_yet_sampled() {
-        warnings.push(format!("'{option}' is accepted but not yet sampled by this version of ddprof"));
+        warnings.push(format!(
+            "'{option}' is accepted but not yet sampled by this version of ddprof"
+        ));
     }
     if args.fjmethodid != FjMethodId::True {
         warnings.push(format!(
@@ -139,10 +149,22 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         ));
     }
     if args.jstackdepth as usize > sampler::MAX_DEPTH {
-        warnings.push(format!("jstackdepth={} is above the maximum {}; using {}", args.jstackdepth, sampler::MAX_DEPTH, sampler::MAX_DEPTH));
+        warnings.push(format!(
+            "jstackdepth={} is above the maximum {}; using {}",
+            args.jstackdepth,
+            sampler::MAX_DEPTH,
+            sampler::MAX_DEPTH
+        ));
     }
-    Agct::find().ok_or_else(|| Error::State("AsyncGetCallTrace is not exported by this JVM; cannot walk Java stacks".into()))?;
+    Agct::find().ok_or_else(|| {
+        Error::State(
+            "AsyncGetCallTrace is not exported by this JVM; cannot walk Java stacks".into(),
+        )
+    })?;
     let recorder = sampler::init().map_err(Error::State)?;
+    // Without it AGCT still works on JDK 17+ but not on 11: the walker then records
+    // every sample as a non-Java thread, which the counters show.
+    let _ = current_thread::init(jni);
 
     PRELOADED.call_once(|| vm::preload_all_method_ids(jvmti, jni));
     if reset {
@@ -163,7 +185,10 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     if let Err(e) = engine.start(interval) {
         sampler::disarm();
         *ENGINE.write() = None;
-        return Err(Error::State(format!("Failed to start the {} engine: {e}", engine.name())));
+        return Err(Error::State(format!(
+            "Failed to start the {} engine: {e}",
+            engine.name()
+        )));
     }
     for w in &warnings {
         log::warn(w);
@@ -202,7 +227,12 @@ fn open_output(file: &Path, truncate: bool) -> Result<(), Error> {
     } else {
         o.append(true);
     }
-    o.open(file).map(drop).map_err(|e| Error::Io(format!("Could not open output file '{}': {e}", file.display())))
+    o.open(file).map(drop).map_err(|e| {
+        Error::Io(format!(
+            "Could not open output file '{}': {e}",
+            file.display()
+        ))
+    })
 }
 
 fn register_current_thread(jni: *mut JNIEnv) {
@@ -231,7 +261,9 @@ pub fn stop(jni: *mut JNIEnv) -> Result<(), Error> {
 /// Idle: does nothing. Dumping to the main file itself is ignored, as upstream does.
 pub fn dump_to(jni: *mut JNIEnv, path: &Path) -> Result<(), Error> {
     let mut guard = SESSION.lock();
-    let Some(session) = guard.as_mut() else { return Ok(()) };
+    let Some(session) = guard.as_mut() else {
+        return Ok(());
+    };
     if same_file(path, &session.file) {
         return Ok(());
     }
@@ -249,20 +281,33 @@ fn same_file(a: &Path, b: &Path) -> bool {
 /// Retires the current generation and writes it as one chunk to `path`.
 fn write_chunk(jni: *mut JNIEnv, session: &mut Session, path: &Path) -> Result<(), Error> {
     let t0 = Instant::now();
-    let recorder = sampler::recorder().ok_or_else(|| Error::State("profiler buffers missing".into()))?;
+    let recorder =
+        sampler::recorder().ok_or_else(|| Error::State("profiler buffers missing".into()))?;
     let old = recorder.flip();
     let end_nanos = epoch_nanos();
     let end_ticks = sampler::ticks();
     let epoch = EPOCH.fetch_add(1, Ordering::AcqRel);
     let settings = std::mem::take(&mut *PENDING_SETTINGS.lock());
-    let chunk = dump::build_chunk(jni, session, recorder.generation(old), &settings, end_ticks, end_nanos);
+    let chunk = dump::build_chunk(
+        jni,
+        session,
+        recorder.generation(old),
+        &settings,
+        end_ticks,
+        end_nanos,
+    );
     recorder.clear(old);
     session.chunk_start_nanos = end_nanos;
     session.chunk_start_ticks = end_ticks;
     threads::prune(epoch);
     counters::Counter::DumpCount.inc();
     counters::Counter::DumpNanosLast.set(t0.elapsed().as_nanos() as i64);
-    std::fs::write(path, chunk).map_err(|e| Error::Io(format!("Could not write recording '{}': {e}", path.display())))
+    std::fs::write(path, chunk).map_err(|e| {
+        Error::Io(format!(
+            "Could not write recording '{}': {e}",
+            path.display()
+        ))
+    })
 }
 
 pub fn status() -> String {
@@ -278,13 +323,22 @@ pub fn status() -> String {
 
 fn status_line() -> String {
     match SESSION.lock().as_ref() {
-        Some(s) => format!("Profiling is running for {} seconds\n", s.started.elapsed().as_secs()),
+        Some(s) => format!(
+            "Profiling is running for {} seconds\n",
+            s.started.elapsed().as_secs()
+        ),
         None => "Profiler is not active\n".into(),
     }
 }
 
 pub fn record_setting(name: String, value: String, unit: String) {
-    PENDING_SETTINGS.lock().push(PendingSetting { ticks: sampler::ticks(), tid: threads::gettid() as i64, name, value, unit });
+    PENDING_SETTINGS.lock().push(PendingSetting {
+        ticks: sampler::ticks(),
+        tid: threads::gettid() as i64,
+        name,
+        value,
+        unit,
+    });
 }
 
 pub fn thread_started(tid: i32) {

@@ -13,7 +13,7 @@ use crate::engine::TIMER_SIGNAL_MAGIC;
 use crate::signal::{self, ErrnoGuard};
 use crate::threads;
 use crate::traces::{Frame, Recorder, SampleRecord};
-use crate::walker::{agct::Agct, StackWalker};
+use crate::walker::{agct::Agct, SignalContext, StackWalker};
 use crate::zeroed::{self, Zeroable};
 
 /// Deepest stack a walk records; `jstackdepth` is clamped to it.
@@ -95,10 +95,15 @@ fn owns(code: c_int, value: u64) -> bool {
 }
 
 fn monotonic_nanos() -> i64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime is async-signal-safe; ts is a valid out pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    (ts.tv_sec as i64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as i64)
+    ts.tv_sec
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(ts.tv_nsec)
 }
 
 /// Ticks of event timestamps (CLOCK_MONOTONIC nanoseconds).
@@ -110,7 +115,8 @@ pub const TICKS_PER_SECOND: i64 = 1_000_000_000;
 /// The SIGPROF handler. Signal-safe.
 extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, uc: *mut libc::c_void) {
     let _errno = ErrnoGuard::new();
-    let (code, value) = signal::code_and_value(info);
+    // SAFETY: `info` is the kernel's siginfo for this SA_SIGINFO handler.
+    let (code, value) = unsafe { signal::code_and_value(info) };
     if !owns(code, value) {
         Counter::CtimerSignalForeign.inc();
         signal::chain(sig, info, uc);
@@ -118,12 +124,12 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, uc: *mut libc::c
     }
     Counter::CtimerSignalOwn.inc();
     if RUNNING.load(Ordering::Acquire) {
-        sample(uc);
+        sample(SignalContext(uc));
     }
 }
 
 /// Walks and records one sample of the current thread. Signal-safe.
-fn sample(uc: *mut libc::c_void) {
+fn sample(uc: SignalContext) {
     let Some(state) = STATE.get() else { return };
     let Some(agct) = Agct::loaded() else {
         Counter::AgctUnavailable.inc();
@@ -138,7 +144,11 @@ fn sample(uc: *mut libc::c_void) {
         .cycle()
         .skip(first)
         .take(STRIPES)
-        .find(|s| s.busy.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok())
+        .find(|s| {
+            s.busy
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        })
     else {
         Counter::SamplesDroppedBusy.inc();
         return;
@@ -156,18 +166,25 @@ fn sample(uc: *mut libc::c_void) {
             for (a, v) in attrs.iter_mut().zip(c.attrs.iter()) {
                 *a = v.load(Ordering::Relaxed);
             }
-            (c.span_id.load(Ordering::Relaxed), c.root_span_id.load(Ordering::Relaxed))
+            (
+                c.span_id.load(Ordering::Relaxed),
+                c.root_span_id.load(Ordering::Relaxed),
+            )
         }
         None => (0, 0),
     };
-    let recorded = state.recorder.record(frames.get(..walk.frames).unwrap_or(&[]), walk.truncated, |trace_id| SampleRecord {
-        ticks: start,
-        span_id,
-        root_span_id,
-        tid,
-        trace_id,
-        attrs,
-    });
+    let recorded = state.recorder.record(
+        frames.get(..walk.frames).unwrap_or(&[]),
+        walk.truncated,
+        |trace_id| SampleRecord {
+            ticks: start,
+            span_id,
+            root_span_id,
+            tid,
+            trace_id,
+            attrs,
+        },
+    );
     stripe.busy.store(false, Ordering::Release);
     if recorded {
         Counter::Samples.inc();

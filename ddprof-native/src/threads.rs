@@ -91,6 +91,9 @@ struct Entry {
     /// Dump epoch at which the thread ended; the entry is kept until a chunk that may
     /// hold its samples has been written.
     ended_at: Option<u64>,
+    /// A thread that started on the same tid before the ended one was written (the
+    /// launcher's main thread re-attaches as "DestroyJavaVM"); it takes over at `prune`.
+    successor: Option<ThreadName>,
 }
 
 static NAMES: OnceLock<Mutex<HashMap<i32, Entry>>> = OnceLock::new();
@@ -106,8 +109,26 @@ fn publish_counts(map: &HashMap<i32, Entry>) {
 
 /// Records the name of a Java thread (ThreadStart, or a thread calling into the API).
 pub fn register_java_thread(tid: i32, name: String, java_id: i64) {
+    let name = ThreadName {
+        name,
+        java_id: Some(java_id),
+    };
     let mut map = names().lock();
-    map.insert(tid, Entry { name: ThreadName { name, java_id: Some(java_id) }, ended_at: None });
+    match map.get_mut(&tid) {
+        // Samples of the ended thread are not written yet: within this chunk the tid
+        // keeps its first name.
+        Some(e) if e.ended_at.is_some() => e.successor = Some(name),
+        _ => {
+            map.insert(
+                tid,
+                Entry {
+                    name,
+                    ended_at: None,
+                    successor: None,
+                },
+            );
+        }
+    }
     publish_counts(&map);
 }
 
@@ -118,7 +139,12 @@ pub fn name_of(tid: i32) -> ThreadName {
         return e.name.clone();
     }
     let comm = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).ok();
-    ThreadName { name: comm.map(|s| s.trim_end().to_string()).unwrap_or_else(|| format!("[tid={tid}]")), java_id: None }
+    ThreadName {
+        name: comm
+            .map(|s| s.trim_end().to_string())
+            .unwrap_or_else(|| format!("[tid={tid}]")),
+        java_id: None,
+    }
 }
 
 /// Marks a thread as ended at dump epoch `epoch`; its name stays until `prune`.
@@ -131,13 +157,47 @@ pub fn ended(tid: i32, epoch: u64) {
 /// Drops threads that ended before dump epoch `epoch` began (their samples are written).
 pub fn prune(epoch: u64) {
     let mut map = names().lock();
-    map.retain(|_, e| e.ended_at.is_none_or(|at| at >= epoch));
+    map.retain(|_, e| match e.ended_at {
+        Some(at) if at < epoch => match e.successor.take() {
+            Some(next) => {
+                e.name = next;
+                e.ended_at = None;
+                true
+            }
+            None => false,
+        },
+        _ => true,
+    });
     publish_counts(&map);
 }
 
 /// Every thread of this process, from /proc/self/task.
 pub fn all_tids() -> Vec<i32> {
     std::fs::read_dir("/proc/self/task")
-        .map(|d| d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect())
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ended_thread_keeps_its_name_until_pruned_then_successor_takes_over() {
+        let tid = 1_000_001;
+        register_java_thread(tid, "main".into(), 1);
+        ended(tid, 5);
+        register_java_thread(tid, "DestroyJavaVM".into(), 2);
+        assert_eq!(name_of(tid).name, "main");
+        prune(5);
+        assert_eq!(name_of(tid).name, "main", "not yet written");
+        prune(6);
+        assert_eq!(name_of(tid).name, "DestroyJavaVM");
+        ended(tid, 6);
+        prune(7);
+        assert!(!names().lock().contains_key(&tid));
+    }
 }

@@ -2,6 +2,10 @@
 //! callbacks (class preparation, thread start/end, VM init/death). Set up once, from
 //! whichever entry point runs first (`JNI_OnLoad`, `Agent_OnLoad`, `Agent_OnAttach`).
 
+// JNI/JVMTI handles (jclass, jmethodID, JNIEnv*) are opaque tokens the JVM validates;
+// wrapping every function that passes one through as `unsafe` would add no safety.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::OnceLock;
 
@@ -41,7 +45,9 @@ pub unsafe fn init(vm: *mut JavaVM) -> Result<Jvmti, String> {
         .with(Capabilities::GET_SOURCE_FILE_NAME)
         .with(Capabilities::GET_BYTECODES);
     if let Err(e) = jvmti.add_capabilities(&caps) {
-        log::warn(&format!("JVMTI AddCapabilities failed ({e}); line numbers may be missing"));
+        log::warn(&format!(
+            "JVMTI AddCapabilities failed ({e}); line numbers may be missing"
+        ));
     }
     let callbacks = EventCallbacks {
         vm_init: Some(on_vm_init),
@@ -52,11 +58,22 @@ pub unsafe fn init(vm: *mut JavaVM) -> Result<Jvmti, String> {
         class_load: Some(on_class_load),
         class_prepare: Some(on_class_prepare),
     };
-    jvmti.set_event_callbacks(&callbacks).map_err(|e| format!("JVMTI SetEventCallbacks failed: {e}"))?;
+    jvmti
+        .set_event_callbacks(&callbacks)
+        .map_err(|e| format!("JVMTI SetEventCallbacks failed: {e}"))?;
     // AsyncGetCallTrace answers -1 (ticks_no_class_load) for every sample unless
     // ClassLoad events are enabled, even with an empty callback.
-    for event in [jvmti::EVENT_VM_INIT, jvmti::EVENT_VM_DEATH, jvmti::EVENT_THREAD_START, jvmti::EVENT_THREAD_END, jvmti::EVENT_CLASS_LOAD, jvmti::EVENT_CLASS_PREPARE] {
-        jvmti.enable_event(event).map_err(|e| format!("JVMTI SetEventNotificationMode({event}) failed: {e}"))?;
+    for event in [
+        jvmti::EVENT_VM_INIT,
+        jvmti::EVENT_VM_DEATH,
+        jvmti::EVENT_THREAD_START,
+        jvmti::EVENT_THREAD_END,
+        jvmti::EVENT_CLASS_LOAD,
+        jvmti::EVENT_CLASS_PREPARE,
+    ] {
+        jvmti
+            .enable_event(event)
+            .map_err(|e| format!("JVMTI SetEventNotificationMode({event}) failed: {e}"))?;
     }
     threads::init();
     let _ = JVMTI.set(jvmti);
@@ -70,7 +87,9 @@ pub fn set_agent_command(command: String) {
 
 /// Runs the agent command: errors go to stderr, never stop the JVM.
 pub fn run_agent_command(jni: *mut JNIEnv) {
-    let Some(cmd) = AGENT_COMMAND.lock().take() else { return };
+    let Some(cmd) = AGENT_COMMAND.lock().take() else {
+        return;
+    };
     match profiler::execute(jni, &cmd) {
         Ok(msg) => {
             if !msg.is_empty() {
@@ -99,11 +118,13 @@ pub fn describe_thread(jvmti: Jvmti, jni: *mut JNIEnv, thread: jthread) -> Optio
     let mut env = unsafe { jni::JNIEnv::from_raw(jni) }.ok()?;
     // SAFETY: `thread` is a valid local or global ref to a java.lang.Thread.
     let obj = unsafe { jni::objects::JObject::from_raw(thread) };
-    let id = env.call_method(&obj, "getId", "()J", &[]).and_then(|v| v.j()).unwrap_or(0);
+    let id = env
+        .call_method(&obj, "getId", "()J", &[])
+        .and_then(|v| v.j())
+        .unwrap_or(0);
     if env.exception_check().unwrap_or(false) {
         let _ = env.exception_clear();
     }
-    std::mem::forget(obj);
     Some((name, id))
 }
 
@@ -131,9 +152,20 @@ unsafe extern "C" fn on_thread_end(_env: *mut JvmtiEnvPtr, _jni: *mut JNIEnv, _t
     let _ = std::panic::catch_unwind(|| profiler::thread_ended(threads::gettid()));
 }
 
-unsafe extern "C" fn on_class_load(_env: *mut JvmtiEnvPtr, _jni: *mut JNIEnv, _thread: jthread, _class: jclass) {}
+unsafe extern "C" fn on_class_load(
+    _env: *mut JvmtiEnvPtr,
+    _jni: *mut JNIEnv,
+    _thread: jthread,
+    _class: jclass,
+) {
+}
 
-unsafe extern "C" fn on_class_prepare(_env: *mut JvmtiEnvPtr, _jni: *mut JNIEnv, _thread: jthread, class: jclass) {
+unsafe extern "C" fn on_class_prepare(
+    _env: *mut JvmtiEnvPtr,
+    _jni: *mut JNIEnv,
+    _thread: jthread,
+    class: jclass,
+) {
     let _ = std::panic::catch_unwind(|| {
         if let Some(jvmti) = jvmti() {
             if let Ok(n) = jvmti.load_method_ids(class) {

@@ -30,7 +30,9 @@ fn options(options: *const c_char) -> String {
         return String::new();
     }
     // SAFETY: the JVM passes a NUL-terminated option string.
-    unsafe { CStr::from_ptr(options) }.to_string_lossy().into_owned()
+    unsafe { CStr::from_ptr(options) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// Path of this shared object, found from the address of one of its functions.
@@ -41,12 +43,20 @@ fn own_path() -> Option<String> {
         if libc::dladdr(own_path as *const c_void, &mut info) == 0 || info.dli_fname.is_null() {
             return None;
         }
-        Some(CStr::from_ptr(info.dli_fname).to_string_lossy().into_owned())
+        Some(
+            CStr::from_ptr(info.dli_fname)
+                .to_string_lossy()
+                .into_owned(),
+        )
     }
 }
 
 #[no_mangle]
-pub extern "system" fn Agent_OnLoad(vm: *mut JavaVM, opts: *const c_char, _reserved: *mut c_void) -> jint {
+pub extern "system" fn Agent_OnLoad(
+    vm: *mut JavaVM,
+    opts: *const c_char,
+    _reserved: *mut c_void,
+) -> jint {
     let result = catch_unwind(|| {
         // SAFETY: the JVM passes its valid JavaVM*.
         let jvmti = unsafe { vm::init(vm) }?;
@@ -67,7 +77,11 @@ pub extern "system" fn Agent_OnLoad(vm: *mut JavaVM, opts: *const c_char, _reser
 }
 
 #[no_mangle]
-pub extern "system" fn Agent_OnAttach(vm: *mut JavaVM, opts: *const c_char, _reserved: *mut c_void) -> jint {
+pub extern "system" fn Agent_OnAttach(
+    vm: *mut JavaVM,
+    opts: *const c_char,
+    _reserved: *mut c_void,
+) -> jint {
     let result = catch_unwind(|| {
         // SAFETY: the JVM passes its valid JavaVM*.
         unsafe { vm::init(vm) }?;

@@ -12,14 +12,21 @@ use jni::JNIEnv;
 use crate::profiler::Error;
 
 /// Runs `f`, turning an error or a panic into a pending Java exception and `default`.
-pub(crate) fn guarded<T>(env: &mut JNIEnv, default: T, f: impl FnOnce(&mut JNIEnv) -> Result<T, Error>) -> T {
+pub(crate) fn guarded<T>(
+    env: &mut JNIEnv,
+    default: T,
+    f: impl FnOnce(&mut JNIEnv) -> Result<T, Error>,
+) -> T {
     let result = catch_unwind(AssertUnwindSafe(|| f(env)));
     let (class, msg) = match result {
         Ok(Ok(v)) => return v,
         Ok(Err(Error::Argument(m))) => ("java/lang/IllegalArgumentException", m),
         Ok(Err(Error::State(m))) => ("java/lang/IllegalStateException", m),
         Ok(Err(Error::Io(m))) => ("java/io/IOException", m),
-        Err(_) => ("java/lang/IllegalStateException", "internal error in the ddprof native core (panic)".to_string()),
+        Err(_) => (
+            "java/lang/IllegalStateException",
+            "internal error in the ddprof native core (panic)".to_string(),
+        ),
     };
     if !env.exception_check().unwrap_or(false) {
         let _ = env.throw_new(class, msg);

@@ -41,16 +41,40 @@ fn thread_cpu_clock(tid: i32) -> libc::clockid_t {
 }
 
 fn create_timer(tid: i32, interval_ns: u64) -> Option<i32> {
-    let mut sev = KernelSigevent { value: TIMER_SIGNAL_MAGIC, signo: SAMPLING_SIGNAL, notify: SIGEV_THREAD_ID, tid, _pad: [0; 11] };
+    let mut sev = KernelSigevent {
+        value: TIMER_SIGNAL_MAGIC,
+        signo: SAMPLING_SIGNAL,
+        notify: SIGEV_THREAD_ID,
+        tid,
+        _pad: [0; 11],
+    };
     let mut id: libc::c_int = 0;
     // SAFETY: raw timer_create: glibc's wrapper rejects clocks of other threads.
-    let rc = unsafe { libc::syscall(libc::SYS_timer_create, thread_cpu_clock(tid), &mut sev as *mut KernelSigevent, &mut id as *mut libc::c_int) };
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_timer_create,
+            thread_cpu_clock(tid),
+            &mut sev as *mut KernelSigevent,
+            &mut id as *mut libc::c_int,
+        )
+    };
     if rc != 0 {
         return None;
     }
-    let spec = libc::itimerspec { it_interval: timespec(interval_ns), it_value: timespec(interval_ns) };
+    let spec = libc::itimerspec {
+        it_interval: timespec(interval_ns),
+        it_value: timespec(interval_ns),
+    };
     // SAFETY: `id` is the timer just created; spec is a valid itimerspec.
-    let rc = unsafe { libc::syscall(libc::SYS_timer_settime, id, 0, &spec as *const libc::itimerspec, std::ptr::null_mut::<libc::itimerspec>()) };
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_timer_settime,
+            id,
+            0,
+            &spec as *const libc::itimerspec,
+            std::ptr::null_mut::<libc::itimerspec>(),
+        )
+    };
     if rc != 0 {
         delete_timer(id);
         return None;
@@ -88,7 +112,8 @@ impl CpuEngine for CTimer {
     }
 
     fn start(&self, interval_ns: u64) -> Result<(), String> {
-        self.interval_ns.store(interval_ns.max(1), Ordering::Relaxed);
+        self.interval_ns
+            .store(interval_ns.max(1), Ordering::Relaxed);
         self.armed.store(true, Ordering::Release);
         let tids = crate::threads::all_tids();
         if tids.is_empty() {
@@ -99,7 +124,10 @@ impl CpuEngine for CTimer {
         }
         if self.timers.lock().is_empty() {
             self.stop();
-            return Err(format!("timer_create failed: {}", std::io::Error::last_os_error()));
+            return Err(format!(
+                "timer_create failed: {}",
+                std::io::Error::last_os_error()
+            ));
         }
         Ok(())
     }

@@ -8,14 +8,23 @@ pub struct ITimer;
 
 fn set(interval_ns: u64) -> Result<(), String> {
     let ts = timespec(interval_ns);
-    let tv = libc::timeval { tv_sec: ts.tv_sec, tv_usec: (ts.tv_nsec / 1000).max(if interval_ns > 0 { 1 } else { 0 }) as libc::suseconds_t };
-    let it = libc::itimerval { it_interval: tv, it_value: tv };
+    let tv = libc::timeval {
+        tv_sec: ts.tv_sec,
+        tv_usec: (ts.tv_nsec / 1000).max(if interval_ns > 0 { 1 } else { 0 }) as libc::suseconds_t,
+    };
+    let it = libc::itimerval {
+        it_interval: tv,
+        it_value: tv,
+    };
     // SAFETY: valid itimerval, null old value.
     let rc = unsafe { libc::setitimer(libc::ITIMER_PROF, &it, std::ptr::null_mut()) };
     if rc == 0 {
         Ok(())
     } else {
-        Err(format!("setitimer failed: {}", std::io::Error::last_os_error()))
+        Err(format!(
+            "setitimer failed: {}",
+            std::io::Error::last_os_error()
+        ))
     }
 }
 

@@ -4,6 +4,10 @@
 //! the function numbers of the JVMTI specification (slot 1 is reserved), so the
 //! table index is `number - 1`. Signatures are transcribed from `jvmti.h`.
 
+// JNI/JVMTI handles (jclass, jmethodID, JNIEnv*) are opaque tokens the JVM validates;
+// wrapping every function that passes one through as `unsafe` would add no safety.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
 use std::ffi::{c_char, c_int, c_uchar, c_void, CStr};
 use std::ptr;
 
@@ -154,12 +158,24 @@ impl Jvmti {
 
     pub fn set_event_callbacks(&self, cb: &EventCallbacks) -> Result<(), JvmtiError> {
         let size = std::mem::size_of::<EventCallbacks>() as jint;
-        check(call!(self, SET_EVENT_CALLBACKS, fn(*const EventCallbacks, jint), cb, size))
+        check(call!(
+            self,
+            SET_EVENT_CALLBACKS,
+            fn(*const EventCallbacks, jint),
+            cb,
+            size
+        ))
     }
 
     pub fn enable_event(&self, event: c_int) -> Result<(), JvmtiError> {
-        check(call!(self, SET_EVENT_NOTIFICATION_MODE, fn(c_int, c_int, jthread),
-            JVMTI_ENABLE, event, ptr::null_mut()))
+        check(call!(
+            self,
+            SET_EVENT_NOTIFICATION_MODE,
+            fn(c_int, c_int, jthread),
+            JVMTI_ENABLE,
+            event,
+            ptr::null_mut()
+        ))
     }
 
     pub fn phase(&self) -> c_int {
@@ -194,7 +210,14 @@ impl Jvmti {
             thread_group: ptr::null_mut(),
             context_class_loader: ptr::null_mut(),
         };
-        check(call!(self, GET_THREAD_INFO, fn(jthread, *mut ThreadInfo), thread, &mut info)).ok()?;
+        check(call!(
+            self,
+            GET_THREAD_INFO,
+            fn(jthread, *mut ThreadInfo),
+            thread,
+            &mut info
+        ))
+        .ok()?;
         delete_local_ref(jni, info.thread_group);
         delete_local_ref(jni, info.context_class_loader);
         self.take_string(info.name)
@@ -204,8 +227,14 @@ impl Jvmti {
     pub fn load_method_ids(&self, class: jclass) -> Result<usize, JvmtiError> {
         let mut count: jint = 0;
         let mut methods: *mut jmethodID = ptr::null_mut();
-        check(call!(self, GET_CLASS_METHODS, fn(jclass, *mut jint, *mut *mut jmethodID),
-            class, &mut count, &mut methods))?;
+        check(call!(
+            self,
+            GET_CLASS_METHODS,
+            fn(jclass, *mut jint, *mut *mut jmethodID),
+            class,
+            &mut count,
+            &mut methods
+        ))?;
         self.deallocate(methods);
         Ok(count.max(0) as usize)
     }
@@ -214,8 +243,15 @@ impl Jvmti {
     pub fn loaded_classes(&self) -> Vec<jclass> {
         let mut count: jint = 0;
         let mut classes: *mut jclass = ptr::null_mut();
-        if check(call!(self, GET_LOADED_CLASSES, fn(*mut jint, *mut *mut jclass),
-            &mut count, &mut classes)).is_err() || classes.is_null()
+        if check(call!(
+            self,
+            GET_LOADED_CLASSES,
+            fn(*mut jint, *mut *mut jclass),
+            &mut count,
+            &mut classes
+        ))
+        .is_err()
+            || classes.is_null()
         {
             return Vec::new();
         }
@@ -228,8 +264,14 @@ impl Jvmti {
     pub fn class_signature(&self, class: jclass) -> Result<String, JvmtiError> {
         let mut sig: *mut c_char = ptr::null_mut();
         let mut generic: *mut c_char = ptr::null_mut();
-        check(call!(self, GET_CLASS_SIGNATURE, fn(jclass, *mut *mut c_char, *mut *mut c_char),
-            class, &mut sig, &mut generic))?;
+        check(call!(
+            self,
+            GET_CLASS_SIGNATURE,
+            fn(jclass, *mut *mut c_char, *mut *mut c_char),
+            class,
+            &mut sig,
+            &mut generic
+        ))?;
         self.deallocate(generic);
         self.take_string(sig).ok_or(-1)
     }
@@ -239,9 +281,15 @@ impl Jvmti {
         let mut name: *mut c_char = ptr::null_mut();
         let mut sig: *mut c_char = ptr::null_mut();
         let mut generic: *mut c_char = ptr::null_mut();
-        check(call!(self, GET_METHOD_NAME,
+        check(call!(
+            self,
+            GET_METHOD_NAME,
             fn(jmethodID, *mut *mut c_char, *mut *mut c_char, *mut *mut c_char),
-            m, &mut name, &mut sig, &mut generic))?;
+            m,
+            &mut name,
+            &mut sig,
+            &mut generic
+        ))?;
         self.deallocate(generic);
         let name = self.take_string(name);
         let sig = self.take_string(sig);
@@ -251,13 +299,25 @@ impl Jvmti {
     /// The declaring class as a local ref (caller deletes it).
     pub fn method_declaring_class(&self, m: jmethodID) -> Result<jclass, JvmtiError> {
         let mut class: jclass = ptr::null_mut();
-        check(call!(self, GET_METHOD_DECLARING_CLASS, fn(jmethodID, *mut jclass), m, &mut class))?;
+        check(call!(
+            self,
+            GET_METHOD_DECLARING_CLASS,
+            fn(jmethodID, *mut jclass),
+            m,
+            &mut class
+        ))?;
         Ok(class)
     }
 
     pub fn method_modifiers(&self, m: jmethodID) -> Result<jint, JvmtiError> {
         let mut mods: jint = 0;
-        check(call!(self, GET_METHOD_MODIFIERS, fn(jmethodID, *mut jint), m, &mut mods))?;
+        check(call!(
+            self,
+            GET_METHOD_MODIFIERS,
+            fn(jmethodID, *mut jint),
+            m,
+            &mut mods
+        ))?;
         Ok(mods)
     }
 
@@ -265,14 +325,25 @@ impl Jvmti {
     pub fn line_number_table(&self, m: jmethodID) -> Vec<(i64, i32)> {
         let mut count: jint = 0;
         let mut table: *mut LineNumberEntry = ptr::null_mut();
-        if check(call!(self, GET_LINE_NUMBER_TABLE, fn(jmethodID, *mut jint, *mut *mut LineNumberEntry),
-            m, &mut count, &mut table)).is_err() || table.is_null()
+        if check(call!(
+            self,
+            GET_LINE_NUMBER_TABLE,
+            fn(jmethodID, *mut jint, *mut *mut LineNumberEntry),
+            m,
+            &mut count,
+            &mut table
+        ))
+        .is_err()
+            || table.is_null()
         {
             return Vec::new();
         }
         // SAFETY: JVMTI returned `count` entries.
         let entries = unsafe { std::slice::from_raw_parts(table, count.max(0) as usize) };
-        let mut v: Vec<(i64, i32)> = entries.iter().map(|e| (e.start_location, e.line_number)).collect();
+        let mut v: Vec<(i64, i32)> = entries
+            .iter()
+            .map(|e| (e.start_location, e.line_number))
+            .collect();
         self.deallocate(table);
         v.sort_unstable();
         v
@@ -281,7 +352,14 @@ impl Jvmti {
     pub fn system_property(&self, key: &str) -> Option<String> {
         let key = std::ffi::CString::new(key).ok()?;
         let mut value: *mut c_char = ptr::null_mut();
-        check(call!(self, GET_SYSTEM_PROPERTY, fn(*const c_char, *mut *mut c_char), key.as_ptr(), &mut value)).ok()?;
+        check(call!(
+            self,
+            GET_SYSTEM_PROPERTY,
+            fn(*const c_char, *mut *mut c_char),
+            key.as_ptr(),
+            &mut value
+        ))
+        .ok()?;
         self.take_string(value)
     }
 
@@ -289,14 +367,27 @@ impl Jvmti {
     pub fn set_system_property(&self, key: &str, value: &str) -> Result<(), JvmtiError> {
         let key = std::ffi::CString::new(key).map_err(|_| -1)?;
         let value = std::ffi::CString::new(value).map_err(|_| -1)?;
-        check(call!(self, SET_SYSTEM_PROPERTY, fn(*const c_char, *const c_char), key.as_ptr(), value.as_ptr()))
+        check(call!(
+            self,
+            SET_SYSTEM_PROPERTY,
+            fn(*const c_char, *const c_char),
+            key.as_ptr(),
+            value.as_ptr()
+        ))
     }
 
     /// Names of all system properties.
     pub fn system_property_names(&self) -> Vec<String> {
         let mut count: jint = 0;
         let mut names: *mut *mut c_char = ptr::null_mut();
-        if check(call!(self, GET_SYSTEM_PROPERTIES, fn(*mut jint, *mut *mut *mut c_char), &mut count, &mut names)).is_err()
+        if check(call!(
+            self,
+            GET_SYSTEM_PROPERTIES,
+            fn(*mut jint, *mut *mut *mut c_char),
+            &mut count,
+            &mut names
+        ))
+        .is_err()
             || names.is_null()
         {
             return Vec::new();

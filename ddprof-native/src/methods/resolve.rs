@@ -25,20 +25,34 @@ pub struct MethodInfo {
 
 impl MethodInfo {
     pub fn unloaded() -> MethodInfo {
-        MethodInfo { class_name: String::new(), name: "<unloaded>".into(), descriptor: "()L;".into(), modifiers: 0, lines: Vec::new(), is_entry_point: false }
+        MethodInfo {
+            class_name: String::new(),
+            name: "<unloaded>".into(),
+            descriptor: "()L;".into(),
+            modifiers: 0,
+            lines: Vec::new(),
+            is_entry_point: false,
+        }
     }
 
     /// Line of `bci`: the entry with the greatest start at or before it (0 if none).
     pub fn line_of(&self, bci: i32) -> i32 {
-        let i = self.lines.partition_point(|&(start, _)| start <= bci as i64);
-        i.checked_sub(1).and_then(|j| self.lines.get(j)).map_or(0, |l| l.1)
+        let i = self
+            .lines
+            .partition_point(|&(start, _)| start <= bci as i64);
+        i.checked_sub(1)
+            .and_then(|j| self.lines.get(j))
+            .map_or(0, |l| l.1)
     }
 }
 
 /// Turns a JVM class signature (`Ljava/lang/String;`, `[I`) into the internal name JFR
 /// wants (`java/lang/String`, `[I`).
 pub fn internal_class_name(signature: &str) -> String {
-    match signature.strip_prefix('L').and_then(|s| s.strip_suffix(';')) {
+    match signature
+        .strip_prefix('L')
+        .and_then(|s| s.strip_suffix(';'))
+    {
         Some(inner) => inner.to_string(),
         None => signature.to_string(),
     }
@@ -54,7 +68,12 @@ pub struct Resolver {
 impl Resolver {
     pub fn new(jvmti: Jvmti, jni: *mut JNIEnv) -> Resolver {
         let thread_class = find_class(jni, c"java/lang/Thread");
-        Resolver { jvmti, jni, thread_class, cache: HashMap::new() }
+        Resolver {
+            jvmti,
+            jni,
+            thread_class,
+            cache: HashMap::new(),
+        }
     }
 
     pub fn resolve(&mut self, method_id: u64) -> &MethodInfo {
@@ -84,7 +103,14 @@ impl Resolver {
             }
             let is_entry_point = (name == "main" && descriptor == "([Ljava/lang/String;)V")
                 || (name == "run" && descriptor == "()V" && self.is_thread_class(class));
-            Some(MethodInfo { class_name, name, descriptor, modifiers, lines, is_entry_point })
+            Some(MethodInfo {
+                class_name,
+                name,
+                descriptor,
+                modifiers,
+                lines,
+                is_entry_point,
+            })
         })();
         jvmti::delete_local_ref(self.jni, class);
         info
@@ -95,7 +121,10 @@ impl Resolver {
             return false;
         }
         // SAFETY: both are live local refs on this thread's env.
-        unsafe { ((**self.jni).IsAssignableFrom.expect("JNI table"))(self.jni, class, self.thread_class) != 0 }
+        unsafe {
+            ((**self.jni).IsAssignableFrom.expect("JNI table"))(self.jni, class, self.thread_class)
+                != 0
+        }
     }
 }
 
@@ -122,14 +151,23 @@ mod tests {
 
     #[test]
     fn class_signatures_become_internal_names() {
-        assert_eq!(internal_class_name("Ljava/lang/String;"), "java/lang/String");
+        assert_eq!(
+            internal_class_name("Ljava/lang/String;"),
+            "java/lang/String"
+        );
         assert_eq!(internal_class_name("[I"), "[I");
-        assert_eq!(internal_class_name("[Ljava/lang/Integer;"), "[Ljava/lang/Integer;");
+        assert_eq!(
+            internal_class_name("[Ljava/lang/Integer;"),
+            "[Ljava/lang/Integer;"
+        );
     }
 
     #[test]
     fn line_of_picks_the_entry_covering_the_bci() {
-        let m = MethodInfo { lines: vec![(0, 10), (5, 11), (9, 14)], ..MethodInfo::unloaded() };
+        let m = MethodInfo {
+            lines: vec![(0, 10), (5, 11), (9, 14)],
+            ..MethodInfo::unloaded()
+        };
         assert_eq!(m.line_of(0), 10);
         assert_eq!(m.line_of(4), 10);
         assert_eq!(m.line_of(5), 11);

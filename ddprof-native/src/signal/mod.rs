@@ -25,7 +25,10 @@ pub fn install(handler: Handler) -> Result<(), String> {
             libc::sigemptyset(&mut sa.sa_mask);
             let mut old: libc::sigaction = std::mem::zeroed();
             if libc::sigaction(SAMPLING_SIGNAL, &sa, &mut old) != 0 {
-                result = Err(format!("sigaction(SIGPROF) failed: {}", std::io::Error::last_os_error()));
+                result = Err(format!(
+                    "sigaction(SIGPROF) failed: {}",
+                    std::io::Error::last_os_error()
+                ));
                 return;
             }
             if old.sa_sigaction != handler as usize {
@@ -60,7 +63,10 @@ pub fn chain(sig: c_int, info: *mut libc::siginfo_t, uc: *mut libc::c_void) {
 
 /// Reads `si_code` and, for POSIX timer signals, `si_value` from a siginfo.
 /// Signal-safe.
-pub fn code_and_value(info: *const libc::siginfo_t) -> (c_int, u64) {
+///
+/// # Safety
+/// `info` is null or the siginfo the kernel passed to an SA_SIGINFO handler.
+pub unsafe fn code_and_value(info: *const libc::siginfo_t) -> (c_int, u64) {
     if info.is_null() {
         return (0, 0);
     }
@@ -68,7 +74,11 @@ pub fn code_and_value(info: *const libc::siginfo_t) -> (c_int, u64) {
     // SI_TIMER, si_value (sigval) at offset 24 (after si_tid and si_overrun).
     unsafe {
         let code = (*info).si_code;
-        let value = if code == libc::SI_TIMER { (info as *const u8).add(24).cast::<u64>().read_unaligned() } else { 0 };
+        let value = if code == libc::SI_TIMER {
+            (info as *const u8).add(24).cast::<u64>().read_unaligned()
+        } else {
+            0
+        };
         (code, value)
     }
 }

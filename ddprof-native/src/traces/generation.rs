@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use super::table::TraceTable;
-use crate::zeroed::{self, Zeroable};
 use super::Frame;
 use crate::counters::Counter;
+use crate::zeroed::{self, Zeroable};
 
 /// One sample as the handler records it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -54,7 +54,10 @@ impl Generation {
 
     /// Samples recorded so far. Call only when the generation is quiescent.
     pub fn samples(&self) -> &[SampleRecord] {
-        let n = self.samples_used.load(Ordering::Acquire).min(self.samples.len());
+        let n = self
+            .samples_used
+            .load(Ordering::Acquire)
+            .min(self.samples.len());
         // SAFETY: repr(transparent) cells over plain records; no writer is active.
         unsafe { std::slice::from_raw_parts(self.samples.as_ptr() as *const SampleRecord, n) }
     }
@@ -74,14 +77,22 @@ impl Recorder {
     /// Capacities per generation: trace slots (power of two), frames, samples.
     pub fn new(trace_slots: usize, frames: usize, samples: usize) -> Recorder {
         Recorder {
-            gens: [Generation::new(trace_slots, frames, samples), Generation::new(trace_slots, frames, samples)],
+            gens: [
+                Generation::new(trace_slots, frames, samples),
+                Generation::new(trace_slots, frames, samples),
+            ],
             active: AtomicUsize::new(0),
         }
     }
 
     /// Interns the trace and appends a sample built by `make` (which receives the trace
     /// id) to the active generation. Signal-safe. Returns false when the sample was dropped.
-    pub fn record(&self, frames: &[Frame], truncated: bool, make: impl Fn(u32) -> SampleRecord) -> bool {
+    pub fn record(
+        &self,
+        frames: &[Frame],
+        truncated: bool,
+        make: impl Fn(u32) -> SampleRecord,
+    ) -> bool {
         let gen = loop {
             let g = self.active.load(Ordering::Acquire) & 1;
             let gen = &self.gens[g];
@@ -95,7 +106,11 @@ impl Recorder {
         let index = gen.samples_used.fetch_add(1, Ordering::Relaxed);
         let stored = match gen.samples.get(index) {
             Some(cell) => {
-                let trace_id = if frames.is_empty() { 0 } else { gen.traces.insert(frames, truncated).unwrap_or(0) };
+                let trace_id = if frames.is_empty() {
+                    0
+                } else {
+                    gen.traces.insert(frames, truncated).unwrap_or(0)
+                };
                 // SAFETY: `index` was reserved by this writer alone.
                 unsafe { *cell.0.get() = make(trace_id) };
                 true
@@ -147,14 +162,34 @@ mod tests {
     fn flip_separates_samples_between_dumps() {
         let r = Recorder::new(64, 1024, 16);
         let f = [Frame::java(7, 1, 1)];
-        let mk = |tid| move |id| SampleRecord { tid, trace_id: id, ..Default::default() };
+        let mk = |tid| {
+            move |id| SampleRecord {
+                tid,
+                trace_id: id,
+                ..Default::default()
+            }
+        };
         assert!(r.record(&f, false, mk(1)));
         let old = r.flip();
         assert!(r.record(&f, false, mk(2)));
-        assert_eq!(r.generation(old).samples().iter().map(|s| s.tid).collect::<Vec<_>>(), vec![1]);
+        assert_eq!(
+            r.generation(old)
+                .samples()
+                .iter()
+                .map(|s| s.tid)
+                .collect::<Vec<_>>(),
+            vec![1]
+        );
         r.clear(old);
         let newer = r.flip();
-        assert_eq!(r.generation(newer).samples().iter().map(|s| s.tid).collect::<Vec<_>>(), vec![2]);
+        assert_eq!(
+            r.generation(newer)
+                .samples()
+                .iter()
+                .map(|s| s.tid)
+                .collect::<Vec<_>>(),
+            vec![2]
+        );
         let id = r.generation(newer).samples()[0].trace_id;
         assert_eq!(r.generation(newer).traces.get(id).unwrap(), &f[..]);
     }
@@ -163,7 +198,10 @@ mod tests {
     fn full_sample_buffer_counts_drops() {
         let r = Recorder::new(64, 1024, 2);
         let f = [Frame::java(7, 1, 1)];
-        let mk = |id| SampleRecord { trace_id: id, ..Default::default() };
+        let mk = |id| SampleRecord {
+            trace_id: id,
+            ..Default::default()
+        };
         assert!(r.record(&f, false, mk));
         assert!(r.record(&f, false, mk));
         assert!(!r.record(&f, false, mk));

@@ -33,9 +33,21 @@ pub struct Frame {
 
 impl Frame {
     pub const fn java(method: u64, bci: i32, frame_type: u8) -> Frame {
-        Frame { method, bci, kind: kind::JAVA_METHOD_ID, frame_type, _pad: 0 }
+        Frame {
+            method,
+            bci,
+            kind: kind::JAVA_METHOD_ID,
+            frame_type,
+            _pad: 0,
+        }
     }
     pub const fn error(reason: i32) -> Frame {
-        Frame { method: 0, bci: reason, kind: kind::ERROR, frame_type: 1, _pad: 0 }
+        Frame {
+            method: 0,
+            bci: reason,
+            kind: kind::ERROR,
+            frame_type: 1,
+            _pad: 0,
+        }
     }
 }

@@ -4,9 +4,9 @@
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-use crate::zeroed::{self, Zeroable};
 use super::Frame;
 use crate::counters::Counter;
+use crate::zeroed::{self, Zeroable};
 
 const EMPTY: u32 = 0;
 const READY: u32 = 1;
@@ -55,7 +55,10 @@ pub struct TraceView<'a> {
 fn hash(frames: &[Frame], truncated: bool) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ truncated as u64;
     for f in frames {
-        for w in [f.method, ((f.bci as u32 as u64) << 16) | ((f.kind as u64) << 8) | f.frame_type as u64] {
+        for w in [
+            f.method,
+            ((f.bci as u32 as u64) << 16) | ((f.kind as u64) << 8) | f.frame_type as u64,
+        ] {
             h = (h ^ w).wrapping_mul(0x0000_0100_0000_01b3);
             h ^= h >> 29;
         }
@@ -85,7 +88,10 @@ impl TraceTable {
             let slot = self.slots.get(i)?;
             let mut cur = slot.hash.load(Ordering::Acquire);
             if cur == 0 {
-                match slot.hash.compare_exchange(0, h, Ordering::AcqRel, Ordering::Acquire) {
+                match slot
+                    .hash
+                    .compare_exchange(0, h, Ordering::AcqRel, Ordering::Acquire)
+                {
                     Ok(_) => return self.fill(slot, i, frames, truncated),
                     Err(actual) => cur = actual,
                 }
@@ -117,7 +123,8 @@ impl TraceTable {
         slot.state.store(READY, Ordering::Release);
         self.traces.fetch_add(1, Ordering::Relaxed);
         Counter::CallTraceStorageTraces.inc();
-        Counter::CallTraceStorageBytes.add((n * std::mem::size_of::<Frame>() + std::mem::size_of::<Slot>()) as i64);
+        Counter::CallTraceStorageBytes
+            .add((std::mem::size_of_val(frames) + std::mem::size_of::<Slot>()) as i64);
         Some(index as u32 + 1)
     }
 
@@ -125,7 +132,10 @@ impl TraceTable {
     fn matches(&self, slot: &Slot, frames: &[Frame], truncated: bool) -> bool {
         for _ in 0..MAX_SPINS {
             match slot.state.load(Ordering::Acquire) {
-                READY => return self.stored(slot) == Some(frames) && (slot.truncated.load(Ordering::Relaxed) != 0) == truncated,
+                READY => {
+                    return self.stored(slot) == Some(frames)
+                        && (slot.truncated.load(Ordering::Relaxed) != 0) == truncated
+                }
                 DEAD => return false,
                 _ => std::hint::spin_loop(),
             }
@@ -168,7 +178,9 @@ impl TraceTable {
     /// Frames of trace `id`, if stored.
     pub fn get(&self, id: u32) -> Option<&[Frame]> {
         let slot = self.slots.get((id as usize).checked_sub(1)?)?;
-        (slot.state.load(Ordering::Acquire) == READY).then(|| self.stored(slot)).flatten()
+        (slot.state.load(Ordering::Acquire) == READY)
+            .then(|| self.stored(slot))
+            .flatten()
     }
 
     /// Forgets every trace. Call only when no writer is active.
@@ -190,7 +202,9 @@ mod tests {
     use std::sync::Arc;
 
     fn trace(seed: u64, depth: usize) -> Vec<Frame> {
-        (0..depth).map(|d| Frame::java(seed * 1000 + d as u64, d as i32, 1)).collect()
+        (0..depth)
+            .map(|d| Frame::java(seed * 1000 + d as u64, d as i32, 1))
+            .collect()
     }
 
     #[test]
@@ -200,7 +214,11 @@ mod tests {
         let b = t.insert(&trace(2, 5), false).unwrap();
         assert_ne!(a, b);
         assert_eq!(t.insert(&trace(1, 5), false), Some(a));
-        assert_ne!(t.insert(&trace(1, 5), true), Some(a), "truncation is part of identity");
+        assert_ne!(
+            t.insert(&trace(1, 5), true),
+            Some(a),
+            "truncation is part of identity"
+        );
         assert_eq!(t.get(a).unwrap(), &trace(1, 5)[..]);
     }
 
@@ -220,7 +238,14 @@ mod tests {
         let handles: Vec<_> = (0..8)
             .map(|_| {
                 let t = t.clone();
-                std::thread::spawn(move || (0..500u64).map(|k| t.insert(&trace(k % 200, 1 + (k % 200 % 7) as usize), false).unwrap()).collect::<Vec<_>>())
+                std::thread::spawn(move || {
+                    (0..500u64)
+                        .map(|k| {
+                            t.insert(&trace(k % 200, 1 + (k % 200 % 7) as usize), false)
+                                .unwrap()
+                        })
+                        .collect::<Vec<_>>()
+                })
             })
             .collect();
         let results: Vec<Vec<u32>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
@@ -229,7 +254,10 @@ mod tests {
         }
         assert_eq!(t.len(), 200);
         for (k, id) in results[0].iter().enumerate() {
-            assert_eq!(t.get(*id).unwrap(), &trace(k as u64 % 200, 1 + k % 200 % 7)[..]);
+            assert_eq!(
+                t.get(*id).unwrap(),
+                &trace(k as u64 % 200, 1 + k % 200 % 7)[..]
+            );
         }
     }
 }

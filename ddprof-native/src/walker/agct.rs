@@ -8,8 +8,9 @@ use std::sync::OnceLock;
 
 use jni::sys::{jint, jmethodID, JNIEnv};
 
-use super::{StackWalker, Walk};
+use super::{SignalContext, StackWalker, Walk};
 use crate::counters::Counter;
+use crate::hotspot::current_thread;
 use crate::traces::Frame;
 
 #[repr(C)]
@@ -28,16 +29,13 @@ struct CallTrace {
 
 type AsyncGetCallTraceFn = unsafe extern "C" fn(*mut CallTrace, jint, *mut c_void);
 
-/// AGCT only sanity-checks `env_id` against null (it finds the thread through
-/// HotSpot's own TLS), and the handler must not call GetEnv, so any non-null pointer
-/// serves; this one is never dereferenced.
-static ENV_PLACEHOLDER: u64 = 0;
-
 /// JFR frame type of a native Java method.
 const FRAME_NATIVE: u8 = 3;
 /// AsyncGetCallTrace gives no frame type; upstream reports "JIT compiled".
 const FRAME_JIT: u8 = 1;
 const BCI_NATIVE: jint = -3;
+/// AGCT's own code for "not a live Java thread" (ticks_thread_exit).
+const NOT_JAVA_THREAD: jint = -8;
 
 pub struct Agct {
     function: AsyncGetCallTraceFn,
@@ -56,7 +54,9 @@ impl Agct {
                 return None;
             }
             // SAFETY: the exported symbol has this C signature (forte.cpp).
-            Some(Agct { function: unsafe { std::mem::transmute::<*mut c_void, AsyncGetCallTraceFn>(sym) } })
+            Some(Agct {
+                function: unsafe { std::mem::transmute::<*mut c_void, AsyncGetCallTraceFn>(sym) },
+            })
         })
         .as_ref()
     }
@@ -91,32 +91,50 @@ impl StackWalker for Agct {
     }
 
     /// Signal-safe.
-    fn walk(&self, ucontext: *mut c_void, out: &mut [Frame]) -> Walk {
+    fn walk(&self, ucontext: SignalContext, out: &mut [Frame]) -> Walk {
         if out.is_empty() {
-            return Walk { frames: 0, truncated: true };
+            return Walk {
+                frames: 0,
+                truncated: true,
+            };
         }
         // CallFrame and Frame are both 16 bytes, 8-aligned, plain integers: AGCT fills
         // the buffer in its layout and each entry is then rewritten in place in ours.
         const _: () = assert!(std::mem::size_of::<CallFrame>() == std::mem::size_of::<Frame>());
         const _: () = assert!(std::mem::align_of::<CallFrame>() == std::mem::align_of::<Frame>());
         let raw = out.as_mut_ptr() as *mut CallFrame;
+        // Not a JavaThread (GC, compiler, native): AGCT has nothing to walk, and on
+        // JDK 11 it would read a JavaThread out of whatever env_id we pass.
+        let Some(env) = current_thread::jni_env() else {
+            count_failure(NOT_JAVA_THREAD);
+            if let Some(first) = out.first_mut() {
+                *first = Frame::error(NOT_JAVA_THREAD);
+            }
+            return Walk {
+                frames: 1,
+                truncated: false,
+            };
+        };
         let capacity = out.len();
         let mut trace = CallTrace {
-            env_id: &ENV_PLACEHOLDER as *const u64 as *mut JNIEnv,
+            env_id: env,
             num_frames: 0,
             frames: raw,
         };
         let depth = capacity.min(jint::MAX as usize) as jint;
         // SAFETY: AGCT is async-signal-safe by design and runs on the interrupted thread;
         // `raw` has room for `depth` frames.
-        unsafe { (self.function)(&mut trace, depth, ucontext) };
+        unsafe { (self.function)(&mut trace, depth, ucontext.0) };
         let n = trace.num_frames;
         if n <= 0 {
             count_failure(n);
             if let Some(first) = out.first_mut() {
                 *first = Frame::error(n);
             }
-            return Walk { frames: 1, truncated: false };
+            return Walk {
+                frames: 1,
+                truncated: false,
+            };
         }
         let n = (n as usize).min(capacity);
         for i in 0..n {
@@ -130,6 +148,9 @@ impl StackWalker for Agct {
                 (raw.add(i) as *mut Frame).write(Frame::java(cf.method_id as u64, bci, frame_type));
             }
         }
-        Walk { frames: n, truncated: n == capacity }
+        Walk {
+            frames: n,
+            truncated: n == capacity,
+        }
     }
 }

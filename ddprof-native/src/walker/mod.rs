@@ -15,6 +15,10 @@ pub struct Walk {
     pub truncated: bool,
 }
 
+/// The `ucontext_t*` a signal handler received: the interrupted registers.
+#[derive(Clone, Copy)]
+pub struct SignalContext(pub *mut libc::c_void);
+
 pub trait StackWalker: Sync {
     /// Name shown in logs and status ("asgct").
     fn name(&self) -> &'static str;
@@ -24,5 +28,5 @@ pub trait StackWalker: Sync {
     /// Signal-safe: called from the sampling signal handler on the sampled thread, with
     /// the handler's `ucontext`. Must not allocate, lock or call the JVM except through
     /// entry points documented as async-signal-safe.
-    fn walk(&self, ucontext: *mut libc::c_void, out: &mut [Frame]) -> Walk;
+    fn walk(&self, ucontext: SignalContext, out: &mut [Frame]) -> Walk;
 }

@@ -1,0 +1,123 @@
+//! The current `JavaThread*` and its `JNIEnv*`, from inside a signal handler.
+//!
+//! AsyncGetCallTrace needs the interrupted thread's real JNIEnv on JDK 11, where it
+//! derives the thread from `env_id` (later JDKs read HotSpot's TLS and only check the
+//! pointer for null). The handler may not call GetEnv, so we learn three facts once,
+//! on a Java thread with JNI (facts.md section 2.2):
+//! 1. HotSpot keeps `Thread::current()` in a pthread key: scan keys for the value
+//!    `java.lang.Thread.eetop` (the JavaThread*) of the calling thread.
+//! 2. The JNIEnv is embedded in JavaThread: `env - thread` is a constant offset.
+//! 3. GC, compiler and VM threads also have a Thread* in that key: compare vtable words
+//!    1, 3 and 5 with a JavaThread's (two must match), so we never hand AGCT one.
+
+use std::sync::OnceLock;
+
+use jni::sys::JNIEnv;
+
+#[derive(Debug)]
+struct Layout {
+    key: libc::pthread_key_t,
+    env_offset: usize,
+    vtable: [usize; 6],
+}
+
+static LAYOUT: OnceLock<Option<Layout>> = OnceLock::new();
+
+/// Learns the layout from the calling Java thread. Not signal-safe; idempotent.
+/// Returns a reason when the facts could not be established.
+pub fn init(jni: *mut JNIEnv) -> Result<(), String> {
+    let layout = LAYOUT.get_or_init(|| {
+        probe(jni)
+            .map_err(|e| crate::log::warn(&format!("current-thread lookup unavailable: {e}")))
+            .ok()
+    });
+    layout
+        .as_ref()
+        .map(|_| ())
+        .ok_or_else(|| "current-thread lookup unavailable".to_string())
+}
+
+fn probe(jni: *mut JNIEnv) -> Result<Layout, String> {
+    // SAFETY: `jni` is the calling thread's env; the sequence below is plain JNI.
+    let thread = unsafe {
+        let env = &**jni;
+        let find_class = env.FindClass.ok_or("no FindClass")?;
+        let class = find_class(jni, c"java/lang/Thread".as_ptr());
+        if class.is_null() {
+            (env.ExceptionClear.ok_or("no ExceptionClear")?)(jni);
+            return Err("java/lang/Thread not found".into());
+        }
+        let current = (env.GetStaticMethodID.ok_or("no GetStaticMethodID")?)(
+            jni,
+            class,
+            c"currentThread".as_ptr(),
+            c"()Ljava/lang/Thread;".as_ptr(),
+        );
+        let eetop =
+            (env.GetFieldID.ok_or("no GetFieldID")?)(jni, class, c"eetop".as_ptr(), c"J".as_ptr());
+        if current.is_null() || eetop.is_null() {
+            (env.ExceptionClear.ok_or("no ExceptionClear")?)(jni);
+            (env.DeleteLocalRef.ok_or("no DeleteLocalRef")?)(jni, class);
+            return Err("java.lang.Thread.eetop not found".into());
+        }
+        let obj = (env
+            .CallStaticObjectMethodA
+            .ok_or("no CallStaticObjectMethodA")?)(
+            jni, class, current, std::ptr::null()
+        );
+        let value = (env.GetLongField.ok_or("no GetLongField")?)(jni, obj, eetop);
+        (env.DeleteLocalRef.ok_or("no DeleteLocalRef")?)(jni, obj);
+        (env.DeleteLocalRef.ok_or("no DeleteLocalRef")?)(jni, class);
+        value as usize
+    };
+    if thread == 0 {
+        return Err("eetop is 0".into());
+    }
+    let key = (0..1024u32)
+        // SAFETY: pthread_getspecific on keys below PTHREAD_KEYS_MAX only reads the
+        // calling thread's key array.
+        .find(
+            |&k| unsafe { libc::pthread_getspecific(k as libc::pthread_key_t) } as usize == thread,
+        )
+        .ok_or("no pthread key holds the current JavaThread")?;
+    let env_offset = (jni as usize)
+        .checked_sub(thread)
+        .filter(|o| *o < 8192)
+        .ok_or("JNIEnv is not inside JavaThread")?;
+    // SAFETY: `thread` is the live JavaThread of the calling thread; its first word is
+    // the vtable pointer and every Thread vtable has more than six entries.
+    let vtable = unsafe {
+        let vt = *(thread as *const *const usize);
+        std::array::from_fn(|i| *vt.add(i))
+    };
+    Ok(Layout {
+        key: key as libc::pthread_key_t,
+        env_offset,
+        vtable,
+    })
+}
+
+/// The interrupted thread's JNIEnv if it is a plain JavaThread; None for native, GC,
+/// compiler and VM threads, or when `init` failed. Signal-safe.
+pub fn jni_env() -> Option<*mut JNIEnv> {
+    let layout = LAYOUT.get()?.as_ref()?;
+    // SAFETY: pthread_getspecific is a TLS array read; a non-null value is the current
+    // thread's live Thread object, whose vtable lives in libjvm's read-only data.
+    unsafe {
+        let thread = libc::pthread_getspecific(layout.key) as usize;
+        if thread == 0 {
+            return None;
+        }
+        let vt = *(thread as *const *const usize);
+        let matches = [1, 3, 5]
+            .iter()
+            .filter(|&&i| *vt.add(i) == layout.vtable[i])
+            .count();
+        (matches >= 2).then_some((thread + layout.env_offset) as *mut JNIEnv)
+    }
+}
+
+/// Whether the layout is known (for status and tests).
+pub fn available() -> bool {
+    matches!(LAYOUT.get(), Some(Some(_)))
+}

@@ -1,0 +1,4 @@
+//! Everything that knows HotSpot's internals. Today: finding the current JavaThread and
+//! its JNIEnv from a signal handler. The VMStructs reader and walker will live here.
+
+pub mod current_thread;

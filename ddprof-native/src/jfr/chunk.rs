@@ -1,0 +1,564 @@
+//! The chunk builder: event writers, pool registration and the final layout.
+
+use super::buffer::{
+    begin_event, end_event, put_bool, put_float, put_int, put_long, put_string, put_varint,
+};
+use super::metadata::{self as md, write_metadata_event, Layout};
+use super::names::normalize_cow;
+use super::pools::Pools;
+use super::*;
+
+/// Size of the fixed chunk header.
+pub(crate) const HEADER_SIZE: usize = 68;
+const MAGIC: &[u8; 4] = b"FLR\0";
+const MAJOR: u16 = 2;
+const MINOR: u16 = 0;
+/// Written in the size field until the chunk is complete, so a reader that
+/// meets an unfinished chunk skips far ahead instead of parsing garbage.
+const UNFINISHED_CHUNK_SIZE: i64 = 1 << 30;
+/// Compressed integers.
+const FEATURES: u32 = 1;
+
+/// Builds one JFR chunk in memory.
+///
+/// Events are encoded as they are added; pools are collected and written
+/// once, in the checkpoint at [`finish`](Self::finish). The metadata event is
+/// also laid out at `finish`, so that the one layout choice that depends on
+/// the events (`jdk.ActiveRecording.flushInterval`) can follow them.
+#[derive(Debug)]
+pub struct ChunkBuilder {
+    start: ChunkStart,
+    attributes: Vec<String>,
+    /// Header placeholder; the metadata event is inserted after it at finish.
+    header: Vec<u8>,
+    events: Vec<u8>,
+    pools: Pools,
+    /// Fixed by the first ActiveRecording event; `None` until then.
+    flush_interval_declared: Option<bool>,
+}
+
+impl ChunkBuilder {
+    /// Header placeholder + metadata event. `attributes` = configured context
+    /// attribute names (extra trailing AttributeValue cp fields on the sample
+    /// events that take them).
+    pub fn new(start: ChunkStart, attributes: &[String]) -> Self {
+        let mut header = Vec::with_capacity(HEADER_SIZE);
+        header.extend_from_slice(MAGIC);
+        header.extend_from_slice(&MAJOR.to_be_bytes());
+        header.extend_from_slice(&MINOR.to_be_bytes());
+        header.extend_from_slice(&UNFINISHED_CHUNK_SIZE.to_be_bytes());
+        header.extend_from_slice(&0i64.to_be_bytes()); // cpool offset
+        header.extend_from_slice(&0i64.to_be_bytes()); // metadata offset
+        header.extend_from_slice(&start.start_nanos.to_be_bytes());
+        header.extend_from_slice(&0i64.to_be_bytes()); // duration
+        header.extend_from_slice(&start.start_ticks.to_be_bytes());
+        header.extend_from_slice(&start.ticks_per_second.to_be_bytes());
+        header.extend_from_slice(&FEATURES.to_be_bytes());
+        debug_assert_eq!(header.len(), HEADER_SIZE);
+        ChunkBuilder {
+            start,
+            attributes: attributes.to_vec(),
+            header,
+            events: Vec::with_capacity(64 * 1024),
+            pools: Pools::default(),
+            flush_interval_declared: None,
+        }
+    }
+
+    pub fn start(&self) -> ChunkStart {
+        self.start
+    }
+
+    /// Bytes of events written so far (excluding metadata and pools), for
+    /// callers that rotate chunks by size.
+    pub fn events_size(&self) -> usize {
+        self.events.len()
+    }
+
+    // ---- events: chunk start -------------------------------------------
+
+    pub fn active_setting(
+        &mut self,
+        ticks: i64,
+        tid: i64,
+        event_type: i64,
+        name: &str,
+        value: &str,
+    ) {
+        self.pools.note_thread(tid);
+        let out = &mut self.events;
+        let e = begin_event(out);
+        put_long(out, md::T_ACTIVE_SETTING);
+        put_long(out, ticks);
+        put_long(out, 0); // duration
+        put_long(out, tid);
+        put_varint(out, 0); // stack trace: none
+        put_long(out, event_type);
+        put_string(out, name);
+        put_string(out, value);
+        end_event(out, e);
+    }
+
+    pub fn os_information(&mut self, ticks: i64, os_version: &str) {
+        let out = &mut self.events;
+        let e = begin_event(out);
+        put_long(out, md::T_OS_INFORMATION);
+        put_long(out, ticks);
+        put_string(out, os_version);
+        end_event(out, e);
+    }
+
+    pub fn cpu_information(
+        &mut self,
+        ticks: i64,
+        cpu: &str,
+        description: &str,
+        cores: i32,
+        hw_threads: i32,
+    ) {
+        let out = &mut self.events;
+        let e = begin_event(out);
+        put_long(out, md::T_CPU_INFORMATION);
+        put_long(out, ticks);
+        put_string(out, cpu);
+        put_string(out, description);
+        put_int(out, 1); // sockets: not detected, upstream reports 1
+        put_int(out, cores);
+        put_int(out, hw_threads);
+        end_event(out, e);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn jvm_information(
+        &mut self,
+        ticks: i64,
+        jvm_name: &str,
+        jvm_version: &str,
+        jvm_args: &str,
+        jvm_flags: &str,
+        java_args: &str,
+        jvm_start_ms: i64,
+        pid: i64,
+    ) {
+        let out = &mut self.events;
+        let e = begin_event(out);
+        put_long(out, md::T_JVM_INFORMATION);
+        put_long(out, ticks);
+        put_string(out, jvm_name);
+        put_string(out, jvm_version);
+        put_string(out, jvm_args);
+        put_string(out, jvm_flags);
+        put_string(out, java_args);
+        put_long(out, jvm_start_ms);
+        put_long(out, pid);
+        end_event(out, e);
+    }
+
+    pub fn initial_system_property(&mut self, ticks: i64, key: &str, value: &str) {
+        let out = &mut self.events;
+        let e = begin_event(out);
+        put_long(out, md::T_INITIAL_SYSTEM_PROPERTY);
+        put_long(out, ticks);
+        put_string(out, key);
+        put_string(out, value);
+        end_event(out, e);
+    }
+
+    pub fn native_library(
+        &mut self,
+        ticks: i64,
+        name: &str,
+        base: u64,
+        top: u64,
+        build_id: &str,
+        load_bias: u64,
+    ) {
+        let out = &mut self.events;
+        let e = begin_event(out);
+        put_long(out, md::T_NATIVE_LIBRARY);
+        put_long(out, ticks);
+        put_string(out, name);
+        put_varint(out, base);
+        put_varint(out, top);
+        put_string(out, build_id);
+        put_varint(out, load_bias);
+        end_event(out, e);
+    }
+
+    // ---- events: samples -------------------------------------------------
+
+    /// `datadog.ExecutionSample` (CPU).
+    pub fn execution_sample(&mut self, s: &Sample) {
+        self.sample(md::T_EXECUTION_SAMPLE, s);
+    }
+
+    /// `datadog.MethodSample` (wall clock); same layout as the CPU sample.
+    pub fn method_sample(&mut self, s: &Sample) {
+        self.sample(md::T_METHOD_SAMPLE, s);
+    }
+
+    fn sample(&mut self, type_id: i64, s: &Sample) {
+        self.pools.note_thread(s.tid);
+        let out = &mut self.events;
+        let e = begin_event(out);
+        put_long(out, type_id);
+        put_long(out, s.ticks);
+        put_long(out, s.tid);
+        put_varint(out, s.trace_key);
+        put_varint(out, u64::from(s.state));
+        put_varint(out, u64::from(s.mode));
+        put_long(out, s.weight);
+        put_long(out, s.correlation_id);
+        put_long(out, s.span_id);
+        put_long(out, s.local_root_span_id);
+        put_attrs(out, self.attributes.len(), s.attrs);
+        end_event(out, e);
+    }
+
+    pub fn object_sample(&mut self, s: &ObjectSample) {
+        self.pools.note_thread(s.tid);
+        let out = &mut self.events;
+        let e = begin_event(out);
+        put_long(out, md::T_OBJECT_SAMPLE);
+        put_long(out, s.ticks);
+        put_long(out, s.tid);
+        put_varint(out, s.trace_key);
+        put_varint(out, u64::from(s.object_class));
+        put_long(out, s.size);
+        put_float(out, s.weight);
+        put_long(out, s.span_id);
+        put_long(out, s.local_root_span_id);
+        put_attrs(out, self.attributes.len(), s.attrs);
+        end_event(out, e);
+    }
+
+    pub fn heap_live_object(&mut self, s: &HeapLiveObject) {
+        self.pools.note_thread(s.tid);
+        let out = &mut self.events;
+        let e = begin_event(out);
+        put_long(out, md::T_HEAP_LIVE_OBJECT);
+        put_long(out, s.ticks);
+        put_long(out, s.tid);
+        put_varint(out, s.trace_key);
+        put_varint(out, u64::from(s.object_class));
+        put_long(out, s.age);
+        put_long(out, s.size);
+        put_float(out, s.weight);
+        put_long(out, s.span_id);
+        put_long(out, s.local_root_span_id);
+        put_attrs(out, self.attributes.len(), s.attrs);
+        end_event(out, e);
+    }
+
+    pub fn native_memory_allocation(&mut self, s: &NativeAllocation) {
+        self.pools.note_thread(s.tid);
+        let out = &mut self.events;
+        let e = begin_event(out);
+        put_long(out, md::T_NATIVE_MEMORY_ALLOCATION);
+        put_long(out, s.ticks);
+        put_long(out, s.tid);
+        put_varint(out, s.trace_key);
+        put_varint(out, s.address);
+        put_long(out, s.size);
+        put_float(out, s.weight);
+        put_long(out, s.span_id);
+        put_long(out, s.local_root_span_id);
+        put_attrs(out, self.attributes.len(), s.attrs);
+        end_event(out, e);
+    }
+
+    /// `datadog.NativeSocketEvent`. Its `duration` is the fourth field (as
+    /// upstream), which JDK readers misread; see metadata.rs.
+    pub fn native_socket_event(&mut self, s: &NativeSocketSample) {
+        self.pools.note_thread(s.tid);
+        let out = &mut self.events;
+        let e = begin_event(out);
+        put_long(out, md::T_NATIVE_SOCKET_EVENT);
+        put_long(out, s.ticks);
+        put_long(out, s.tid);
+        put_varint(out, s.trace_key);
+        put_long(out, s.duration_ticks);
+        put_string(out, s.operation);
+        put_string(out, s.remote_address);
+        put_long(out, s.bytes_transferred);
+        put_float(out, s.weight);
+        put_long(out, s.span_id);
+        put_long(out, s.local_root_span_id);
+        put_attrs(out, self.attributes.len(), s.attrs);
+        end_event(out, e);
+    }
+
+    pub fn queue_time(&mut self, q: &QueueTime) {
+        self.pools.note_thread(q.tid);
+        self.pools.note_thread(q.origin_tid);
+        let out = &mut self.events;
+        let e = begin_event(out);
+        put_long(out, md::T_QUEUE_TIME);
+        put_long(out, q.ticks);
+        put_long(out, q.duration_ticks);
+        put_long(out, q.tid);
+        put_long(out, q.origin_tid);
+        put_varint(out, u64::from(q.task));
+        put_varint(out, u64::from(q.scheduler));
+        put_varint(out, u64::from(q.queue_type));
+        put_int(out, q.queue_length);
+        put_long(out, q.span_id);
+        put_long(out, q.local_root_span_id);
+        put_attrs(out, self.attributes.len(), q.attrs);
+        end_event(out, e);
+    }
+
+    pub fn endpoint(&mut self, ep: &Endpoint) {
+        self.pools.note_thread(ep.tid);
+        let out = &mut self.events;
+        let e = begin_event(out);
+        put_long(out, md::T_ENDPOINT);
+        put_long(out, ep.ticks);
+        put_long(out, ep.duration_ticks);
+        put_long(out, ep.tid);
+        put_varint(out, ep.trace_key);
+        put_varint(out, u64::from(ep.endpoint));
+        put_varint(out, u64::from(ep.operation));
+        put_long(out, ep.local_root_span_id);
+        end_event(out, e);
+    }
+
+    pub fn wall_clock_epoch(&mut self, w: &WallClockEpoch) {
+        let out = &mut self.events;
+        let e = begin_event(out);
+        put_long(out, md::T_WALL_CLOCK_EPOCH);
+        put_long(out, w.ticks);
+        put_long(out, w.duration_ms);
+        put_int(out, w.sample_pool_size);
+        put_int(out, w.num_successful_samples);
+        put_int(out, w.num_failed_samples);
+        put_int(out, w.num_exited_threads);
+        put_int(out, w.num_permission_denied);
+        put_long(out, w.num_suppressed_sampled_run);
+        end_event(out, e);
+    }
+
+    /// `jdk.CPULoad`; values are fractions in [0, 1].
+    pub fn cpu_load(&mut self, ticks: i64, jvm_user: f32, jvm_system: f32, machine_total: f32) {
+        let out = &mut self.events;
+        let e = begin_event(out);
+        put_long(out, md::T_CPU_LOAD);
+        put_long(out, ticks);
+        put_float(out, jvm_user);
+        put_float(out, jvm_system);
+        put_float(out, machine_total);
+        end_event(out, e);
+    }
+
+    pub fn heap_usage(&mut self, ticks: i64, size: i64, is_live: bool) {
+        let out = &mut self.events;
+        let e = begin_event(out);
+        put_long(out, md::T_HEAP_USAGE);
+        put_long(out, ticks);
+        put_long(out, size);
+        put_bool(out, is_live);
+        end_event(out, e);
+    }
+
+    // ---- events: chunk end -------------------------------------------------
+
+    pub fn profiler_setting(&mut self, ticks: i64, tid: i64, name: &str, value: &str, unit: &str) {
+        self.pools.note_thread(tid);
+        let out = &mut self.events;
+        let e = begin_event(out);
+        put_long(out, md::T_PROFILER_SETTING);
+        put_long(out, ticks);
+        put_long(out, 0); // duration
+        put_long(out, tid);
+        put_varint(out, 0); // stack trace: none
+        put_string(out, name);
+        put_string(out, value);
+        put_string(out, unit);
+        end_event(out, e);
+    }
+
+    pub fn profiler_config(&mut self, c: &ProfilerConfig) {
+        self.pools.note_thread(c.tid);
+        let out = &mut self.events;
+        let e = begin_event(out);
+        put_long(out, md::T_PROFILER_CONFIG);
+        put_long(out, c.ticks);
+        put_long(out, 0); // duration
+        put_long(out, c.tid);
+        put_long(out, c.cpu_interval_ms);
+        put_long(out, c.wall_interval_ms);
+        put_long(out, c.alloc_interval);
+        put_long(out, c.memleak_interval);
+        put_long(out, c.memleak_capacity);
+        put_long(out, c.memleak_track_percent);
+        put_bool(out, c.gc_generations);
+        put_int(out, c.mode_mask);
+        put_string(out, c.version);
+        put_string(out, c.cpu_engine);
+        end_event(out, e);
+    }
+
+    /// `jdk.ActiveRecording`. The first call decides whether the chunk
+    /// declares `flushInterval`; later calls in the same chunk follow that
+    /// decision (0 if declared but `None`, dropped if not declared).
+    pub fn active_recording(&mut self, r: &ActiveRecording) {
+        self.pools.note_thread(r.tid);
+        let declared = *self
+            .flush_interval_declared
+            .get_or_insert(r.flush_interval_ms.is_some());
+        let out = &mut self.events;
+        let e = begin_event(out);
+        put_long(out, md::T_ACTIVE_RECORDING);
+        put_long(out, r.ticks);
+        put_long(out, r.duration_ticks);
+        put_long(out, r.tid);
+        put_varint(out, 0); // stack trace: none
+        put_long(out, r.id);
+        put_string(out, r.name);
+        put_string(out, r.destination);
+        put_long(out, r.max_age_ms);
+        if declared {
+            put_long(out, r.flush_interval_ms.unwrap_or(0));
+        }
+        put_long(out, r.max_size);
+        put_long(out, r.recording_start_ms);
+        put_long(out, r.recording_duration_ms);
+        end_event(out, e);
+    }
+
+    /// `datadog.ProfilerCounter`; the name is written inline, not pooled.
+    pub fn profiler_counter(&mut self, ticks: i64, name: &str, count: i64) {
+        let out = &mut self.events;
+        let e = begin_event(out);
+        put_long(out, md::T_PROFILER_COUNTER);
+        put_long(out, ticks);
+        put_string(out, name);
+        put_long(out, count);
+        end_event(out, e);
+    }
+
+    pub fn class_ref_cache(&mut self, ticks: i64, size: i64) {
+        let out = &mut self.events;
+        let e = begin_event(out);
+        put_long(out, md::T_CLASS_REF_CACHE);
+        put_long(out, ticks);
+        put_long(out, size);
+        end_event(out, e);
+    }
+
+    /// `datadog.UnwindFailure`; `kind` is "stub" or "other".
+    pub fn unwind_failure(&mut self, ticks: i64, kind: &str, name: &str, count: i64) {
+        let out = &mut self.events;
+        let e = begin_event(out);
+        put_long(out, md::T_UNWIND_FAILURE);
+        put_long(out, ticks);
+        put_string(out, kind);
+        put_string(out, name);
+        put_long(out, count);
+        end_event(out, e);
+    }
+
+    /// `profiler.Log`; `level` is a LogLevel key ([`LOG_TRACE`]..[`LOG_ERROR`]).
+    pub fn log(&mut self, ticks: i64, level: u8, message: &str) {
+        let out = &mut self.events;
+        let e = begin_event(out);
+        put_long(out, md::T_LOG);
+        put_long(out, ticks);
+        put_varint(out, u64::from(level));
+        put_string(out, message);
+        end_event(out, e);
+    }
+
+    // ---- pools -------------------------------------------------------------
+
+    /// Thread pool entry, key = OS tid. `java_name` None for non-Java threads
+    /// (javaThreadId 0 then). A later call for the same tid replaces the entry.
+    /// Tids that events use but that are never added get a `[tid=N]` entry.
+    pub fn add_thread(
+        &mut self,
+        tid: i64,
+        os_name: &str,
+        java_name: Option<&str>,
+        java_thread_id: i64,
+    ) {
+        self.pools
+            .add_thread(tid, os_name, java_name, java_thread_id);
+    }
+
+    /// Method pool: dedups by (class_name, name, descriptor) after applying
+    /// [`names::normalize`]; returns the method pool key (from 1). `class_name`
+    /// in internal form ("java/lang/String", "" for native/unknown frames).
+    /// Creates Class/Package/Symbol entries as needed.
+    pub fn intern_method(
+        &mut self,
+        class_name: &str,
+        name: &str,
+        descriptor: &str,
+        modifiers: i32,
+        hidden: bool,
+    ) -> u32 {
+        let (class_name, name) = normalize_cow(class_name, name);
+        self.pools
+            .intern_method(&class_name, &name, descriptor, modifiers, hidden)
+    }
+
+    /// Class pool key (from 1) for a class in internal form, e.g. for
+    /// `ObjectSample::object_class`. No name normalisation is applied.
+    pub fn intern_class(&mut self, class_name: &str) -> u32 {
+        self.pools.intern_class(class_name)
+    }
+
+    /// Adds a StackTrace pool entry; `frames[0]` is the leaf. A key that is
+    /// already present is ignored.
+    pub fn add_stack_trace(&mut self, key: u64, truncated: bool, frames: &[FrameRef]) {
+        self.pools.add_stack_trace(key, truncated, frames);
+    }
+
+    /// AttributeValue pool key; 0 is "unset", never returned.
+    pub fn intern_attribute_value(&mut self, value: &str) -> u32 {
+        self.pools.attributes.intern(value)
+    }
+
+    /// `java.lang.String` pool key (endpoint labels); never 0.
+    pub fn intern_string(&mut self, value: &str) -> u32 {
+        self.pools.strings.intern(value)
+    }
+
+    // ---- finish --------------------------------------------------------------
+
+    /// Writes the chunk-end checkpoint with all non-empty pools (FrameType,
+    /// ThreadState, ExecutionMode, LogLevel always; Thread whenever any thread
+    /// was added or referenced), patches the header (size, cpool offset,
+    /// metadata offset 68, duration) and returns the finished chunk bytes.
+    /// `end_ticks` stamps the checkpoint.
+    pub fn finish(mut self, end_ticks: i64, duration_nanos: i64) -> Vec<u8> {
+        let layout = Layout {
+            attributes: &self.attributes,
+            flush_interval: self.flush_interval_declared.unwrap_or(true),
+        };
+        let mut out = std::mem::take(&mut self.header);
+        out.reserve(32 * 1024 + self.events.len() + self.pools.stack_trace_count() * 64);
+        write_metadata_event(&mut out, self.start.start_ticks, &layout);
+        out.extend_from_slice(&self.events);
+        let cpool_offset = out.len();
+        self.pools.write_checkpoint(&mut out, end_ticks);
+
+        let patch = |out: &mut Vec<u8>, at: usize, v: i64| {
+            out[at..at + 8].copy_from_slice(&v.to_be_bytes())
+        };
+        let size = out.len() as i64;
+        patch(&mut out, 8, size);
+        patch(&mut out, 16, cpool_offset as i64);
+        patch(&mut out, 24, HEADER_SIZE as i64);
+        patch(&mut out, 40, duration_nanos);
+        out
+    }
+}
+
+/// Writes exactly `configured` attribute keys so the event always matches
+/// the metadata, whatever the caller passed.
+fn put_attrs(out: &mut Vec<u8>, configured: usize, attrs: &[u32]) {
+    for i in 0..configured {
+        put_varint(out, u64::from(attrs.get(i).copied().unwrap_or(0)));
+    }
+}

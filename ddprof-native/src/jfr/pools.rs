@@ -1,0 +1,466 @@
+//! Constant pools and the chunk-end checkpoint event that carries them.
+//!
+//! Every pool is keyed so that equal values share one id within a chunk:
+//! readers resolve stack frames through these ids, and upstream guarantees one
+//! Method id per distinct method, which aggregation in backends depends on.
+
+use super::buffer::{
+    patch_padded_varint, put_bool, put_int, put_long, put_opt_string, put_string, put_varint,
+    PADDED_VARINT_LEN,
+};
+use super::metadata::{
+    T_ATTRIBUTE_VALUE, T_CLASS, T_CPOOL, T_EXECUTION_MODE, T_FRAME_TYPE, T_LOG_LEVEL, T_METHOD,
+    T_PACKAGE, T_STACK_TRACE, T_STRING, T_SYMBOL, T_THREAD, T_THREAD_STATE,
+};
+use super::FrameRef;
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// Fixed pools, written in every chunk so that sample events can refer to
+/// them without the caller registering anything. Keys are the indices.
+pub const FRAME_TYPES: [&str; 7] = [
+    "Interpreted",
+    "JIT compiled",
+    "Inlined",
+    "Native",
+    "C++",
+    "Kernel",
+    "C1 compiled",
+];
+pub const THREAD_STATES: [&str; 10] = [
+    "UNKNOWN",
+    "NEW",
+    "RUNNABLE",
+    "CONTENDED",
+    "PARKED",
+    "WAITING",
+    "BREAKPOINT",
+    "SLEEPING",
+    "TERMINATED",
+    "SYSCALL",
+];
+pub const EXECUTION_MODES: [&str; 6] = ["UNKNOWN", "JAVA", "JVM", "NATIVE", "SAFEPOINT", "SYSCALL"];
+pub const LOG_LEVELS: [&str; 5] = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR"];
+
+/// String → id dictionary with ids from 1, so that 0 can mean "none".
+#[derive(Default, Debug)]
+pub struct Interner {
+    ids: HashMap<Box<str>, u32>,
+}
+
+impl Interner {
+    pub fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&id) = self.ids.get(s) {
+            return id;
+        }
+        let id = self.ids.len() as u32 + 1;
+        self.ids.insert(s.into(), id);
+        id
+    }
+
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Entries in id order, for reproducible output.
+    fn sorted(&self) -> Vec<(u32, &str)> {
+        let mut v: Vec<_> = self.ids.iter().map(|(s, &id)| (id, &**s)).collect();
+        v.sort_unstable_by_key(|&(id, _)| id);
+        v
+    }
+}
+
+#[derive(Debug)]
+struct ClassEntry {
+    name: u32,
+    package: u32,
+}
+
+#[derive(Debug)]
+struct MethodEntry {
+    class: u32,
+    name: u32,
+    descriptor: u32,
+    modifiers: i32,
+    hidden: bool,
+}
+
+#[derive(Debug)]
+struct ThreadEntry {
+    os_name: String,
+    java_name: Option<String>,
+    java_thread_id: i64,
+}
+
+/// All variable pools of one chunk.
+#[derive(Default, Debug)]
+pub struct Pools {
+    symbols: Interner,
+    /// Keyed by the name's symbol id; entry `i` has pool id `i + 1`.
+    class_ids: HashMap<u32, u32>,
+    classes: Vec<ClassEntry>,
+    package_ids: HashMap<u32, u32>,
+    packages: Vec<u32>,
+    method_ids: HashMap<(u32, u32, u32), u32>,
+    methods: Vec<MethodEntry>,
+    trace_keys: HashSet<u64>,
+    traces: Vec<u8>,
+    threads: BTreeMap<i64, ThreadEntry>,
+    /// Tids that events refer to; any without an `add_thread` entry get a
+    /// placeholder so that no sample loses its thread.
+    referenced_tids: HashSet<i64>,
+    pub attributes: Interner,
+    pub strings: Interner,
+}
+
+impl Pools {
+    pub fn intern_class(&mut self, class_name: &str) -> u32 {
+        let name = self.symbols.intern(class_name);
+        if let Some(&id) = self.class_ids.get(&name) {
+            return id;
+        }
+        let package = match package_of(class_name) {
+            Some(p) => self.intern_package(p),
+            None => 0,
+        };
+        self.classes.push(ClassEntry { name, package });
+        let id = self.classes.len() as u32;
+        self.class_ids.insert(name, id);
+        id
+    }
+
+    fn intern_package(&mut self, package: &str) -> u32 {
+        let name = self.symbols.intern(package);
+        if let Some(&id) = self.package_ids.get(&name) {
+            return id;
+        }
+        self.packages.push(name);
+        let id = self.packages.len() as u32;
+        self.package_ids.insert(name, id);
+        id
+    }
+
+    /// First registration wins for modifiers/hidden: they are properties of
+    /// the method, so later calls for the same key cannot disagree.
+    pub fn intern_method(
+        &mut self,
+        class_name: &str,
+        name: &str,
+        descriptor: &str,
+        modifiers: i32,
+        hidden: bool,
+    ) -> u32 {
+        let class = self.intern_class(class_name);
+        let name = self.symbols.intern(name);
+        let descriptor = self.symbols.intern(descriptor);
+        let key = (class, name, descriptor);
+        if let Some(&id) = self.method_ids.get(&key) {
+            return id;
+        }
+        self.methods.push(MethodEntry {
+            class,
+            name,
+            descriptor,
+            modifiers,
+            hidden,
+        });
+        let id = self.methods.len() as u32;
+        self.method_ids.insert(key, id);
+        id
+    }
+
+    /// Returns false (and writes nothing) if the key is already present.
+    pub fn add_stack_trace(&mut self, key: u64, truncated: bool, frames: &[FrameRef]) -> bool {
+        if !self.trace_keys.insert(key) {
+            return false;
+        }
+        let out = &mut self.traces;
+        put_varint(out, key);
+        put_bool(out, truncated);
+        put_varint(out, frames.len() as u64);
+        for f in frames {
+            put_varint(out, u64::from(f.method));
+            put_int(out, f.line);
+            put_int(out, f.bci);
+            put_varint(out, u64::from(f.frame_type));
+        }
+        true
+    }
+
+    pub fn add_thread(
+        &mut self,
+        tid: i64,
+        os_name: &str,
+        java_name: Option<&str>,
+        java_thread_id: i64,
+    ) {
+        let entry = ThreadEntry {
+            os_name: os_name.to_owned(),
+            java_name: java_name.map(str::to_owned),
+            java_thread_id: if java_name.is_some() {
+                java_thread_id
+            } else {
+                0
+            },
+        };
+        self.threads.insert(tid, entry);
+    }
+
+    pub fn note_thread(&mut self, tid: i64) {
+        // Key 0 is the conventional "no value" reference; never invent it.
+        if tid != 0 && !self.threads.contains_key(&tid) {
+            self.referenced_tids.insert(tid);
+        }
+    }
+
+    pub fn stack_trace_count(&self) -> usize {
+        self.trace_keys.len()
+    }
+
+    #[cfg(test)]
+    pub fn method_count(&self) -> usize {
+        self.methods.len()
+    }
+
+    /// Fills in placeholder entries, the way upstream names threads it has no
+    /// information about.
+    fn complete_threads(&mut self) {
+        for tid in std::mem::take(&mut self.referenced_tids) {
+            self.threads.entry(tid).or_insert_with(|| ThreadEntry {
+                os_name: format!("[tid={tid}]"),
+                java_name: None,
+                java_thread_id: 0,
+            });
+        }
+    }
+
+    /// Appends the checkpoint event (type 1) holding every non-empty pool.
+    /// Returns the number of pools written.
+    pub fn write_checkpoint(&mut self, out: &mut Vec<u8>, ticks: i64) -> usize {
+        self.complete_threads();
+
+        let start = out.len();
+        out.extend_from_slice(&[0; PADDED_VARINT_LEN]);
+        put_long(out, T_CPOOL);
+        put_long(out, ticks);
+        put_long(out, 0); // duration
+        put_long(out, 0); // delta to the previous checkpoint: none
+        out.push(1); // flush / type mask
+
+        // Pool count is at most 12, so one byte is a valid varint; patched
+        // below because empty pools are only discovered while writing.
+        let count_at = out.len();
+        out.push(0);
+
+        let mut pools = 0;
+        let mut section =
+            |out: &mut Vec<u8>, type_id: i64, count: usize, write: &mut dyn FnMut(&mut Vec<u8>)| {
+                // The JDK reader rejects a pool that declares zero entries.
+                if count == 0 {
+                    return;
+                }
+                put_long(out, type_id);
+                put_varint(out, count as u64);
+                write(out);
+                pools += 1;
+            };
+
+        for (type_id, names) in [
+            (T_FRAME_TYPE, &FRAME_TYPES[..]),
+            (T_THREAD_STATE, &THREAD_STATES[..]),
+            (T_EXECUTION_MODE, &EXECUTION_MODES[..]),
+            (T_LOG_LEVEL, &LOG_LEVELS[..]),
+        ] {
+            section(out, type_id, names.len(), &mut |out| {
+                for (key, name) in names.iter().enumerate() {
+                    put_varint(out, key as u64);
+                    put_string(out, name);
+                }
+            });
+        }
+
+        section(out, T_THREAD, self.threads.len(), &mut |out| {
+            for (&tid, t) in &self.threads {
+                put_long(out, tid);
+                put_string(out, &t.os_name);
+                put_long(out, tid);
+                put_opt_string(out, t.java_name.as_deref());
+                put_long(out, t.java_thread_id);
+            }
+        });
+
+        section(out, T_STACK_TRACE, self.trace_keys.len(), &mut |out| {
+            out.extend_from_slice(&self.traces)
+        });
+
+        section(out, T_METHOD, self.methods.len(), &mut |out| {
+            for (i, m) in self.methods.iter().enumerate() {
+                put_varint(out, i as u64 + 1);
+                put_varint(out, u64::from(m.class));
+                put_varint(out, u64::from(m.name));
+                put_varint(out, u64::from(m.descriptor));
+                put_int(out, m.modifiers);
+                put_bool(out, m.hidden);
+            }
+        });
+
+        section(out, T_CLASS, self.classes.len(), &mut |out| {
+            for (i, c) in self.classes.iter().enumerate() {
+                put_varint(out, i as u64 + 1);
+                put_varint(out, 0); // class loader: not tracked
+                put_varint(out, u64::from(c.name));
+                put_varint(out, u64::from(c.package));
+                put_int(out, 0); // modifiers: not tracked
+            }
+        });
+
+        section(out, T_PACKAGE, self.packages.len(), &mut |out| {
+            for (i, &name) in self.packages.iter().enumerate() {
+                put_varint(out, i as u64 + 1);
+                put_varint(out, u64::from(name));
+            }
+        });
+
+        for (type_id, interner) in [
+            (T_SYMBOL, &self.symbols),
+            (T_STRING, &self.strings),
+            (T_ATTRIBUTE_VALUE, &self.attributes),
+        ] {
+            section(out, type_id, interner.len(), &mut |out| {
+                for (id, s) in interner.sorted() {
+                    put_varint(out, u64::from(id));
+                    put_string(out, s);
+                }
+            });
+        }
+
+        out[count_at] = pools as u8;
+        let size = u32::try_from(out.len() - start).expect("checkpoint larger than 4 GiB");
+        patch_padded_varint(out, start, size);
+        pools
+    }
+}
+
+/// Package of a class in internal form: the part before the last `/`, with
+/// array prefixes (`[[L`) dropped and a hidden class's `/0x…` suffix not
+/// counted as a package level. `None` for classes in the unnamed package.
+pub fn package_of(class_name: &str) -> Option<&str> {
+    let name = match class_name.find('L') {
+        Some(l) if class_name.starts_with('[') => &class_name[l + 1..],
+        _ => class_name,
+    };
+    let mut end = name.rfind('/')?;
+    // Hidden classes look like `pkg/Foo$$Lambda/0x000000080010a000`.
+    if name[end + 1..].starts_with(|c: char| c.is_ascii_digit()) {
+        end = name[..end].rfind('/')?;
+    }
+    Some(&name[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interner_dedups_and_starts_at_one() {
+        let mut i = Interner::default();
+        assert_eq!(i.len(), 0);
+        assert_eq!(i.intern("a"), 1);
+        assert_eq!(i.intern("b"), 2);
+        assert_eq!(i.intern("a"), 1);
+        assert_eq!(i.len(), 2);
+        assert_eq!(i.sorted(), [(1, "a"), (2, "b")]);
+    }
+
+    #[test]
+    fn packages() {
+        assert_eq!(package_of("java/lang/String"), Some("java/lang"));
+        assert_eq!(package_of("Foo"), None);
+        assert_eq!(package_of(""), None);
+        assert_eq!(package_of("[I"), None);
+        assert_eq!(package_of("[Ljava/lang/Integer;"), Some("java/lang"));
+        assert_eq!(package_of("[[Lcom/x/Y;"), Some("com/x"));
+        assert_eq!(
+            package_of("com/example/Foo$$Lambda/0x0000000800c0a000"),
+            Some("com/example")
+        );
+        assert_eq!(package_of("Foo$$Lambda/0x1"), None);
+        assert_eq!(
+            package_of("java/lang/invoke/LambdaForm$MH"),
+            Some("java/lang/invoke")
+        );
+    }
+
+    #[test]
+    fn method_dedup_shares_classes_and_symbols() {
+        let mut p = Pools::default();
+        let a = p.intern_method("java/lang/String", "length", "()I", 1, false);
+        let b = p.intern_method("java/lang/String", "charAt", "(I)C", 1, false);
+        let a2 = p.intern_method("java/lang/String", "length", "()I", 9, true);
+        let c = p.intern_method("java/lang/StringBuilder", "length", "()I", 1, false);
+        let d = p.intern_method("java/lang/String", "length", "()J", 1, false);
+        assert_eq!((a, b, a2, c, d), (1, 2, 1, 3, 4));
+        assert_eq!(p.method_count(), 4);
+        assert_eq!(p.classes.len(), 2);
+        assert_eq!(p.packages.len(), 1);
+        // Symbols: String, java/lang, length, ()I, charAt, (I)C, StringBuilder, ()J
+        assert_eq!(p.symbols.len(), 8);
+        assert_eq!(p.methods[0].modifiers, 1);
+        assert_eq!(p.intern_class("java/lang/String"), 1);
+    }
+
+    #[test]
+    fn class_with_same_name_as_symbol_reuses_symbol() {
+        let mut p = Pools::default();
+        let m = p.intern_method("", "unknown", "()L;", 0x100, false);
+        assert_eq!(m, 1);
+        assert_eq!(p.classes[0].package, 0);
+        assert_eq!(p.intern_method("", "unknown", "()L;", 0x100, false), 1);
+    }
+
+    #[test]
+    fn stack_trace_dedup_by_key() {
+        let mut p = Pools::default();
+        let f = [FrameRef {
+            method: 1,
+            line: 10,
+            bci: 3,
+            frame_type: 1,
+        }];
+        assert!(p.add_stack_trace(7, false, &f));
+        let len = p.traces.len();
+        assert!(!p.add_stack_trace(7, true, &[]));
+        assert_eq!(p.traces.len(), len);
+        assert!(p.add_stack_trace(8, true, &[]));
+        assert_eq!(p.stack_trace_count(), 2);
+    }
+
+    #[test]
+    fn empty_pools_are_skipped() {
+        let mut p = Pools::default();
+        let mut out = Vec::new();
+        assert_eq!(p.write_checkpoint(&mut out, 0), 4);
+        p.add_thread(1, "main", Some("main"), 1);
+        out.clear();
+        assert_eq!(p.write_checkpoint(&mut out, 0), 5);
+        p.intern_method("a/B", "c", "()V", 0, false);
+        p.attributes.intern("x");
+        out.clear();
+        // + Method, Class, Package, Symbol, AttributeValue
+        assert_eq!(p.write_checkpoint(&mut out, 0), 10);
+    }
+
+    #[test]
+    fn unknown_threads_get_placeholders() {
+        let mut p = Pools::default();
+        p.add_thread(5, "worker", None, 99);
+        p.note_thread(5);
+        p.note_thread(6);
+        p.note_thread(0);
+        let mut out = Vec::new();
+        p.write_checkpoint(&mut out, 0);
+        assert_eq!(p.threads.len(), 2);
+        assert_eq!(p.threads[&6].os_name, "[tid=6]");
+        // Non-Java threads never carry a Java thread id.
+        assert_eq!(p.threads[&5].java_thread_id, 0);
+    }
+}
