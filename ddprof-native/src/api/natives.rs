@@ -169,7 +169,9 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_setContext0(
     span_id: jlong,
     root_span_id: jlong,
 ) {
+    // A new span starts with no attributes: the previous span's values must not leak into it.
     let ctx = threads::current_context();
+    ctx.attrs.iter().for_each(|a| a.store(0, Ordering::Relaxed));
     ctx.span_id.store(span_id as u64, Ordering::Relaxed);
     ctx.root_span_id
         .store(root_span_id as u64, Ordering::Relaxed);
