@@ -1,0 +1,329 @@
+package com.datadoghq.profiler.bench;
+
+import com.datadoghq.profiler.JavaProfiler;
+
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.HashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLongArray;
+
+import jdk.jfr.Recording;
+import jdk.jfr.consumer.RecordedEvent;
+import jdk.jfr.consumer.RecordingFile;
+
+/**
+ * One measurement of {@link OverheadBenchmark}, run in a fresh JVM:
+ * {@code OverheadWorker <mode> <threads> <measureSeconds> [warmupSeconds]}.
+ *
+ * <p>Starts the profiler of {@code mode}, runs {@code threads} busy threads on
+ * {@link CpuWorkload}, warms up, then measures ops and process CPU time over the window. After
+ * the window (threads still busy) it times one dump and the stop. It prints one line,
+ * {@code RESULT key=value ...}, that the parent parses; everything else on stdout is ignored.
+ *
+ * <p>Modes: {@code none}; {@code ddprof-<interval>} (ddprof {@code start,cpu=<interval>}, the
+ * default ctimer engine); {@code ddprof-itimer-<interval>} ({@code event=itimer});
+ * {@code jfr-<interval>} (a {@code jdk.jfr.Recording} with only {@code jdk.ExecutionSample}
+ * enabled at that period, every other event off).
+ */
+public final class OverheadWorker {
+    private static final int SLOT = 16; // longs per thread in the ops array: 128 bytes apart
+
+    private static volatile boolean running = true;
+    private static volatile long sink;
+
+    private OverheadWorker() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length < 3) {
+            System.err.println("usage: OverheadWorker <mode> <threads> <measureSeconds> [warmupSeconds]");
+            System.exit(2);
+        }
+        String mode = args[0];
+        int threads = Integer.parseInt(args[1]);
+        double measureSeconds = Double.parseDouble(args[2]);
+        double warmupSeconds = args.length > 3 ? Double.parseDouble(args[3]) : 3.0;
+
+        Path dir = Files.createTempDirectory("ddprof-overhead-");
+        Profiler profiler = Profiler.of(mode, dir);
+        profiler.start();
+
+        AtomicLongArray ops = new AtomicLongArray(threads * SLOT);
+        Thread[] workers = new Thread[threads];
+        for (int t = 0; t < threads; t++) {
+            final int slot = t * SLOT;
+            workers[t] = new Thread(() -> spin(ops, slot), "overhead-worker-" + t);
+            workers[t].start();
+        }
+
+        com.sun.management.OperatingSystemMXBean os =
+                (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+
+        Thread.sleep((long) (warmupSeconds * 1000));
+        Snapshot before = Snapshot.take(ops, threads, os, profiler);
+        Thread.sleep((long) (measureSeconds * 1000));
+        Snapshot after = Snapshot.take(ops, threads, os, profiler);
+
+        // Dump and stop with the workers still busy, as a live service would.
+        long d0 = System.nanoTime();
+        profiler.dump(dir.resolve("dump.jfr"));
+        long d1 = System.nanoTime();
+        profiler.stop();
+        long d2 = System.nanoTime();
+
+        running = false;
+        for (Thread w : workers) {
+            w.join();
+        }
+
+        long samples = profiler.hasCounters()
+                ? after.samples - before.samples
+                : profiler.countSamples(before.instant, after.instant);
+        long walkNs = profiler.hasCounters() ? after.walkNs - before.walkNs : -1;
+        StringBuilder line = new StringBuilder("RESULT");
+        kv(line, "mode", mode);
+        kv(line, "threads", threads);
+        kv(line, "ops", after.ops - before.ops);
+        kv(line, "cpu_ns", after.cpuNs - before.cpuNs);
+        kv(line, "wall_ns", after.wallNs - before.wallNs);
+        kv(line, "samples", profiler.enabled() ? samples : 0);
+        kv(line, "walk_ns", walkNs);
+        kv(line, "dump_ns", profiler.enabled() ? d1 - d0 : -1);
+        kv(line, "stop_ns", profiler.enabled() ? d2 - d1 : -1);
+        kv(line, "native_dump_ns", profiler.nativeDumpNs());
+        kv(line, "dump_bytes", profiler.enabled() ? Files.size(dir.resolve("dump.jfr")) : -1);
+        kv(line, "sink", sink & 1);
+        System.out.println(line);
+        System.out.flush();
+        profiler.cleanUp(dir);
+    }
+
+    private static void spin(AtomicLongArray ops, int slot) {
+        long seed = System.nanoTime();
+        long n = 0;
+        while (running) {
+            seed = CpuWorkload.op(seed);
+            ops.lazySet(slot, ++n);
+        }
+        sink += seed;
+    }
+
+    private static void kv(StringBuilder sb, String k, Object v) {
+        sb.append(' ').append(k).append('=').append(v);
+    }
+
+    /** Ops, CPU and profiler counters at one instant. */
+    private static final class Snapshot {
+        long ops;
+        long cpuNs;
+        long wallNs;
+        long samples;
+        long walkNs;
+        Instant instant;
+
+        static Snapshot take(AtomicLongArray ops, int threads, com.sun.management.OperatingSystemMXBean os,
+                             Profiler profiler) {
+            Snapshot s = new Snapshot();
+            s.instant = Instant.now();
+            s.wallNs = System.nanoTime();
+            s.cpuNs = os.getProcessCpuTime();
+            for (int t = 0; t < threads; t++) {
+                s.ops += ops.get(t * SLOT);
+            }
+            if (profiler.hasCounters()) {
+                Map<String, Long> c = profiler.counters();
+                s.samples = c.getOrDefault("samples", 0L);
+                s.walkNs = c.getOrDefault("unwinding_ticks_async", 0L);
+            }
+            return s;
+        }
+    }
+
+    /** The profiler a mode names, behind one interface. */
+    private abstract static class Profiler {
+        static Profiler of(String mode, Path dir) {
+            String m = mode.toLowerCase(Locale.ROOT);
+            if (m.equals("none")) {
+                return new None();
+            }
+            if (m.startsWith("ddprof-itimer-")) {
+                return new Ddprof("event=itimer,cpu=" + m.substring("ddprof-itimer-".length()), dir);
+            }
+            if (m.startsWith("ddprof-")) {
+                return new Ddprof("cpu=" + m.substring("ddprof-".length()), dir);
+            }
+            if (m.startsWith("jfr-")) {
+                return new Jfr(m.substring("jfr-".length()), dir);
+            }
+            throw new IllegalArgumentException("unknown mode " + mode);
+        }
+
+        boolean enabled() {
+            return true;
+        }
+
+        abstract void start() throws Exception;
+
+        abstract void dump(Path file) throws Exception;
+
+        abstract void stop() throws Exception;
+
+        boolean hasCounters() {
+            return false;
+        }
+
+        Map<String, Long> counters() {
+            return Map.of();
+        }
+
+        long nativeDumpNs() {
+            return -1;
+        }
+
+        /** Samples in [from, to] counted from the recording, for profilers without live counters. */
+        long countSamples(Instant from, Instant to) throws Exception {
+            return -1;
+        }
+
+        void cleanUp(Path dir) throws Exception {
+            try (var files = Files.list(dir)) {
+                for (Path p : (Iterable<Path>) files::iterator) {
+                    Files.deleteIfExists(p);
+                }
+            }
+            Files.deleteIfExists(dir);
+        }
+    }
+
+    private static final class None extends Profiler {
+        @Override
+        boolean enabled() {
+            return false;
+        }
+
+        @Override
+        void start() {
+        }
+
+        @Override
+        void dump(Path file) {
+        }
+
+        @Override
+        void stop() {
+        }
+
+        @Override
+        long countSamples(Instant from, Instant to) {
+            return 0;
+        }
+    }
+
+    private static final class Ddprof extends Profiler {
+        private final String options;
+        private final Path dir;
+        private JavaProfiler profiler;
+        private long nativeDumpNs = -1;
+
+        Ddprof(String options, Path dir) {
+            this.options = options;
+            this.dir = dir;
+        }
+
+        @Override
+        void start() throws Exception {
+            profiler = JavaProfiler.getInstance();
+            profiler.execute("start," + options + ",file=" + dir.resolve("ddprof.jfr"));
+        }
+
+        @Override
+        void dump(Path file) {
+            profiler.dump(file);
+            nativeDumpNs = profiler.getDebugCounters().getOrDefault("dump_ns_last", -1L);
+        }
+
+        @Override
+        void stop() {
+            profiler.stop();
+        }
+
+        @Override
+        boolean hasCounters() {
+            return true;
+        }
+
+        @Override
+        Map<String, Long> counters() {
+            return profiler.getDebugCounters();
+        }
+
+        @Override
+        long nativeDumpNs() {
+            return nativeDumpNs;
+        }
+    }
+
+    private static final class Jfr extends Profiler {
+        private final Recording recording = new Recording();
+        private final Path dir;
+        private Path dumped;
+
+        Jfr(String period, Path dir) {
+            this.dir = dir;
+            Map<String, String> settings = new HashMap<>();
+            settings.put("jdk.ExecutionSample#enabled", "true");
+            settings.put("jdk.ExecutionSample#period", period.replaceAll("([0-9])([a-z])", "$1 $2"));
+            recording.setSettings(settings); // every event not named here stays disabled
+            recording.setToDisk(true);
+            recording.setName("overhead-" + period);
+        }
+
+        @Override
+        void start() throws Exception {
+            recording.setDestination(dir.resolve("jfr.jfr"));
+            recording.start();
+        }
+
+        @Override
+        void dump(Path file) throws Exception {
+            recording.dump(file);
+            dumped = file;
+        }
+
+        @Override
+        void stop() {
+            recording.stop();
+        }
+
+        @Override
+        long countSamples(Instant from, Instant to) throws Exception {
+            Path file = dir.resolve("jfr.jfr");
+            if (!Files.exists(file)) {
+                file = dumped;
+            }
+            long n = 0;
+            try (RecordingFile rf = new RecordingFile(file)) {
+                while (rf.hasMoreEvents()) {
+                    RecordedEvent e = rf.readEvent();
+                    if (e.getEventType().getName().equals("jdk.ExecutionSample")) {
+                        Instant t = e.getStartTime();
+                        if (!t.isBefore(from) && !t.isAfter(to)) {
+                            n++;
+                        }
+                    }
+                }
+            }
+            return n;
+        }
+
+        @Override
+        void cleanUp(Path dir) throws Exception {
+            recording.close();
+            super.cleanUp(dir);
+        }
+    }
+}

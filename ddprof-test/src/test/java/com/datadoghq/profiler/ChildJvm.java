@@ -1,0 +1,115 @@
+package com.datadoghq.profiler;
+
+import java.io.File;
+import java.io.IOException;
+import java.net.URISyntaxException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Runs a workload class from the test classes in a fresh JVM of the JDK under test
+ * ({@code ddprof.test.java}), with whatever {@code -agentpath} / {@code -javaagent} options
+ * the test gives, and captures its output.
+ */
+final class ChildJvm {
+    private final List<String> jvmArgs = new ArrayList<>();
+    private final List<String> classpath = new ArrayList<>();
+    private String mainClass;
+    private final List<String> args = new ArrayList<>();
+    private Duration timeout = Duration.ofSeconds(60);
+
+    ChildJvm() {
+        classpath.add(testClasses().toString());
+    }
+
+    ChildJvm jvmArgs(String... a) {
+        jvmArgs.addAll(Arrays.asList(a));
+        return this;
+    }
+
+    ChildJvm classpath(Path entry) {
+        classpath.add(entry.toString());
+        return this;
+    }
+
+    ChildJvm main(Class<?> main, String... a) {
+        this.mainClass = main.getName();
+        args.addAll(Arrays.asList(a));
+        return this;
+    }
+
+    ChildJvm timeout(Duration t) {
+        this.timeout = t;
+        return this;
+    }
+
+    Result run(Path workDir) throws IOException, InterruptedException {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(TestEnv.javaExecutable());
+        cmd.addAll(jvmArgs);
+        cmd.add("-cp");
+        cmd.add(String.join(File.pathSeparator, classpath));
+        cmd.add(mainClass);
+        cmd.addAll(args);
+
+        Path out = Files.createTempFile(workDir, "child", ".out");
+        Path err = Files.createTempFile(workDir, "child", ".err");
+        Process p = new ProcessBuilder(cmd)
+                .directory(workDir.toFile())
+                .redirectOutput(out.toFile())
+                .redirectError(err.toFile())
+                .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
+                .start();
+        boolean exited = p.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS);
+        if (!exited) {
+            p.destroyForcibly();
+            p.waitFor(10, TimeUnit.SECONDS);
+        }
+        return new Result(cmd, exited ? p.exitValue() : -1, !exited,
+                new String(Files.readAllBytes(out), StandardCharsets.UTF_8),
+                new String(Files.readAllBytes(err), StandardCharsets.UTF_8));
+    }
+
+    /** The directory holding the compiled test classes (and so the workloads). */
+    static Path testClasses() {
+        try {
+            return Paths.get(ChildJvm.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        } catch (URISyntaxException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    static final class Result {
+        final List<String> command;
+        final int exitCode;
+        final boolean timedOut;
+        final String stdout;
+        final String stderr;
+
+        Result(List<String> command, int exitCode, boolean timedOut, String stdout, String stderr) {
+            this.command = command;
+            this.exitCode = exitCode;
+            this.timedOut = timedOut;
+            this.stdout = stdout;
+            this.stderr = stderr;
+        }
+
+        /** For assertion messages. */
+        String describe() {
+            return "command: " + String.join(" ", command)
+                    + "\nexit code: " + exitCode + (timedOut ? " (timed out, killed)" : "")
+                    + "\n--- stdout ---\n" + tail(stdout) + "\n--- stderr ---\n" + tail(stderr);
+        }
+
+        private static String tail(String s) {
+            return s.length() <= 4000 ? s : "..." + s.substring(s.length() - 4000);
+        }
+    }
+}

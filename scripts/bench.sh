@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The CPU-overhead benchmark (com.datadoghq.profiler.bench.OverheadBenchmark): builds the project,
+# then measures ddprof and the JDK's JFR against no profiler, each run in a fresh child JVM.
+# See docs/benchmarks.md for what it measures and the latest results.
+#
+#   bash scripts/bench.sh [--no-build] [-Dkey=value ...]
+#
+# The JDK is $JAVA_HOME/bin/java if JAVA_HOME is set, else `java` on PATH; the children use the
+# same JDK unless -Djava=/path/to/bin/java says otherwise. Options (system properties):
+#   -Drounds=5          rounds; each round runs every (mode, threads) pair once, shuffled
+#   -Dmodes=none,ddprof-10ms,ddprof-1ms,jfr-10ms,jfr-1ms
+#                       modes; `none` is always added. ddprof-<interval> = start,cpu=<interval>
+#                       (ctimer); ddprof-itimer-<interval> = event=itimer; jfr-<interval> = JFR with
+#                       only jdk.ExecutionSample at that period
+#   -Dthreads=1,2       busy-thread counts
+#   -Dwarmup=3 -Dmeasure=8
+#                       seconds of warm-up and of measurement per child JVM
+#   -Dseed=N            shuffle seed (default: time)
+#   -DjvmArgs="-Xms256m -Xmx256m"
+#                       child JVM options
+#   -Dout=FILE          also write every raw run as CSV
+#   -Dbench.levelIters=500 -Dbench.leafIters=12500
+#                       work per op (children inherit them via jvmArgs only; leave as is)
+# --no-build skips `mvn -q -DskipTests install` (uses the jars already in */target).
+# Defaults take about 11 minutes (5 rounds x 10 runs x ~13 s).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+build=1
+props=()
+for a in "$@"; do
+  case "$a" in
+    --no-build) build=0 ;;
+    -D*) props+=("$a") ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    *) echo "bench.sh: unknown argument $a (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+if [ -n "${JAVA_HOME:-}" ]; then
+  JAVA="$JAVA_HOME/bin/java"
+else
+  JAVA="$(command -v java)"
+fi
+
+if [ "$build" = 1 ]; then
+  mvn -q -DskipTests install
+fi
+
+BENCH_JAR="$ROOT/ddprof-bench/target/ddprof-bench-0.1.0-SNAPSHOT.jar"
+LIB_JAR="$ROOT/ddprof-lib/target/ddprof-lib-0.1.0-SNAPSHOT.jar"
+for j in "$BENCH_JAR" "$LIB_JAR"; do
+  [ -f "$j" ] || { echo "bench.sh: $j missing: build first (drop --no-build)" >&2; exit 1; }
+done
+
+echo "bench.sh: $("$JAVA" -version 2>&1 | head -1); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
+exec "$JAVA" "${props[@]}" -cp "$BENCH_JAR:$LIB_JAR" com.datadoghq.profiler.bench.OverheadBenchmark
