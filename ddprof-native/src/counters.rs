@@ -55,7 +55,6 @@ counters! {
     ClassesPreloaded => "classes_preloaded",
     DumpCount => "dump_count",
     DumpNanosLast => "dump_ns_last",
-    SamplesDuringDump => "samples_during_dump",
     WriterWaitTimeouts => "dump_writer_wait_timeouts",
 }
 

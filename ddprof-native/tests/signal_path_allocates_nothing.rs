@@ -1,0 +1,57 @@
+//! The recording half of the signal path (trace interning, sample append, counters)
+//! must not allocate: a counting global allocator proves it for this thread.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use javaProfiler::traces::{Frame, Recorder, SampleRecord};
+
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+// SAFETY: forwards to the system allocator; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.with(|c| c.set(c.get() + 1));
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as ours.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+#[test]
+fn recording_samples_and_traces_allocates_nothing() {
+    let recorder = Recorder::new(1 << 10, 1 << 14, 1 << 12);
+    let traces: Vec<Vec<Frame>> = (0..50u64)
+        .map(|t| {
+            (0..(1 + t % 30))
+                .map(|d| Frame::java(t * 100 + d, d as i32, 1))
+                .collect()
+        })
+        .collect();
+    let before = ALLOCATIONS.with(|c| c.get());
+    for round in 0..20 {
+        for (i, t) in traces.iter().enumerate() {
+            recorder.record(t, false, |id| SampleRecord {
+                ticks: round,
+                tid: i as i32,
+                trace_id: id,
+                ..Default::default()
+            });
+        }
+    }
+    let after = ALLOCATIONS.with(|c| c.get());
+    assert_eq!(after - before, 0, "the signal path allocated");
+    let old = recorder.flip();
+    assert_eq!(recorder.generation(old).samples().len(), 1000);
+    assert_eq!(recorder.generation(old).traces.len(), 50);
+}
