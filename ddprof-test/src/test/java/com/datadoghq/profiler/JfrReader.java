@@ -103,7 +103,7 @@ final class JfrReader {
         for (RecordedFrame f : frames(e)) {
             RecordedMethod m = f.getMethod();
             names.add(m == null ? "?" : (m.getType() == null ? "" : m.getType().getName()) + "." + m.getName()
-                    + ":" + f.getLineNumber() + "[" + f.getType() + "]");
+                    + ":" + f.getLineNumber() + "@" + f.getBytecodeIndex() + "[" + f.getType() + "]");
         }
         return threadName(e) + " " + names;
     }

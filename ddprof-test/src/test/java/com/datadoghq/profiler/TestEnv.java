@@ -87,6 +87,7 @@ final class TestEnv {
             Path copy = scratchDir().resolve("libjavaProfiler.so");
             if (!Files.exists(copy)) {
                 Files.copy(nativeLib(), copy, StandardCopyOption.REPLACE_EXISTING);
+                copy.toFile().deleteOnExit();
             }
             return JavaProfiler.getInstance(copy.toString(), scratchDir().toString());
         } catch (IOException e) {
