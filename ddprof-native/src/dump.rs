@@ -400,7 +400,7 @@ fn frame_ref(
     let line = if f.frame_type == FRAME_NATIVE {
         0
     } else {
-        info.line_of(f.bci)
+        info.line_of(f.bci.max(0)) // AGCT reports bci -1 at method entry: use bci 0
     };
     let entry = info.is_entry_point;
     let key = match keys.get(&f.method) {
