@@ -1,6 +1,8 @@
 //! Installing the sampling signal handler, remembering what was there before so that
 //! signals that are not ours reach it.
 
+pub mod safe_access;
+
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
