@@ -76,6 +76,9 @@ pub unsafe fn init(vm: *mut JavaVM) -> Result<Jvmti, String> {
             .map_err(|e| format!("JVMTI SetEventNotificationMode({event}) failed: {e}"))?;
     }
     threads::init();
+    // libjvm's VMStructs tables are filled by its static initialisers, so they are
+    // readable from Agent_OnLoad on.
+    crate::hotspot::vmstructs::init();
     let _ = JVMTI.set(jvmti);
     Ok(jvmti)
 }

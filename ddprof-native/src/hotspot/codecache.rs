@@ -1,0 +1,991 @@
+//! Signal-safe questions about HotSpot's code cache, answered from the VMStructs layout:
+//! is this pc in compiled code or a stub, which blob holds it, and what does the blob say
+//! about itself (name, frame, code range, and for nmethods the Method*, compilation level,
+//! PcDescs, scopes data and metadata array) (facts.md 3.1-3.4).
+//!
+//! The code cache changes under a sampled thread: blobs are freed, reused and unloaded,
+//! so every value read may be stale and every pointer may dangle. Hence:
+//! - every read of VM memory is a crash-protected load (`None` when it faults);
+//! - results are plausibility-checked (ranges ordered, sizes bounded) before they are
+//!   returned, and every loop has a fixed bound;
+//! - nothing here allocates, locks, panics or calls into the JVM.
+//!
+//! Two levels of API: methods on the layout groups (`CodeCacheGroup::find_blob`,
+//! `CodeBlobGroup::size`, ...) for callers that already hold the layout (the walker, and
+//! the tests, which build layouts over synthetic memory), and thin wrappers
+//! ([`find_blob`], [`Blob::size`], ...) that fetch the global layout themselves.
+
+use super::vmstructs::{
+    layout, BlobKind, CodeAddr, CodeBlobGroup, CodeCacheGroup, DebugInfo, EntryAddr, Field,
+    NMethodGroup,
+};
+
+// Every read of VM memory here may race with the code cache changing under us.
+use crate::signal::safe_access::{load_i32, load_u16, load_u32, load_u8, load_usize};
+
+/// HotSpot has one code heap, or three when segmented; a larger count is a stale read.
+const MAX_HEAPS: i64 = 16;
+/// Segment-map entries point back at most 254 segments, so a 2 GiB heap of 128-byte
+/// segments needs fewer hops than this.
+const MAX_SEGMAP_HOPS: usize = 1 << 17;
+/// The segment-map value of a free segment.
+const FREE_SEGMENT: u8 = 0xFF;
+/// Longest blob name compared byte by byte.
+const MAX_NAME: usize = 256;
+/// Upper bound for the size of one nmethod's PcDesc array or metadata array.
+const MAX_TABLE_BYTES: usize = 64 << 20;
+
+/// A CodeBlob in the code cache (the address of its header). Accessors return None when
+/// a read faults or a value is implausible. The nmethod accessors are meaningful only for
+/// blobs where [`Blob::is_nmethod`] holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Blob {
+    pub addr: usize,
+}
+
+/// Reads a scalar field at `base + field.offset`, sign- or zero-extended as its type
+/// says. Signal-safe.
+pub fn load_field(base: usize, field: Field) -> Option<i64> {
+    let addr = base.checked_add(field.offset)?;
+    Some(match (field.size, field.signed) {
+        (1, true) => i64::from(load_u8(addr)? as i8),
+        (1, false) => i64::from(load_u8(addr)?),
+        (2, true) => i64::from(load_u16(addr)? as i16),
+        (2, false) => i64::from(load_u16(addr)?),
+        (4, true) => i64::from(load_i32(addr)?),
+        (4, false) => i64::from(load_u32(addr)?),
+        (8, _) => load_usize(addr)? as i64,
+        _ => return None,
+    })
+}
+
+/// Reads a pointer field at `base + offset`. Signal-safe.
+fn load_ptr(base: usize, offset: usize) -> Option<usize> {
+    load_usize(base.checked_add(offset)?)
+}
+
+/// `base` plus a non-negative int field read at `holder + field.offset`. Signal-safe.
+fn plus_offset_field(base: usize, holder: usize, field: Field) -> Option<usize> {
+    let offset = usize::try_from(load_field(holder, field)?).ok()?;
+    base.checked_add(offset)
+}
+
+fn non_null(v: &usize) -> bool {
+    *v != 0
+}
+
+/// `(begin, end)` if it is an ordered range of plausible size.
+fn sane_range(begin: usize, end: usize) -> Option<(usize, usize)> {
+    (begin != 0 && begin <= end && end - begin <= MAX_TABLE_BYTES).then_some((begin, end))
+}
+
+// ---------------------------------------------------------------------------------------
+// The code cache: bounds, heaps, segment maps, stubs.
+// ---------------------------------------------------------------------------------------
+
+/// Where a pc stands relative to one code heap.
+enum InHeap {
+    Outside,
+    /// Inside the heap: the used block holding it, or None (free or unreadable).
+    Inside(Option<Blob>),
+}
+
+impl CodeCacheGroup {
+    /// Whether `low_bound <= pc < high_bound` of the whole code cache. Signal-safe.
+    pub fn contains(&self, pc: usize) -> bool {
+        let low = load_usize(self.low_bound_addr);
+        let high = load_usize(self.high_bound_addr);
+        matches!((low, high), (Some(l), Some(h)) if l != 0 && l <= pc && pc < h)
+    }
+
+    /// The used blob whose heap block holds `pc`, found through the heap's segment map.
+    /// Signal-safe.
+    pub fn find_blob(&self, pc: usize) -> Option<Blob> {
+        if !self.contains(pc) {
+            return None;
+        }
+        let array = load_usize(self.heaps_addr).filter(non_null)?;
+        let len = load_field(array, self.array_len)?.clamp(0, MAX_HEAPS) as usize;
+        let data = load_ptr(array, self.array_data).filter(non_null)?;
+        for i in 0..len {
+            // The heaps are in no particular order (facts.md 3.1): try each.
+            let Some(heap) = load_usize(data.checked_add(i * 8)?) else {
+                continue;
+            };
+            if let InHeap::Inside(blob) = self.lookup_in_heap(heap, pc) {
+                return blob;
+            }
+        }
+        None
+    }
+
+    fn lookup_in_heap(&self, heap: usize, pc: usize) -> InHeap {
+        let Some(memory) = heap.checked_add(self.heap_memory) else {
+            return InHeap::Outside;
+        };
+        let (Some(low), Some(high)) = (
+            load_ptr(memory, self.vs_low),
+            load_ptr(memory, self.vs_high),
+        ) else {
+            return InHeap::Outside;
+        };
+        if low == 0 || pc < low || pc >= high {
+            return InHeap::Outside;
+        }
+        InHeap::Inside(self.blob_in_heap(heap, low, pc))
+    }
+
+    /// Segment-map walk (facts.md 3.2): the map holds one byte per segment, 0xFF for a
+    /// free segment, else the distance back towards the block's first segment (0).
+    fn blob_in_heap(&self, heap: usize, low: usize, pc: usize) -> Option<Blob> {
+        let segmap = load_ptr(heap.checked_add(self.heap_segmap)?, self.vs_low)?;
+        let shift = load_field(heap, self.heap_log2_segment_size)?;
+        if !(0..32).contains(&shift) {
+            return None;
+        }
+        let shift = shift as u32;
+        let mut index = (pc - low) >> shift;
+        for _ in 0..MAX_SEGMAP_HOPS {
+            match load_u8(segmap.checked_add(index)?)? {
+                FREE_SEGMENT => return None,
+                0 => return self.used_block(low.checked_add(index << shift)?, shift, pc),
+                hop => index = index.checked_sub(usize::from(hop))?,
+            }
+        }
+        None
+    }
+
+    /// The blob in the block starting at `block`, if the block is used and covers `pc`.
+    fn used_block(&self, block: usize, shift: u32, pc: usize) -> Option<Blob> {
+        if load_field(block, self.block_used)? == 0 {
+            return None;
+        }
+        let segments = usize::try_from(load_field(block, self.block_length)?).ok()?;
+        // checked_mul, not a shift: a stale length must not wrap into a plausible end.
+        let end = block.checked_add(segments.checked_mul(1usize << shift)?)?;
+        let blob = block.checked_add(self.heap_block_size)?;
+        (blob <= pc && pc < end).then_some(Blob { addr: blob })
+    }
+
+    /// Whether `pc` is in the template interpreter's code: `AbstractInterpreter::_code`,
+    /// a StubQueue covering `[_stub_buffer, _stub_buffer + _buffer_limit)`. Signal-safe.
+    pub fn is_interpreter(&self, pc: usize) -> bool {
+        let Some(queue) = load_usize(self.interpreter_code_addr).filter(non_null) else {
+            return false;
+        };
+        let buffer = load_ptr(queue, self.stub_queue_buffer);
+        let limit = load_field(queue, self.stub_queue_buffer_limit);
+        match (buffer, limit) {
+            (Some(b), Some(l)) if b != 0 && l > 0 => pc >= b && pc - b < l as usize,
+            _ => false,
+        }
+    }
+
+    /// The return address into the call stub (an entry frame's pc). Signal-safe.
+    pub fn call_stub_return_address(&self) -> Option<usize> {
+        load_usize(self.call_stub_return_address_addr).filter(non_null)
+    }
+
+    /// `ContinuationEntry::_return_pc` where exported (virtual-thread entry frames).
+    /// Signal-safe.
+    pub fn continuation_return_pc(&self) -> Option<usize> {
+        load_usize(self.continuation_return_pc_addr?).filter(non_null)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// CodeBlob accessors.
+// ---------------------------------------------------------------------------------------
+
+impl CodeBlobGroup {
+    /// The blob's `const char*` name. Signal-safe.
+    pub fn name_ptr(&self, blob: Blob) -> Option<usize> {
+        load_ptr(blob.addr, self.name).filter(non_null)
+    }
+
+    /// Whether the name starts with `prefix` (false if unreadable). Signal-safe.
+    pub fn name_starts_with(&self, blob: Blob, prefix: &[u8]) -> bool {
+        match self.name_ptr(blob) {
+            Some(name) => c_string_starts_with(name, prefix),
+            None => false,
+        }
+    }
+
+    /// Whether the name is exactly `expected` (false if unreadable). Signal-safe.
+    pub fn name_eq(&self, blob: Blob, expected: &[u8]) -> bool {
+        let Some(name) = self.name_ptr(blob) else {
+            return false;
+        };
+        c_string_starts_with(name, expected)
+            && name
+                .checked_add(expected.len())
+                .and_then(load_u8)
+                .is_some_and(|b| b == 0)
+    }
+
+    /// `CodeBlob::_size`: the whole blob in bytes, header included. Signal-safe.
+    pub fn size(&self, blob: Blob) -> Option<usize> {
+        let size = load_field(blob.addr, self.size)?;
+        usize::try_from(size).ok().filter(non_null)
+    }
+
+    /// Whether `blob <= pc < blob + size`. Signal-safe.
+    pub fn contains(&self, blob: Blob, pc: usize) -> bool {
+        pc >= blob.addr && self.size(blob).is_some_and(|s| pc - blob.addr < s)
+    }
+
+    /// `CodeBlob::_frame_size`, in words. Signal-safe.
+    pub fn frame_size_words(&self, blob: Blob) -> Option<usize> {
+        usize::try_from(load_field(blob.addr, self.frame_size)?).ok()
+    }
+
+    /// `CodeBlob::_frame_complete_offset`: pcs before `code_begin + offset` have not
+    /// built their frame yet. Negative (-1) when the frame is never complete. Signal-safe.
+    pub fn frame_complete_offset(&self, blob: Blob) -> Option<i32> {
+        i32::try_from(load_field(blob.addr, self.frame_complete_offset)?).ok()
+    }
+
+    /// First instruction of the blob's code. Signal-safe.
+    pub fn code_begin(&self, blob: Blob) -> Option<usize> {
+        self.code_addr(blob, self.code_begin)
+    }
+
+    /// End of the blob's code (exclusive). Signal-safe.
+    pub fn code_end(&self, blob: Blob) -> Option<usize> {
+        self.code_addr(blob, self.code_end)
+    }
+
+    fn code_addr(&self, blob: Blob, at: CodeAddr) -> Option<usize> {
+        match at {
+            CodeAddr::Pointer(offset) => load_ptr(blob.addr, offset).filter(non_null),
+            CodeAddr::BlobOffset(field) => plus_offset_field(blob.addr, blob.addr, field),
+        }
+    }
+
+    /// Whether the blob is an nmethod (compiled Java method or native wrapper): by
+    /// `CodeBlob::_kind` where exported (25), else by name — see [`BlobKind`].
+    /// Signal-safe.
+    pub fn is_nmethod(&self, blob: Blob) -> bool {
+        match self.kind {
+            BlobKind::Field { kind, nmethod } => load_field(blob.addr, kind) == Some(nmethod),
+            BlobKind::Name => {
+                self.name_eq(blob, b"nmethod") || self.name_eq(blob, b"native nmethod")
+            }
+        }
+    }
+}
+
+/// Whether the C string at `addr` starts with `prefix`, byte by byte through protected
+/// loads (the string may live in a library being unloaded). Signal-safe.
+fn c_string_starts_with(addr: usize, prefix: &[u8]) -> bool {
+    if prefix.len() > MAX_NAME {
+        return false;
+    }
+    prefix.iter().enumerate().all(|(i, &expected)| {
+        addr.checked_add(i)
+            .and_then(load_u8)
+            .is_some_and(|b| b == expected)
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// nmethod accessors.
+// ---------------------------------------------------------------------------------------
+
+impl NMethodGroup {
+    /// The compiled method's `Method*`. Signal-safe.
+    pub fn method(&self, blob: Blob) -> Option<usize> {
+        load_ptr(blob.addr, self.method).filter(non_null)
+    }
+
+    /// `nmethod::_comp_level` (0 interpreter .. 4 C2). Signal-safe.
+    pub fn comp_level(&self, blob: Blob) -> Option<i32> {
+        i32::try_from(load_field(blob.addr, self.comp_level)?).ok()
+    }
+
+    /// The verified entry point (after the inline-cache check). Signal-safe.
+    pub fn verified_entry_point(&self, code_blob: &CodeBlobGroup, blob: Blob) -> Option<usize> {
+        match self.verified_entry {
+            EntryAddr::Pointer(offset) => load_ptr(blob.addr, offset).filter(non_null),
+            EntryAddr::CodeOffset(field) => {
+                plus_offset_field(code_blob.code_begin(blob)?, blob.addr, field)
+            }
+        }
+    }
+
+    /// `[begin, end)` of the PcDesc array. Empty for native wrappers. Signal-safe.
+    pub fn pc_desc_range(&self, blob: Blob) -> Option<(usize, usize)> {
+        let nm = blob.addr;
+        let (begin, end) = match self.debug {
+            DebugInfo::InBlob {
+                scopes_pcs_offset,
+                dependencies_offset,
+                ..
+            } => (
+                plus_offset_field(nm, nm, scopes_pcs_offset)?,
+                plus_offset_field(nm, nm, dependencies_offset)?,
+            ),
+            DebugInfo::Split {
+                immutable_data,
+                scopes_pcs_offset,
+                scopes_data_offset,
+                ..
+            } => {
+                let imm = load_ptr(nm, immutable_data).filter(non_null)?;
+                (
+                    plus_offset_field(imm, nm, scopes_pcs_offset)?,
+                    plus_offset_field(imm, nm, scopes_data_offset)?,
+                )
+            }
+        };
+        sane_range(begin, end)
+    }
+
+    /// Start of the compressed scopes stream that `PcDesc::_scope_decode_offset` indexes.
+    /// Signal-safe.
+    pub fn scopes_data_begin(&self, blob: Blob) -> Option<usize> {
+        let nm = blob.addr;
+        match self.debug {
+            DebugInfo::InBlob {
+                scopes_data_begin, ..
+            } => load_ptr(nm, scopes_data_begin).filter(non_null),
+            DebugInfo::Split {
+                immutable_data,
+                scopes_data_offset,
+                ..
+            } => {
+                let imm = load_ptr(nm, immutable_data).filter(non_null)?;
+                plus_offset_field(imm, nm, scopes_data_offset)
+            }
+        }
+    }
+
+    /// `[begin, end)` of the `Metadata*` array; a ScopeDesc method index `i` (1-based)
+    /// names `begin[i - 1]`. Signal-safe.
+    pub fn metadata_range(&self, blob: Blob) -> Option<(usize, usize)> {
+        let nm = blob.addr;
+        let (begin, end) = match self.debug {
+            DebugInfo::InBlob {
+                metadata_offset,
+                scopes_data_begin,
+                ..
+            } => (
+                plus_offset_field(nm, nm, metadata_offset)?,
+                load_ptr(nm, scopes_data_begin)?,
+            ),
+            DebugInfo::Split {
+                mutable_data,
+                relocation_size,
+                mutable_data_size,
+                ..
+            } => {
+                let data = load_ptr(nm, mutable_data).filter(non_null)?;
+                (
+                    plus_offset_field(data, nm, relocation_size)?,
+                    plus_offset_field(data, nm, mutable_data_size)?,
+                )
+            }
+        };
+        sane_range(begin, end)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Wrappers over the global layout.
+// ---------------------------------------------------------------------------------------
+
+fn code_cache() -> Option<&'static CodeCacheGroup> {
+    layout()?.code_cache.as_ref()
+}
+
+fn code_blob() -> Option<&'static CodeBlobGroup> {
+    layout()?.code_blob.as_ref()
+}
+
+fn nmethod() -> Option<&'static NMethodGroup> {
+    layout()?.nmethod.as_ref()
+}
+
+/// Whether `pc` is inside the code cache's bounds. Signal-safe.
+pub fn is_in_code_cache(pc: usize) -> bool {
+    code_cache().is_some_and(|c| c.contains(pc))
+}
+
+/// The used blob holding `pc`. Signal-safe.
+pub fn find_blob(pc: usize) -> Option<Blob> {
+    code_cache()?.find_blob(pc)
+}
+
+/// Whether `pc` is in the template interpreter. Signal-safe.
+pub fn is_interpreter(pc: usize) -> bool {
+    code_cache().is_some_and(|c| c.is_interpreter(pc))
+}
+
+/// The call stub's return address (the pc of an entry frame). Signal-safe.
+pub fn call_stub_return_address() -> Option<usize> {
+    code_cache()?.call_stub_return_address()
+}
+
+/// `ContinuationEntry::_return_pc`, where exported. Signal-safe.
+pub fn continuation_return_pc() -> Option<usize> {
+    code_cache()?.continuation_return_pc()
+}
+
+impl Blob {
+    /// The name (`const char*`). Signal-safe.
+    pub fn name_ptr(self) -> Option<usize> {
+        code_blob()?.name_ptr(self)
+    }
+
+    /// Signal-safe.
+    pub fn name_starts_with(self, prefix: &[u8]) -> bool {
+        code_blob().is_some_and(|g| g.name_starts_with(self, prefix))
+    }
+
+    /// Signal-safe.
+    pub fn name_eq(self, name: &[u8]) -> bool {
+        code_blob().is_some_and(|g| g.name_eq(self, name))
+    }
+
+    /// Whole blob size in bytes. Signal-safe.
+    pub fn size(self) -> Option<usize> {
+        code_blob()?.size(self)
+    }
+
+    /// Whether the blob covers `pc`. Signal-safe.
+    pub fn contains(self, pc: usize) -> bool {
+        code_blob().is_some_and(|g| g.contains(self, pc))
+    }
+
+    /// Frame size in words. Signal-safe.
+    pub fn frame_size_words(self) -> Option<usize> {
+        code_blob()?.frame_size_words(self)
+    }
+
+    /// Offset from code begin where the frame is complete (-1: never). Signal-safe.
+    pub fn frame_complete_offset(self) -> Option<i32> {
+        code_blob()?.frame_complete_offset(self)
+    }
+
+    /// Signal-safe.
+    pub fn code_begin(self) -> Option<usize> {
+        code_blob()?.code_begin(self)
+    }
+
+    /// Signal-safe.
+    pub fn code_end(self) -> Option<usize> {
+        code_blob()?.code_end(self)
+    }
+
+    /// Signal-safe.
+    pub fn is_nmethod(self) -> bool {
+        code_blob().is_some_and(|g| g.is_nmethod(self))
+    }
+
+    /// The nmethod's `Method*`. Signal-safe.
+    pub fn nmethod_method(self) -> Option<usize> {
+        nmethod()?.method(self)
+    }
+
+    /// Signal-safe.
+    pub fn comp_level(self) -> Option<i32> {
+        nmethod()?.comp_level(self)
+    }
+
+    /// Signal-safe.
+    pub fn verified_entry_point(self) -> Option<usize> {
+        nmethod()?.verified_entry_point(code_blob()?, self)
+    }
+
+    /// `[begin, end)` of the PcDesc array. Signal-safe.
+    pub fn pc_desc_range(self) -> Option<(usize, usize)> {
+        nmethod()?.pc_desc_range(self)
+    }
+
+    /// Signal-safe.
+    pub fn scopes_data_begin(self) -> Option<usize> {
+        nmethod()?.scopes_data_begin(self)
+    }
+
+    /// First `Metadata*` slot (ScopeDesc method indexes are 1-based into it).
+    /// Signal-safe.
+    pub fn metadata_begin(self) -> Option<usize> {
+        Some(nmethod()?.metadata_range(self)?.0)
+    }
+
+    /// End of the `Metadata*` array (exclusive). Signal-safe.
+    pub fn metadata_end(self) -> Option<usize> {
+        Some(nmethod()?.metadata_range(self)?.1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hotspot::vmstructs::{VmLayout, VmTables};
+
+    const JDK17: &str = include_str!("fixtures/vmstructs-jdk17.txt");
+    const JDK21: &str = include_str!("fixtures/vmstructs-jdk21.txt");
+    const JDK25: &str = include_str!("fixtures/vmstructs-jdk25.txt");
+
+    fn layout_of(dump: &str) -> VmLayout {
+        let layout = VmLayout::resolve(&VmTables::from_dump(dump));
+        assert!(layout.complete(), "{:?}", layout.missing());
+        layout
+    }
+
+    /// Zeroed, 8-byte aligned memory standing in for VM structures.
+    struct Mem(Vec<u64>);
+
+    impl Mem {
+        fn new(bytes: usize) -> Mem {
+            Mem(vec![0; bytes.div_ceil(8)])
+        }
+
+        fn base(&self) -> usize {
+            self.0.as_ptr() as usize
+        }
+
+        fn bytes(&mut self) -> &mut [u8] {
+            let len = self.0.len() * 8;
+            // SAFETY: the Vec owns `len` initialised bytes; u8 has no alignment needs.
+            unsafe { std::slice::from_raw_parts_mut(self.0.as_mut_ptr().cast(), len) }
+        }
+
+        fn put(&mut self, offset: usize, value: &[u8]) -> &mut Self {
+            self.bytes()[offset..offset + value.len()].copy_from_slice(value);
+            self
+        }
+
+        fn word(&mut self, offset: usize, value: usize) -> &mut Self {
+            self.put(offset, &value.to_ne_bytes())
+        }
+
+        /// Writes `value` with the field's width.
+        fn field(&mut self, offset: usize, f: Field, value: i64) -> &mut Self {
+            let bytes = value.to_ne_bytes();
+            self.put(offset + f.offset, &bytes[..usize::from(f.size)])
+        }
+    }
+
+    // ---- a synthetic code heap ---------------------------------------------------------
+
+    const SHIFT: u32 = 7;
+    const SEG: usize = 1 << SHIFT;
+
+    /// One CodeHeap (struct, memory, segment map) laid out like HotSpot's, plus the
+    /// statics and GrowableArray that make up `CodeCache::_heaps`.
+    struct FakeCache {
+        group: CodeCacheGroup,
+        heap_structs: Vec<Mem>,
+        memories: Vec<Mem>,
+        segmaps: Vec<Vec<u8>>,
+        array: Mem,
+        data: Mem,
+        statics: Mem,
+    }
+
+    /// Statics area: heaps, low bound, high bound, call stub return, interpreter code.
+    const S_HEAPS: usize = 0;
+    const S_LOW: usize = 8;
+    const S_HIGH: usize = 16;
+    const S_CALL_STUB: usize = 24;
+    const S_INTERP: usize = 32;
+
+    impl FakeCache {
+        /// `heaps[i]` has `segments[i]` segments; blocks are added with `block`.
+        fn new(layout: &VmLayout, segments: &[usize]) -> FakeCache {
+            let mut group = layout.code_cache.clone().unwrap();
+            let statics = Mem::new(64);
+            group.heaps_addr = statics.base() + S_HEAPS;
+            group.low_bound_addr = statics.base() + S_LOW;
+            group.high_bound_addr = statics.base() + S_HIGH;
+            group.call_stub_return_address_addr = statics.base() + S_CALL_STUB;
+            group.interpreter_code_addr = statics.base() + S_INTERP;
+            let mut cache = FakeCache {
+                group,
+                heap_structs: Vec::new(),
+                memories: Vec::new(),
+                segmaps: Vec::new(),
+                array: Mem::new(64),
+                data: Mem::new(8 * segments.len()),
+                statics,
+            };
+            for &n in segments {
+                cache.add_heap(n);
+            }
+            cache.publish();
+            cache
+        }
+
+        fn add_heap(&mut self, segments: usize) {
+            let g = self.group.clone();
+            let memory = Mem::new(segments * SEG);
+            let segmap = vec![FREE_SEGMENT; segments];
+            let mut heap = Mem::new(512);
+            let low = memory.base();
+            heap.word(g.heap_memory + g.vs_low, low)
+                .word(g.heap_memory + g.vs_high, low + segments * SEG)
+                .word(g.heap_segmap + g.vs_low, segmap.as_ptr() as usize)
+                .word(
+                    g.heap_segmap + g.vs_high,
+                    segmap.as_ptr() as usize + segments,
+                )
+                .field(0, g.heap_log2_segment_size, i64::from(SHIFT));
+            self.heap_structs.push(heap);
+            self.memories.push(memory);
+            self.segmaps.push(segmap);
+        }
+
+        /// Writes the heap array and the code cache bounds.
+        fn publish(&mut self) {
+            let g = self.group.clone();
+            let n = self.heap_structs.len();
+            for i in 0..n {
+                let heap = self.heap_structs[i].base();
+                self.data.word(i * 8, heap);
+            }
+            let data = self.data.base();
+            self.array
+                .field(0, g.array_len, n as i64)
+                .word(g.array_data, data);
+            let low = self.memories.iter().map(Mem::base).min().unwrap();
+            let high = self
+                .memories
+                .iter()
+                .map(|m| m.base() + m.0.len() * 8)
+                .max()
+                .unwrap();
+            let array = self.array.base();
+            self.statics
+                .word(S_HEAPS, array)
+                .word(S_LOW, low)
+                .word(S_HIGH, high);
+        }
+
+        /// Marks `len` segments from `first` as one block, the way HotSpot's
+        /// `mark_segmap_as_used` does: 0 at the head, then 1, 2, ... 0xFE, 1, 2, ...
+        fn block(&mut self, heap: usize, first: usize, len: usize, used: bool) -> Blob {
+            let g = self.group.clone();
+            let mut value = 0u8;
+            for slot in &mut self.segmaps[heap][first..first + len] {
+                *slot = value;
+                value = if value == FREE_SEGMENT - 1 {
+                    1
+                } else {
+                    value + 1
+                };
+            }
+            let offset = first * SEG;
+            self.memories[heap]
+                .field(offset, g.block_length, len as i64)
+                .field(offset, g.block_used, i64::from(used));
+            Blob {
+                addr: self.memories[heap].base() + offset + g.heap_block_size,
+            }
+        }
+
+        fn addr(&self, heap: usize, segment: usize, within: usize) -> usize {
+            self.memories[heap].base() + segment * SEG + within
+        }
+    }
+
+    fn check_segmap_walk(layout: &VmLayout) {
+        let mut c = FakeCache::new(layout, &[600, 50]);
+        let a = c.block(0, 0, 3, true);
+        let b = c.block(0, 3, 300, true); // longer than 254 segments: several hops
+                                          // segments 303..310 stay free
+        let d = c.block(0, 310, 290, false);
+        let e = c.block(1, 10, 5, true);
+        let g = &c.group;
+
+        assert_eq!(g.find_blob(c.addr(0, 0, 40)), Some(a));
+        assert_eq!(g.find_blob(c.addr(0, 2, SEG - 1)), Some(a));
+        assert_eq!(g.find_blob(c.addr(0, 3, 64)), Some(b));
+        for seg in [4, 200, 256, 257, 258, 302] {
+            assert_eq!(g.find_blob(c.addr(0, seg, 5)), Some(b), "segment {seg}");
+        }
+        assert_eq!(g.find_blob(c.addr(0, 305, 0)), None, "free segment");
+        assert_eq!(g.find_blob(c.addr(0, 400, 0)), None, "unused block");
+        assert_ne!(d.addr, 0);
+        assert_eq!(g.find_blob(c.addr(1, 12, 3)), Some(e), "second heap");
+        assert_eq!(g.find_blob(c.addr(1, 0, 3)), None, "free in second heap");
+        // A pc in the block header, before the blob, is not code.
+        assert_eq!(g.find_blob(c.addr(0, 3, 0)), None);
+        // Outside every heap and outside the cache bounds.
+        assert_eq!(g.find_blob(1 << 20), None);
+        assert!(!g.contains(1 << 20));
+        assert!(g.contains(c.addr(1, 49, 0)));
+    }
+
+    #[test]
+    fn segmap_walk_jdk17_layout() {
+        check_segmap_walk(&layout_of(JDK17));
+    }
+
+    #[test]
+    fn segmap_walk_jdk25_layout() {
+        // 8-byte HeapBlock with a uint32_t length and `used` at 4.
+        check_segmap_walk(&layout_of(JDK25));
+    }
+
+    #[test]
+    fn corrupt_segmap_or_heaps_give_none() {
+        let layout = layout_of(JDK17);
+        let mut c = FakeCache::new(&layout, &[20]);
+        c.block(0, 2, 4, true);
+        // A back-offset that points before the heap start.
+        c.segmaps[0][3] = 9;
+        assert_eq!(c.group.find_blob(c.addr(0, 3, 0)), None);
+        // A block whose length does not reach the pc.
+        let g = c.group.clone();
+        c.memories[0].field(2 * SEG, g.block_length, 1);
+        assert_eq!(c.group.find_blob(c.addr(0, 4, 0)), None);
+        // A null heap array.
+        c.statics.word(S_HEAPS, 0);
+        assert_eq!(c.group.find_blob(c.addr(0, 2, 32)), None);
+    }
+
+    #[test]
+    fn interpreter_call_stub_and_bounds() {
+        let layout = layout_of(JDK21);
+        let mut c = FakeCache::new(&layout, &[8]);
+        let g = c.group.clone();
+        let interp_code = c.addr(0, 1, 0);
+        let mut queue = Mem::new(64);
+        queue.word(g.stub_queue_buffer, interp_code).field(
+            0,
+            g.stub_queue_buffer_limit,
+            2 * SEG as i64,
+        );
+        c.statics.word(S_INTERP, queue.base());
+        assert!(c.group.is_interpreter(interp_code));
+        assert!(c.group.is_interpreter(interp_code + 2 * SEG - 1));
+        assert!(!c.group.is_interpreter(interp_code + 2 * SEG));
+        assert!(!c.group.is_interpreter(interp_code - 1));
+
+        assert_eq!(c.group.call_stub_return_address(), None);
+        let ret = c.addr(0, 5, 17);
+        c.statics.word(S_CALL_STUB, ret);
+        assert_eq!(c.group.call_stub_return_address(), Some(ret));
+        assert_eq!(c.group.continuation_return_pc(), None);
+    }
+
+    // ---- blobs and nmethods ------------------------------------------------------------
+
+    const BLOB_BYTES: usize = 4096;
+
+    #[test]
+    fn blob_accessors_pointer_layout_jdk17() {
+        let layout = layout_of(JDK17);
+        let g = layout.code_blob.clone().unwrap();
+        let mut mem = Mem::new(BLOB_BYTES);
+        let blob = Blob { addr: mem.base() };
+        let name = c"nmethod";
+        let (CodeAddr::Pointer(begin_at), CodeAddr::Pointer(end_at)) = (g.code_begin, g.code_end)
+        else {
+            panic!("17 stores code pointers");
+        };
+        mem.word(g.name, name.as_ptr() as usize)
+            .field(0, g.size, BLOB_BYTES as i64)
+            .field(0, g.frame_size, 6)
+            .field(0, g.frame_complete_offset, 20)
+            .word(begin_at, blob.addr + 352)
+            .word(end_at, blob.addr + 1000);
+        assert_eq!(g.size(blob), Some(BLOB_BYTES));
+        assert_eq!(g.frame_size_words(blob), Some(6));
+        assert_eq!(g.frame_complete_offset(blob), Some(20));
+        assert_eq!(g.code_begin(blob), Some(blob.addr + 352));
+        assert_eq!(g.code_end(blob), Some(blob.addr + 1000));
+        assert!(g.contains(blob, blob.addr + BLOB_BYTES - 1));
+        assert!(!g.contains(blob, blob.addr + BLOB_BYTES));
+        assert!(g.is_nmethod(blob));
+        assert!(g.name_starts_with(blob, b"nmeth"));
+        assert!(g.name_eq(blob, b"nmethod"));
+        assert!(!g.name_eq(blob, b"nmetho"));
+
+        for (name, nmethod) in [
+            (c"native nmethod", true),
+            (c"nmethods", false),
+            (c"StubRoutines (1)", false),
+            (c"Interpreter", false),
+        ] {
+            mem.word(g.name, name.as_ptr() as usize);
+            assert_eq!(g.is_nmethod(blob), nmethod, "{name:?}");
+        }
+        assert!(g.name_starts_with(blob, b"Interp"));
+        assert!(!g.name_starts_with(blob, b"Interpreter!"));
+        mem.word(g.name, 0);
+        assert_eq!(g.name_ptr(blob), None);
+        assert!(!g.is_nmethod(blob));
+    }
+
+    #[test]
+    fn blob_accessors_offset_layout_jdk25() {
+        let layout = layout_of(JDK25);
+        let g = layout.code_blob.clone().unwrap();
+        let (CodeAddr::BlobOffset(begin_at), CodeAddr::BlobOffset(end_at)) =
+            (g.code_begin, g.code_end)
+        else {
+            panic!("25 stores code offsets");
+        };
+        let BlobKind::Field { kind, nmethod } = g.kind else {
+            panic!("25 has CodeBlob::_kind");
+        };
+        let mut mem = Mem::new(BLOB_BYTES);
+        let blob = Blob { addr: mem.base() };
+        mem.field(0, g.size, 2048)
+            .field(0, g.frame_complete_offset, -1) // int16_t: frame never complete
+            .field(0, begin_at, 224)
+            .field(0, end_at, 900)
+            .field(0, kind, nmethod);
+        assert_eq!(g.frame_complete_offset(blob), Some(-1));
+        assert_eq!(g.code_begin(blob), Some(blob.addr + 224));
+        assert_eq!(g.code_end(blob), Some(blob.addr + 900));
+        assert!(g.is_nmethod(blob));
+        mem.field(0, kind, 6); // RuntimeStub
+        assert!(!g.is_nmethod(blob));
+        // The name plays no part in the kind strategy.
+        mem.word(g.name, c"nmethod".as_ptr() as usize);
+        assert!(!g.is_nmethod(blob));
+    }
+
+    #[test]
+    fn nmethod_debug_info_in_blob_jdk17() {
+        let layout = layout_of(JDK17);
+        let cb = layout.code_blob.clone().unwrap();
+        let n = layout.nmethod.clone().unwrap();
+        let DebugInfo::InBlob {
+            scopes_pcs_offset,
+            dependencies_offset,
+            scopes_data_begin,
+            metadata_offset,
+        } = n.debug
+        else {
+            panic!("17 keeps debug info in the blob");
+        };
+        let EntryAddr::Pointer(vep_at) = n.verified_entry else {
+            panic!("17 stores the entry pointer");
+        };
+        let mut mem = Mem::new(BLOB_BYTES);
+        let nm = Blob { addr: mem.base() };
+        mem.word(n.method, 0x7f00_1234_5678)
+            .field(0, n.comp_level, 4)
+            .word(vep_at, nm.addr + 384)
+            .field(0, metadata_offset, 1200)
+            .word(scopes_data_begin, nm.addr + 1248)
+            .field(0, scopes_pcs_offset, 1600)
+            .field(0, dependencies_offset, 1600 + 5 * 16);
+        assert_eq!(n.method(nm), Some(0x7f00_1234_5678));
+        assert_eq!(n.comp_level(nm), Some(4));
+        assert_eq!(n.verified_entry_point(&cb, nm), Some(nm.addr + 384));
+        assert_eq!(n.pc_desc_range(nm), Some((nm.addr + 1600, nm.addr + 1680)));
+        assert_eq!(n.scopes_data_begin(nm), Some(nm.addr + 1248));
+        assert_eq!(n.metadata_range(nm), Some((nm.addr + 1200, nm.addr + 1248)));
+        // Out-of-order offsets are refused.
+        mem.field(0, dependencies_offset, 1500);
+        assert_eq!(n.pc_desc_range(nm), None);
+        mem.field(0, scopes_pcs_offset, -8);
+        assert_eq!(n.pc_desc_range(nm), None);
+    }
+
+    #[test]
+    fn nmethod_debug_info_split_jdk25() {
+        let layout = layout_of(JDK25);
+        let cb = layout.code_blob.clone().unwrap();
+        let n = layout.nmethod.clone().unwrap();
+        let DebugInfo::Split {
+            immutable_data,
+            scopes_pcs_offset,
+            scopes_data_offset,
+            mutable_data,
+            relocation_size,
+            mutable_data_size,
+        } = n.debug
+        else {
+            panic!("25 splits debug info");
+        };
+        let (CodeAddr::BlobOffset(code_offset), EntryAddr::CodeOffset(vep_offset)) =
+            (cb.code_begin, n.verified_entry)
+        else {
+            panic!("25 stores offsets");
+        };
+        let mut mem = Mem::new(BLOB_BYTES);
+        let imm = Mem::new(1024);
+        let mutable = Mem::new(1024);
+        let nm = Blob { addr: mem.base() };
+        mem.word(n.method, 0x7f00_0000_1000)
+            .field(0, n.comp_level, 3)
+            .field(0, code_offset, 224)
+            .field(0, vep_offset, 32)
+            .word(immutable_data, imm.base())
+            .field(0, scopes_pcs_offset, 64)
+            .field(0, scopes_data_offset, 64 + 3 * 16)
+            .word(mutable_data, mutable.base())
+            .field(0, relocation_size, 100)
+            .field(0, mutable_data_size, 100 + 4 * 8);
+        assert_eq!(n.method(nm), Some(0x7f00_0000_1000));
+        assert_eq!(n.comp_level(nm), Some(3));
+        assert_eq!(n.verified_entry_point(&cb, nm), Some(nm.addr + 224 + 32));
+        assert_eq!(
+            n.pc_desc_range(nm),
+            Some((imm.base() + 64, imm.base() + 112))
+        );
+        assert_eq!(n.scopes_data_begin(nm), Some(imm.base() + 112));
+        let metadata = (mutable.base() + 100, mutable.base() + 132);
+        assert_eq!(n.metadata_range(nm), Some(metadata));
+        // Native wrappers have no immutable data.
+        mem.word(immutable_data, 0);
+        assert_eq!(n.pc_desc_range(nm), None);
+        assert_eq!(n.scopes_data_begin(nm), None);
+    }
+
+    #[test]
+    fn comp_level_is_one_signed_byte_on_21() {
+        let layout = layout_of(JDK21);
+        let n = layout.nmethod.clone().unwrap();
+        let mut mem = Mem::new(BLOB_BYTES);
+        let nm = Blob { addr: mem.base() };
+        mem.field(0, n.comp_level, 2)
+            .put(n.comp_level.offset + 1, &[0xAB; 3]);
+        assert_eq!(n.comp_level(nm), Some(2));
+    }
+
+    #[test]
+    fn load_field_extends_by_sign() {
+        let mut mem = Mem::new(16);
+        mem.put(0, &[0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]);
+        let f = |size, signed| Field {
+            offset: 0,
+            size,
+            signed,
+        };
+        assert_eq!(load_field(mem.base(), f(1, true)), Some(-1));
+        assert_eq!(load_field(mem.base(), f(1, false)), Some(255));
+        assert_eq!(load_field(mem.base(), f(2, true)), Some(-1));
+        assert_eq!(load_field(mem.base(), f(2, false)), Some(65535));
+        assert_eq!(load_field(mem.base(), f(4, true)), Some(-1));
+        assert_eq!(load_field(mem.base(), f(4, false)), Some(0xFFFF_FFFF));
+        assert_eq!(load_field(mem.base(), f(8, false)), Some(-1));
+        assert_eq!(load_field(mem.base(), f(3, false)), None);
+        // The null page reads as a fault.
+        assert_eq!(load_field(0, f(4, true)), None);
+        assert_eq!(load_field(usize::MAX - 2, f(4, true)), None);
+    }
+
+    #[test]
+    fn global_wrappers_without_layout_answer_nothing() {
+        // No JVM in unit tests: init() never ran, so the wrappers must degrade quietly.
+        if layout().is_some() {
+            return;
+        }
+        assert!(!is_in_code_cache(0x1000));
+        assert_eq!(find_blob(0x1000), None);
+        assert!(!is_interpreter(0x1000));
+        assert_eq!(call_stub_return_address(), None);
+        let b = Blob { addr: 0x1000 };
+        assert_eq!(b.size(), None);
+        assert!(!b.is_nmethod());
+        assert_eq!(b.pc_desc_range(), None);
+    }
+}

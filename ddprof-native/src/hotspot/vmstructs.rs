@@ -1,0 +1,2213 @@
+//! HotSpot's VMStructs tables, read once at load into a typed, immutable [`VmLayout`].
+//!
+//! libjvm exports four tables for its serviceability agent (`gHotSpotVMStructs`,
+//! `gHotSpotVMTypes`, `gHotSpotVMIntConstants`, `gHotSpotVMLongConstants`), each an array
+//! of entries whose stride and field offsets are exported as well (facts.md 1.1, 1.2).
+//! They name every field offset, static address, type size and constant a stack walker
+//! and a method resolver need.
+//!
+//! Rules this module keeps:
+//! - Everything is looked up BY NAME, never by JDK version. Where HotSpot renamed or
+//!   reshaped something, each known spelling is accepted (facts.md 1.3, 1.5): the first
+//!   spelling found wins, and the shape found (pointer vs offset, in-blob vs immutable
+//!   debug data) is recorded as an enum variant.
+//! - Integer widths that changed across JDKs (`int` -> `int16_t`, `size_t` -> `uint32_t`,
+//!   `u2` -> `u4`) come from the field's C++ type string, sized through the type table,
+//!   so every scalar the walker reads is a [`Field`] carrying its width and signedness.
+//! - Entries are grouped by the feature that needs them. A missing entry disables only
+//!   its group, with one log line naming what is missing; [`missing`] lists them all.
+//!
+//! Reading the tables allocates and happens once, in [`init`] at library load. The signal
+//! path only calls [`layout`] (an atomic load) and reads the plain integers inside.
+//! The VM memory those integers point into is read by `codecache` and the walker, through
+//! crash-protected loads.
+
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::fmt::Write as _;
+use std::sync::OnceLock;
+
+// ---------------------------------------------------------------------------------------
+// Raw tables: where the four arrays live and how their entries are laid out.
+// ---------------------------------------------------------------------------------------
+
+/// Layout of `gHotSpotVMStructs` entries: byte offsets inside one entry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StructTable {
+    /// Address of the first entry (0: no table).
+    pub base: usize,
+    pub stride: usize,
+    /// `const char*` type name ("JavaThread").
+    pub type_name: usize,
+    /// `const char*` field name ("_anchor").
+    pub field_name: usize,
+    /// `const char*` C++ type of the field ("int16_t"); None if libjvm does not say.
+    pub type_string: Option<usize>,
+    /// `int32_t`, 1 for static fields.
+    pub is_static: usize,
+    /// `uint64_t` byte offset of a non-static field.
+    pub offset: usize,
+    /// `void*` address of a static field.
+    pub address: usize,
+}
+
+/// Layout of `gHotSpotVMTypes` entries.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TypeTable {
+    pub base: usize,
+    pub stride: usize,
+    /// `const char*`.
+    pub type_name: usize,
+    /// `int32_t`, 1 when an integer type is unsigned.
+    pub is_unsigned: usize,
+    /// `uint64_t` sizeof.
+    pub size: usize,
+}
+
+/// Layout of `gHotSpotVMIntConstants` (value `int32_t`) or `gHotSpotVMLongConstants`
+/// (value `int64_t`) entries.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ConstantTable {
+    pub base: usize,
+    pub stride: usize,
+    /// `const char*`.
+    pub name: usize,
+    pub value: usize,
+}
+
+/// The values of the `gHotSpotVM*` symbols: table addresses, strides and offsets.
+/// Plain numbers, so tests can describe tables they built in memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RawTables {
+    pub structs: StructTable,
+    pub types: TypeTable,
+    pub int_constants: ConstantTable,
+    pub long_constants: ConstantTable,
+}
+
+/// Stop reading a table after this many entries: a wrong stride must not spin forever.
+const MAX_ENTRIES: usize = 1 << 16;
+
+impl RawTables {
+    /// Reads every entry into name-keyed maps.
+    ///
+    /// A table with base 0, or whose stride cannot hold its own fields, is skipped (its
+    /// entries will show up as missing).
+    ///
+    /// # Safety
+    /// Each table with a non-zero base must be an array of `stride`-byte entries laid out
+    /// as described, terminated by an entry whose name pointer (for structs: type or field
+    /// name) is null; every non-null name is a NUL-terminated string.
+    pub unsafe fn read(&self) -> VmTables {
+        let mut tables = VmTables::default();
+        // SAFETY: forwarded from this function's contract.
+        unsafe {
+            self.read_structs(&mut tables);
+            self.read_types(&mut tables);
+            read_constants(&self.int_constants, 4, &mut tables);
+            read_constants(&self.long_constants, 8, &mut tables);
+        }
+        tables
+    }
+
+    /// # Safety
+    /// See [`RawTables::read`].
+    unsafe fn read_structs(&self, tables: &mut VmTables) {
+        let t = &self.structs;
+        let widest = [t.type_name, t.field_name, t.offset, t.address, t.is_static]
+            .into_iter()
+            .chain(t.type_string)
+            .max()
+            .unwrap_or(0);
+        if t.base == 0 || t.stride < widest.saturating_add(8) {
+            return;
+        }
+        for i in 0..MAX_ENTRIES {
+            let e = t.base.wrapping_add(i.wrapping_mul(t.stride));
+            // SAFETY: `e` is entry i of a null-terminated table (caller's contract); we
+            // stop at the terminator, so every entry read exists.
+            unsafe {
+                let (Some(ty), Some(field)) =
+                    (c_string_at(e + t.type_name), c_string_at(e + t.field_name))
+                else {
+                    return;
+                };
+                let is_static = read_at::<i32>(e + t.is_static) != 0;
+                let entry = FieldEntry {
+                    offset: read_at::<u64>(e + t.offset) as usize,
+                    address: read_at::<usize>(e + t.address),
+                    is_static,
+                    type_string: t.type_string.and_then(|o| c_string_at(e + o)),
+                };
+                tables.insert_field(format!("{ty}::{field}"), entry);
+            }
+        }
+    }
+
+    /// # Safety
+    /// See [`RawTables::read`].
+    unsafe fn read_types(&self, tables: &mut VmTables) {
+        let t = &self.types;
+        let widest = t.type_name.max(t.size).max(t.is_unsigned);
+        if t.base == 0 || t.stride < widest.saturating_add(8) {
+            return;
+        }
+        for i in 0..MAX_ENTRIES {
+            let e = t.base.wrapping_add(i.wrapping_mul(t.stride));
+            // SAFETY: as in `read_structs`.
+            unsafe {
+                let Some(name) = c_string_at(e + t.type_name) else {
+                    return;
+                };
+                let info = TypeInfo {
+                    size: read_at::<u64>(e + t.size),
+                    is_unsigned: read_at::<i32>(e + t.is_unsigned) != 0,
+                };
+                tables.types.entry(name).or_insert(info);
+            }
+        }
+    }
+}
+
+/// Reads a constant table whose values are `value_size` (4 or 8) bytes wide.
+///
+/// # Safety
+/// See [`RawTables::read`].
+unsafe fn read_constants(t: &ConstantTable, value_size: usize, tables: &mut VmTables) {
+    if t.base == 0 || t.stride < t.name.max(t.value).saturating_add(value_size.max(8)) {
+        return;
+    }
+    for i in 0..MAX_ENTRIES {
+        let e = t.base.wrapping_add(i.wrapping_mul(t.stride));
+        // SAFETY: as in `read_structs`.
+        unsafe {
+            let Some(name) = c_string_at(e + t.name) else {
+                return;
+            };
+            let value = if value_size == 4 {
+                i64::from(read_at::<i32>(e + t.value))
+            } else {
+                read_at::<i64>(e + t.value)
+            };
+            tables.constants.entry(name).or_insert(value);
+        }
+    }
+}
+
+/// # Safety
+/// `addr` is readable for `size_of::<T>()` bytes.
+unsafe fn read_at<T: Copy>(addr: usize) -> T {
+    // SAFETY: caller's contract; entries need not be aligned for T.
+    unsafe { (addr as *const T).read_unaligned() }
+}
+
+/// The string a `const char*` at `addr` points to; None for a null pointer.
+///
+/// # Safety
+/// `addr` is readable for a pointer; a non-null pointer there is a C string.
+unsafe fn c_string_at(addr: usize) -> Option<String> {
+    // SAFETY: caller's contract.
+    unsafe {
+        let p = read_at::<*const c_char>(addr);
+        (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().into_owned())
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Lookup maps, from memory or from a text dump.
+// ---------------------------------------------------------------------------------------
+
+/// One `gHotSpotVMStructs` entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldEntry {
+    /// Byte offset (non-static fields).
+    pub offset: usize,
+    /// Address of the variable (static fields).
+    pub address: usize,
+    pub is_static: bool,
+    /// The field's C++ type, e.g. "int16_t" or "volatile signed char".
+    pub type_string: Option<String>,
+}
+
+/// One `gHotSpotVMTypes` entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TypeInfo {
+    pub size: u64,
+    pub is_unsigned: bool,
+}
+
+/// Every entry of the four tables, by name. Fields are keyed "Type::field" exactly as
+/// HotSpot spells both parts ("HeapBlock::Header::_used", "ConstMethod::_flags._flags").
+#[derive(Clone, Debug, Default)]
+pub struct VmTables {
+    fields: HashMap<String, FieldEntry>,
+    types: HashMap<String, TypeInfo>,
+    /// Int and long constants together (their names do not overlap).
+    constants: HashMap<String, i64>,
+}
+
+impl VmTables {
+    pub fn field(&self, name: &str) -> Option<&FieldEntry> {
+        self.fields.get(name)
+    }
+
+    pub fn type_info(&self, name: &str) -> Option<TypeInfo> {
+        self.types.get(name).copied()
+    }
+
+    pub fn constant(&self, name: &str) -> Option<i64> {
+        self.constants.get(name).copied()
+    }
+
+    /// (fields, types, constants) counts, for the log.
+    pub fn counts(&self) -> (usize, usize, usize) {
+        (self.fields.len(), self.types.len(), self.constants.len())
+    }
+
+    /// Keeps the first entry of a name (HotSpot lists a few twice, e.g. in subclasses).
+    fn insert_field(&mut self, key: String, entry: FieldEntry) {
+        self.fields.entry(key).or_insert(entry);
+    }
+
+    /// Parses the text dumps beside facts.md (`vmstructs-jdkNN.txt`, written by
+    /// prototype/dump.c). Lines:
+    /// `S Type::field off=N type=T`, `S Type::field static type=T`,
+    /// `T name super=S size=N oop=0 int=1 uns=1`, `I name = V`, `L name = V (0x..)`;
+    /// `#` lines describe the strides and are skipped. Dumps carry no addresses, so each
+    /// static gets a distinct fake non-zero address. Unparseable lines are ignored.
+    pub fn from_dump(text: &str) -> VmTables {
+        let mut tables = VmTables::default();
+        for (line_no, line) in text.lines().enumerate() {
+            if let Some(rest) = line.strip_prefix("S ") {
+                tables.parse_struct_line(rest, line_no);
+            } else if let Some(rest) = line.strip_prefix("T ") {
+                tables.parse_type_line(rest);
+            } else if let Some(rest) = line.strip_prefix("I ").or(line.strip_prefix("L ")) {
+                tables.parse_constant_line(rest);
+            }
+        }
+        tables
+    }
+
+    fn parse_struct_line(&mut self, rest: &str, line_no: usize) {
+        let Some((name, tail)) = rest.split_once(' ') else {
+            return;
+        };
+        let (placement, type_string) = match tail.split_once(" type=") {
+            Some((p, t)) => (p, (t != "?").then(|| t.to_string())),
+            None => (tail, None),
+        };
+        let (is_static, offset) = if placement == "static" {
+            (true, 0)
+        } else if let Some(n) = placement.strip_prefix("off=").and_then(|n| n.parse().ok()) {
+            (false, n)
+        } else {
+            return;
+        };
+        let address = if is_static { 0x1000 + line_no * 8 } else { 0 };
+        let entry = FieldEntry {
+            offset,
+            address,
+            is_static,
+            type_string,
+        };
+        self.insert_field(name.to_string(), entry);
+    }
+
+    fn parse_type_line(&mut self, rest: &str) {
+        // Type names may contain spaces ("unsigned short"): the name ends at " super=".
+        let Some((name, tail)) = rest.split_once(" super=") else {
+            return;
+        };
+        let attr = |key: &str| {
+            tail.split(' ')
+                .find_map(|kv| kv.strip_prefix(key))
+                .and_then(|v| v.parse::<u64>().ok())
+        };
+        if let Some(size) = attr("size=") {
+            let is_unsigned = attr("uns=") == Some(1);
+            let info = TypeInfo { size, is_unsigned };
+            self.types.entry(name.to_string()).or_insert(info);
+        }
+    }
+
+    fn parse_constant_line(&mut self, rest: &str) {
+        let Some((name, tail)) = rest.split_once(" = ") else {
+            return;
+        };
+        let value = tail.split(' ').next().and_then(|v| v.parse::<i64>().ok());
+        if let Some(v) = value {
+            self.constants.entry(name.to_string()).or_insert(v);
+        }
+    }
+
+    /// Width and signedness of a scalar field's C++ type: pointers are words, named types
+    /// come from the type table, then from the LP64 sizes of C's primitive spellings
+    /// (some field types, e.g. "signed char", are not in the type table).
+    fn scalar_type(&self, type_string: &str) -> Option<(u8, bool)> {
+        let t = strip_qualifiers(type_string);
+        if t.ends_with('*') {
+            return Some((std::mem::size_of::<usize>() as u8, false));
+        }
+        if let Some(info) = self.types.get(t) {
+            return u8::try_from(info.size)
+                .ok()
+                .map(|size| (size, !info.is_unsigned));
+        }
+        primitive_type(t)
+    }
+}
+
+fn strip_qualifiers(t: &str) -> &str {
+    let mut t = t.trim();
+    loop {
+        let before = t;
+        for q in ["volatile ", "const "] {
+            t = t.strip_prefix(q).unwrap_or(t);
+        }
+        for q in [" volatile", " const"] {
+            t = t.strip_suffix(q).unwrap_or(t);
+        }
+        if t == before {
+            return t;
+        }
+    }
+}
+
+/// (size, signed) of C primitive and HotSpot fixed-width spellings on LP64 Linux.
+fn primitive_type(t: &str) -> Option<(u8, bool)> {
+    Some(match t {
+        "char" | "signed char" | "jbyte" | "s1" | "int8_t" => (1, true),
+        "bool" | "unsigned char" | "u1" | "jboolean" | "uint8_t" => (1, false),
+        "short" | "jshort" | "s2" | "int16_t" => (2, true),
+        "unsigned short" | "u2" | "jchar" | "uint16_t" => (2, false),
+        "int" | "jint" | "s4" | "int32_t" => (4, true),
+        "unsigned int" | "unsigned" | "uint" | "u4" | "juint" | "uint32_t" => (4, false),
+        "long" | "jlong" | "intptr_t" | "intx" | "int64_t" | "ssize_t" => (8, true),
+        "unsigned long" | "size_t" | "uintptr_t" | "uintx" | "u8" | "uint64_t" | "julong"
+        | "address" => (8, false),
+        _ => return None,
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// The typed layout.
+// ---------------------------------------------------------------------------------------
+
+/// A scalar field: its byte offset and the width/signedness of its C++ type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Field {
+    pub offset: usize,
+    /// 1, 2, 4 or 8 bytes.
+    pub size: u8,
+    pub signed: bool,
+}
+
+impl std::fmt::Display for Field {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let sign = if self.signed { 'i' } else { 'u' };
+        write!(f, "{}:{}{}", self.offset, sign, u32::from(self.size) * 8)
+    }
+}
+
+/// JavaThread and its satellites (facts.md 1.3 "Threads and anchors", 2.3).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadsGroup {
+    /// `JavaThread::_anchor` (embedded JavaFrameAnchor).
+    pub anchor: usize,
+    /// `JavaThread::_thread_state` (JavaThreadState enum).
+    pub thread_state: Field,
+    /// `JavaThread::_vframe_array_head`: non-null while the thread deoptimizes.
+    pub vframe_array_head: usize,
+    /// `JavaThread::_osthread`, or `Thread::_osthread` where it moved up (25).
+    pub osthread: usize,
+    /// `OSThread::_thread_id`: the kernel tid.
+    pub osthread_thread_id: Field,
+    /// `JavaThread::_stack_base` (highest address) and `_stack_size`.
+    pub stack_base: usize,
+    pub stack_size: usize,
+    /// `JavaFrameAnchor::_last_Java_sp`, `_last_Java_pc`, `_last_Java_fp`.
+    pub anchor_sp: usize,
+    pub anchor_pc: usize,
+    pub anchor_fp: usize,
+    /// `JavaCallWrapper::_anchor` (embedded JavaFrameAnchor of an entry frame).
+    pub call_wrapper_anchor: usize,
+    /// `JavaThread::_cont_entry` where exported (virtual-thread continuations); never
+    /// required.
+    pub cont_entry: Option<usize>,
+    pub states: ThreadStates,
+}
+
+/// `JavaThreadState` values (`_thread_*` int constants).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ThreadStates {
+    pub uninitialized: i32,
+    pub new: i32,
+    pub new_trans: i32,
+    pub in_native: i32,
+    pub in_native_trans: i32,
+    pub in_vm: i32,
+    pub in_vm_trans: i32,
+    pub in_java: i32,
+    pub in_java_trans: i32,
+    pub blocked: i32,
+    pub blocked_trans: i32,
+}
+
+/// The code cache: its heaps and segment maps, and the stubs the walker must recognise
+/// (facts.md 3.1, 3.2). Statics are stored as the address of the variable: most are set
+/// after the agent loads, so they are read at use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CodeCacheGroup {
+    /// `&CodeCache::_heaps` (a `GrowableArray<CodeHeap*>*` variable).
+    pub heaps_addr: usize,
+    /// `&CodeCache::_low_bound`, `&CodeCache::_high_bound` (address variables).
+    pub low_bound_addr: usize,
+    pub high_bound_addr: usize,
+    /// `GrowableArrayBase::_len` (`GenericGrowableArray::_len` on 11).
+    pub array_len: Field,
+    /// `GrowableArray<int>::_data` (the element pointer; same offset for any element type).
+    pub array_data: usize,
+    /// `CodeHeap::_memory` and `CodeHeap::_segmap` (embedded VirtualSpaces).
+    pub heap_memory: usize,
+    pub heap_segmap: usize,
+    /// `CodeHeap::_log2_segment_size`.
+    pub heap_log2_segment_size: Field,
+    /// `VirtualSpace::_low` / `_high`: the committed range.
+    pub vs_low: usize,
+    pub vs_high: usize,
+    /// sizeof(`HeapBlock`): a blob starts this far after its block.
+    pub heap_block_size: usize,
+    /// `HeapBlock::Header::_length` (in segments; size_t, uint32_t on 25).
+    pub block_length: Field,
+    /// `HeapBlock::Header::_used` (bool).
+    pub block_used: Field,
+    /// `&StubRoutines::_call_stub_return_address`.
+    pub call_stub_return_address_addr: usize,
+    /// `&AbstractInterpreter::_code` (a `StubQueue*` variable).
+    pub interpreter_code_addr: usize,
+    /// `StubQueue::_stub_buffer` (address) and `StubQueue::_buffer_limit` (int).
+    pub stub_queue_buffer: usize,
+    pub stub_queue_buffer_limit: Field,
+    /// `&ContinuationEntry::_return_pc` where exported; never required.
+    pub continuation_return_pc_addr: Option<usize>,
+}
+
+/// Where an address-valued CodeBlob quantity lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CodeAddr {
+    /// The field holds the address itself (JDK <= 22, e.g. `CodeBlob::_code_begin`).
+    Pointer(usize),
+    /// The field holds an offset from the blob start (23+, e.g. `CodeBlob::_code_offset`).
+    BlobOffset(Field),
+}
+
+/// How to tell an nmethod from other blobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlobKind {
+    /// `CodeBlob::_kind` equals `CodeBlobKind::Nmethod` (JDK 25).
+    Field { kind: Field, nmethod: i64 },
+    /// No kind field: the blob's name is "nmethod" or "native nmethod", the two names
+    /// HotSpot gives compiled Java methods and native wrappers. Chosen over comparing
+    /// vtable pointers, which would need libjvm's internal `_ZTV7nmethod` symbol.
+    Name,
+}
+
+/// CodeBlob: what every blob has (facts.md 3.3).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CodeBlobGroup {
+    /// `CodeBlob::_name` (`const char*`).
+    pub name: usize,
+    /// `CodeBlob::_size`: whole blob in bytes, header included.
+    pub size: Field,
+    /// `CodeBlob::_frame_size`, in words.
+    pub frame_size: Field,
+    /// `CodeBlob::_frame_complete_offset` (int; int16_t on 25), from code begin.
+    pub frame_complete_offset: Field,
+    /// `CodeBlob::_code_begin` or `CodeBlob::_code_offset`.
+    pub code_begin: CodeAddr,
+    /// `CodeBlob::_code_end`, or `CodeBlob::_data_offset` (code ends where data begins).
+    pub code_end: CodeAddr,
+    pub kind: BlobKind,
+}
+
+/// Where an nmethod keeps its debug information (facts.md 3.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DebugInfo {
+    /// JDK <= 22: everything inside the nmethod.
+    /// PcDescs: `[nm + _scopes_pcs_offset, nm + _dependencies_offset)`;
+    /// scopes: `*(nm + _scopes_data_begin)`;
+    /// metadata: `[nm + _metadata_offset, scopes data begin)`.
+    InBlob {
+        scopes_pcs_offset: Field,
+        dependencies_offset: Field,
+        scopes_data_begin: usize,
+        metadata_offset: Field,
+    },
+    /// JDK 25: PcDescs and scopes in the immutable data, metadata after the relocations
+    /// in the mutable data.
+    /// PcDescs: `[imm + _scopes_pcs_offset, imm + _scopes_data_offset)`,
+    /// scopes: `imm + _scopes_data_offset`, with `imm = *(nm + _immutable_data)`;
+    /// metadata: `[mut + _relocation_size, mut + _mutable_data_size)` with
+    /// `mut = *(nm + CodeBlob::_mutable_data)`. (On JVMCI-compiled nmethods the end also
+    /// covers JVMCI data, whose size is not exported.)
+    Split {
+        immutable_data: usize,
+        scopes_pcs_offset: Field,
+        scopes_data_offset: Field,
+        mutable_data: usize,
+        relocation_size: Field,
+        mutable_data_size: Field,
+    },
+}
+
+/// Where an nmethod's verified entry point lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryAddr {
+    /// `nmethod::_verified_entry_point` holds the address (JDK <= 22).
+    Pointer(usize),
+    /// `nmethod::_verified_entry_offset` is an offset from code begin (23+).
+    CodeOffset(Field),
+}
+
+/// nmethod: compiled Java methods and native wrappers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NMethodGroup {
+    /// `nmethod::_method` (`CompiledMethod::_method` up to 22): the Method*.
+    pub method: usize,
+    /// `nmethod::_comp_level` (int; CompLevel, one signed byte, on 21+).
+    pub comp_level: Field,
+    pub verified_entry: EntryAddr,
+    pub debug: DebugInfo,
+}
+
+/// PcDesc: one entry of an nmethod's pc -> scope table (facts.md 3.5).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PcDescGroup {
+    /// sizeof(`PcDesc`).
+    pub size: usize,
+    /// `PcDesc::_pc_offset`, from code begin.
+    pub pc_offset: Field,
+    /// `PcDesc::_scope_decode_offset` into the scopes data (0: no scope).
+    pub scope_decode_offset: Field,
+    pub obj_decode_offset: Field,
+    pub flags: Field,
+}
+
+/// Method metadata for resolving a Method* to class, name, signature and line
+/// (facts.md 1.3 "Method metadata", 5).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MethodGroup {
+    pub method: MethodFields,
+    pub const_method: ConstMethodFields,
+    pub constant_pool: ConstantPoolFields,
+    pub symbol: SymbolFields,
+    pub klass: KlassFields,
+    pub instance_klass: InstanceKlassFields,
+    pub array: ArrayFields,
+    pub class_loader_data: ClassLoaderDataFields,
+    /// `&java_lang_Class::_klass_offset` (an int variable: Klass* offset in a mirror).
+    pub java_lang_class_klass_offset_addr: usize,
+    /// `&CompressedKlassPointers::_base`/`_shift` (17/21: `_narrow_klass._base/_shift`,
+    /// 11: `Universe::_narrow_klass._base/_shift`).
+    pub compressed_klass_base_addr: usize,
+    pub compressed_klass_shift_addr: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MethodFields {
+    /// sizeof(`Method`).
+    pub size: usize,
+    pub const_method: usize,
+    pub access_flags: Field,
+    /// `Method::_code`: the nmethod, or null.
+    pub code: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConstMethodFields {
+    /// sizeof(`ConstMethod`): the bytecodes start right after it.
+    pub size: usize,
+    pub constants: usize,
+    /// `ConstMethod::_flags` (u2) or `ConstMethod::_flags._flags` (u4, 21+).
+    pub flags: Field,
+    /// The flags bit meaning "has a compressed line number table"
+    /// (`ConstMethod::_has_linenumber_table` or `ConstMethodFlags::_misc_has_linenumber_table`).
+    pub has_linenumber_table: i64,
+    pub code_size: Field,
+    pub name_index: Field,
+    pub signature_index: Field,
+    pub method_idnum: Field,
+}
+
+/// Where the source file name index of a class lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceFileIndex {
+    /// `ConstantPool::_source_file_name_index` (14+).
+    ConstantPool(Field),
+    /// `InstanceKlass::_source_file_name_index` (11).
+    InstanceKlass(Field),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConstantPoolFields {
+    /// sizeof(`ConstantPool`): the slot array (Symbol* for Utf8 entries) follows it.
+    pub size: usize,
+    pub pool_holder: usize,
+    pub length: Field,
+    pub source_file_name_index: SourceFileIndex,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SymbolFields {
+    /// `Symbol::_length` (u2), or `Symbol::_length_and_refcount` (u4, length in the
+    /// high half) on some JDK 11 builds: length = `value >> length_shift`, masked to 16 bits.
+    pub length: Field,
+    pub length_shift: u32,
+    /// `Symbol::_body`: the UTF-8 bytes.
+    pub body: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KlassFields {
+    /// sizeof(`Klass`).
+    pub size: usize,
+    pub layout_helper: Field,
+    pub name: usize,
+    /// `Klass::_java_mirror` (OopHandle: a pointer to the oop slot).
+    pub java_mirror: usize,
+    pub super_klass: usize,
+    pub class_loader_data: usize,
+    pub access_flags: Field,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InstanceKlassFields {
+    /// sizeof(`InstanceKlass`).
+    pub size: usize,
+    pub constants: usize,
+    /// `InstanceKlass::_methods` (`Array<Method*>*`).
+    pub methods: usize,
+    pub default_methods: usize,
+    /// `InstanceKlass::_methods_jmethod_ids` (`jmethodID*` cache; slot 0 is the length).
+    pub methods_jmethod_ids: usize,
+    pub idnum_allocated_count: Field,
+    pub init_state: Field,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArrayFields {
+    /// `Array<int>::_length` (the same for every element type).
+    pub length: Field,
+    /// `Array<Method*>::_data`: first element of a pointer array.
+    pub method_data: usize,
+    /// `Array<u2>::_data`: first element of a u2 array.
+    pub u2_data: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassLoaderDataFields {
+    /// `ClassLoaderData::_class_loader` (OopHandle).
+    pub class_loader: usize,
+    pub klasses: usize,
+    pub next: usize,
+    /// `ClassLoaderData::_has_class_mirror_holder` (`_is_anonymous` on 11).
+    pub has_class_mirror_holder: Field,
+}
+
+/// Frame constants (facts.md 1.3 int constants, 4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameGroup {
+    /// `frame::entry_frame_call_wrapper_offset`, in words from fp.
+    pub entry_frame_call_wrapper_offset: i64,
+    /// `frame::interpreter_frame_sender_sp_offset`, in words from fp.
+    pub interpreter_frame_sender_sp_offset: i64,
+    /// `frame::interpreter_frame_last_sp_offset`, in words from fp.
+    pub interpreter_frame_last_sp_offset: i64,
+    /// `InvocationEntryBci` (-1).
+    pub invocation_entry_bci: i64,
+}
+
+/// Everything the walker and the method resolver know about this JVM's layout.
+/// Built once; each group is None when one of its entries is missing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VmLayout {
+    pub threads: Option<ThreadsGroup>,
+    pub code_cache: Option<CodeCacheGroup>,
+    pub code_blob: Option<CodeBlobGroup>,
+    pub nmethod: Option<NMethodGroup>,
+    pub pc_desc: Option<PcDescGroup>,
+    pub method: Option<MethodGroup>,
+    pub frame: Option<FrameGroup>,
+    /// "group: entry" for every entry that disabled a group.
+    missing: Vec<String>,
+}
+
+// ---------------------------------------------------------------------------------------
+// Resolution: names -> groups.
+// ---------------------------------------------------------------------------------------
+
+/// Looks names up for one group and remembers the ones that were not found.
+struct Lookup<'a> {
+    tables: &'a VmTables,
+    missing: Vec<String>,
+}
+
+impl<'a> Lookup<'a> {
+    fn new(tables: &'a VmTables) -> Self {
+        Lookup {
+            tables,
+            missing: Vec::new(),
+        }
+    }
+
+    fn note_missing(&mut self, names: &[&str]) {
+        self.missing.push(names.join(" | "));
+    }
+
+    /// The first non-static field among `names` (alternative spellings), with the index
+    /// of the spelling that matched. Does not record a miss.
+    fn find(&self, names: &[&str]) -> Option<(usize, &'a FieldEntry)> {
+        names.iter().enumerate().find_map(|(i, n)| {
+            self.tables
+                .field(n)
+                .filter(|e| !e.is_static)
+                .map(|e| (i, e))
+        })
+    }
+
+    /// Offset of a non-static field (pointer or embedded struct); 0 and a recorded miss
+    /// if none of the spellings exists.
+    fn offset(&mut self, names: &[&str]) -> usize {
+        match self.find(names) {
+            Some((_, e)) => e.offset,
+            None => {
+                self.note_missing(names);
+                0
+            }
+        }
+    }
+
+    /// A non-static field that is not required.
+    fn optional_offset(&self, names: &[&str]) -> Option<usize> {
+        self.find(names).map(|(_, e)| e.offset)
+    }
+
+    /// A scalar field with the width of its declared type; `fallback` (size, signed) is
+    /// used only when libjvm does not name the type or the type is unknown.
+    fn scalar(&mut self, names: &[&str], fallback: (u8, bool)) -> Field {
+        match self.find(names) {
+            Some((_, e)) => self.scalar_of(names, e, fallback),
+            None => {
+                self.note_missing(names);
+                Field {
+                    offset: 0,
+                    size: fallback.0,
+                    signed: fallback.1,
+                }
+            }
+        }
+    }
+
+    fn scalar_of(&mut self, names: &[&str], e: &FieldEntry, fallback: (u8, bool)) -> Field {
+        let (size, signed) = e
+            .type_string
+            .as_deref()
+            .and_then(|t| self.tables.scalar_type(t))
+            .unwrap_or(fallback);
+        if !matches!(size, 1 | 2 | 4 | 8) {
+            self.missing
+                .push(format!("{} (unexpected width {size})", names.join(" | ")));
+        }
+        Field {
+            offset: e.offset,
+            size,
+            signed,
+        }
+    }
+
+    /// Address of a static variable; 0 and a recorded miss if absent.
+    fn static_addr(&mut self, names: &[&str]) -> usize {
+        let found = names.iter().find_map(|n| {
+            self.tables
+                .field(n)
+                .filter(|e| e.is_static && e.address != 0)
+        });
+        match found {
+            Some(e) => e.address,
+            None => {
+                self.note_missing(names);
+                0
+            }
+        }
+    }
+
+    fn optional_static_addr(&self, name: &str) -> Option<usize> {
+        self.tables
+            .field(name)
+            .filter(|e| e.is_static && e.address != 0)
+            .map(|e| e.address)
+    }
+
+    /// sizeof a type; 0 and a recorded miss if absent.
+    fn type_size(&mut self, name: &str) -> usize {
+        match self.tables.type_info(name) {
+            Some(t) => t.size as usize,
+            None => {
+                self.note_missing(&[&format!("sizeof({name})")]);
+                0
+            }
+        }
+    }
+
+    /// An int or long constant; 0 and a recorded miss if absent.
+    fn constant(&mut self, names: &[&str]) -> i64 {
+        match names.iter().find_map(|n| self.tables.constant(n)) {
+            Some(v) => v,
+            None => {
+                self.note_missing(names);
+                0
+            }
+        }
+    }
+
+    fn constant_i32(&mut self, name: &str) -> i32 {
+        let v = self.constant(&[name]);
+        i32::try_from(v).unwrap_or_else(|_| {
+            self.missing.push(format!("{name} (out of range: {v})"));
+            0
+        })
+    }
+}
+
+const INT: (u8, bool) = (4, true);
+const U2: (u8, bool) = (2, false);
+const U1: (u8, bool) = (1, false);
+
+fn threads_group(l: &mut Lookup) -> ThreadsGroup {
+    ThreadsGroup {
+        anchor: l.offset(&["JavaThread::_anchor"]),
+        thread_state: l.scalar(&["JavaThread::_thread_state"], INT),
+        vframe_array_head: l.offset(&["JavaThread::_vframe_array_head"]),
+        osthread: l.offset(&["JavaThread::_osthread", "Thread::_osthread"]),
+        osthread_thread_id: l.scalar(&["OSThread::_thread_id"], INT),
+        stack_base: l.offset(&["JavaThread::_stack_base", "Thread::_stack_base"]),
+        stack_size: l.offset(&["JavaThread::_stack_size", "Thread::_stack_size"]),
+        anchor_sp: l.offset(&["JavaFrameAnchor::_last_Java_sp"]),
+        anchor_pc: l.offset(&["JavaFrameAnchor::_last_Java_pc"]),
+        anchor_fp: l.offset(&["JavaFrameAnchor::_last_Java_fp"]),
+        call_wrapper_anchor: l.offset(&["JavaCallWrapper::_anchor"]),
+        cont_entry: l.optional_offset(&["JavaThread::_cont_entry"]),
+        states: ThreadStates {
+            uninitialized: l.constant_i32("_thread_uninitialized"),
+            new: l.constant_i32("_thread_new"),
+            new_trans: l.constant_i32("_thread_new_trans"),
+            in_native: l.constant_i32("_thread_in_native"),
+            in_native_trans: l.constant_i32("_thread_in_native_trans"),
+            in_vm: l.constant_i32("_thread_in_vm"),
+            in_vm_trans: l.constant_i32("_thread_in_vm_trans"),
+            in_java: l.constant_i32("_thread_in_Java"),
+            in_java_trans: l.constant_i32("_thread_in_Java_trans"),
+            blocked: l.constant_i32("_thread_blocked"),
+            blocked_trans: l.constant_i32("_thread_blocked_trans"),
+        },
+    }
+}
+
+fn code_cache_group(l: &mut Lookup) -> CodeCacheGroup {
+    CodeCacheGroup {
+        heaps_addr: l.static_addr(&["CodeCache::_heaps"]),
+        low_bound_addr: l.static_addr(&["CodeCache::_low_bound"]),
+        high_bound_addr: l.static_addr(&["CodeCache::_high_bound"]),
+        array_len: l.scalar(
+            &["GrowableArrayBase::_len", "GenericGrowableArray::_len"],
+            INT,
+        ),
+        array_data: l.offset(&["GrowableArray<int>::_data"]),
+        heap_memory: l.offset(&["CodeHeap::_memory"]),
+        heap_segmap: l.offset(&["CodeHeap::_segmap"]),
+        heap_log2_segment_size: l.scalar(&["CodeHeap::_log2_segment_size"], INT),
+        vs_low: l.offset(&["VirtualSpace::_low"]),
+        vs_high: l.offset(&["VirtualSpace::_high"]),
+        heap_block_size: l.type_size("HeapBlock"),
+        block_length: l.scalar(&["HeapBlock::Header::_length"], (8, false)),
+        block_used: l.scalar(&["HeapBlock::Header::_used"], U1),
+        call_stub_return_address_addr: l.static_addr(&["StubRoutines::_call_stub_return_address"]),
+        interpreter_code_addr: l.static_addr(&["AbstractInterpreter::_code"]),
+        stub_queue_buffer: l.offset(&["StubQueue::_stub_buffer"]),
+        stub_queue_buffer_limit: l.scalar(&["StubQueue::_buffer_limit"], INT),
+        continuation_return_pc_addr: l.optional_static_addr("ContinuationEntry::_return_pc"),
+    }
+}
+
+fn code_blob_group(l: &mut Lookup) -> CodeBlobGroup {
+    let code_begin = match l.find(&["CodeBlob::_code_begin"]) {
+        Some((_, e)) => CodeAddr::Pointer(e.offset),
+        None => CodeAddr::BlobOffset(
+            l.scalar(&["CodeBlob::_code_begin", "CodeBlob::_code_offset"], INT),
+        ),
+    };
+    let code_end = match l.find(&["CodeBlob::_code_end"]) {
+        Some((_, e)) => CodeAddr::Pointer(e.offset),
+        None => {
+            CodeAddr::BlobOffset(l.scalar(&["CodeBlob::_code_end", "CodeBlob::_data_offset"], INT))
+        }
+    };
+    let kind = match l.find(&["CodeBlob::_kind"]) {
+        Some((_, e)) => BlobKind::Field {
+            kind: l.scalar_of(&["CodeBlob::_kind"], e, U1),
+            nmethod: l.constant(&["CodeBlobKind::Nmethod"]),
+        },
+        None => BlobKind::Name,
+    };
+    CodeBlobGroup {
+        name: l.offset(&["CodeBlob::_name"]),
+        size: l.scalar(&["CodeBlob::_size"], INT),
+        frame_size: l.scalar(&["CodeBlob::_frame_size"], INT),
+        frame_complete_offset: l.scalar(&["CodeBlob::_frame_complete_offset"], INT),
+        code_begin,
+        code_end,
+        kind,
+    }
+}
+
+fn nmethod_group(l: &mut Lookup) -> NMethodGroup {
+    let verified_entry = match l.find(&["nmethod::_verified_entry_point"]) {
+        Some((_, e)) => EntryAddr::Pointer(e.offset),
+        None => EntryAddr::CodeOffset(l.scalar(
+            &[
+                "nmethod::_verified_entry_point",
+                "nmethod::_verified_entry_offset",
+            ],
+            U2,
+        )),
+    };
+    NMethodGroup {
+        method: l.offset(&["nmethod::_method", "CompiledMethod::_method"]),
+        comp_level: l.scalar(&["nmethod::_comp_level"], INT),
+        verified_entry,
+        debug: debug_info(l),
+    }
+}
+
+/// The debug-info shape is chosen as a whole: `nmethod::_immutable_data` means the split
+/// shape and then all of its pieces are required. JDK 23/24 have immutable data but no
+/// `CodeBlob::_mutable_data` (metadata sat elsewhere); they fail the split shape and
+/// disable the group rather than being read with the wrong rule.
+fn debug_info(l: &mut Lookup) -> DebugInfo {
+    if l.find(&["nmethod::_immutable_data"]).is_some() {
+        DebugInfo::Split {
+            immutable_data: l.offset(&["nmethod::_immutable_data"]),
+            scopes_pcs_offset: l.scalar(&["nmethod::_scopes_pcs_offset"], INT),
+            scopes_data_offset: l.scalar(&["nmethod::_scopes_data_offset"], INT),
+            mutable_data: l.offset(&["CodeBlob::_mutable_data"]),
+            relocation_size: l.scalar(&["CodeBlob::_relocation_size"], INT),
+            mutable_data_size: l.scalar(&["CodeBlob::_mutable_data_size"], INT),
+        }
+    } else {
+        DebugInfo::InBlob {
+            scopes_pcs_offset: l.scalar(&["nmethod::_scopes_pcs_offset"], INT),
+            dependencies_offset: l.scalar(&["nmethod::_dependencies_offset"], INT),
+            scopes_data_begin: l.offset(&[
+                "CompiledMethod::_scopes_data_begin",
+                "nmethod::_scopes_data_begin",
+            ]),
+            metadata_offset: l.scalar(&["nmethod::_metadata_offset"], INT),
+        }
+    }
+}
+
+fn pc_desc_group(l: &mut Lookup) -> PcDescGroup {
+    PcDescGroup {
+        size: l.type_size("PcDesc"),
+        pc_offset: l.scalar(&["PcDesc::_pc_offset"], INT),
+        scope_decode_offset: l.scalar(&["PcDesc::_scope_decode_offset"], INT),
+        obj_decode_offset: l.scalar(&["PcDesc::_obj_decode_offset"], INT),
+        flags: l.scalar(&["PcDesc::_flags"], INT),
+    }
+}
+
+fn method_group(l: &mut Lookup) -> MethodGroup {
+    MethodGroup {
+        method: MethodFields {
+            size: l.type_size("Method"),
+            const_method: l.offset(&["Method::_constMethod"]),
+            access_flags: l.scalar(&["Method::_access_flags"], INT),
+            code: l.offset(&["Method::_code"]),
+        },
+        const_method: const_method_fields(l),
+        constant_pool: constant_pool_fields(l),
+        symbol: symbol_fields(l),
+        klass: KlassFields {
+            size: l.type_size("Klass"),
+            layout_helper: l.scalar(&["Klass::_layout_helper"], INT),
+            name: l.offset(&["Klass::_name"]),
+            java_mirror: l.offset(&["Klass::_java_mirror"]),
+            super_klass: l.offset(&["Klass::_super"]),
+            class_loader_data: l.offset(&["Klass::_class_loader_data"]),
+            access_flags: l.scalar(&["Klass::_access_flags"], INT),
+        },
+        instance_klass: InstanceKlassFields {
+            size: l.type_size("InstanceKlass"),
+            constants: l.offset(&["InstanceKlass::_constants"]),
+            methods: l.offset(&["InstanceKlass::_methods"]),
+            default_methods: l.offset(&["InstanceKlass::_default_methods"]),
+            methods_jmethod_ids: l.offset(&["InstanceKlass::_methods_jmethod_ids"]),
+            idnum_allocated_count: l.scalar(&["InstanceKlass::_idnum_allocated_count"], U2),
+            init_state: l.scalar(&["InstanceKlass::_init_state"], U1),
+        },
+        array: ArrayFields {
+            length: l.scalar(&["Array<int>::_length"], INT),
+            method_data: l.offset(&["Array<Method*>::_data"]),
+            u2_data: l.offset(&["Array<u2>::_data"]),
+        },
+        class_loader_data: ClassLoaderDataFields {
+            class_loader: l.offset(&["ClassLoaderData::_class_loader"]),
+            klasses: l.offset(&["ClassLoaderData::_klasses"]),
+            next: l.offset(&["ClassLoaderData::_next"]),
+            has_class_mirror_holder: l.scalar(
+                &[
+                    "ClassLoaderData::_has_class_mirror_holder",
+                    "ClassLoaderData::_is_anonymous",
+                ],
+                U1,
+            ),
+        },
+        java_lang_class_klass_offset_addr: l.static_addr(&["java_lang_Class::_klass_offset"]),
+        compressed_klass_base_addr: l.static_addr(&[
+            "CompressedKlassPointers::_base",
+            "CompressedKlassPointers::_narrow_klass._base",
+            "Universe::_narrow_klass._base",
+        ]),
+        compressed_klass_shift_addr: l.static_addr(&[
+            "CompressedKlassPointers::_shift",
+            "CompressedKlassPointers::_narrow_klass._shift",
+            "Universe::_narrow_klass._shift",
+        ]),
+    }
+}
+
+fn const_method_fields(l: &mut Lookup) -> ConstMethodFields {
+    ConstMethodFields {
+        size: l.type_size("ConstMethod"),
+        constants: l.offset(&["ConstMethod::_constants"]),
+        flags: l.scalar(&["ConstMethod::_flags._flags", "ConstMethod::_flags"], U2),
+        has_linenumber_table: l.constant(&[
+            "ConstMethodFlags::_misc_has_linenumber_table",
+            "ConstMethod::_has_linenumber_table",
+        ]),
+        code_size: l.scalar(&["ConstMethod::_code_size"], U2),
+        name_index: l.scalar(&["ConstMethod::_name_index"], U2),
+        signature_index: l.scalar(&["ConstMethod::_signature_index"], U2),
+        method_idnum: l.scalar(&["ConstMethod::_method_idnum"], U2),
+    }
+}
+
+fn constant_pool_fields(l: &mut Lookup) -> ConstantPoolFields {
+    let source_file_name_index = match l.find(&["ConstantPool::_source_file_name_index"]) {
+        Some((_, e)) => SourceFileIndex::ConstantPool(l.scalar_of(
+            &["ConstantPool::_source_file_name_index"],
+            e,
+            U2,
+        )),
+        None => SourceFileIndex::InstanceKlass(l.scalar(
+            &[
+                "ConstantPool::_source_file_name_index",
+                "InstanceKlass::_source_file_name_index",
+            ],
+            U2,
+        )),
+    };
+    ConstantPoolFields {
+        size: l.type_size("ConstantPool"),
+        pool_holder: l.offset(&["ConstantPool::_pool_holder"]),
+        length: l.scalar(&["ConstantPool::_length"], INT),
+        source_file_name_index,
+    }
+}
+
+fn symbol_fields(l: &mut Lookup) -> SymbolFields {
+    let (length, length_shift) = match l.find(&["Symbol::_length"]) {
+        Some((_, e)) => (l.scalar_of(&["Symbol::_length"], e, U2), 0),
+        None => {
+            let names = ["Symbol::_length", "Symbol::_length_and_refcount"];
+            (l.scalar(&names, (4, false)), 16)
+        }
+    };
+    SymbolFields {
+        length,
+        length_shift,
+        body: l.offset(&["Symbol::_body"]),
+    }
+}
+
+fn frame_group(l: &mut Lookup) -> FrameGroup {
+    FrameGroup {
+        entry_frame_call_wrapper_offset: l.constant(&["frame::entry_frame_call_wrapper_offset"]),
+        interpreter_frame_sender_sp_offset: l
+            .constant(&["frame::interpreter_frame_sender_sp_offset"]),
+        interpreter_frame_last_sp_offset: l.constant(&["frame::interpreter_frame_last_sp_offset"]),
+        invocation_entry_bci: l.constant(&["InvocationEntryBci"]),
+    }
+}
+
+/// Builds one group; on any miss logs one line, records "group: entry" and yields None.
+fn resolve_group<T>(
+    tables: &VmTables,
+    group: &str,
+    build: fn(&mut Lookup) -> T,
+    missing: &mut Vec<String>,
+) -> Option<T> {
+    let mut lookup = Lookup::new(tables);
+    let value = build(&mut lookup);
+    if lookup.missing.is_empty() {
+        return Some(value);
+    }
+    crate::log::warn(&format!(
+        "VMStructs: '{group}' disabled, missing {}",
+        lookup.missing.join(", ")
+    ));
+    missing.extend(lookup.missing.iter().map(|m| format!("{group}: {m}")));
+    None
+}
+
+impl VmLayout {
+    /// Resolves every group from the lookup maps. Logs one line per disabled group.
+    pub fn resolve(tables: &VmTables) -> VmLayout {
+        let mut missing = Vec::new();
+        let m = &mut missing;
+        VmLayout {
+            threads: resolve_group(tables, "threads", threads_group, m),
+            code_cache: resolve_group(tables, "code_cache", code_cache_group, m),
+            code_blob: resolve_group(tables, "code_blob", code_blob_group, m),
+            nmethod: resolve_group(tables, "nmethod", nmethod_group, m),
+            pc_desc: resolve_group(tables, "pc_desc", pc_desc_group, m),
+            method: resolve_group(tables, "method", method_group, m),
+            frame: resolve_group(tables, "frame", frame_group, m),
+            missing,
+        }
+    }
+
+    /// "group: entry" for every missing entry (alternative spellings joined by " | ").
+    pub fn missing(&self) -> &[String] {
+        &self.missing
+    }
+
+    /// Whether every group resolved.
+    pub fn complete(&self) -> bool {
+        self.missing.is_empty()
+    }
+
+    /// One line per group: present with its key offsets, or absent with what is missing.
+    pub fn summary(&self) -> String {
+        let mut out = String::new();
+        self.line(
+            &mut out,
+            "threads",
+            self.threads.as_ref().map(summarize_threads),
+        );
+        self.line(
+            &mut out,
+            "code_cache",
+            self.code_cache.as_ref().map(summarize_code_cache),
+        );
+        self.line(
+            &mut out,
+            "code_blob",
+            self.code_blob.as_ref().map(summarize_code_blob),
+        );
+        self.line(
+            &mut out,
+            "nmethod",
+            self.nmethod.as_ref().map(summarize_nmethod),
+        );
+        self.line(
+            &mut out,
+            "pc_desc",
+            self.pc_desc.as_ref().map(summarize_pc_desc),
+        );
+        self.line(
+            &mut out,
+            "method",
+            self.method.as_ref().map(summarize_method),
+        );
+        self.line(&mut out, "frame", self.frame.as_ref().map(summarize_frame));
+        out
+    }
+
+    fn line(&self, out: &mut String, group: &str, details: Option<String>) {
+        match details {
+            Some(d) => {
+                let _ = writeln!(out, "{group}: present {d}");
+            }
+            None => {
+                let prefix = format!("{group}: ");
+                let names: Vec<&str> = self
+                    .missing
+                    .iter()
+                    .filter_map(|m| m.strip_prefix(&prefix))
+                    .collect();
+                let _ = writeln!(out, "{group}: absent (missing {})", names.join(", "));
+            }
+        }
+    }
+}
+
+fn summarize_threads(t: &ThreadsGroup) -> String {
+    format!(
+        "anchor={} state={} vframe_array_head={} osthread={} tid={} stack_base={} \
+         anchor(sp,pc,fp)=({},{},{}) call_wrapper_anchor={} cont_entry={:?} in_java={}",
+        t.anchor,
+        t.thread_state,
+        t.vframe_array_head,
+        t.osthread,
+        t.osthread_thread_id,
+        t.stack_base,
+        t.anchor_sp,
+        t.anchor_pc,
+        t.anchor_fp,
+        t.call_wrapper_anchor,
+        t.cont_entry,
+        t.states.in_java
+    )
+}
+
+fn summarize_code_cache(c: &CodeCacheGroup) -> String {
+    format!(
+        "heaps=@{:#x} len={} data={} memory={} segmap={} log2seg={} vs(low,high)=({},{}) \
+         heap_block={} length={} used={} call_stub_ret=@{:#x} interpreter=@{:#x} \
+         stub_buffer={} limit={} cont_return_pc={:?}",
+        c.heaps_addr,
+        c.array_len,
+        c.array_data,
+        c.heap_memory,
+        c.heap_segmap,
+        c.heap_log2_segment_size,
+        c.vs_low,
+        c.vs_high,
+        c.heap_block_size,
+        c.block_length,
+        c.block_used,
+        c.call_stub_return_address_addr,
+        c.interpreter_code_addr,
+        c.stub_queue_buffer,
+        c.stub_queue_buffer_limit,
+        c.continuation_return_pc_addr.map(|a| format!("@{a:#x}"))
+    )
+}
+
+fn summarize_code_blob(b: &CodeBlobGroup) -> String {
+    format!(
+        "name={} size={} frame_size={} frame_complete={} code_begin={:?} code_end={:?} kind={:?}",
+        b.name, b.size, b.frame_size, b.frame_complete_offset, b.code_begin, b.code_end, b.kind
+    )
+}
+
+fn summarize_nmethod(n: &NMethodGroup) -> String {
+    format!(
+        "method={} comp_level={} verified_entry={:?} debug={:?}",
+        n.method, n.comp_level, n.verified_entry, n.debug
+    )
+}
+
+fn summarize_pc_desc(p: &PcDescGroup) -> String {
+    format!(
+        "size={} pc_offset={} scope_decode_offset={}",
+        p.size, p.pc_offset, p.scope_decode_offset
+    )
+}
+
+fn summarize_method(m: &MethodGroup) -> String {
+    format!(
+        "Method(size={} constMethod={} code={}) ConstMethod(size={} flags={} lnt_bit={} \
+         name={} sig={} idnum={}) ConstantPool(size={} holder={} source_file={:?}) \
+         Symbol(length={}>>{} body={}) Klass(name={} mirror={} cld={}) \
+         InstanceKlass(methods={} jmethod_ids={} idnum_count={}) Array(method_data={})",
+        m.method.size,
+        m.method.const_method,
+        m.method.code,
+        m.const_method.size,
+        m.const_method.flags,
+        m.const_method.has_linenumber_table,
+        m.const_method.name_index,
+        m.const_method.signature_index,
+        m.const_method.method_idnum,
+        m.constant_pool.size,
+        m.constant_pool.pool_holder,
+        m.constant_pool.source_file_name_index,
+        m.symbol.length,
+        m.symbol.length_shift,
+        m.symbol.body,
+        m.klass.name,
+        m.klass.java_mirror,
+        m.klass.class_loader_data,
+        m.instance_klass.methods,
+        m.instance_klass.methods_jmethod_ids,
+        m.instance_klass.idnum_allocated_count,
+        m.array.method_data
+    )
+}
+
+fn summarize_frame(f: &FrameGroup) -> String {
+    format!(
+        "entry_frame_call_wrapper={} interp_sender_sp={} interp_last_sp={} \
+         invocation_entry_bci={}",
+        f.entry_frame_call_wrapper_offset,
+        f.interpreter_frame_sender_sp_offset,
+        f.interpreter_frame_last_sp_offset,
+        f.invocation_entry_bci
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// Loading from the running JVM.
+// ---------------------------------------------------------------------------------------
+
+static LAYOUT: OnceLock<Option<VmLayout>> = OnceLock::new();
+static MISSING: OnceLock<Vec<String>> = OnceLock::new();
+
+/// Reads libjvm's tables and resolves the layout. Call once at library load (later calls
+/// do nothing). Not signal-safe: allocates and logs.
+pub fn init() {
+    LAYOUT.get_or_init(|| {
+        let (layout, missing) = match load_tables() {
+            Ok(tables) => {
+                let layout = VmLayout::resolve(&tables);
+                let missing = layout.missing.clone();
+                (Some(layout), missing)
+            }
+            Err(reason) => {
+                crate::log::warn(&format!("VMStructs unavailable: {reason}"));
+                (None, vec![reason])
+            }
+        };
+        let _ = MISSING.set(missing);
+        layout
+    });
+}
+
+/// The layout, once [`init`] found libjvm's tables. Signal-safe (an atomic load).
+pub fn layout() -> Option<&'static VmLayout> {
+    LAYOUT.get()?.as_ref()
+}
+
+/// Every entry that disabled a group ("group: entry"), or why no tables were found.
+/// Empty before [`init`].
+pub fn missing() -> &'static [String] {
+    MISSING.get().map(Vec::as_slice).unwrap_or(&[])
+}
+
+fn load_tables() -> Result<VmTables, String> {
+    let jvm = Libjvm::open();
+    let raw = jvm.raw_tables()?;
+    // SAFETY: the addresses and layouts come from libjvm's own gHotSpotVM* symbols,
+    // which describe static, null-terminated arrays that live as long as libjvm.
+    let tables = unsafe { raw.read() };
+    let (fields, types, constants) = tables.counts();
+    crate::log::info(&format!(
+        "VMStructs: {fields} fields, {types} types, {constants} constants"
+    ));
+    Ok(tables)
+}
+
+/// A handle on the already loaded libjvm (or the global scope as a last resort).
+struct Libjvm {
+    handle: *mut c_void,
+    /// Whether `handle` came from dlopen and must be closed.
+    opened: bool,
+}
+
+impl Libjvm {
+    fn open() -> Libjvm {
+        let by_name = noload(c"libjvm.so");
+        let handle = if by_name.is_null() {
+            loaded_libjvm_path().map_or(std::ptr::null_mut(), |p| noload(&p))
+        } else {
+            by_name
+        };
+        if handle.is_null() {
+            // The java launcher loads libjvm RTLD_GLOBAL, so its symbols are in scope.
+            Libjvm {
+                handle: libc::RTLD_DEFAULT,
+                opened: false,
+            }
+        } else {
+            Libjvm {
+                handle,
+                opened: true,
+            }
+        }
+    }
+
+    /// The value of a `uint64_t`/pointer variable exported by libjvm.
+    fn value(&self, name: &CStr) -> Option<usize> {
+        // SAFETY: dlsym on a valid handle; a found gHotSpotVM* symbol is a (u)int64 or
+        // pointer variable initialised when libjvm was loaded.
+        unsafe {
+            let p = libc::dlsym(self.handle, name.as_ptr());
+            (!p.is_null()).then(|| (p as *const usize).read())
+        }
+    }
+
+    fn need(&self, name: &CStr) -> Result<usize, String> {
+        self.value(name)
+            .ok_or_else(|| format!("libjvm symbol {} not found", name.to_string_lossy()))
+    }
+
+    fn raw_tables(&self) -> Result<RawTables, String> {
+        let structs = StructTable {
+            base: self.need(c"gHotSpotVMStructs")?,
+            stride: self.need(c"gHotSpotVMStructEntryArrayStride")?,
+            type_name: self.need(c"gHotSpotVMStructEntryTypeNameOffset")?,
+            field_name: self.need(c"gHotSpotVMStructEntryFieldNameOffset")?,
+            type_string: self.value(c"gHotSpotVMStructEntryTypeStringOffset"),
+            is_static: self.need(c"gHotSpotVMStructEntryIsStaticOffset")?,
+            offset: self.need(c"gHotSpotVMStructEntryOffsetOffset")?,
+            address: self.need(c"gHotSpotVMStructEntryAddressOffset")?,
+        };
+        // Types and constants are optional as tables: without them the groups that need
+        // a size or a constant report those entries missing.
+        let types = TypeTable {
+            base: self.value(c"gHotSpotVMTypes").unwrap_or(0),
+            stride: self.value(c"gHotSpotVMTypeEntryArrayStride").unwrap_or(0),
+            type_name: self
+                .value(c"gHotSpotVMTypeEntryTypeNameOffset")
+                .unwrap_or(0),
+            is_unsigned: self
+                .value(c"gHotSpotVMTypeEntryIsUnsignedOffset")
+                .unwrap_or(0),
+            size: self.value(c"gHotSpotVMTypeEntrySizeOffset").unwrap_or(0),
+        };
+        let constants = |base: &CStr, stride: &CStr, name: &CStr, value: &CStr| ConstantTable {
+            base: self.value(base).unwrap_or(0),
+            stride: self.value(stride).unwrap_or(0),
+            name: self.value(name).unwrap_or(0),
+            value: self.value(value).unwrap_or(0),
+        };
+        Ok(RawTables {
+            structs,
+            types,
+            int_constants: constants(
+                c"gHotSpotVMIntConstants",
+                c"gHotSpotVMIntConstantEntryArrayStride",
+                c"gHotSpotVMIntConstantEntryNameOffset",
+                c"gHotSpotVMIntConstantEntryValueOffset",
+            ),
+            long_constants: constants(
+                c"gHotSpotVMLongConstants",
+                c"gHotSpotVMLongConstantEntryArrayStride",
+                c"gHotSpotVMLongConstantEntryNameOffset",
+                c"gHotSpotVMLongConstantEntryValueOffset",
+            ),
+        })
+    }
+}
+
+impl Drop for Libjvm {
+    fn drop(&mut self) {
+        if self.opened {
+            // SAFETY: balances the RTLD_NOLOAD dlopen; libjvm stays loaded by the launcher.
+            unsafe { libc::dlclose(self.handle) };
+        }
+    }
+}
+
+/// dlopen without loading: a handle only if the object is already in the process.
+fn noload(name: &CStr) -> *mut c_void {
+    // SAFETY: RTLD_NOLOAD never loads or initialises anything.
+    unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_NOW) }
+}
+
+/// The path of a loaded object named `libjvm.so`, for JVMs whose libjvm is not findable
+/// by bare name (e.g. loaded by full path from a non-standard directory).
+fn loaded_libjvm_path() -> Option<CString> {
+    unsafe extern "C" fn visit(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        data: *mut c_void,
+    ) -> c_int {
+        // SAFETY: dl_iterate_phdr passes a valid info for the duration of the call, and
+        // `data` is the `Option<CString>` owned by the caller below.
+        unsafe {
+            let name = (*info).dlpi_name;
+            if name.is_null() {
+                return 0;
+            }
+            let name = CStr::from_ptr(name);
+            if !name.to_bytes().ends_with(b"/libjvm.so") {
+                return 0;
+            }
+            *(data as *mut Option<CString>) = Some(name.to_owned());
+            1
+        }
+    }
+    let mut found: Option<CString> = None;
+    // SAFETY: `visit` only writes to `found`, which outlives the call.
+    unsafe { libc::dl_iterate_phdr(Some(visit), &mut found as *mut _ as *mut c_void) };
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::offset_of;
+
+    const JDK11: &str = include_str!("fixtures/vmstructs-jdk11.txt");
+    const JDK17: &str = include_str!("fixtures/vmstructs-jdk17.txt");
+    const JDK21: &str = include_str!("fixtures/vmstructs-jdk21.txt");
+    const JDK25: &str = include_str!("fixtures/vmstructs-jdk25.txt");
+
+    fn field(offset: usize, size: u8, signed: bool) -> Field {
+        Field {
+            offset,
+            size,
+            signed,
+        }
+    }
+
+    // ---- synthetic in-memory tables ---------------------------------------------------
+
+    /// HotSpot's own entry layouts on x86_64 (stride 48 / 40 / 16).
+    #[repr(C)]
+    struct StructEntry {
+        type_name: *const c_char,
+        field_name: *const c_char,
+        type_string: *const c_char,
+        is_static: i32,
+        offset: u64,
+        address: usize,
+    }
+
+    #[repr(C)]
+    struct TypeEntry {
+        type_name: *const c_char,
+        superclass_name: *const c_char,
+        is_oop: i32,
+        is_integer: i32,
+        is_unsigned: i32,
+        size: u64,
+    }
+
+    #[repr(C)]
+    struct IntEntry {
+        name: *const c_char,
+        value: i32,
+    }
+
+    #[repr(C)]
+    struct LongEntry {
+        name: *const c_char,
+        value: i64,
+    }
+
+    /// A shuffled, padded struct entry: proves the reader honours the exported offsets
+    /// and stride instead of assuming HotSpot's.
+    #[repr(C)]
+    struct OddStructEntry {
+        pad: u64,
+        is_static: i32,
+        pad2: i32,
+        address: usize,
+        field_name: *const c_char,
+        offset: u64,
+        type_string: *const c_char,
+        type_name: *const c_char,
+        pad3: [u64; 2],
+    }
+
+    /// Owns the strings and entry arrays that a `RawTables` points into.
+    #[derive(Default)]
+    struct Synthetic {
+        strings: Vec<CString>,
+        structs: Vec<StructEntry>,
+        odd_structs: Vec<OddStructEntry>,
+        types: Vec<TypeEntry>,
+        ints: Vec<IntEntry>,
+        longs: Vec<LongEntry>,
+    }
+
+    impl Synthetic {
+        fn s(&mut self, text: &str) -> *const c_char {
+            let c = CString::new(text).unwrap();
+            let p = c.as_ptr();
+            self.strings.push(c);
+            p
+        }
+
+        /// `name` is "Type::field"; the type part may itself contain "::".
+        fn field(&mut self, name: &str, offset: u64, ty: Option<&str>) -> &mut Self {
+            self.entry(name, false, offset, 0, ty)
+        }
+
+        fn static_field(&mut self, name: &str, address: usize) -> &mut Self {
+            self.entry(name, true, 0, address, None)
+        }
+
+        fn entry(
+            &mut self,
+            name: &str,
+            is_static: bool,
+            offset: u64,
+            address: usize,
+            ty: Option<&str>,
+        ) -> &mut Self {
+            let (t, f) = name.rsplit_once("::").unwrap();
+            let e = StructEntry {
+                type_name: self.s(t),
+                field_name: self.s(f),
+                type_string: ty.map_or(std::ptr::null(), |t| self.s(t)),
+                is_static: i32::from(is_static),
+                offset,
+                address,
+            };
+            self.structs.push(e);
+            self
+        }
+
+        fn ty(&mut self, name: &str, size: u64, unsigned: bool) -> &mut Self {
+            let e = TypeEntry {
+                type_name: self.s(name),
+                superclass_name: std::ptr::null(),
+                is_oop: 0,
+                is_integer: 1,
+                is_unsigned: i32::from(unsigned),
+                size,
+            };
+            self.types.push(e);
+            self
+        }
+
+        fn int(&mut self, name: &str, value: i32) -> &mut Self {
+            let e = IntEntry {
+                name: self.s(name),
+                value,
+            };
+            self.ints.push(e);
+            self
+        }
+
+        fn long(&mut self, name: &str, value: i64) -> &mut Self {
+            let e = LongEntry {
+                name: self.s(name),
+                value,
+            };
+            self.longs.push(e);
+            self
+        }
+
+        /// Copies every struct entry into the shuffled layout.
+        fn make_odd(&mut self) {
+            self.odd_structs = self
+                .structs
+                .iter()
+                .map(|e| OddStructEntry {
+                    pad: u64::MAX,
+                    is_static: e.is_static,
+                    pad2: -1,
+                    address: e.address,
+                    field_name: e.field_name,
+                    offset: e.offset,
+                    type_string: e.type_string,
+                    type_name: e.type_name,
+                    pad3: [u64::MAX; 2],
+                })
+                .collect();
+        }
+
+        /// Appends the null terminators and describes the tables.
+        fn raw(&mut self) -> RawTables {
+            let null = std::ptr::null();
+            self.structs.push(StructEntry {
+                type_name: null,
+                field_name: null,
+                type_string: null,
+                is_static: 0,
+                offset: 0,
+                address: 0,
+            });
+            self.types.push(TypeEntry {
+                type_name: null,
+                superclass_name: null,
+                is_oop: 0,
+                is_integer: 0,
+                is_unsigned: 0,
+                size: 0,
+            });
+            self.ints.push(IntEntry {
+                name: null,
+                value: 0,
+            });
+            self.longs.push(LongEntry {
+                name: null,
+                value: 0,
+            });
+            RawTables {
+                structs: StructTable {
+                    base: self.structs.as_ptr() as usize,
+                    stride: std::mem::size_of::<StructEntry>(),
+                    type_name: offset_of!(StructEntry, type_name),
+                    field_name: offset_of!(StructEntry, field_name),
+                    type_string: Some(offset_of!(StructEntry, type_string)),
+                    is_static: offset_of!(StructEntry, is_static),
+                    offset: offset_of!(StructEntry, offset),
+                    address: offset_of!(StructEntry, address),
+                },
+                types: TypeTable {
+                    base: self.types.as_ptr() as usize,
+                    stride: std::mem::size_of::<TypeEntry>(),
+                    type_name: offset_of!(TypeEntry, type_name),
+                    is_unsigned: offset_of!(TypeEntry, is_unsigned),
+                    size: offset_of!(TypeEntry, size),
+                },
+                int_constants: ConstantTable {
+                    base: self.ints.as_ptr() as usize,
+                    stride: std::mem::size_of::<IntEntry>(),
+                    name: offset_of!(IntEntry, name),
+                    value: offset_of!(IntEntry, value),
+                },
+                long_constants: ConstantTable {
+                    base: self.longs.as_ptr() as usize,
+                    stride: std::mem::size_of::<LongEntry>(),
+                    name: offset_of!(LongEntry, name),
+                    value: offset_of!(LongEntry, value),
+                },
+            }
+        }
+
+        /// Loads a text dump into synthetic memory, so the memory reader and the dump
+        /// parser can be compared on the same data.
+        fn from_dump(text: &str) -> Synthetic {
+            let tables = VmTables::from_dump(text);
+            let mut syn = Synthetic::default();
+            let mut names: Vec<_> = tables.fields.iter().collect();
+            names.sort_by(|a, b| a.0.cmp(b.0));
+            for (name, e) in names {
+                let ty = e.type_string.as_deref();
+                syn.entry(name, e.is_static, e.offset as u64, e.address, ty);
+            }
+            for (name, t) in &tables.types {
+                syn.ty(name, t.size, t.is_unsigned);
+            }
+            for (name, v) in &tables.constants {
+                match i32::try_from(*v) {
+                    Ok(v) => syn.int(name, v),
+                    Err(_) => syn.long(name, *v),
+                };
+            }
+            syn
+        }
+    }
+
+    fn read(raw: &RawTables) -> VmTables {
+        // SAFETY: `raw` describes tables owned by a live `Synthetic`.
+        unsafe { raw.read() }
+    }
+
+    #[test]
+    fn reads_structs_types_and_constants_from_memory() {
+        let mut syn = Synthetic::default();
+        syn.field("JavaThread::_anchor", 656, Some("JavaFrameAnchor"))
+            .field("HeapBlock::Header::_used", 4, Some("bool"))
+            .static_field("CodeCache::_heaps", 0xdead_b000)
+            .ty("HeapBlock", 8, false)
+            .ty("u2", 2, true)
+            .int("_thread_in_Java", 8)
+            .long("markWord::klass_shift", 42);
+        let tables = read(&syn.raw());
+
+        let anchor = tables.field("JavaThread::_anchor").unwrap();
+        assert_eq!((anchor.offset, anchor.is_static), (656, false));
+        assert_eq!(anchor.type_string.as_deref(), Some("JavaFrameAnchor"));
+        // A type name containing "::" keeps it: the key is "Type::field" verbatim.
+        assert_eq!(tables.field("HeapBlock::Header::_used").unwrap().offset, 4);
+        let heaps = tables.field("CodeCache::_heaps").unwrap();
+        assert_eq!((heaps.is_static, heaps.address), (true, 0xdead_b000));
+        assert_eq!(heaps.type_string, None);
+        assert_eq!(tables.type_info("HeapBlock").unwrap().size, 8);
+        assert!(tables.type_info("u2").unwrap().is_unsigned);
+        assert_eq!(tables.constant("_thread_in_Java"), Some(8));
+        assert_eq!(tables.constant("markWord::klass_shift"), Some(42));
+        assert_eq!(tables.counts(), (3, 2, 2));
+    }
+
+    #[test]
+    fn honours_exported_stride_and_offsets() {
+        let mut syn = Synthetic::default();
+        syn.field("JavaThread::_anchor", 1152, Some("JavaFrameAnchor"))
+            .static_field("StubRoutines::_call_stub_return_address", 0x4000);
+        let mut raw = syn.raw();
+        syn.make_odd();
+        raw.structs = StructTable {
+            base: syn.odd_structs.as_ptr() as usize,
+            stride: std::mem::size_of::<OddStructEntry>(),
+            type_name: offset_of!(OddStructEntry, type_name),
+            field_name: offset_of!(OddStructEntry, field_name),
+            type_string: Some(offset_of!(OddStructEntry, type_string)),
+            is_static: offset_of!(OddStructEntry, is_static),
+            offset: offset_of!(OddStructEntry, offset),
+            address: offset_of!(OddStructEntry, address),
+        };
+        let tables = read(&raw);
+        assert_eq!(tables.field("JavaThread::_anchor").unwrap().offset, 1152);
+        let stub = tables
+            .field("StubRoutines::_call_stub_return_address")
+            .unwrap();
+        assert_eq!((stub.is_static, stub.address), (true, 0x4000));
+        assert_eq!(tables.counts().0, 2);
+    }
+
+    #[test]
+    fn absent_or_implausible_tables_read_as_empty() {
+        let mut syn = Synthetic::default();
+        syn.field("JavaThread::_anchor", 1, None).int("x", 1);
+        let mut raw = syn.raw();
+        raw.structs.stride = 8; // cannot hold its own fields
+        raw.int_constants.base = 0;
+        let tables = read(&raw);
+        assert_eq!(tables.counts(), (0, 0, 0));
+        assert_eq!(read(&RawTables::default()).counts(), (0, 0, 0));
+    }
+
+    #[test]
+    fn memory_reader_and_dump_parser_agree() {
+        for dump in [JDK11, JDK17, JDK21, JDK25] {
+            let from_text = VmLayout::resolve(&VmTables::from_dump(dump));
+            let mut syn = Synthetic::from_dump(dump);
+            let from_memory = VmLayout::resolve(&read(&syn.raw()));
+            assert!(from_memory.complete(), "{:?}", from_memory.missing());
+            assert_eq!(from_text, from_memory);
+        }
+    }
+
+    // ---- resolution: spellings, statics, degradation -----------------------------------
+
+    /// The JDK 17 fixture as synthetic memory, minus `drop` and plus `add`.
+    fn jdk17_with(drop: &[&str], add: &mut dyn FnMut(&mut Synthetic)) -> VmLayout {
+        let mut tables = VmTables::from_dump(JDK17);
+        for name in drop {
+            assert!(
+                tables.fields.remove(*name).is_some()
+                    || tables.constants.remove(*name).is_some()
+                    || tables.types.remove(*name).is_some(),
+                "{name}"
+            );
+        }
+        let mut syn = Synthetic::default();
+        for (name, e) in &tables.fields {
+            syn.entry(
+                name,
+                e.is_static,
+                e.offset as u64,
+                e.address,
+                e.type_string.as_deref(),
+            );
+        }
+        for (name, t) in &tables.types {
+            syn.ty(name, t.size, t.is_unsigned);
+        }
+        for (name, v) in &tables.constants {
+            syn.long(name, *v);
+        }
+        add(&mut syn);
+        VmLayout::resolve(&read(&syn.raw()))
+    }
+
+    #[test]
+    fn a_missing_entry_disables_only_its_group() {
+        let layout = jdk17_with(&["JavaThread::_anchor"], &mut |_| {});
+        assert!(layout.threads.is_none());
+        assert!(layout.code_cache.is_some());
+        assert!(layout.code_blob.is_some());
+        assert!(layout.nmethod.is_some());
+        assert!(layout.pc_desc.is_some());
+        assert!(layout.method.is_some());
+        assert!(layout.frame.is_some());
+        assert_eq!(layout.missing(), ["threads: JavaThread::_anchor"]);
+        assert!(layout
+            .summary()
+            .contains("threads: absent (missing JavaThread::_anchor)"));
+    }
+
+    #[test]
+    fn missing_alternatives_are_named_together() {
+        let layout = jdk17_with(&["JavaThread::_osthread", "PcDesc"], &mut |_| {});
+        assert!(layout.threads.is_none() && layout.pc_desc.is_none());
+        assert_eq!(
+            layout.missing(),
+            [
+                "threads: JavaThread::_osthread | Thread::_osthread",
+                "pc_desc: sizeof(PcDesc)"
+            ]
+        );
+    }
+
+    #[test]
+    fn alternative_spellings_are_accepted() {
+        // JDK 25 moved _osthread to Thread; a table with only that spelling still works.
+        let layout = jdk17_with(&["JavaThread::_osthread"], &mut |s| {
+            s.field("Thread::_osthread", 1016, Some("OSThread*"));
+        });
+        assert_eq!(layout.threads.unwrap().osthread, 1016);
+        // nmethod::_method (25) instead of CompiledMethod::_method (<= 21).
+        let layout = jdk17_with(&["CompiledMethod::_method"], &mut |s| {
+            s.field("nmethod::_method", 80, Some("Method*"));
+        });
+        assert_eq!(layout.nmethod.unwrap().method, 80);
+    }
+
+    #[test]
+    fn statics_and_fields_are_not_interchangeable() {
+        // A static where a field is expected, and a field where a static is expected,
+        // count as missing.
+        let layout = jdk17_with(&["JavaThread::_anchor", "CodeCache::_heaps"], &mut |s| {
+            s.static_field("JavaThread::_anchor", 0x5000);
+            s.field("CodeCache::_heaps", 16, Some("GrowableArray<CodeHeap*>*"));
+        });
+        assert!(layout.threads.is_none());
+        assert!(layout.code_cache.is_none());
+        assert_eq!(
+            layout.missing(),
+            [
+                "threads: JavaThread::_anchor",
+                "code_cache: CodeCache::_heaps"
+            ]
+        );
+    }
+
+    #[test]
+    fn widths_come_from_type_strings() {
+        let tables = VmTables::from_dump(JDK25);
+        assert_eq!(tables.scalar_type("volatile signed char"), Some((1, true)));
+        assert_eq!(tables.scalar_type("HeapWord* const"), Some((8, false)));
+        assert_eq!(tables.scalar_type("int16_t"), Some((2, true)));
+        assert_eq!(tables.scalar_type("u2"), Some((2, false)));
+        assert_eq!(tables.scalar_type("CompLevel"), Some((1, true)));
+        assert_eq!(tables.scalar_type("NoSuchType"), None);
+        // An unknown type string falls back to the expected width.
+        let layout = jdk17_with(&["nmethod::_comp_level"], &mut |s| {
+            s.field("nmethod::_comp_level", 308, Some("MysteryLevel"));
+        });
+        assert_eq!(layout.nmethod.unwrap().comp_level, field(308, 4, true));
+        // A scalar whose type is not 1/2/4/8 bytes wide disables the group.
+        let layout = jdk17_with(&["CodeBlob::_size"], &mut |s| {
+            s.field("CodeBlob::_size", 12, Some("JavaFrameAnchor"));
+        });
+        assert!(layout.code_blob.is_none());
+        assert!(layout.missing()[0].contains("unexpected width"));
+    }
+
+    #[test]
+    fn symbol_length_and_refcount_is_understood() {
+        // Early JDK 11 builds pack the length in the high half of a u4.
+        let layout = jdk17_with(&["Symbol::_length"], &mut |s| {
+            s.field("Symbol::_length_and_refcount", 0, Some("volatile uint32_t"));
+        });
+        let symbol = layout.method.unwrap().symbol;
+        assert_eq!(symbol.length, field(0, 4, false));
+        assert_eq!(symbol.length_shift, 16);
+    }
+
+    // ---- fixtures: every group on every JDK of the matrix ------------------------------
+
+    fn fixture(dump: &str) -> VmLayout {
+        let layout = VmLayout::resolve(&VmTables::from_dump(dump));
+        assert!(layout.complete(), "missing: {:?}", layout.missing());
+        layout
+    }
+
+    #[test]
+    fn jdk11_resolves_every_group() {
+        let l = fixture(JDK11);
+        let t = l.threads.unwrap();
+        assert_eq!((t.anchor, t.osthread, t.vframe_array_head), (808, 624, 872));
+        assert_eq!(t.thread_state, field(960, 4, true));
+        assert_eq!(t.osthread_thread_id, field(216, 4, true));
+        assert_eq!(t.cont_entry, None);
+        let c = l.code_cache.unwrap();
+        // GenericGrowableArray on 11, with the data pointer after an arena.
+        assert_eq!((c.array_len, c.array_data), (field(0, 4, true), 24));
+        assert_eq!((c.heap_memory, c.heap_segmap), (8, 120));
+        assert_eq!(c.heap_block_size, 16);
+        assert_eq!(c.block_length, field(0, 8, false));
+        // HotSpot's type table calls bool signed; 0/1 read the same either way.
+        assert_eq!(c.block_used, field(8, 1, true));
+        let b = l.code_blob.unwrap();
+        assert_eq!((b.name, b.kind), (96, BlobKind::Name));
+        assert_eq!(b.frame_complete_offset, field(20, 4, true));
+        assert_eq!(b.code_begin, CodeAddr::Pointer(32));
+        assert_eq!(b.code_end, CodeAddr::Pointer(40));
+        let n = l.nmethod.unwrap();
+        assert_eq!(n.method, 112);
+        assert_eq!(n.comp_level, field(328, 4, true));
+        assert_eq!(n.verified_entry, EntryAddr::Pointer(256));
+        assert_eq!(
+            n.debug,
+            DebugInfo::InBlob {
+                scopes_pcs_offset: field(300, 4, true),
+                dependencies_offset: field(304, 4, true),
+                scopes_data_begin: 120,
+                metadata_offset: field(292, 4, true),
+            }
+        );
+        let m = l.method.unwrap();
+        assert_eq!(m.method.code, 64);
+        assert_eq!(m.const_method.flags, field(36, 2, false));
+        assert_eq!(m.const_method.has_linenumber_table, 1);
+        assert_eq!(m.const_method.size, 56);
+        assert_eq!(
+            m.constant_pool.source_file_name_index,
+            SourceFileIndex::InstanceKlass(field(298, 2, false))
+        );
+        assert_eq!(m.constant_pool.size, 64);
+        assert_eq!(m.symbol.length, field(0, 2, false));
+        assert_eq!((m.symbol.length_shift, m.symbol.body), (0, 6));
+        assert_eq!(m.instance_klass.idnum_allocated_count, field(392, 2, false));
+        assert_eq!(m.instance_klass.methods_jmethod_ids, 344);
+        assert_eq!(m.class_loader_data.has_class_mirror_holder.offset, 33);
+        assert_ne!(m.compressed_klass_base_addr, 0); // Universe::_narrow_klass._base
+        let f = l.frame.unwrap();
+        assert_eq!(f.entry_frame_call_wrapper_offset, -6);
+        assert_eq!(f.invocation_entry_bci, -1);
+    }
+
+    #[test]
+    fn jdk17_resolves_every_group() {
+        let l = fixture(JDK17);
+        let t = l.threads.unwrap();
+        assert_eq!(t.anchor, 656);
+        assert_eq!(t.thread_state.offset, 824);
+        assert_eq!((t.osthread, t.osthread_thread_id.offset), (560, 208));
+        assert_eq!((t.anchor_sp, t.anchor_pc, t.anchor_fp), (0, 8, 16));
+        assert_eq!(t.call_wrapper_anchor, 32);
+        assert_eq!(
+            (t.states.in_java, t.states.in_native, t.states.blocked),
+            (8, 4, 10)
+        );
+        let c = l.code_cache.unwrap();
+        assert_eq!((c.array_len.offset, c.array_data), (0, 8));
+        assert_eq!(c.heap_log2_segment_size, field(256, 4, true));
+        assert_eq!((c.vs_low, c.vs_high), (16, 24));
+        assert_eq!(
+            (c.stub_queue_buffer, c.stub_queue_buffer_limit.offset),
+            (8, 20)
+        );
+        let b = l.code_blob.unwrap();
+        assert_eq!((b.size.offset, b.frame_size.offset), (12, 28));
+        let n = l.nmethod.unwrap();
+        assert_eq!(n.method, 112);
+        assert_eq!(n.comp_level, field(308, 4, true));
+        let p = l.pc_desc.unwrap();
+        assert_eq!(p.size, 16);
+        assert_eq!(p.scope_decode_offset, field(4, 4, true));
+        let m = l.method.unwrap();
+        assert_eq!(m.const_method.flags, field(28, 2, false));
+        assert_eq!(m.symbol.length, field(4, 2, false));
+        assert_eq!(
+            m.constant_pool.source_file_name_index,
+            SourceFileIndex::ConstantPool(field(54, 2, false))
+        );
+        assert_eq!(m.instance_klass.methods, 408);
+        assert_eq!(m.array.method_data, 8);
+        assert_eq!(m.array.u2_data, 4);
+    }
+
+    #[test]
+    fn jdk21_resolves_every_group() {
+        let l = fixture(JDK21);
+        let t = l.threads.unwrap();
+        assert_eq!((t.anchor, t.osthread), (920, 784));
+        let c = l.code_cache.unwrap();
+        assert_eq!((c.heap_memory, c.heap_segmap), (0, 112));
+        let b = l.code_blob.unwrap();
+        assert_eq!(b.name, 64);
+        assert_eq!(b.code_begin, CodeAddr::Pointer(8));
+        assert_eq!(b.frame_complete_offset, field(80, 4, true));
+        let n = l.nmethod.unwrap();
+        // CompLevel became a one-byte enum in 21.
+        assert_eq!(n.comp_level, field(328, 1, true));
+        assert_eq!(n.method, 112);
+        let m = l.method.unwrap();
+        assert_eq!(m.const_method.flags, field(28, 4, false));
+        assert_eq!(m.const_method.has_linenumber_table, 1);
+        assert_eq!(m.instance_klass.init_state, field(305, 1, true));
+    }
+
+    #[test]
+    fn jdk25_resolves_every_group() {
+        let l = fixture(JDK25);
+        let t = l.threads.unwrap();
+        assert_eq!(t.anchor, 1152);
+        assert_eq!(t.osthread, 1016); // Thread::_osthread
+        assert_eq!(t.osthread_thread_id, field(12, 4, true));
+        assert_eq!(t.cont_entry, Some(1560));
+        let c = l.code_cache.unwrap();
+        assert_eq!(c.heap_block_size, 8);
+        assert_eq!(c.block_length, field(0, 4, false));
+        assert_eq!(c.block_used, field(4, 1, true));
+        assert!(c.continuation_return_pc_addr.is_some());
+        let b = l.code_blob.unwrap();
+        assert_eq!(b.name, 8);
+        assert_eq!(b.size, field(24, 4, true));
+        assert_eq!(b.frame_complete_offset, field(54, 2, true));
+        assert_eq!(b.code_begin, CodeAddr::BlobOffset(field(36, 4, true)));
+        assert_eq!(b.code_end, CodeAddr::BlobOffset(field(40, 4, true)));
+        assert_eq!(
+            b.kind,
+            BlobKind::Field {
+                kind: field(56, 1, true),
+                nmethod: 1
+            }
+        );
+        let n = l.nmethod.unwrap();
+        assert_eq!(n.method, 80);
+        assert_eq!(n.comp_level, field(216, 1, true));
+        assert_eq!(
+            n.verified_entry,
+            EntryAddr::CodeOffset(field(154, 2, false))
+        );
+        assert_eq!(
+            n.debug,
+            DebugInfo::Split {
+                immutable_data: 96,
+                scopes_pcs_offset: field(196, 4, true),
+                scopes_data_offset: field(200, 4, true),
+                mutable_data: 16,
+                relocation_size: field(28, 4, true),
+                mutable_data_size: field(48, 4, true),
+            }
+        );
+        let m = l.method.unwrap();
+        assert_eq!(m.method.access_flags, field(44, 2, true));
+        assert_eq!(m.klass.access_flags, field(14, 2, true));
+        assert_eq!(m.const_method.size, 56);
+        assert_eq!(m.instance_klass.methods_jmethod_ids, 336);
+        let f = l.frame.unwrap();
+        assert_eq!(
+            (
+                f.interpreter_frame_sender_sp_offset,
+                f.interpreter_frame_last_sp_offset
+            ),
+            (-1, -2)
+        );
+    }
+
+    #[test]
+    fn summary_has_one_line_per_group() {
+        let s = fixture(JDK25).summary();
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(lines.len(), 7, "{s}");
+        assert!(lines.iter().all(|l| l.contains(": present ")), "{s}");
+        assert!(lines[0].starts_with("threads: present anchor=1152"), "{s}");
+    }
+
+    #[test]
+    fn jdk23_shape_disables_nmethod_instead_of_misreading() {
+        // 23/24: immutable data exists but metadata is not yet in CodeBlob mutable data.
+        let mut tables = VmTables::from_dump(JDK25);
+        tables.fields.remove("CodeBlob::_mutable_data");
+        let layout = VmLayout::resolve(&tables);
+        assert!(layout.nmethod.is_none());
+        assert!(layout.code_blob.is_some());
+        assert_eq!(layout.missing(), ["nmethod: CodeBlob::_mutable_data"]);
+    }
+}
