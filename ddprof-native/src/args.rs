@@ -240,6 +240,9 @@ pub struct Args {
     pub log: Option<String>,
     pub loglevel: Option<LogLevel>,
     pub nosanity: bool,
+    /// ddprof only, a test mode: every sample is walked by both the VM walker and
+    /// AsyncGetCallTrace and the `walk_compare_*` counters say how often they agree.
+    pub walkcompare: bool,
     pub ring: Ring,
     /// Unknown keys in order of appearance (the caller warns "Unknown argument: X").
     pub unknown: Vec<String>,
@@ -279,6 +282,7 @@ impl Default for Args {
             log: None,
             loglevel: None,
             nosanity: false,
+            walkcompare: false,
             ring: Ring::Any,
             unknown: Vec::new(),
         }
@@ -529,6 +533,7 @@ pub fn parse_unchecked(
             "mcleanup" => args.mcleanup = true_unless_negative(value),
             "remotesym" => args.remotesym = true_unless_negative(value),
             "nosanity" => args.nosanity = true_unless_negative(value),
+            "walkcompare" => args.walkcompare = true_unless_negative(value),
             "jvmtistacks" => {
                 args.jvmtistacks = value.is_none_or(|v| first_char_is(v, &['y', 't', '1']));
             }

@@ -116,7 +116,7 @@ pub fn build_chunk(
         name: &format!("java-profiler {VERSION}"),
         destination: &session.file.to_string_lossy(),
         max_age_ms: 0,
-        flush_interval_ms: (java_feature_version() >= 14).then_some(0),
+        flush_interval_ms: (vm::java_feature_version() >= 14).then_some(0),
         max_size: 0,
         recording_start_ms: session.started_epoch_ms,
         recording_duration_ms: end_nanos / 1_000_000 - session.started_epoch_ms,
@@ -336,17 +336,6 @@ fn native_libraries() -> Vec<(String, u64, u64)> {
         }
     }
     libs
-}
-
-fn java_feature_version() -> u32 {
-    let v = vm::jvmti()
-        .and_then(|j| j.system_property("java.specification.version"))
-        .unwrap_or_default();
-    let v = v.strip_prefix("1.").unwrap_or(&v);
-    v.split('.')
-        .next()
-        .and_then(|x| x.parse().ok())
-        .unwrap_or(0)
 }
 
 /// Names every distinct frame once and writes the StackTrace pool.

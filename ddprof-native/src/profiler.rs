@@ -10,12 +10,14 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use jni::sys::JNIEnv;
 use parking_lot::{Mutex, RwLock};
 
-use crate::args::{self, Action, Args, CpuEngine as EngineChoice, FjMethodId};
+use crate::args::{self, Action, Args, CStack, CpuEngine as EngineChoice, FjMethodId};
 use crate::counters;
 use crate::engine::{ctimer::CTimer, itimer::ITimer, CpuEngine};
 use crate::hotspot::current_thread;
-use crate::sampler::{self, EngineKind};
+use crate::sampler::{self, EngineKind, WalkerKind};
+use crate::signal::safe_access;
 use crate::walker::agct::Agct;
+use crate::walker::vm::VmWalker;
 use crate::{dump, log, threads, vm};
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -165,6 +167,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     // Without it AGCT still works on JDK 17+ but not on 11: the walker then records
     // every sample as a non-Java thread, which the counters show.
     let _ = current_thread::init(jni);
+    let walker = resolve_walker(&args, &mut warnings);
 
     PRELOADED.call_once(|| vm::preload_all_method_ids(jvmti, jni));
     if reset {
@@ -180,7 +183,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         EngineChoice::CTimer => (Arc::new(CTimer::default()), EngineKind::CTimer),
         EngineChoice::ITimer => (Arc::new(ITimer), EngineKind::ITimer),
     };
-    sampler::arm(kind, args.jstackdepth as usize);
+    sampler::arm(kind, walker, args.walkcompare, args.jstackdepth as usize);
     *ENGINE.write() = Some(engine.clone());
     if let Err(e) = engine.start(interval) {
         sampler::disarm();
@@ -208,14 +211,44 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         started_epoch_ms: epoch_nanos() / 1_000_000,
         chunk_start_nanos: epoch_nanos(),
         chunk_start_ticks: sampler::ticks(),
-        walker: walker_name(),
+        walker: match walker {
+            WalkerKind::Vm => "vm",
+            WalkerKind::Agct => "asgct",
+        },
         warnings,
     });
     Ok(out)
 }
 
-fn walker_name() -> &'static str {
-    "asgct"
+/// The stack walker `cstack` resolves to: `vm`/`vmx` (and `default`) take our VMStructs
+/// walker when this JVM's layout, the current-thread lookup and the crash protection are
+/// all available; everything else, or a failure of any of those, uses AsyncGetCallTrace.
+fn resolve_walker(args: &Args, warnings: &mut Vec<String>) -> WalkerKind {
+    if !matches!(args.cstack, CStack::Vm | CStack::Vmx | CStack::Default) {
+        return WalkerKind::Agct;
+    }
+    let ready = safe_access::install()
+        .and_then(|_| {
+            if current_thread::available() {
+                Ok(())
+            } else {
+                Err("the current JavaThread cannot be found from a signal handler".into())
+            }
+        })
+        .and_then(|_| VmWalker::init(vm::java_feature_version()).map(drop));
+    match ready {
+        Ok(()) => WalkerKind::Vm,
+        Err(e) => {
+            if args.cstack != CStack::Default {
+                warnings.push(format!(
+                    "cstack={}: the VMStructs walker is unavailable ({e}); using AsyncGetCallTrace",
+                    args.cstack_requested
+                ));
+            }
+            crate::log::info(&format!("VMStructs walker unavailable: {e}"));
+            WalkerKind::Agct
+        }
+    }
 }
 
 /// Creates (start: truncates) the output file, so a bad path fails before anything runs.

@@ -13,7 +13,7 @@ use crate::engine::TIMER_SIGNAL_MAGIC;
 use crate::signal::{self, ErrnoGuard};
 use crate::threads;
 use crate::traces::{Frame, Recorder, SampleRecord};
-use crate::walker::{agct::Agct, SignalContext, StackWalker};
+use crate::walker::{agct::Agct, compare, vm::VmWalker, SignalContext, StackWalker};
 use crate::zeroed::{self, Zeroable};
 
 /// Deepest stack a walk records; `jstackdepth` is clamped to it.
@@ -37,6 +37,15 @@ pub enum EngineKind {
 static RUNNING: AtomicBool = AtomicBool::new(false);
 static ENGINE: AtomicU8 = AtomicU8::new(EngineKind::None as u8);
 static DEPTH: AtomicUsize = AtomicUsize::new(2048);
+static WALKER: AtomicU8 = AtomicU8::new(WalkerKind::Agct as u8);
+static COMPARE: AtomicBool = AtomicBool::new(false);
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum WalkerKind {
+    Agct = 0,
+    Vm = 1,
+}
 
 struct Stripe {
     busy: AtomicBool,
@@ -71,7 +80,10 @@ pub fn recorder() -> Option<&'static Recorder> {
 }
 
 /// Opens the gate: signals from now on are sampled.
-pub fn arm(engine: EngineKind, depth: usize) {
+/// `compare`: also run AsyncGetCallTrace on every VM-walked sample and count agreement.
+pub fn arm(engine: EngineKind, walker: WalkerKind, compare: bool, depth: usize) {
+    WALKER.store(walker as u8, Ordering::Relaxed);
+    COMPARE.store(compare && walker == WalkerKind::Vm, Ordering::Relaxed);
     DEPTH.store(depth.clamp(1, MAX_DEPTH), Ordering::Relaxed);
     ENGINE.store(engine as u8, Ordering::Relaxed);
     RUNNING.store(true, Ordering::Release);
@@ -131,9 +143,18 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, uc: *mut libc::c
 /// Walks and records one sample of the current thread. Signal-safe.
 fn sample(uc: SignalContext) {
     let Some(state) = STATE.get() else { return };
-    let Some(agct) = Agct::loaded() else {
-        Counter::AgctUnavailable.inc();
-        return;
+    let vm = match WALKER.load(Ordering::Relaxed) {
+        x if x == WalkerKind::Vm as u8 => VmWalker::get(),
+        _ => None,
+    };
+    let agct = Agct::loaded();
+    let walker: &dyn StackWalker = match (vm, agct) {
+        (Some(v), _) => v,
+        (None, Some(a)) => a,
+        (None, None) => {
+            Counter::AgctUnavailable.inc();
+            return;
+        }
     };
     let start = monotonic_nanos();
     let tid = threads::gettid();
@@ -156,7 +177,19 @@ fn sample(uc: SignalContext) {
     // SAFETY: we hold this stripe's busy flag, so no other handler touches its frames.
     let frames = unsafe { &mut *stripe.frames.get() };
     let depth = DEPTH.load(Ordering::Relaxed).min(MAX_DEPTH);
-    let walk = agct.walk(uc, frames.get_mut(..depth).unwrap_or(&mut []));
+    let compare = COMPARE.load(Ordering::Relaxed) && depth <= MAX_DEPTH / 2;
+    let (mine, theirs) = frames.split_at_mut(if compare { MAX_DEPTH / 2 } else { MAX_DEPTH });
+    let walk = walker.walk(uc, mine.get_mut(..depth).unwrap_or(&mut []));
+    if compare {
+        if let Some(a) = agct {
+            let other = a.walk(uc, theirs.get_mut(..depth).unwrap_or(&mut []));
+            compare::count(
+                mine.get(..walk.frames).unwrap_or(&[]),
+                theirs.get(..other.frames).unwrap_or(&[]),
+            );
+        }
+    }
+    let frames = mine;
     if walk.truncated {
         Counter::WalkTruncated.inc();
     }

@@ -177,3 +177,20 @@ unsafe extern "C" fn on_class_prepare(
         }
     });
 }
+
+/// The running JDK's feature version (11, 17, 21, 25), 0 if unknown.
+pub fn java_feature_version() -> u32 {
+    // JVMTI sees the VM's own properties only: java.specification.version is set later
+    // by the class library, java.vm.specification.version is there from the start.
+    let v = jvmti()
+        .and_then(|j| {
+            j.system_property("java.vm.specification.version")
+                .or_else(|| j.system_property("java.specification.version"))
+        })
+        .unwrap_or_default();
+    let v = v.strip_prefix("1.").unwrap_or(&v);
+    v.split('.')
+        .next()
+        .and_then(|x| x.parse().ok())
+        .unwrap_or(0)
+}

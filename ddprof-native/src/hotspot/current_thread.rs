@@ -97,9 +97,9 @@ fn probe(jni: *mut JNIEnv) -> Result<Layout, String> {
     })
 }
 
-/// The interrupted thread's JNIEnv if it is a plain JavaThread; None for native, GC,
-/// compiler and VM threads, or when `init` failed. Signal-safe.
-pub fn jni_env() -> Option<*mut JNIEnv> {
+/// The interrupted thread's `JavaThread*` if it is a plain JavaThread; None for native,
+/// GC, compiler and VM threads, or when `init` failed. Signal-safe.
+pub fn java_thread() -> Option<usize> {
     let layout = LAYOUT.get()?.as_ref()?;
     // SAFETY: pthread_getspecific is a TLS array read; a non-null value is the current
     // thread's live Thread object, whose vtable lives in libjvm's read-only data.
@@ -113,8 +113,14 @@ pub fn jni_env() -> Option<*mut JNIEnv> {
             .iter()
             .filter(|&&i| *vt.add(i) == layout.vtable[i])
             .count();
-        (matches >= 2).then_some((thread + layout.env_offset) as *mut JNIEnv)
+        (matches >= 2).then_some(thread)
     }
+}
+
+/// The interrupted thread's JNIEnv (see `java_thread`). Signal-safe.
+pub fn jni_env() -> Option<*mut JNIEnv> {
+    let layout = LAYOUT.get()?.as_ref()?;
+    java_thread().map(|t| (t + layout.env_offset) as *mut JNIEnv)
 }
 
 /// Whether the layout is known (for status and tests).

@@ -5,4 +5,5 @@ pub mod codecache;
 pub mod current_thread;
 pub mod debuginfo;
 pub mod linetable;
+pub mod method;
 pub mod vmstructs;

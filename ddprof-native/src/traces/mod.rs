@@ -17,6 +17,8 @@ pub mod kind {
     pub const JAVA_METHOD_ID: u8 = 0;
     /// The walk failed here; `bci` holds the walker's reason code.
     pub const ERROR: u8 = 1;
+    /// `method` is a raw `Method*` (no jmethodID existed when sampled), named at dump.
+    pub const RAW_METHOD: u8 = 2;
 }
 
 /// One frame as recorded by a walker, leaf first in a trace. Plain data, 16 bytes.
@@ -37,6 +39,15 @@ impl Frame {
             method,
             bci,
             kind: kind::JAVA_METHOD_ID,
+            frame_type,
+            _pad: 0,
+        }
+    }
+    pub const fn raw(method: u64, bci: i32, frame_type: u8) -> Frame {
+        Frame {
+            method,
+            bci,
+            kind: kind::RAW_METHOD,
             frame_type,
             _pad: 0,
         }

@@ -3,6 +3,11 @@
 //! (`cstack=vm`) implements the same trait.
 
 pub mod agct;
+pub mod compare;
+#[cfg(target_arch = "x86_64")]
+#[path = "regs_x86_64.rs"]
+pub mod regs;
+pub mod vm;
 
 use crate::traces::Frame;
 

@@ -1,0 +1,41 @@
+//! Test mode `walkcompare`: the VM walker and AsyncGetCallTrace walk the same signal and
+//! we count how often they name the same methods in the same order. Signal-safe.
+
+use crate::counters::Counter;
+use crate::signal::safe_access::load_usize;
+use crate::traces::{kind, Frame};
+
+/// The Method* a frame stands for: a jmethodID points at a slot holding it.
+fn method_of(f: &Frame) -> Option<usize> {
+    match f.kind {
+        kind::JAVA_METHOD_ID => load_usize(f.method as usize),
+        kind::RAW_METHOD => Some(f.method as usize),
+        _ => None,
+    }
+}
+
+/// Signal-safe.
+pub fn count(vm: &[Frame], agct: &[Frame]) {
+    Counter::WalkCompareSamples.inc();
+    if agct.first().is_none_or(|f| f.kind == kind::ERROR) {
+        Counter::WalkCompareAgctFailed.inc();
+        return;
+    }
+    let same_methods = vm.len() == agct.len()
+        && vm
+            .iter()
+            .zip(agct)
+            .all(|(a, b)| method_of(a).is_some() && method_of(a) == method_of(b));
+    if !same_methods {
+        Counter::WalkCompareDiffer.inc();
+        return;
+    }
+    Counter::WalkCompareSameMethods.inc();
+    if vm
+        .iter()
+        .zip(agct)
+        .all(|(a, b)| a.bci == b.bci || (a.bci <= 0 && b.bci <= 0))
+    {
+        Counter::WalkCompareSame.inc();
+    }
+}

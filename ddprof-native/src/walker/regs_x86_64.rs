@@ -1,0 +1,41 @@
+//! Registers of the interrupted context on x86_64 (facts.md 4.1).
+
+use super::SignalContext;
+
+/// pc, sp, fp and the two registers the template interpreter keeps its state in at
+/// method entry (rbx = Method*, r13 = sender sp).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Regs {
+    pub pc: usize,
+    pub sp: usize,
+    pub fp: usize,
+    pub method: usize,
+    pub sender_sp: usize,
+}
+
+impl Regs {
+    /// Signal-safe.
+    pub fn from_context(uc: SignalContext) -> Option<Regs> {
+        let uc = uc.0 as *const libc::ucontext_t;
+        if uc.is_null() {
+            return None;
+        }
+        // SAFETY: the kernel passed this ucontext to our SA_SIGINFO handler.
+        let g = unsafe { &(*uc).uc_mcontext.gregs };
+        let reg = |i: libc::c_int| g.get(i as usize).map_or(0, |v| *v as usize);
+        Some(Regs {
+            pc: reg(libc::REG_RIP),
+            sp: reg(libc::REG_RSP),
+            fp: reg(libc::REG_RBP),
+            method: reg(libc::REG_RBX),
+            sender_sp: reg(libc::REG_R13),
+        })
+    }
+}
+
+/// Opcodes the prologue/epilogue heuristics look for (facts.md 4.5).
+pub mod op {
+    pub const PUSH_RBP: u8 = 0x55;
+    pub const POP_RBP: u8 = 0x5d;
+    pub const RET: u8 = 0xc3;
+}

@@ -1,0 +1,594 @@
+//! Our own Java stack walker (`cstack=vm`): HotSpot frames read through VMStructs and
+//! crash-protected loads, from inside the signal handler. The walk, in order
+//! (facts.md 4.6): find the JavaThread; start from the interrupted registers when the
+//! thread runs Java, else from its frame anchor; then, frame by frame, classify the pc
+//! (interpreter, nmethod, call stub, other stub, outside the code cache) and unwind.
+//! Any doubt ends the walk with an error frame and a `walkvm_*` counter; no read can
+//! fault the JVM.
+
+use std::sync::OnceLock;
+
+use super::regs::{op, Regs};
+use super::{SignalContext, StackWalker, Walk};
+use crate::counters::Counter;
+use crate::hotspot::codecache::{load_field, Blob};
+use crate::hotspot::debuginfo::{
+    self, ChainEnd, Encoding, Memory, NmethodScopes, PcDescLayout, ScopeFormat, ScopeFrame,
+};
+use crate::hotspot::vmstructs::{self, VmLayout};
+use crate::hotspot::{current_thread, method};
+use crate::signal::safe_access::{self, load_u8, load_usize};
+use crate::traces::Frame;
+
+/// JFR frame types.
+const FRAME_INTERPRETED: u8 = 0;
+const FRAME_JIT: u8 = 1;
+const FRAME_INLINED: u8 = 2;
+const FRAME_NATIVE: u8 = 3;
+const FRAME_C1: u8 = 6;
+
+/// Reasons a walk ended early, recorded as the `bci` of an error frame. Negative and
+/// below AsyncGetCallTrace's codes so the two never mix.
+pub mod reason {
+    pub const NOT_JAVA_THREAD: i32 = -100;
+    pub const NO_JAVA_FRAME: i32 = -101;
+    pub const UNKNOWN_PC: i32 = -102;
+    pub const BAD_SP: i32 = -103;
+    pub const BAD_FRAME: i32 = -104;
+    pub const NO_SCOPE: i32 = -105;
+    pub const UNAVAILABLE: i32 = -106;
+}
+
+/// Longest stack distance a single frame may span (sanity bound on sp steps).
+const MAX_FRAME_BYTES: usize = 1 << 20;
+/// Inlining depth decoded per compiled frame.
+const MAX_SCOPES: usize = 64;
+
+pub struct VmWalker {
+    layout: &'static VmLayout,
+    format: ScopeFormat,
+    pc_desc: PcDescLayout,
+}
+
+static WALKER: OnceLock<Option<VmWalker>> = OnceLock::new();
+
+/// Reads through crash-protected loads.
+struct SafeMemory;
+
+impl Memory for SafeMemory {
+    fn read_u8(&self, addr: usize) -> Option<u8> {
+        load_u8(addr)
+    }
+    fn read_u32(&self, addr: usize) -> Option<u32> {
+        safe_access::load_u32(addr)
+    }
+    fn read_usize(&self, addr: usize) -> Option<usize> {
+        load_usize(addr)
+    }
+}
+
+impl VmWalker {
+    /// Builds the walker once every layout group it needs resolved. Not signal-safe.
+    /// `java_feature` picks the compressed-stream encoding, the one format fact that
+    /// VMStructs does not describe (JDK-8292758 changed it in 20).
+    pub fn init(java_feature: u32) -> Result<&'static VmWalker, String> {
+        WALKER
+            .get_or_init(|| {
+                let layout = vmstructs::layout()?;
+                if !layout.complete() {
+                    return None;
+                }
+                let frame = layout.frame.as_ref()?;
+                let pcd = layout.pc_desc.as_ref()?;
+                Some(VmWalker {
+                    layout,
+                    format: ScopeFormat {
+                        encoding: Encoding::for_feature_version(java_feature),
+                        invocation_entry_bci: frame.invocation_entry_bci as i32,
+                    },
+                    pc_desc: PcDescLayout {
+                        size: pcd.size,
+                        pc_offset: pcd.pc_offset.offset,
+                        scope_decode_offset: pcd.scope_decode_offset.offset,
+                    },
+                })
+            })
+            .as_ref()
+            .ok_or_else(|| {
+                let missing = vmstructs::missing();
+                if missing.is_empty() {
+                    "VMStructs are not available".to_string()
+                } else {
+                    format!("VMStructs entries missing: {}", missing.join(", "))
+                }
+            })
+    }
+
+    /// The walker if `init` succeeded. Signal-safe.
+    pub fn get() -> Option<&'static VmWalker> {
+        WALKER.get()?.as_ref()
+    }
+}
+
+/// Where the walk stands.
+#[derive(Clone, Copy)]
+struct Cursor {
+    pc: usize,
+    sp: usize,
+    fp: usize,
+}
+
+struct Out<'a> {
+    frames: &'a mut [Frame],
+    n: usize,
+}
+
+impl Out<'_> {
+    fn full(&self) -> bool {
+        self.n >= self.frames.len()
+    }
+    fn push(&mut self, f: Frame) {
+        if let Some(slot) = self.frames.get_mut(self.n) {
+            *slot = f;
+            self.n += 1;
+        }
+    }
+}
+
+fn count(reason: i32) {
+    let c = match reason {
+        reason::NOT_JAVA_THREAD => Counter::WalkvmNotJavaThread,
+        reason::NO_JAVA_FRAME => Counter::WalkvmNoJavaFrame,
+        reason::UNKNOWN_PC => Counter::WalkvmUnknownPc,
+        reason::BAD_SP => Counter::WalkvmBadSp,
+        reason::BAD_FRAME => Counter::WalkvmBadFrame,
+        reason::NO_SCOPE => Counter::WalkvmNoScope,
+        _ => Counter::WalkvmUnavailable,
+    };
+    c.inc();
+}
+
+/// Outcome of one step of the walk.
+enum Step {
+    Next(Cursor),
+    /// The outermost Java frame was reached.
+    Done,
+    Fail(i32),
+}
+
+impl StackWalker for VmWalker {
+    fn name(&self) -> &'static str {
+        "vm"
+    }
+
+    /// Signal-safe.
+    fn walk(&self, uc: SignalContext, frames: &mut [Frame]) -> Walk {
+        let mut out = Out { frames, n: 0 };
+        let end = self.walk_into(uc, &mut out);
+        if let Err(r) = end {
+            count(r);
+            // A failure below Java frames already recorded keeps them and marks the gap.
+            if out.full() {
+                if let Some(last) = out.frames.last_mut() {
+                    *last = Frame::error(r);
+                }
+            } else {
+                out.push(Frame::error(r));
+            }
+            return Walk {
+                frames: out.n,
+                truncated: false,
+            };
+        }
+        let truncated = end == Ok(false);
+        Walk {
+            frames: out.n,
+            truncated,
+        }
+    }
+}
+
+impl VmWalker {
+    /// Ok(true): complete; Ok(false): the buffer filled up; Err(reason).
+    fn walk_into(&self, uc: SignalContext, out: &mut Out) -> Result<bool, i32> {
+        let l = self.layout;
+        let (Some(threads), Some(cc)) = (l.threads.as_ref(), l.code_cache.as_ref()) else {
+            return Err(reason::UNAVAILABLE);
+        };
+        let regs = Regs::from_context(uc).ok_or(reason::UNAVAILABLE)?;
+        let thread = current_thread::java_thread().ok_or(reason::NOT_JAVA_THREAD)?;
+        let state = load_field(thread, threads.thread_state).ok_or(reason::NOT_JAVA_THREAD)? as i32;
+        let anchor = thread + threads.anchor;
+        let anchor_sp = load_usize(anchor + threads.anchor_sp).unwrap_or(0);
+        let stack_base = load_usize(thread + threads.stack_base).unwrap_or(0);
+        let stack_size = load_usize(thread + threads.stack_size).unwrap_or(0);
+        let stack_low = stack_base.saturating_sub(stack_size);
+
+        let in_java = state == threads.states.in_java || state == threads.states.in_java_trans;
+        let mut anchor_used = false;
+        let mut cur = Cursor {
+            pc: regs.pc,
+            sp: regs.sp,
+            fp: regs.fp,
+        };
+        if !in_java {
+            // In the VM, native code or blocked: Java frames start at the anchor.
+            cur = self.resume_at_anchor(anchor).ok_or(reason::NO_JAVA_FRAME)?;
+            anchor_used = true;
+        }
+        let call_stub = cc.call_stub_return_address();
+        let mut depth = 0usize;
+        // Stubs add no frame: bound the steps, not only the frames.
+        let max_steps = out.frames.len().saturating_mul(2).saturating_add(64);
+        loop {
+            if out.full() {
+                return Ok(false);
+            }
+            if depth > max_steps {
+                return Err(reason::BAD_FRAME);
+            }
+            if cur.sp < stack_low || cur.sp >= stack_base || !cur.sp.is_multiple_of(8) {
+                return Err(reason::BAD_SP);
+            }
+            let step = if Some(cur.pc) == call_stub {
+                self.entry_frame(cur)
+            } else if let Some(blob) = cc.find_blob(cur.pc) {
+                if cc.is_interpreter(cur.pc) {
+                    self.interpreted_frame(cur, depth, &regs, out)
+                } else if l.code_blob.as_ref().is_some_and(|b| b.is_nmethod(blob)) {
+                    self.compiled_frame(blob, cur, depth, out)
+                } else {
+                    self.stub_frame(blob, cur, depth)
+                }
+            } else if !anchor_used && anchor_sp != 0 {
+                // Native or VM code called from Java without a Java frame of its own
+                // (a leaf call): the anchor is where Java frames resume.
+                anchor_used = true;
+                match self.resume_at_anchor(anchor) {
+                    Some(c) => Step::Next(c),
+                    None => Step::Fail(reason::UNKNOWN_PC),
+                }
+            } else {
+                Step::Fail(reason::UNKNOWN_PC)
+            };
+            match step {
+                Step::Done => return Ok(true),
+                Step::Fail(r) => return Err(r),
+                Step::Next(next) => {
+                    // sp moves towards the stack base, by a bounded amount.
+                    if next.sp < cur.sp || next.sp - cur.sp > MAX_FRAME_BYTES {
+                        return Err(reason::BAD_SP);
+                    }
+                    cur = next;
+                }
+            }
+            depth += 1;
+        }
+    }
+
+    /// The frame anchor's (pc, sp, fp). `_last_Java_pc` may be 0: then the return address
+    /// sits just below sp.
+    fn resume_at_anchor(&self, anchor: usize) -> Option<Cursor> {
+        let t = self.layout.threads.as_ref()?;
+        let sp = load_usize(anchor + t.anchor_sp)?;
+        if sp == 0 {
+            return None;
+        }
+        let pc = match load_usize(anchor + t.anchor_pc)? {
+            0 => load_usize(sp.checked_sub(8)?)?,
+            pc => pc,
+        };
+        let fp = load_usize(anchor + t.anchor_fp).unwrap_or(0);
+        Some(Cursor { pc, sp, fp })
+    }
+
+    /// Records a Method* as a jmethodID frame when it has one, else as a raw frame.
+    fn push_method(&self, out: &mut Out, m: usize, bci: i32, frame_type: u8) {
+        let Some(mg) = self.layout.method.as_ref() else {
+            return;
+        };
+        match method::jmethod_id(mg, m) {
+            Some(id) => {
+                Counter::WalkvmFramesId.inc();
+                out.push(Frame::java(id as u64, bci, frame_type));
+            }
+            None => {
+                Counter::WalkvmFramesRaw.inc();
+                out.push(Frame::raw(m as u64, bci, frame_type));
+            }
+        }
+    }
+
+    /// Template interpreter frame (facts.md 4.2).
+    fn interpreted_frame(&self, cur: Cursor, depth: usize, regs: &Regs, out: &mut Out) -> Step {
+        let Some(mg) = self.layout.method.as_ref() else {
+            return Step::Fail(reason::UNAVAILABLE);
+        };
+        let fp = cur.fp;
+        let built = fp.is_multiple_of(8)
+            && fp > cur.sp
+            && fp - cur.sp < MAX_FRAME_BYTES
+            && cur.sp <= fp.wrapping_sub(INTERP_BCP_SLOT * 8);
+        if !built {
+            if depth != 0 {
+                return Step::Fail(reason::BAD_FRAME);
+            }
+            // Method entry, frame not built yet: rbx holds the Method*, the return
+            // address is at [sp].
+            if !method::is_plausible(mg, regs.method) {
+                return Step::Fail(reason::BAD_FRAME);
+            }
+            self.push_method(out, regs.method, 0, FRAME_INTERPRETED);
+            return match load_usize(cur.sp) {
+                Some(pc) => Step::Next(Cursor {
+                    pc,
+                    sp: cur.sp + 8,
+                    fp,
+                }),
+                None => Step::Fail(reason::BAD_FRAME),
+            };
+        }
+        let (Some(m), Some(bcp)) = (
+            load_usize(fp - INTERP_METHOD_SLOT * 8),
+            load_usize(fp - INTERP_BCP_SLOT * 8),
+        ) else {
+            return Step::Fail(reason::BAD_FRAME);
+        };
+        if !method::is_plausible(mg, m) {
+            return Step::Fail(reason::BAD_FRAME);
+        }
+        self.push_method(out, m, method::bci_of_bcp(mg, m, bcp), FRAME_INTERPRETED);
+        let Some(f) = self.layout.frame.as_ref() else {
+            return Step::Fail(reason::UNAVAILABLE);
+        };
+        let sender_sp_slot = fp.wrapping_add((f.interpreter_frame_sender_sp_offset * 8) as usize);
+        match (
+            load_usize(sender_sp_slot),
+            load_usize(fp + 8),
+            load_usize(fp),
+        ) {
+            (Some(sp), Some(pc), Some(caller_fp)) => Step::Next(Cursor {
+                pc,
+                sp,
+                fp: caller_fp,
+            }),
+            _ => Step::Fail(reason::BAD_FRAME),
+        }
+    }
+
+    /// C1/C2 nmethod or native wrapper (facts.md 3.5-3.7, 4.3, 4.5).
+    fn compiled_frame(&self, blob: Blob, cur: Cursor, depth: usize, out: &mut Out) -> Step {
+        let l = self.layout;
+        let (Some(cb), Some(nm), Some(mg)) =
+            (l.code_blob.as_ref(), l.nmethod.as_ref(), l.method.as_ref())
+        else {
+            return Step::Fail(reason::UNAVAILABLE);
+        };
+        let (Some(code_begin), Some(frame_words)) =
+            (cb.code_begin(blob), cb.frame_size_words(blob))
+        else {
+            return Step::Fail(reason::BAD_FRAME);
+        };
+        let Some(m) = nm.method(blob) else {
+            return Step::Fail(reason::BAD_FRAME);
+        };
+        let frame_type = match nm.comp_level(blob) {
+            Some(4) | None => FRAME_JIT,
+            Some(_) => FRAME_C1,
+        };
+        let frame_bytes = frame_words * 8;
+        let complete = cb
+            .frame_complete_offset(blob)
+            .map_or(code_begin, |o| code_begin.wrapping_add(o as usize));
+
+        if method::is_native(mg, m) {
+            self.push_method(out, m, -1, FRAME_NATIVE);
+        } else if depth == 0 && cur.pc < complete {
+            // Prologue: no debug info for these pcs; the method itself is running.
+            self.push_method(out, m, 0, frame_type);
+        } else {
+            self.push_scopes(blob, m, cur.pc, code_begin, depth, frame_type, out);
+        }
+
+        if depth == 0 {
+            if let Some(step) = self.unwind_top_compiled(nm, cb, blob, cur, complete, frame_bytes) {
+                return step;
+            }
+        }
+        if frame_bytes == 0 {
+            return Step::Fail(reason::BAD_FRAME);
+        }
+        let sp = cur.sp + frame_bytes;
+        match (load_usize(sp - 8), load_usize(sp - 16)) {
+            (Some(pc), Some(fp)) => Step::Next(Cursor { pc, sp, fp }),
+            _ => Step::Fail(reason::BAD_FRAME),
+        }
+    }
+
+    /// Frames of one nmethod pc, innermost inlined scope first.
+    #[allow(clippy::too_many_arguments)]
+    fn push_scopes(
+        &self,
+        blob: Blob,
+        m: usize,
+        pc: usize,
+        code_begin: usize,
+        depth: usize,
+        frame_type: u8,
+        out: &mut Out,
+    ) {
+        let Some(nm) = self.layout.nmethod.as_ref() else {
+            return;
+        };
+        let debug = (|| {
+            let (pcs_begin, pcs_end) = nm.pc_desc_range(blob)?;
+            let data = nm.scopes_data_begin(blob)?;
+            let (meta_begin, meta_end) = nm.metadata_range(blob)?;
+            Some(debuginfo::NmethodDebugInfo {
+                pcs_begin,
+                pcs_end,
+                scopes: NmethodScopes {
+                    data,
+                    data_len: usize::MAX / 4,
+                    metadata: meta_begin,
+                    metadata_len: meta_end.saturating_sub(meta_begin) / 8,
+                },
+            })
+        })();
+        let mut scopes = [ScopeFrame { method: 0, bci: 0 }; MAX_SCOPES];
+        // The top frame's pc is arbitrary: like AsyncGetCallTrace, take the first PcDesc
+        // after it. Return addresses have an exact PcDesc.
+        let offset = pc
+            .wrapping_sub(code_begin)
+            .wrapping_add((depth == 0) as usize);
+        let chain = match debug {
+            Some(d) => debuginfo::decode_at_pc(
+                &SafeMemory,
+                &self.pc_desc,
+                &self.format,
+                &d,
+                offset,
+                &mut scopes,
+            ),
+            None => debuginfo::ScopeChain {
+                count: 0,
+                end: ChainEnd::NoPcDesc,
+            },
+        };
+        if chain.count == 0 || !matches!(chain.end, ChainEnd::Complete | ChainEnd::Truncated) {
+            Counter::WalkvmNoScope.inc();
+            self.push_method(out, m, 0, frame_type);
+            return;
+        }
+        let last = chain.count - 1;
+        for (i, s) in scopes.iter().take(chain.count).enumerate() {
+            let t = if i == last { frame_type } else { FRAME_INLINED };
+            let sm = if s.method == 0 { m } else { s.method };
+            self.push_method(out, sm, s.bci.max(0), t);
+        }
+    }
+
+    /// The top compiled frame caught in its prologue or epilogue, where the frame is
+    /// not (or no longer) `frame_bytes` long. None: unwind normally.
+    fn unwind_top_compiled(
+        &self,
+        nm: &vmstructs::NMethodGroup,
+        cb: &vmstructs::CodeBlobGroup,
+        blob: Blob,
+        cur: Cursor,
+        complete: usize,
+        frame_bytes: usize,
+    ) -> Option<Step> {
+        let at = load_u8(cur.pc)?;
+        let ret_at_sp = |sp: usize| {
+            load_usize(sp).map(|pc| {
+                Step::Next(Cursor {
+                    pc,
+                    sp: sp + 8,
+                    fp: cur.fp,
+                })
+            })
+        };
+        if cur.pc < complete {
+            let entry = nm.verified_entry_point(cb, blob).unwrap_or(0);
+            if cur.pc <= entry || at == op::PUSH_RBP || frame_bytes == 0 {
+                return Some(ret_at_sp(cur.sp).unwrap_or(Step::Fail(reason::BAD_FRAME)));
+            }
+            if cur.pc <= entry + 15 && load_u8(cur.pc - 1) == Some(op::PUSH_RBP) {
+                return Some(
+                    load_usize(cur.sp + 8).map_or(Step::Fail(reason::BAD_FRAME), |pc| {
+                        Step::Next(Cursor {
+                            pc,
+                            sp: cur.sp + 16,
+                            fp: cur.fp,
+                        })
+                    }),
+                );
+            }
+            // Past push rbp and sub rsp: the frame is complete in all but name.
+            return None;
+        }
+        match at {
+            op::RET => Some(ret_at_sp(cur.sp).unwrap_or(Step::Fail(reason::BAD_FRAME))),
+            op::POP_RBP => {
+                let fp = load_usize(cur.sp)?;
+                let pc = load_usize(cur.sp + 8)?;
+                Some(Step::Next(Cursor {
+                    pc,
+                    sp: cur.sp + 16,
+                    fp,
+                }))
+            }
+            // Return safepoint poll after `pop rbp`: `cmp rsp, [r15+off]` then `ja`.
+            0x49 if load_u8(cur.pc - 1) == Some(op::POP_RBP)
+                && load_u8(cur.pc + 1) == Some(0x3b) =>
+            {
+                Some(ret_at_sp(cur.sp).unwrap_or(Step::Fail(reason::BAD_FRAME)))
+            }
+            0x0f if load_u8(cur.pc + 1) == Some(0x87) && load_u8(cur.pc + 6) == Some(op::RET) => {
+                Some(ret_at_sp(cur.sp).unwrap_or(Step::Fail(reason::BAD_FRAME)))
+            }
+            _ => None,
+        }
+    }
+
+    /// Stubs and adapters: no Java frame of their own (facts.md 4.5 `unwindStub`).
+    fn stub_frame(&self, blob: Blob, cur: Cursor, depth: usize) -> Step {
+        let Some(cb) = self.layout.code_blob.as_ref() else {
+            return Step::Fail(reason::UNAVAILABLE);
+        };
+        let frame_bytes = cb.frame_size_words(blob).unwrap_or(0) * 8;
+        let complete = match (cb.code_begin(blob), cb.frame_complete_offset(blob)) {
+            (Some(b), Some(o)) if o >= 0 => b.wrapping_add(o as usize),
+            (Some(b), _) => b,
+            _ => return Step::Fail(reason::BAD_FRAME),
+        };
+        if frame_bytes > 0 && (depth > 0 || cur.pc >= complete) {
+            let sp = cur.sp + frame_bytes;
+            return match (load_usize(sp - 8), load_usize(sp - 16)) {
+                (Some(pc), Some(fp)) => Step::Next(Cursor { pc, sp, fp }),
+                _ => Step::Fail(reason::BAD_FRAME),
+            };
+        }
+        if depth == 0 {
+            return match load_usize(cur.sp) {
+                Some(pc) => Step::Next(Cursor {
+                    pc,
+                    sp: cur.sp + 8,
+                    fp: cur.fp,
+                }),
+                None => Step::Fail(reason::BAD_FRAME),
+            };
+        }
+        Step::Fail(reason::BAD_FRAME)
+    }
+
+    /// The call stub: Java called from the VM. The JavaCallWrapper's saved anchor says
+    /// where the previous Java frames are, or that there are none (facts.md 4.4).
+    fn entry_frame(&self, cur: Cursor) -> Step {
+        let (Some(f), Some(t)) = (self.layout.frame.as_ref(), self.layout.threads.as_ref()) else {
+            return Step::Fail(reason::UNAVAILABLE);
+        };
+        let slot = cur
+            .fp
+            .wrapping_add((f.entry_frame_call_wrapper_offset * 8) as usize);
+        let Some(wrapper) = load_usize(slot) else {
+            return Step::Fail(reason::BAD_FRAME);
+        };
+        if !wrapper.is_multiple_of(8) || wrapper < 4096 || wrapper.wrapping_sub(cur.fp) > 512 {
+            return Step::Fail(reason::BAD_FRAME);
+        }
+        let anchor = wrapper + t.call_wrapper_anchor;
+        match load_usize(anchor + t.anchor_sp) {
+            Some(0) => Step::Done,
+            Some(_) => self
+                .resume_at_anchor(anchor)
+                .map_or(Step::Fail(reason::BAD_FRAME), Step::Next),
+            None => Step::Fail(reason::BAD_FRAME),
+        }
+    }
+}
+
+/// Interpreter frame slots below fp, in words (facts.md 4.2; x86_64, JDK 11+).
+const INTERP_METHOD_SLOT: usize = 3;
+const INTERP_BCP_SLOT: usize = 8;
