@@ -64,6 +64,7 @@ counters! {
     UnwindingNanos => "unwinding_ticks_async",
     UnwindingNanosMax => "unwinding_ns_max",
     JmethodidSkipped => "jmethodid_skipped_count",
+    RawFrameUnresolved => "raw_frame_unresolved",
     LineNumberTables => "line_number_tables",
     MethodIdsPreloaded => "jmethodids_preloaded",
     ClassesPreloaded => "classes_preloaded",

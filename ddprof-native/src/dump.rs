@@ -342,7 +342,7 @@ fn native_libraries() -> Vec<(String, u64, u64)> {
 fn write_traces(chunk: &mut ChunkBuilder, jni: *mut JNIEnv, gen: &Generation) {
     let Some(jvmti) = vm::jvmti() else { return };
     let mut resolver = Resolver::new(jvmti, jni);
-    let mut method_keys: HashMap<u64, u32> = HashMap::new();
+    let mut method_keys: HashMap<(u8, u64), u32> = HashMap::new();
     let mut unknown: Option<u32> = None;
     let mut refs: Vec<FrameRef> = Vec::new();
     for trace in gen.traces.iter() {
@@ -362,7 +362,7 @@ fn write_traces(chunk: &mut ChunkBuilder, jni: *mut JNIEnv, gen: &Generation) {
         let root_is_java = trace
             .frames
             .last()
-            .is_some_and(|f| f.kind == kind::JAVA_METHOD_ID && f.frame_type != FRAME_NATIVE);
+            .is_some_and(|f| f.kind != kind::ERROR && f.frame_type != FRAME_NATIVE);
         let truncated = if root_is_java {
             !root_is_entry
         } else {
@@ -376,30 +376,33 @@ fn write_traces(chunk: &mut ChunkBuilder, jni: *mut JNIEnv, gen: &Generation) {
 fn frame_ref(
     chunk: &mut ChunkBuilder,
     resolver: &mut Resolver,
-    keys: &mut HashMap<u64, u32>,
+    keys: &mut HashMap<(u8, u64), u32>,
     unknown: &mut Option<u32>,
     f: &Frame,
 ) -> (u32, i32, bool) {
-    if f.kind != kind::JAVA_METHOD_ID {
-        let key = *unknown
-            .get_or_insert_with(|| chunk.intern_method("", "unknown", "()L;", 0x100, false));
-        return (key, 0, false);
-    }
-    let info: &MethodInfo = resolver.resolve(f.method);
+    let info: &MethodInfo = match f.kind {
+        kind::JAVA_METHOD_ID => resolver.resolve(f.method),
+        kind::RAW_METHOD => resolver.resolve_raw(f.method),
+        _ => {
+            let key = *unknown
+                .get_or_insert_with(|| chunk.intern_method("", "unknown", "()L;", 0x100, false));
+            return (key, 0, false);
+        }
+    };
     let line = if f.frame_type == FRAME_NATIVE {
         0
     } else {
         info.line_of(f.bci.max(0)) // AGCT reports bci -1 at method entry: use bci 0
     };
     let entry = info.is_entry_point;
-    let key = match keys.get(&f.method) {
+    let key = match keys.get(&(f.kind, f.method)) {
         Some(k) => *k,
         None => {
             let (class, name, desc) =
                 jfr::names::normalize(&info.class_name, &info.name, &info.descriptor);
             let hidden = class.contains("/0x") || class.contains("LambdaForm$");
             let k = chunk.intern_method(&class, &name, &desc, info.modifiers, hidden);
-            keys.insert(f.method, k);
+            keys.insert((f.kind, f.method), k);
             k
         }
     };

@@ -14,6 +14,7 @@ use crate::args::{self, Action, Args, CStack, CpuEngine as EngineChoice, FjMetho
 use crate::counters;
 use crate::engine::{ctimer::CTimer, itimer::ITimer, CpuEngine};
 use crate::hotspot::current_thread;
+use crate::methods::preload;
 use crate::sampler::{self, EngineKind, WalkerKind};
 use crate::signal::safe_access;
 use crate::walker::agct::Agct;
@@ -72,7 +73,6 @@ static ENGINE: RwLock<Option<Arc<dyn CpuEngine>>> = RwLock::new(None);
 static PENDING_SETTINGS: Mutex<Vec<PendingSetting>> = Mutex::new(Vec::new());
 /// Counts chunk boundaries; thread names are kept until the chunk after their end.
 static EPOCH: AtomicU64 = AtomicU64::new(0);
-static PRELOADED: std::sync::Once = std::sync::Once::new();
 
 pub fn epoch_nanos() -> i64 {
     SystemTime::now()
@@ -144,12 +144,6 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
             "'{option}' is accepted but not yet sampled by this version of ddprof"
         ));
     }
-    if args.fjmethodid != FjMethodId::True {
-        warnings.push(format!(
-            "fjmethodid={} needs the VMStructs stack walker, which this version lacks; jmethodIDs are preloaded as with fjmethodid=true",
-            if args.fjmethodid == FjMethodId::Lazy { "lazy" } else { "false" }
-        ));
-    }
     if args.jstackdepth as usize > sampler::MAX_DEPTH {
         warnings.push(format!(
             "jstackdepth={} is above the maximum {}; using {}",
@@ -169,7 +163,8 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     let _ = current_thread::init(jni);
     let walker = resolve_walker(&args, &mut warnings);
 
-    PRELOADED.call_once(|| vm::preload_all_method_ids(jvmti, jni));
+    let id_mode = resolve_id_mode(&args, walker, &mut warnings);
+    preload::apply(id_mode, jvmti, jni);
     if reset {
         counters::reset_all();
         recorder.reset();
@@ -218,6 +213,32 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         warnings,
     });
     Ok(out)
+}
+
+/// `fjmethodid` as the resolved walker allows (contract section 5): raw frames need the
+/// VM walker, so with AsyncGetCallTrace every mode preloads. `lazy` is not built yet and
+/// behaves as `false`.
+fn resolve_id_mode(args: &Args, walker: WalkerKind, warnings: &mut Vec<String>) -> preload::Mode {
+    match (args.fjmethodid, walker) {
+        (FjMethodId::True, _) => preload::Mode::Preload,
+        (mode, WalkerKind::Agct) => {
+            warnings.push(format!("fjmethodid={} needs the VMStructs stack walker (cstack=vm); jmethodIDs are preloaded as with fjmethodid=true", fjmethodid_name(mode)));
+            preload::Mode::Preload
+        }
+        (FjMethodId::Lazy, WalkerKind::Vm) => {
+            warnings.push("fjmethodid=lazy is not implemented yet; using fjmethodid=false (raw frames for classes that never unload)".into());
+            preload::Mode::Partial
+        }
+        (FjMethodId::False, WalkerKind::Vm) => preload::Mode::Partial,
+    }
+}
+
+pub fn fjmethodid_name(m: FjMethodId) -> &'static str {
+    match m {
+        FjMethodId::True => "true",
+        FjMethodId::False => "false",
+        FjMethodId::Lazy => "lazy",
+    }
 }
 
 /// The stack walker `cstack` resolves to: `vm`/`vmx` (and `default`) take our VMStructs

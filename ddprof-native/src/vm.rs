@@ -103,17 +103,6 @@ pub fn run_agent_command(jni: *mut JNIEnv) {
     }
 }
 
-/// Creates jmethodIDs for every method of every loaded class (`fjmethodid=true`).
-pub fn preload_all_method_ids(jvmti: Jvmti, jni: *mut JNIEnv) {
-    for class in jvmti.loaded_classes() {
-        if let Ok(n) = jvmti.load_method_ids(class) {
-            Counter::ClassesPreloaded.inc();
-            Counter::MethodIdsPreloaded.add(n as i64);
-        }
-        jvmti::delete_local_ref(jni, class);
-    }
-}
-
 /// Name and `Thread.getId()` of a thread, through JVMTI and JNI.
 pub fn describe_thread(jvmti: Jvmti, jni: *mut JNIEnv, thread: jthread) -> Option<(String, i64)> {
     let name = jvmti.thread_name(jni, thread)?;

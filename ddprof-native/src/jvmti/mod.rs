@@ -38,6 +38,7 @@ const GET_THREAD_INFO: usize = 9;
 const DEALLOCATE: usize = 47;
 const GET_CLASS_SIGNATURE: usize = 48;
 const GET_CLASS_METHODS: usize = 52;
+const GET_CLASS_LOADER: usize = 57;
 const GET_METHOD_NAME: usize = 64;
 const GET_METHOD_DECLARING_CLASS: usize = 65;
 const GET_METHOD_MODIFIERS: usize = 66;
@@ -259,6 +260,19 @@ impl Jvmti {
         let v = unsafe { std::slice::from_raw_parts(classes, count.max(0) as usize) }.to_vec();
         self.deallocate(classes);
         v
+    }
+
+    /// The class's defining loader as a local ref; null for the boot loader.
+    pub fn class_loader(&self, class: jclass) -> Result<jobject, JvmtiError> {
+        let mut loader: jobject = ptr::null_mut();
+        check(call!(
+            self,
+            GET_CLASS_LOADER,
+            fn(jclass, *mut jobject),
+            class,
+            &mut loader
+        ))?;
+        Ok(loader)
     }
 
     pub fn class_signature(&self, class: jclass) -> Result<String, JvmtiError> {

@@ -35,6 +35,14 @@ impl MethodInfo {
         }
     }
 
+    /// A frame that could not be named.
+    pub fn unknown() -> MethodInfo {
+        MethodInfo {
+            name: "unknown".into(),
+            ..MethodInfo::unloaded()
+        }
+    }
+
     /// Line of `bci`: the entry with the greatest start at or before it (0 if none).
     pub fn line_of(&self, bci: i32) -> i32 {
         let i = self
@@ -63,6 +71,7 @@ pub struct Resolver {
     jni: *mut JNIEnv,
     thread_class: jclass,
     cache: HashMap<u64, MethodInfo>,
+    raw_cache: HashMap<u64, MethodInfo>,
 }
 
 impl Resolver {
@@ -73,6 +82,7 @@ impl Resolver {
             jni,
             thread_class,
             cache: HashMap::new(),
+            raw_cache: HashMap::new(),
         }
     }
 
@@ -85,6 +95,20 @@ impl Resolver {
             self.cache.insert(method_id, info);
         }
         &self.cache[&method_id]
+    }
+
+    /// Names a raw `Method*` frame from VM metadata. Cached apart from jmethodIDs (the
+    /// key spaces could collide).
+    pub fn resolve_raw(&mut self, method: u64) -> &MethodInfo {
+        self.raw_cache.entry(method).or_insert_with(|| {
+            let encoding = crate::walker::vm::VmWalker::get().map(|w| w.encoding());
+            encoding
+                .and_then(|e| super::raw::resolve(method as usize, e))
+                .unwrap_or_else(|| {
+                    Counter::RawFrameUnresolved.inc();
+                    MethodInfo::unknown()
+                })
+        })
     }
 
     fn lookup(&self, method_id: u64) -> Option<MethodInfo> {

@@ -104,6 +104,11 @@ impl VmWalker {
             })
     }
 
+    /// The compressed-stream encoding of this JVM (debug info and line tables).
+    pub fn encoding(&self) -> Encoding {
+        self.format.encoding
+    }
+
     /// The walker if `init` succeeded. Signal-safe.
     pub fn get() -> Option<&'static VmWalker> {
         WALKER.get()?.as_ref()

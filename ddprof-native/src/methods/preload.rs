@@ -1,0 +1,160 @@
+//! Which classes get their jmethodIDs created up front (GetClassMethods), by mode:
+//! - `fjmethodid=true` (preload): every class, at start and at ClassPrepare.
+//! - `fjmethodid=false` (partial, needs the VM walker): only classes that can unload
+//!   (custom loaders, hidden classes, lambdas). Classes of the boot, platform and
+//!   application loaders never unload, so their frames are kept as raw `Method*` and
+//!   named from metadata at dump time.
+//!
+//! The JVMTI ClassPrepare callback consults the mode; starting in preload mode after a
+//! partial one preloads what was skipped.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use jni::sys::{jclass, jobject, JNIEnv};
+use parking_lot::Mutex;
+
+use crate::counters::Counter;
+use crate::jvmti::{self, Jvmti};
+
+static PARTIAL: AtomicBool = AtomicBool::new(false);
+/// Every class loaded so far has IDs (a preload-mode start happened).
+static ALL_LOADED: AtomicBool = AtomicBool::new(false);
+
+/// Global refs to the platform and application class loaders.
+struct PermanentLoaders {
+    platform: jobject,
+    application: jobject,
+}
+// SAFETY: JNI global refs may be used from any thread.
+unsafe impl Send for PermanentLoaders {}
+
+static LOADERS: Mutex<Option<PermanentLoaders>> = Mutex::new(None);
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Mode {
+    Preload,
+    Partial,
+}
+
+/// Applies `mode` for a starting session. Runs on a JVM thread.
+pub fn apply(mode: Mode, jvmti: Jvmti, jni: *mut JNIEnv) {
+    remember_loaders(jni);
+    PARTIAL.store(mode == Mode::Partial, Ordering::Release);
+    match mode {
+        Mode::Preload if !ALL_LOADED.swap(true, Ordering::AcqRel) => {
+            load_existing(jvmti, jni, |_| true)
+        }
+        Mode::Preload => {}
+        Mode::Partial => load_existing(jvmti, jni, |class| can_unload(jvmti, jni, class)),
+    }
+}
+
+/// JVMTI ClassPrepare.
+pub fn on_class_prepare(jvmti: Jvmti, jni: *mut JNIEnv, class: jclass) {
+    if PARTIAL.load(Ordering::Acquire) && !can_unload(jvmti, jni, class) {
+        return;
+    }
+    if let Ok(n) = jvmti.load_method_ids(class) {
+        Counter::MethodIdsPreloaded.add(n as i64);
+    }
+}
+
+fn load_existing(jvmti: Jvmti, jni: *mut JNIEnv, wanted: impl Fn(jclass) -> bool) {
+    for class in jvmti.loaded_classes() {
+        if wanted(class) {
+            if let Ok(n) = jvmti.load_method_ids(class) {
+                Counter::ClassesPreloaded.inc();
+                Counter::MethodIdsPreloaded.add(n as i64);
+            }
+        }
+        jvmti::delete_local_ref(jni, class);
+    }
+}
+
+/// Hidden classes and VM-anonymous classes (lambdas, LambdaForms) carry `/0x` or `+0x`
+/// in their names and unload with their host or alone.
+fn is_hidden(signature: &str) -> bool {
+    signature.contains("/0x") || signature.contains("+0x")
+}
+
+/// Whether the class may unload: its loader is not one of the three permanent ones, or
+/// it is hidden. On doubt, yes (it then gets IDs, which is always safe).
+fn can_unload(jvmti: Jvmti, jni: *mut JNIEnv, class: jclass) -> bool {
+    if jvmti.class_signature(class).map_or(true, |s| is_hidden(&s)) {
+        return true;
+    }
+    let Ok(loader) = jvmti.class_loader(class) else {
+        return true;
+    };
+    if loader.is_null() {
+        return false;
+    }
+    let permanent = LOADERS.lock().as_ref().is_some_and(|l| {
+        same_object(jni, loader, l.platform) || same_object(jni, loader, l.application)
+    });
+    jvmti::delete_local_ref(jni, loader);
+    !permanent
+}
+
+fn same_object(jni: *mut JNIEnv, a: jobject, b: jobject) -> bool {
+    if b.is_null() {
+        return false;
+    }
+    // SAFETY: valid env of this thread; both refs live.
+    unsafe { ((**jni).IsSameObject.expect("JNI table"))(jni, a, b) != 0 }
+}
+
+fn remember_loaders(jni: *mut JNIEnv) {
+    let mut guard = LOADERS.lock();
+    if guard.is_some() {
+        return;
+    }
+    let loader = |method: &str| -> jobject {
+        // SAFETY: valid env; jni crate wrappers check for exceptions.
+        let Ok(mut env) = (unsafe { jni::JNIEnv::from_raw(jni) }) else {
+            return std::ptr::null_mut();
+        };
+        let obj = env
+            .call_static_method(
+                "java/lang/ClassLoader",
+                method,
+                "()Ljava/lang/ClassLoader;",
+                &[],
+            )
+            .and_then(|v| v.l());
+        if env.exception_check().unwrap_or(false) {
+            let _ = env.exception_clear();
+        }
+        match obj {
+            Ok(o) if !o.is_null() => env
+                .new_global_ref(&o)
+                .map(|g| {
+                    let raw = g.as_obj().as_raw();
+                    // Kept for the life of the process.
+                    std::mem::forget(g);
+                    raw
+                })
+                .unwrap_or(std::ptr::null_mut()),
+            _ => std::ptr::null_mut(),
+        }
+    };
+    // getPlatformClassLoader exists from JDK 9; on 8 the extension loader's classes are
+    // then treated as unloadable, which only costs IDs.
+    *guard = Some(PermanentLoaders {
+        platform: loader("getPlatformClassLoader"),
+        application: loader("getSystemClassLoader"),
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hidden_and_anonymous_class_names_are_recognised() {
+        assert!(is_hidden("Lcom/x/Foo$$Lambda/0x0000000800c01234;"));
+        assert!(is_hidden("Lcom/x/Foo$$Lambda+0x0000000800c01234;"));
+        assert!(is_hidden("Lcom/x/Foo$$Lambda$14/0x0000000800c01234;"));
+        assert!(!is_hidden("Ljava/lang/String;"));
+    }
+}

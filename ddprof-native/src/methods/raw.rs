@@ -1,0 +1,101 @@
+//! Naming raw `Method*` frames at dump time by reading VM metadata (facts.md 5.1-5.2):
+//! holder class name, method name and signature from the constant pool, modifiers, and
+//! the compressed line number table. All reads are crash-protected; the result is only
+//! as trustworthy as the `Method*` is live (the lazy mode adds the checks that make it
+//! so; `fjmethodid=false` only keeps raw frames of classes that never unload).
+
+use super::resolve::{internal_class_name, MethodInfo};
+use crate::hotspot::codecache::load_field;
+use crate::hotspot::debuginfo::{Encoding, Memory};
+use crate::hotspot::linetable::LineNumbers;
+use crate::hotspot::method::{self, symbol};
+use crate::hotspot::vmstructs::{self, MethodGroup};
+use crate::signal::safe_access::{self, load_u8, load_usize};
+
+/// Superclass hops before giving up (a stale chain must not loop).
+const MAX_SUPERS: usize = 64;
+
+struct SafeMemory;
+
+impl Memory for SafeMemory {
+    fn read_u8(&self, addr: usize) -> Option<u8> {
+        load_u8(addr)
+    }
+    fn read_u32(&self, addr: usize) -> Option<u32> {
+        safe_access::load_u32(addr)
+    }
+    fn read_usize(&self, addr: usize) -> Option<usize> {
+        load_usize(addr)
+    }
+}
+
+/// The `Symbol*` in constant pool slot `index`.
+fn cp_symbol(m: &MethodGroup, constants: usize, index: usize) -> Option<String> {
+    let slot = constants
+        .checked_add(m.constant_pool.size)?
+        .checked_add(index.checked_mul(8)?)?;
+    // Symbol slots may carry tag bits in their low bits on some JDKs.
+    symbol(m, load_usize(slot)? & !7)
+}
+
+fn klass_name(m: &MethodGroup, klass: usize) -> Option<String> {
+    symbol(m, load_usize(klass.checked_add(m.klass.name)?)?)
+}
+
+/// Whether `klass` is java.lang.Thread or one of its subclasses.
+fn is_thread_class(m: &MethodGroup, mut klass: usize) -> bool {
+    for _ in 0..MAX_SUPERS {
+        if klass == 0 {
+            return false;
+        }
+        if klass_name(m, klass).as_deref() == Some("java/lang/Thread") {
+            return true;
+        }
+        klass = match klass.checked_add(m.klass.super_klass).and_then(load_usize) {
+            Some(s) => s,
+            None => return false,
+        };
+    }
+    false
+}
+
+/// Reads what JFR needs about `method`. None when any read fails.
+pub fn resolve(method: usize, encoding: Encoding) -> Option<MethodInfo> {
+    let m = vmstructs::layout()?.method.as_ref()?;
+    let const_method = load_usize(method.checked_add(m.method.const_method)?)?;
+    let constants = load_usize(const_method.checked_add(m.const_method.constants)?)?;
+    let holder = method::holder(m, method)?;
+    let class_name = internal_class_name(&klass_name(m, holder)?);
+    let name = cp_symbol(
+        m,
+        constants,
+        load_field(const_method, m.const_method.name_index)? as usize,
+    )?;
+    let descriptor = cp_symbol(
+        m,
+        constants,
+        load_field(const_method, m.const_method.signature_index)? as usize,
+    )?;
+    let modifiers = load_field(method, m.method.access_flags).unwrap_or(0) as i32 & 0xffff;
+    let flags = load_field(const_method, m.const_method.flags).unwrap_or(0);
+    let lines = if flags & m.const_method.has_linenumber_table != 0 {
+        let code_size = load_field(const_method, m.const_method.code_size).unwrap_or(0) as usize;
+        // The compressed table starts right after the bytecodes.
+        let table = const_method + m.const_method.size + code_size;
+        LineNumbers::new(&SafeMemory, table, encoding)
+            .map(|e| (e.bci as i64, e.line))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let is_entry_point = (name == "main" && descriptor == "([Ljava/lang/String;)V")
+        || (name == "run" && descriptor == "()V" && is_thread_class(m, holder));
+    Some(MethodInfo {
+        class_name,
+        name,
+        descriptor,
+        modifiers,
+        lines,
+        is_entry_point,
+    })
+}
