@@ -2,7 +2,7 @@
 //! first, then the samples, then the end-of-chunk events and the constant pools.
 //! Runs on a JVM thread (JNI/JVMTI available), under the profiler lock.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use jni::sys::JNIEnv;
 
@@ -51,6 +51,9 @@ pub fn build_chunk(
         chunk.log(start_ticks, LOG_WARN, w);
     }
 
+    // Pools first: naming the frames tells which samples could not be walked or named.
+    let unnamed = write_traces(&mut chunk, jni, gen);
+    let mut unnamed_samples = 0i64;
     let mut tids: Vec<i64> = vec![me];
     let mut attr_keys: HashMap<u32, u32> = HashMap::new();
     let mut attrs = vec![0u32; args.attributes.len()];
@@ -64,6 +67,9 @@ pub fn build_chunk(
             };
         }
         tids.push(s.tid as i64);
+        if s.trace_id == 0 || unnamed.contains(&s.trace_id) {
+            unnamed_samples += 1;
+        }
         chunk.execution_sample(&Sample {
             ticks: s.ticks,
             tid: s.tid as i64,
@@ -81,7 +87,11 @@ pub fn build_chunk(
         chunk.profiler_setting(s.ticks, s.tid, &s.name, &s.value, &s.unit);
     }
 
-    write_traces(&mut chunk, jni, gen);
+    let samples = gen.samples().len() as i64;
+    counters::Counter::ChunkSamples.set(samples);
+    counters::Counter::ChunkSamplesUnnamed.set(unnamed_samples);
+    counters::Counter::UnwindingNanosAvg
+        .set(counters::Counter::UnwindingNanos.get() / samples.max(1));
     tids.sort_unstable();
     tids.dedup();
     for tid in tids {
@@ -338,9 +348,13 @@ fn native_libraries() -> Vec<(String, u64, u64)> {
     libs
 }
 
-/// Names every distinct frame once and writes the StackTrace pool.
-fn write_traces(chunk: &mut ChunkBuilder, jni: *mut JNIEnv, gen: &Generation) {
-    let Some(jvmti) = vm::jvmti() else { return };
+/// Names every distinct frame once and writes the StackTrace pool. Returns the ids of
+/// traces with a frame that could not be walked or named.
+fn write_traces(chunk: &mut ChunkBuilder, jni: *mut JNIEnv, gen: &Generation) -> HashSet<u32> {
+    let mut unnamed = HashSet::new();
+    let Some(jvmti) = vm::jvmti() else {
+        return unnamed;
+    };
     let mut resolver = Resolver::new(jvmti, jni);
     let mut method_keys: HashMap<(u8, u64), u32> = HashMap::new();
     let mut unknown: Option<u32> = None;
@@ -349,9 +363,12 @@ fn write_traces(chunk: &mut ChunkBuilder, jni: *mut JNIEnv, gen: &Generation) {
         refs.clear();
         let mut root_is_entry = false;
         for f in trace.frames {
-            let (key, line, info_entry) =
+            let (key, line, info_entry, named) =
                 frame_ref(chunk, &mut resolver, &mut method_keys, &mut unknown, f);
             root_is_entry = info_entry;
+            if !named {
+                unnamed.insert(trace.id);
+            }
             refs.push(FrameRef {
                 method: key,
                 line,
@@ -370,25 +387,28 @@ fn write_traces(chunk: &mut ChunkBuilder, jni: *mut JNIEnv, gen: &Generation) {
         };
         chunk.add_stack_trace(trace.id as u64, truncated, &refs);
     }
+    unnamed
 }
 
-/// (method pool key, line, whether the method is a thread entry point) of one frame.
+/// (method pool key, line, whether the method is a thread entry point, whether the frame
+/// is named) of one frame.
 fn frame_ref(
     chunk: &mut ChunkBuilder,
     resolver: &mut Resolver,
     keys: &mut HashMap<(u8, u64), u32>,
     unknown: &mut Option<u32>,
     f: &Frame,
-) -> (u32, i32, bool) {
+) -> (u32, i32, bool, bool) {
     let info: &MethodInfo = match f.kind {
         kind::JAVA_METHOD_ID => resolver.resolve(f.method),
         kind::RAW_METHOD => resolver.resolve_raw(f.method),
         _ => {
             let key = *unknown
                 .get_or_insert_with(|| chunk.intern_method("", "unknown", "()L;", 0x100, false));
-            return (key, 0, false);
+            return (key, 0, false, false);
         }
     };
+    let named = !info.class_name.is_empty();
     let line = if f.frame_type == FRAME_NATIVE {
         0
     } else {
@@ -406,5 +426,5 @@ fn frame_ref(
             k
         }
     };
-    (key, line, entry)
+    (key, line, entry, named)
 }
