@@ -161,6 +161,12 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     // Without it AGCT still works on JDK 17+ but not on 11: the walker then records
     // every sample as a non-Java thread, which the counters show.
     let _ = current_thread::init(jni);
+    // Both walkers read VM memory (at least the current JavaThread) through it.
+    if let Err(e) = safe_access::install() {
+        warnings.push(format!(
+            "crash protection unavailable ({e}); VM reads use process_vm_readv"
+        ));
+    }
     let walker = resolve_walker(&args, &mut warnings);
 
     let id_mode = resolve_id_mode(&args, walker, &mut warnings);

@@ -14,6 +14,8 @@ use std::sync::OnceLock;
 
 use jni::sys::JNIEnv;
 
+use crate::signal::safe_access::load_usize;
+
 #[derive(Debug)]
 struct Layout {
     key: libc::pthread_key_t,
@@ -101,20 +103,19 @@ fn probe(jni: *mut JNIEnv) -> Result<Layout, String> {
 /// GC, compiler and VM threads, or when `init` failed. Signal-safe.
 pub fn java_thread() -> Option<usize> {
     let layout = LAYOUT.get()?.as_ref()?;
-    // SAFETY: pthread_getspecific is a TLS array read; a non-null value is the current
-    // thread's live Thread object, whose vtable lives in libjvm's read-only data.
-    unsafe {
-        let thread = libc::pthread_getspecific(layout.key) as usize;
-        if thread == 0 {
-            return None;
-        }
-        let vt = *(thread as *const *const usize);
-        let matches = [1, 3, 5]
-            .iter()
-            .filter(|&&i| *vt.add(i) == layout.vtable[i])
-            .count();
-        (matches >= 2).then_some(thread)
+    // SAFETY: pthread_getspecific is a TLS array read of the calling thread.
+    let thread = unsafe { libc::pthread_getspecific(layout.key) } as usize;
+    if thread == 0 {
+        return None;
     }
+    // A thread being torn down may still have its key set: read the object and its
+    // vtable through the crash-protected loads.
+    let vt = load_usize(thread)?;
+    let matches = [1usize, 3, 5]
+        .iter()
+        .filter(|&&i| load_usize(vt.wrapping_add(i * 8)) == layout.vtable.get(i).copied())
+        .count();
+    (matches >= 2).then_some(thread)
 }
 
 /// The interrupted thread's JNIEnv (see `java_thread`). Signal-safe.
