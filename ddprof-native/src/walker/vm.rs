@@ -342,7 +342,12 @@ impl VmWalker {
         if !method::is_plausible(mg, m) {
             return Step::Fail(reason::BAD_FRAME);
         }
-        self.push_method(out, m, method::bci_of_bcp(mg, m, bcp), FRAME_INTERPRETED);
+        if method::is_native(mg, m) {
+            // The interpreter's native entry runs native methods that have no wrapper yet.
+            self.push_method(out, m, -1, FRAME_NATIVE);
+        } else {
+            self.push_method(out, m, method::bci_of_bcp(mg, m, bcp), FRAME_INTERPRETED);
+        }
         let Some(f) = self.layout.frame.as_ref() else {
             return Step::Fail(reason::UNAVAILABLE);
         };
