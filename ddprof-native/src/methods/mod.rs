@@ -1,7 +1,9 @@
-//! Naming the frames of a chunk at dump time. Today every Java frame carries a
-//! jmethodID (preloaded, `fjmethodid=true`); raw `Method*` frames and the lazy mode
-//! resolve here too once the VMStructs walker exists.
+//! jmethodID modes and naming the frames of a chunk at dump time: `preload.rs` decides
+//! which classes get IDs up front (`true`, `false`, `lazy`); `resolve.rs` names
+//! jmethodIDs through JVMTI, `raw.rs` names untagged raw `Method*` frames from VM
+//! metadata, and `lazy/` proves tagged raw frames live before giving them IDs.
 
+pub mod lazy;
 pub mod preload;
 pub mod raw;
 pub mod resolve;
