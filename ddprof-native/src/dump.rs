@@ -11,6 +11,7 @@ use crate::counters;
 use crate::jfr::{
     self, ActiveRecording, ChunkBuilder, ChunkStart, FrameRef, ProfilerConfig, Sample,
 };
+use crate::methods::lazy::tags;
 use crate::methods::resolve::{MethodInfo, Resolver};
 use crate::profiler::{PendingSetting, Session, VERSION};
 use crate::sampler::TICKS_PER_SECOND;
@@ -372,7 +373,7 @@ fn write_traces(chunk: &mut ChunkBuilder, jni: *mut JNIEnv, gen: &Generation) ->
             refs.push(FrameRef {
                 method: key,
                 line,
-                bci: f.bci.max(0),
+                bci: tags::bci(f).max(0),
                 frame_type: f.frame_type,
             });
         }
@@ -399,9 +400,11 @@ fn frame_ref(
     unknown: &mut Option<u32>,
     f: &Frame,
 ) -> (u32, i32, bool, bool) {
-    let info: &MethodInfo = match f.kind {
-        kind::JAVA_METHOD_ID => resolver.resolve(f.method),
-        kind::RAW_METHOD => resolver.resolve_raw(f.method),
+    let pool_key = resolver.key_of(f);
+    let info: &MethodInfo = match pool_key.0 {
+        kind::JAVA_METHOD_ID => resolver.resolve(pool_key.1),
+        // A tagged frame that is still raw was refused by the lazy checks.
+        kind::RAW_METHOD if !tags::is_tagged(f) => resolver.resolve_raw(f),
         _ => {
             let key = *unknown
                 .get_or_insert_with(|| chunk.intern_method("", "unknown", "()L;", 0x100, false));
@@ -412,17 +415,17 @@ fn frame_ref(
     let line = if f.frame_type == FRAME_NATIVE {
         0
     } else {
-        info.line_of(f.bci.max(0)) // AGCT reports bci -1 at method entry: use bci 0
+        info.line_of(tags::bci(f).max(0)) // AGCT reports bci -1 at method entry: use bci 0
     };
     let entry = info.is_entry_point;
-    let key = match keys.get(&(f.kind, f.method)) {
+    let key = match keys.get(&pool_key) {
         Some(k) => *k,
         None => {
             let (class, name, desc) =
                 jfr::names::normalize(&info.class_name, &info.name, &info.descriptor);
             let hidden = class.contains("/0x") || class.contains("LambdaForm$");
             let k = chunk.intern_method(&class, &name, &desc, info.modifiers, hidden);
-            keys.insert((f.kind, f.method), k);
+            keys.insert(pool_key, k);
             k
         }
     };

@@ -13,8 +13,8 @@ use parking_lot::{Mutex, RwLock};
 use crate::args::{self, Action, Args, CStack, CpuEngine as EngineChoice, FjMethodId};
 use crate::counters;
 use crate::engine::{ctimer::CTimer, itimer::ITimer, CpuEngine};
-use crate::hotspot::current_thread;
-use crate::methods::preload;
+use crate::hotspot::{current_thread, trace_id};
+use crate::methods::{lazy, preload};
 use crate::sampler::{self, EngineKind, WalkerKind};
 use crate::signal::safe_access;
 use crate::walker::agct::Agct;
@@ -167,15 +167,18 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
             "crash protection unavailable ({e}); VM reads use process_vm_readv"
         ));
     }
-    let walker = resolve_walker(&args, &mut warnings);
-
-    let id_mode = resolve_id_mode(&args, walker, &mut warnings);
-    preload::apply(id_mode, jvmti, jni);
     if reset {
         counters::reset_all();
         recorder.reset();
         PENDING_SETTINGS.lock().clear();
     }
+    let walker = resolve_walker(&args, &mut warnings);
+    // Once per process; the lazy mode needs it, the gauge reports it in every mode.
+    let _ = trace_id::calibrate(jni);
+    counters::Counter::KlassTraceIdOffset.set(trace_id::offset() as i64);
+
+    let id_mode = resolve_id_mode(&args, walker, jni, &mut warnings);
+    preload::apply(id_mode, jvmti, jni);
     // The caller's thread is often the one doing the work; name it now, since it
     // started before us and JVMTI ThreadStart will never report it.
     register_current_thread(jni);
@@ -222,18 +225,34 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
 }
 
 /// `fjmethodid` as the resolved walker allows (contract section 5): raw frames need the
-/// VM walker, so with AsyncGetCallTrace every mode preloads. `lazy` is not built yet and
-/// behaves as `false`.
-fn resolve_id_mode(args: &Args, walker: WalkerKind, warnings: &mut Vec<String>) -> preload::Mode {
+/// VM walker, so with AsyncGetCallTrace every mode preloads. `lazy` also needs what
+/// `lazy::prerequisites` checks; without it, it behaves as `false`. Every fallback is a
+/// returned warning (logged and written to the recording) and, for `lazy`, the counter
+/// `fjmethodid_lazy_fallback`.
+fn resolve_id_mode(
+    args: &Args,
+    walker: WalkerKind,
+    jni: *mut JNIEnv,
+    warnings: &mut Vec<String>,
+) -> preload::Mode {
     match (args.fjmethodid, walker) {
         (FjMethodId::True, _) => preload::Mode::Preload,
         (mode, WalkerKind::Agct) => {
             warnings.push(format!("fjmethodid={} needs the VMStructs stack walker (cstack=vm); jmethodIDs are preloaded as with fjmethodid=true", fjmethodid_name(mode)));
+            if mode == FjMethodId::Lazy {
+                counters::Counter::LazyFallback.set(1);
+            }
             preload::Mode::Preload
         }
         (FjMethodId::Lazy, WalkerKind::Vm) => {
-            warnings.push("fjmethodid=lazy is not implemented yet; using fjmethodid=false (raw frames for classes that never unload)".into());
-            preload::Mode::Partial
+            match lazy::prerequisites(jni, vm::java_feature_version()) {
+                Ok(()) => preload::Mode::Lazy,
+                Err(e) => {
+                    warnings.push(format!("fjmethodid=lazy is unavailable: {e}; using fjmethodid=false (jmethodIDs only for classes that can unload)"));
+                    counters::Counter::LazyFallback.set(1);
+                    preload::Mode::Partial
+                }
+            }
         }
         (FjMethodId::False, WalkerKind::Vm) => preload::Mode::Partial,
     }

@@ -12,7 +12,6 @@ use std::sync::OnceLock;
 use jni::sys::{jclass, JNIEnv, JavaVM};
 use parking_lot::Mutex;
 
-use crate::counters::Counter;
 use crate::jvmti::{self, jthread, Capabilities, EventCallbacks, Jvmti, JvmtiEnvPtr};
 use crate::{log, profiler, threads};
 
@@ -94,6 +93,8 @@ pub unsafe fn init(vm: *mut JavaVM) -> Result<Jvmti, String> {
     // libjvm's VMStructs tables are filled by its static initialisers, so they are
     // readable from Agent_OnLoad on.
     crate::hotspot::vmstructs::init();
+    // Before any agent can redefine a class through us or others (facts.md 8.4).
+    jvmti::redefine::install(jvmti);
     let _ = JVMTI.set(jvmti);
     Ok(jvmti)
 }
@@ -180,15 +181,13 @@ unsafe extern "C" fn on_class_load(
 
 unsafe extern "C" fn on_class_prepare(
     _env: *mut JvmtiEnvPtr,
-    _jni: *mut JNIEnv,
+    jni: *mut JNIEnv,
     _thread: jthread,
     class: jclass,
 ) {
     let _ = std::panic::catch_unwind(|| {
         if let Some(jvmti) = jvmti() {
-            if let Ok(n) = jvmti.load_method_ids(class) {
-                Counter::MethodIdsPreloaded.add(n as i64);
-            }
+            crate::methods::preload::on_class_prepare(jvmti, jni, class);
         }
     });
 }

@@ -212,3 +212,21 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_getTid0(
 ) -> jint {
     threads::gettid()
 }
+
+/// Test helper: the JFR class trace ID of `class` as the calibrated offset reads it, -1
+/// when it cannot be read (no calibration, primitive class, unreadable Klass).
+#[no_mangle]
+pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_getClassTraceId0(
+    mut env: JNIEnv,
+    _class: JClass,
+    of: JClass,
+) -> jlong {
+    guarded(&mut env, -1, |env| {
+        let _ = crate::hotspot::trace_id::calibrate(env.get_raw());
+        let id = crate::hotspot::vmstructs::layout()
+            .and_then(|l| l.method.as_ref())
+            .and_then(|m| crate::hotspot::klass::of_class_ref(m, of.as_raw()))
+            .and_then(crate::hotspot::trace_id::trace_id);
+        Ok(id.map_or(-1, |i| i as jlong))
+    })
+}

@@ -13,6 +13,8 @@ use std::ptr;
 
 use jni::sys::{jclass, jint, jlong, jmethodID, jobject, JNIEnv, JavaVM};
 
+pub mod redefine;
+
 /// JVMTI's `jthread` is a `jobject` referring to a java.lang.Thread.
 #[allow(non_camel_case_types)]
 pub type jthread = jobject;
@@ -30,6 +32,10 @@ pub const EVENT_CLASS_LOAD: c_int = 55;
 pub const EVENT_CLASS_PREPARE: c_int = 56;
 pub const EVENT_COMPILED_METHOD_LOAD: c_int = 68;
 
+/// Bits of GetClassStatus.
+pub const CLASS_STATUS_ARRAY: jint = 16;
+pub const CLASS_STATUS_PRIMITIVE: jint = 32;
+
 /// Phases reported by GetPhase.
 pub const PHASE_LIVE: c_int = 4;
 
@@ -38,6 +44,7 @@ const SET_EVENT_NOTIFICATION_MODE: usize = 2;
 const GET_THREAD_INFO: usize = 9;
 const DEALLOCATE: usize = 47;
 const GET_CLASS_SIGNATURE: usize = 48;
+const GET_CLASS_STATUS: usize = 49;
 const GET_CLASS_METHODS: usize = 52;
 const GET_CLASS_LOADER: usize = 57;
 const GET_METHOD_NAME: usize = 64;
@@ -253,6 +260,40 @@ impl Jvmti {
         ))?;
         self.deallocate(methods);
         Ok(count.max(0) as usize)
+    }
+
+    /// The jmethodIDs of every method of `class` (GetClassMethods creates any missing).
+    pub fn class_methods(&self, class: jclass) -> Result<Vec<jmethodID>, JvmtiError> {
+        let mut count: jint = 0;
+        let mut methods: *mut jmethodID = ptr::null_mut();
+        check(call!(
+            self,
+            GET_CLASS_METHODS,
+            fn(jclass, *mut jint, *mut *mut jmethodID),
+            class,
+            &mut count,
+            &mut methods
+        ))?;
+        if methods.is_null() {
+            return Ok(Vec::new());
+        }
+        // SAFETY: JVMTI returned an array of `count` jmethodIDs.
+        let v = unsafe { std::slice::from_raw_parts(methods, count.max(0) as usize) }.to_vec();
+        self.deallocate(methods);
+        Ok(v)
+    }
+
+    /// JVMTI GetClassStatus bits.
+    pub fn class_status(&self, class: jclass) -> Result<jint, JvmtiError> {
+        let mut status: jint = 0;
+        check(call!(
+            self,
+            GET_CLASS_STATUS,
+            fn(jclass, *mut jint),
+            class,
+            &mut status
+        ))?;
+        Ok(status)
     }
 
     /// All loaded classes as local refs; the caller deletes them.

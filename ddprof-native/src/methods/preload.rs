@@ -4,20 +4,27 @@
 //!   (custom loaders, hidden classes, lambdas). Classes of the boot, platform and
 //!   application loaders never unload, so their frames are kept as raw `Method*` and
 //!   named from metadata at dump time.
+//! - `fjmethodid=lazy` (needs the VM walker and a calibrated trace ID): none; every
+//!   class is registered in the class registry instead (`methods/lazy`).
 //!
-//! The JVMTI ClassPrepare callback consults the mode; starting in preload mode after a
-//! partial one preloads what was skipped.
+//! The JVMTI ClassPrepare callback consults the mode of the last session started (before
+//! the first start: nothing is done, the first start catches up). Starting in preload
+//! mode after another one preloads what was skipped.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use jni::sys::{jclass, jobject, JNIEnv};
 use parking_lot::Mutex;
 
+use super::lazy;
 use crate::counters::Counter;
 use crate::jvmti::{self, Jvmti};
 
-static PARTIAL: AtomicBool = AtomicBool::new(false);
-/// Every class loaded so far has IDs (a preload-mode start happened).
+/// The `Mode` of the last session started, or `IDLE` before the first one.
+static MODE: AtomicU8 = AtomicU8::new(IDLE);
+const IDLE: u8 = 0;
+/// Every class loaded so far has IDs (a preload-mode start happened, and no class was
+/// prepared in another mode since).
 static ALL_LOADED: AtomicBool = AtomicBool::new(false);
 
 /// Global refs to the platform and application class loaders.
@@ -31,27 +38,70 @@ unsafe impl Send for PermanentLoaders {}
 static LOADERS: Mutex<Option<PermanentLoaders>> = Mutex::new(None);
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
 pub enum Mode {
-    Preload,
-    Partial,
+    Preload = 1,
+    Partial = 2,
+    Lazy = 3,
 }
 
-/// Applies `mode` for a starting session. Runs on a JVM thread.
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Preload => "true",
+            Mode::Partial => "false",
+            Mode::Lazy => "lazy",
+        }
+    }
+}
+
+/// The mode of the last session started, `None` before the first start.
+pub fn current() -> Option<Mode> {
+    match MODE.load(Ordering::Acquire) {
+        1 => Some(Mode::Preload),
+        2 => Some(Mode::Partial),
+        3 => Some(Mode::Lazy),
+        _ => None,
+    }
+}
+
+/// Applies `mode` for a starting session. Runs on a JVM thread. The mode is switched
+/// before the loaded classes are listed, so a class prepared meanwhile is handled by
+/// one or the other.
 pub fn apply(mode: Mode, jvmti: Jvmti, jni: *mut JNIEnv) {
     remember_loaders(jni);
-    PARTIAL.store(mode == Mode::Partial, Ordering::Release);
+    MODE.store(mode as u8, Ordering::Release);
+    lazy::set_active(mode == Mode::Lazy);
     match mode {
         Mode::Preload if !ALL_LOADED.swap(true, Ordering::AcqRel) => {
             load_existing(jvmti, jni, |_| true)
         }
         Mode::Preload => {}
-        Mode::Partial => load_existing(jvmti, jni, |class| can_unload(jvmti, jni, class)),
+        Mode::Partial => {
+            ALL_LOADED.store(false, Ordering::Release);
+            load_existing(jvmti, jni, |class| can_unload(jvmti, jni, class))
+        }
+        Mode::Lazy => {
+            ALL_LOADED.store(false, Ordering::Release);
+            lazy::register_loaded(jvmti, jni)
+        }
     }
 }
 
 /// JVMTI ClassPrepare.
 pub fn on_class_prepare(jvmti: Jvmti, jni: *mut JNIEnv, class: jclass) {
-    if PARTIAL.load(Ordering::Acquire) && !can_unload(jvmti, jni, class) {
+    let load = match current() {
+        Some(Mode::Preload) => true,
+        Some(Mode::Partial) => can_unload(jvmti, jni, class),
+        Some(Mode::Lazy) => {
+            lazy::register_class(jvmti, jni, class);
+            lazy::publish_gauges();
+            false
+        }
+        None => false,
+    };
+    if !load {
+        ALL_LOADED.store(false, Ordering::Release);
         return;
     }
     if let Ok(n) = jvmti.load_method_ids(class) {

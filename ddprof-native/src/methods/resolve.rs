@@ -6,8 +6,10 @@ use std::collections::HashMap;
 
 use jni::sys::{jclass, JNIEnv};
 
+use super::lazy::{self, tags};
 use crate::counters::Counter;
 use crate::jvmti::{self, Jvmti};
+use crate::traces::{kind, Frame};
 
 #[derive(Clone, Debug)]
 pub struct MethodInfo {
@@ -72,6 +74,10 @@ pub struct Resolver {
     thread_class: jclass,
     cache: HashMap<u64, MethodInfo>,
     raw_cache: HashMap<u64, MethodInfo>,
+    /// Tagged raw frames, by untagged `Method*` and tag: their jmethodID, or `None` when
+    /// refused.
+    lazy_ids: HashMap<(u64, tags::Tag), Option<u64>>,
+    unknown: MethodInfo,
 }
 
 impl Resolver {
@@ -83,6 +89,8 @@ impl Resolver {
             thread_class,
             cache: HashMap::new(),
             raw_cache: HashMap::new(),
+            lazy_ids: HashMap::new(),
+            unknown: MethodInfo::unknown(),
         }
     }
 
@@ -97,9 +105,46 @@ impl Resolver {
         &self.cache[&method_id]
     }
 
-    /// Names a raw `Method*` frame from VM metadata. Cached apart from jmethodIDs (the
-    /// key spaces could collide).
-    pub fn resolve_raw(&mut self, method: u64) -> &MethodInfo {
+    /// The method-pool key of a frame: a tagged raw frame (lazy mode) that the checks of
+    /// `lazy::resolve` accept becomes its jmethodID, so that it shares a pool entry with
+    /// the frames sampled with that ID; every other frame keeps its own kind and value.
+    /// The frame's marker bit decides, not the mode running now.
+    pub fn key_of(&mut self, frame: &Frame) -> (u8, u64) {
+        let u = tags::untag(frame);
+        let Some(tag) = u.tag else {
+            return (frame.kind, frame.method);
+        };
+        let key = (u.method, tag);
+        let id = match self.lazy_ids.get(&key) {
+            Some(id) => {
+                Counter::RawFrameResolveCacheHits.inc();
+                *id
+            }
+            None => {
+                let id = lazy::resolve::method_id(self.jvmti, self.jni, u.method as usize, tag)
+                    .ok()
+                    .map(|id| id as u64);
+                self.lazy_ids.insert(key, id);
+                id
+            }
+        };
+        match id {
+            Some(id) => (kind::JAVA_METHOD_ID, id),
+            None => (frame.kind, frame.method),
+        }
+    }
+
+    /// Names a raw `Method*` frame that [`Self::key_of`] left raw: a refused tagged frame
+    /// is `unknown`; an untagged one (`fjmethodid=false`, classes that never unload) is
+    /// named from VM metadata. Cached apart from jmethodIDs (the key spaces could collide).
+    pub fn resolve_raw(&mut self, frame: &Frame) -> &MethodInfo {
+        if tags::is_tagged(frame) {
+            return &self.unknown;
+        }
+        let method = frame.method;
+        if self.raw_cache.contains_key(&method) {
+            Counter::RawFrameResolveCacheHits.inc();
+        }
         self.raw_cache.entry(method).or_insert_with(|| {
             let encoding = crate::walker::vm::VmWalker::get().map(|w| w.encoding());
             encoding

@@ -2,6 +2,7 @@
 //! we count how often they name the same methods in the same order. Signal-safe.
 
 use crate::counters::Counter;
+use crate::methods::lazy::tags;
 use crate::signal::safe_access::load_usize;
 use crate::traces::{kind, Frame};
 
@@ -9,7 +10,7 @@ use crate::traces::{kind, Frame};
 fn method_of(f: &Frame) -> Option<usize> {
     match f.kind {
         kind::JAVA_METHOD_ID => load_usize(f.method as usize),
-        kind::RAW_METHOD => Some(f.method as usize),
+        kind::RAW_METHOD => Some(tags::untag(f).method as usize),
         _ => None,
     }
 }
@@ -31,11 +32,10 @@ pub fn count(vm: &[Frame], agct: &[Frame]) {
         return;
     }
     Counter::WalkCompareSameMethods.inc();
-    if vm
-        .iter()
-        .zip(agct)
-        .all(|(a, b)| a.bci == b.bci || (a.bci <= 0 && b.bci <= 0))
-    {
+    if vm.iter().zip(agct).all(|(a, b)| {
+        let (x, y) = (tags::bci(a), tags::bci(b));
+        x == y || (x <= 0 && y <= 0)
+    }) {
         Counter::WalkCompareSame.inc();
     }
 }

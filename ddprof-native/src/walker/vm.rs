@@ -17,6 +17,7 @@ use crate::hotspot::debuginfo::{
 };
 use crate::hotspot::vmstructs::{self, VmLayout};
 use crate::hotspot::{current_thread, method};
+use crate::methods::lazy::{self, tags};
 use crate::signal::safe_access::{self, load_u8, load_usize};
 use crate::traces::Frame;
 
@@ -37,6 +38,9 @@ pub mod reason {
     pub const BAD_FRAME: i32 = -104;
     pub const NO_SCOPE: i32 = -105;
     pub const UNAVAILABLE: i32 = -106;
+    /// Lazy mode: a method without a jmethodID whose frame could not be tagged. The walk
+    /// goes on; this frame is named `unknown`.
+    pub const UNTAGGABLE: i32 = -107;
 }
 
 /// Longest stack distance a single frame may span (sanity bound on sp steps).
@@ -287,19 +291,32 @@ impl VmWalker {
         Some(Cursor { pc, sp, fp })
     }
 
-    /// Records a Method* as a jmethodID frame when it has one, else as a raw frame.
+    /// Records a Method* as a jmethodID frame when it has one, else as a raw frame. In
+    /// the lazy mode a raw frame carries its holder's tag; one that cannot be tagged
+    /// becomes an error frame in its place (counted in `walkvm_raw_frame_untaggable`), so
+    /// the frames around it keep their positions and nothing unverifiable is stored.
     fn push_method(&self, out: &mut Out, m: usize, bci: i32, frame_type: u8) {
         let Some(mg) = self.layout.method.as_ref() else {
             return;
         };
-        match method::jmethod_id(mg, m) {
-            Some(id) => {
-                Counter::WalkvmFramesId.inc();
-                out.push(Frame::java(id as u64, bci, frame_type));
+        if let Some(id) = method::jmethod_id(mg, m) {
+            Counter::WalkvmFramesId.inc();
+            out.push(Frame::java(id as u64, bci, frame_type));
+            return;
+        }
+        if !lazy::is_active() {
+            Counter::WalkvmFramesRaw.inc();
+            out.push(Frame::raw(m as u64, bci, frame_type));
+            return;
+        }
+        match lazy::tag_of(mg, m).and_then(|t| tags::tagged_frame(m as u64, bci, frame_type, t)) {
+            Some(f) => {
+                Counter::WalkvmFramesRaw.inc();
+                out.push(f);
             }
             None => {
-                Counter::WalkvmFramesRaw.inc();
-                out.push(Frame::raw(m as u64, bci, frame_type));
+                Counter::WalkvmRawFrameUntaggable.inc();
+                out.push(Frame::error(reason::UNTAGGABLE));
             }
         }
     }

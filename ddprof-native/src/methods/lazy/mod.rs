@@ -1,4 +1,197 @@
-//! `fjmethodid=lazy`: frame tags and the class registry (the mode itself comes next).
+//! `fjmethodid=lazy`: no jmethodID is created up front. A sampled method without one is
+//! recorded as a raw `Method*` tagged with its holder's JFR class trace ID (`tags.rs`);
+//! at dump time the frame is proven live against the class registry (`registry.rs`) and
+//! only then given a jmethodID (`resolve.rs`). Redefined classes are refused
+//! (`crate::jvmti::redefine`). docs/architecture.md, "Lazy method IDs", has the whole story.
+//!
+//! This file holds the mode switch the signal handler reads, the JNI side of the
+//! registry, and class registration (at start and at ClassPrepare).
+
+// JNI handles are opaque tokens the JVM validates.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 pub mod registry;
+pub mod resolve;
 pub mod tags;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+
+use jni::sys::{jclass, jobject, JNIEnv};
+
+use self::registry::{Refs, Registered, Registry};
+use self::tags::Tag;
+use crate::counters::Counter;
+use crate::hotspot::vmstructs::{self, MethodGroup};
+use crate::hotspot::{klass, method, trace_id};
+use crate::jvmti::{self, Jvmti};
+
+/// The walker tags raw frames (a lazy session is running or was the last one).
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+static REGISTRY: OnceLock<Registry> = OnceLock::new();
+
+/// Highest JDK whose jmethodIDs are pointers to a `Method*` slot (JDK-8268406 made them
+/// opaque numbers in 26); the walker and resolver dereference them.
+const MAX_FEATURE_VERSION: u32 = 25;
+
+pub fn registry() -> &'static Registry {
+    REGISTRY.get_or_init(Registry::new)
+}
+
+/// Whether raw frames are tagged. Signal-safe.
+pub fn is_active() -> bool {
+    ACTIVE.load(Ordering::Acquire)
+}
+
+pub fn set_active(on: bool) {
+    ACTIVE.store(on, Ordering::Release);
+}
+
+/// Why the lazy mode cannot run here, if it cannot: it needs the VM walker, the
+/// `InstanceKlass::_methods` field (the method group of the layout), jmethodIDs that are
+/// pointers (JDK <= 25), the redefinition hooks, and a calibrated trace-ID offset.
+/// Runs the calibration the first time. On a JVM thread.
+pub fn prerequisites(jni: *mut JNIEnv, java_feature: u32) -> Result<(), String> {
+    if crate::walker::vm::VmWalker::get().is_none() {
+        return Err("the VMStructs stack walker is unavailable".into());
+    }
+    if vmstructs::layout()
+        .and_then(|l| l.method.as_ref())
+        .is_none()
+    {
+        return Err("VMStructs lack the Klass/Method fields it reads".into());
+    }
+    if java_feature > MAX_FEATURE_VERSION {
+        return Err(format!(
+            "jmethodIDs are not pointers on JDK {java_feature} (JDK-8268406)"
+        ));
+    }
+    if !crate::jvmti::redefine::installed() {
+        return Err("the RedefineClasses/RetransformClasses hooks are not installed".into());
+    }
+    trace_id::calibrate(jni)
+        .map(drop)
+        .map_err(|e| format!("the JFR class trace ID offset could not be calibrated ({e})"))
+}
+
+/// The tag of a method's holder: `None` when the holder or its trace ID cannot be read.
+/// Signal-safe.
+pub fn tag_of(m: &MethodGroup, method: usize) -> Option<Tag> {
+    let holder = method::holder(m, method)?;
+    trace_id::trace_id(holder).map(Tag::of_trace_id)
+}
+
+/// JNI behind the registry, on the calling thread's env.
+pub struct JniRefs(pub *mut JNIEnv);
+
+impl JniRefs {
+    fn env(&self) -> &jni::sys::JNINativeInterface_ {
+        // SAFETY: self.0 is the current thread's valid JNIEnv (constructor contract).
+        unsafe { &**self.0 }
+    }
+}
+
+impl Refs for JniRefs {
+    fn new_weak(&self, class: usize) -> Option<usize> {
+        let f = self.env().NewWeakGlobalRef?;
+        // SAFETY: valid env; `class` is a live class reference of this thread.
+        let w = unsafe { f(self.0, class as jobject) };
+        clear_exception(self.0);
+        (!w.is_null()).then_some(w as usize)
+    }
+    fn delete_weak(&self, weak: usize) {
+        if let Some(f) = self.env().DeleteWeakGlobalRef {
+            // SAFETY: `weak` is a weak global ref the registry owns and drops now.
+            unsafe { f(self.0, weak as jobject) };
+        }
+    }
+    fn is_cleared(&self, weak: usize) -> bool {
+        let Some(f) = self.env().IsSameObject else {
+            return false;
+        };
+        // SAFETY: valid env and weak ref; comparing with null asks whether it was cleared.
+        unsafe { f(self.0, weak as jobject, std::ptr::null_mut()) != 0 }
+    }
+    fn same_object(&self, weak: usize, class: usize) -> bool {
+        let Some(f) = self.env().IsSameObject else {
+            return false;
+        };
+        // SAFETY: valid env, weak ref and class reference.
+        unsafe { f(self.0, weak as jobject, class as jobject) != 0 }
+    }
+    fn new_local(&self, weak: usize) -> Option<usize> {
+        let f = self.env().NewLocalRef?;
+        // SAFETY: valid env and weak ref; null comes back once the referent is collected.
+        let l = unsafe { f(self.0, weak as jobject) };
+        clear_exception(self.0);
+        (!l.is_null()).then_some(l as usize)
+    }
+}
+
+fn clear_exception(jni: *mut JNIEnv) {
+    // SAFETY: valid env of the current thread.
+    unsafe {
+        if ((**jni).ExceptionCheck.expect("JNI table"))(jni) != 0 {
+            ((**jni).ExceptionClear.expect("JNI table"))(jni);
+        }
+    }
+}
+
+/// Registers every loaded class (start of a lazy session). Classes prepared meanwhile
+/// are registered by ClassPrepare: the mode is switched before this runs.
+pub fn register_loaded(jvmti: Jvmti, jni: *mut JNIEnv) {
+    for class in jvmti.loaded_classes() {
+        register_class(jvmti, jni, class);
+        jvmti::delete_local_ref(jni, class);
+    }
+    publish_gauges();
+}
+
+/// Registers one class (ClassPrepare, or start). Array and primitive classes are
+/// skipped (they have no methods). If the class cannot be registered, its jmethodIDs are
+/// created now so that its frames never need the registry.
+pub fn register_class(jvmti: Jvmti, jni: *mut JNIEnv, class: jclass) {
+    let Some(m) = vmstructs::layout().and_then(|l| l.method.as_ref()) else {
+        return;
+    };
+    let klass = klass::of_class_ref(m, class);
+    if let Some(k) = klass {
+        if !klass::is_instance_klass(m, k) {
+            return;
+        }
+    } else if is_array_or_primitive(jvmti, class) {
+        return;
+    }
+    let result = klass
+        .ok_or(registry::RegisterError::NoKlass)
+        .and_then(|k| registry().register(&JniRefs(jni), k, class as usize));
+    match result {
+        Ok(r) => {
+            if let Some(id) = klass.and_then(trace_id::trace_id) {
+                if id > tags::ID_MASK && r != Registered::Unchanged {
+                    Counter::KlassTraceIdBeyondTagRange.inc();
+                }
+            }
+        }
+        Err(_) => {
+            Counter::KlassRegistryAddFailed.inc();
+            if let Ok(n) = jvmti.load_method_ids(class) {
+                Counter::MethodIdsPreloaded.add(n as i64);
+            }
+        }
+    }
+}
+
+/// `klass_registry_entries` and `klass_registry_bytes`.
+pub fn publish_gauges() {
+    let r = registry();
+    Counter::KlassRegistryEntries.set(r.len() as i64);
+    Counter::KlassRegistryBytes.set(r.bytes() as i64);
+}
+
+/// JVMTI GetClassStatus: ARRAY (16) or PRIMITIVE (32).
+fn is_array_or_primitive(jvmti: Jvmti, class: jclass) -> bool {
+    jvmti
+        .class_status(class)
+        .is_ok_and(|s| s & (jvmti::CLASS_STATUS_ARRAY | jvmti::CLASS_STATUS_PRIMITIVE) != 0)
+}

@@ -284,6 +284,14 @@ public final class JavaProfiler {
         return getTid0();
     }
 
+    /**
+     * The JFR class trace ID of {@code c} as the native core reads it through the calibrated
+     * {@code Klass} offset (the lazy method-ID mode's tags), or -1 when it cannot (test helper).
+     */
+    static long getClassTraceId(Class<?> c) {
+        return getClassTraceId0(c);
+    }
+
     // Package-private hooks for park/block instrumentation. Upstream uses them to tell the
     // wall-clock sampler that a thread is parked or blocked. ddprof has no wall-clock engine yet,
     // so there is nothing to tell: they are deliberate no-ops, kept so instrumentation that calls
@@ -332,4 +340,6 @@ public final class JavaProfiler {
     private static native void setContextValue0(int slot, String value);
 
     private static native int getTid0();
+
+    private static native long getClassTraceId0(Class<?> c);
 }
