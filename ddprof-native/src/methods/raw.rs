@@ -4,30 +4,17 @@
 //! as trustworthy as the `Method*` is live (the lazy mode adds the checks that make it
 //! so; `fjmethodid=false` only keeps raw frames of classes that never unload).
 
-use super::resolve::{internal_class_name, MethodInfo};
+use super::resolve::{internal_class_name, is_entry_point, MethodInfo};
 use crate::hotspot::codecache::load_field;
-use crate::hotspot::debuginfo::{Encoding, Memory};
+use crate::hotspot::debuginfo::Encoding;
 use crate::hotspot::linetable::LineNumbers;
 use crate::hotspot::method::{self, symbol};
 use crate::hotspot::vmstructs::{self, MethodGroup};
-use crate::signal::safe_access::{self, load_u8, load_usize};
+use crate::hotspot::SafeMemory;
+use crate::signal::safe_access::load_usize;
 
 /// Superclass hops before giving up (a stale chain must not loop).
 const MAX_SUPERS: usize = 64;
-
-struct SafeMemory;
-
-impl Memory for SafeMemory {
-    fn read_u8(&self, addr: usize) -> Option<u8> {
-        load_u8(addr)
-    }
-    fn read_u32(&self, addr: usize) -> Option<u32> {
-        safe_access::load_u32(addr)
-    }
-    fn read_usize(&self, addr: usize) -> Option<usize> {
-        load_usize(addr)
-    }
-}
 
 /// The `Symbol*` in constant pool slot `index`.
 fn cp_symbol(m: &MethodGroup, constants: usize, index: usize) -> Option<String> {
@@ -88,8 +75,7 @@ pub fn resolve(method: usize, encoding: Encoding) -> Option<MethodInfo> {
     } else {
         Vec::new()
     };
-    let is_entry_point = (name == "main" && descriptor == "([Ljava/lang/String;)V")
-        || (name == "run" && descriptor == "()V" && is_thread_class(m, holder));
+    let is_entry_point = is_entry_point(&name, &descriptor, || is_thread_class(m, holder));
     Some(MethodInfo {
         class_name,
         name,

@@ -56,6 +56,17 @@ impl MethodInfo {
     }
 }
 
+/// `run()V` of java.lang.Thread or a subclass, or a `main([Ljava/lang/String;)V`: a stack
+/// rooted there is complete (the `truncated` rule of the contract).
+pub fn is_entry_point(
+    name: &str,
+    descriptor: &str,
+    holder_is_thread: impl FnOnce() -> bool,
+) -> bool {
+    (name == "main" && descriptor == "([Ljava/lang/String;)V")
+        || (name == "run" && descriptor == "()V" && holder_is_thread())
+}
+
 /// Turns a JVM class signature (`Ljava/lang/String;`, `[I`) into the internal name JFR
 /// wants (`java/lang/String`, `[I`).
 pub fn internal_class_name(signature: &str) -> String {
@@ -170,8 +181,7 @@ impl Resolver {
             if !lines.is_empty() {
                 Counter::LineNumberTables.inc();
             }
-            let is_entry_point = (name == "main" && descriptor == "([Ljava/lang/String;)V")
-                || (name == "run" && descriptor == "()V" && self.is_thread_class(class));
+            let is_entry_point = is_entry_point(&name, &descriptor, || self.is_thread_class(class));
             Some(MethodInfo {
                 class_name,
                 name,

@@ -13,12 +13,13 @@ use super::{SignalContext, StackWalker, Walk};
 use crate::counters::Counter;
 use crate::hotspot::codecache::{load_field, Blob};
 use crate::hotspot::debuginfo::{
-    self, ChainEnd, Encoding, Memory, NmethodScopes, PcDescLayout, ScopeFormat, ScopeFrame,
+    self, ChainEnd, Encoding, NmethodScopes, PcDescLayout, ScopeFormat, ScopeFrame,
 };
 use crate::hotspot::vmstructs::{self, VmLayout};
+use crate::hotspot::SafeMemory;
 use crate::hotspot::{current_thread, method};
 use crate::methods::lazy::{self, tags};
-use crate::signal::safe_access::{self, load_u8, load_usize};
+use crate::signal::safe_access::{load_u8, load_usize};
 use crate::traces::Frame;
 
 /// JFR frame types.
@@ -55,21 +56,6 @@ pub struct VmWalker {
 }
 
 static WALKER: OnceLock<Option<VmWalker>> = OnceLock::new();
-
-/// Reads through crash-protected loads.
-struct SafeMemory;
-
-impl Memory for SafeMemory {
-    fn read_u8(&self, addr: usize) -> Option<u8> {
-        load_u8(addr)
-    }
-    fn read_u32(&self, addr: usize) -> Option<u32> {
-        safe_access::load_u32(addr)
-    }
-    fn read_usize(&self, addr: usize) -> Option<usize> {
-        load_usize(addr)
-    }
-}
 
 impl VmWalker {
     /// Builds the walker once every layout group it needs resolved. Not signal-safe.
