@@ -55,3 +55,28 @@ fn recording_samples_and_traces_allocates_nothing() {
     assert_eq!(recorder.generation(old).samples().len(), 1000);
     assert_eq!(recorder.generation(old).traces.len(), 50);
 }
+
+#[test]
+fn tagging_raw_frames_allocates_nothing() {
+    use javaProfiler::hotspot::trace_id;
+    use javaProfiler::methods::lazy::tags::{self, Tag};
+    let klass = Box::new([0u64; 64]);
+    let before = ALLOCATIONS.with(|c| c.get());
+    let mut n = 0;
+    for i in 0..1000u64 {
+        // Uncalibrated: no ID, so the walker would store an untaggable-frame marker.
+        n += trace_id::trace_id(klass.as_ptr() as usize).is_none() as u64;
+        let f = tags::tagged_frame(
+            0x7f00_0000_1000 + i * 8,
+            (i % 300) as i32,
+            1,
+            Tag::of_trace_id(i),
+        )
+        .expect("taggable");
+        let u = tags::untag(&f);
+        n += u.tag.is_some() as u64 + tags::is_tagged(&f) as u64;
+    }
+    let after = ALLOCATIONS.with(|c| c.get());
+    assert_eq!(after - before, 0, "tagging allocated");
+    assert_eq!(n, 3000);
+}
