@@ -84,6 +84,7 @@ counters! {
     MethodResolveLazyNotCurrent => "method_resolve_lazy_not_current",
     MethodResolveLazyRedefined => "method_resolve_lazy_redefined",
     MethodResolveLazyClassLoaded => "method_resolve_lazy_class_loaded",
+    MethodResolveLazyIdsCreated => "method_resolve_lazy_jmethodids_created",
     RawFrameResolveCacheHits => "raw_frame_resolve_cache_hits",
     DumpCount => "dump_count",
     DumpNanosLast => "dump_ns_last",

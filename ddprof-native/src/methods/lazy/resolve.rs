@@ -13,7 +13,7 @@
 //!    else a scan of classes of at most [`SCAN_CAP`] methods (`method_resolve_lazy_not_current`);
 //! 6. only now is the method dereferenced: its jmethodID is read from the class's ID
 //!    cache, after creating the class's IDs with GetClassMethods if it has none
-//!    (`method_resolve_lazy_class_loaded`);
+//!    (`method_resolve_lazy_class_loaded` classes, `method_resolve_lazy_jmethodids_created` IDs);
 //! 7. the redefinition mark is checked again (a redefinition may have started meanwhile).
 //!
 //! The jmethodID is then named through JVMTI like any other (`methods/resolve.rs`), and
@@ -111,7 +111,7 @@ fn checked_id(
             Some(id) => id,
             None => {
                 if let Ok(n) = jvmti.load_method_ids(class) {
-                    Counter::MethodIdsPreloaded.add(n as i64);
+                    Counter::MethodResolveLazyIdsCreated.add(n as i64);
                 }
                 Counter::MethodResolveLazyClassLoaded.inc();
                 method::jmethod_id(m, method).ok_or(Refused::NotCurrent)?
