@@ -48,14 +48,6 @@ pub unsafe fn init(vm: *mut JavaVM) -> Result<Jvmti, String> {
             "JVMTI AddCapabilities failed ({e}); line numbers may be missing"
         ));
     }
-    // While CompiledMethodLoad is enabled the JIT records debug info at every pc, not
-    // only at safepoints (DebugInformationRecorder::recording_non_safepoints), so the top
-    // compiled frame of a sample gets its real line and inlined callers.
-    let debug_info = jvmti
-        .add_capabilities(
-            &Capabilities::default().with(Capabilities::GENERATE_COMPILED_METHOD_LOAD_EVENTS),
-        )
-        .is_ok();
     let callbacks = EventCallbacks {
         vm_init: Some(on_vm_init),
         vm_death: Some(on_vm_death),
@@ -64,8 +56,7 @@ pub unsafe fn init(vm: *mut JavaVM) -> Result<Jvmti, String> {
         class_file_load_hook: None,
         class_load: Some(on_class_load),
         class_prepare: Some(on_class_prepare),
-        unused: [None; 11],
-        compiled_method_load: Some(on_compiled_method_load),
+        ..Default::default()
     };
     jvmti
         .set_event_callbacks(&callbacks)
@@ -83,11 +74,6 @@ pub unsafe fn init(vm: *mut JavaVM) -> Result<Jvmti, String> {
         jvmti
             .enable_event(event)
             .map_err(|e| format!("JVMTI SetEventNotificationMode({event}) failed: {e}"))?;
-    }
-    if debug_info {
-        if let Err(e) = jvmti.enable_event(jvmti::EVENT_COMPILED_METHOD_LOAD) {
-            log::warn(&format!("CompiledMethodLoad unavailable ({e}); compiled frames are located at safepoints only"));
-        }
     }
     threads::init();
     // libjvm's VMStructs tables are filled by its static initialisers, so they are
@@ -158,17 +144,6 @@ unsafe extern "C" fn on_thread_start(_env: *mut JvmtiEnvPtr, jni: *mut JNIEnv, t
 
 unsafe extern "C" fn on_thread_end(_env: *mut JvmtiEnvPtr, _jni: *mut JNIEnv, _thread: jthread) {
     let _ = std::panic::catch_unwind(|| profiler::thread_ended(threads::gettid()));
-}
-
-unsafe extern "C" fn on_compiled_method_load(
-    _env: *mut JvmtiEnvPtr,
-    _method: jni::sys::jmethodID,
-    _code_size: jni::sys::jint,
-    _code_addr: *const std::ffi::c_void,
-    _map_length: jni::sys::jint,
-    _map: *const std::ffi::c_void,
-    _compile_info: *const std::ffi::c_void,
-) {
 }
 
 unsafe extern "C" fn on_class_load(

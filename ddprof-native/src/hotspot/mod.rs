@@ -5,6 +5,7 @@
 pub mod codecache;
 pub mod current_thread;
 pub mod debuginfo;
+pub mod flags;
 pub mod klass;
 pub mod linetable;
 pub mod method;

@@ -1372,6 +1372,9 @@ pub fn init() {
     LAYOUT.get_or_init(|| {
         let (layout, missing) = match load_tables() {
             Ok(tables) => {
+                if !super::flags::enable_if_default(&tables, "DebugNonSafepoints") {
+                    crate::log::info("DebugNonSafepoints could not be enabled: compiled frames are located at safepoints only");
+                }
                 let layout = VmLayout::resolve(&tables);
                 let missing = layout.missing.clone();
                 (Some(layout), missing)
