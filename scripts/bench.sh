@@ -16,44 +16,67 @@
 #   -Dwarmup=3 -Dmeasure=8
 #                       seconds of warm-up and of measurement per child JVM
 #   -Dseed=N            shuffle seed (default: time)
+#   -Dretries=1 -DretryBudget=10 -DminShare=0.9
+#                       a run whose JVM got < minShare of the CPU it asked for (the host was busy)
+#                       is run again, up to `retries` times and `retryBudget` reruns in all (that
+#                       adds at most ~2 min); the attempt with most CPU counts
+#   -DquietWait=30 -DquietBudget=120
+#                       before each child JVM, wait up to quietWait s (quietBudget s in all) until the
+#                       rest of the host uses < 0.2 CPU (/proc/stat): lets someone else's build finish
 #   -DjvmArgs="-Xms256m -Xmx256m"
 #                       child JVM options
 #   -Dout=FILE          also write every raw run as CSV
+#   -Dfrom=A.csv[,B.csv] run nothing: print the table for runs saved with -Dout (use with --no-build)
+#   -DreportMinShare=0.9 leave runs that got < 0.9 of their CPU out of the table
 #   -Dbench.levelIters=500 -Dbench.leafIters=12500
-#                       work per op (children inherit them via jvmArgs only; leave as is)
+#                       work per op (~50 us on a 2020s x86 core), passed on to every child
 # --no-build skips `mvn -q -DskipTests install` (uses the jars already in */target).
-# Defaults take about 11 minutes (5 rounds x 10 runs x ~13 s).
+# Defaults take about 11 minutes (5 rounds x 10 runs x ~13 s), at most ~15 on a busy host.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
+# All in one function, and the call and exit on one line: bash reads the file as it goes, so this
+# keeps an edit to the file during a run from being executed.
+main() {
+  ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  cd "$ROOT"
 
-build=1
-props=()
-for a in "$@"; do
-  case "$a" in
-    --no-build) build=0 ;;
-    -D*) props+=("$a") ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
-    *) echo "bench.sh: unknown argument $a (try --help)" >&2; exit 2 ;;
-  esac
-done
+  build=1
+  props=()
+  for a in "$@"; do
+    case "$a" in
+      --no-build) build=0 ;;
+      -D*) props+=("$a") ;;
+      -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+      *) echo "bench.sh: unknown argument $a (try --help)" >&2; exit 2 ;;
+    esac
+  done
 
-if [ -n "${JAVA_HOME:-}" ]; then
-  JAVA="$JAVA_HOME/bin/java"
-else
-  JAVA="$(command -v java)"
-fi
+  if [ -n "${JAVA_HOME:-}" ]; then
+    JAVA="$JAVA_HOME/bin/java"
+  else
+    JAVA="$(command -v java)"
+  fi
 
-if [ "$build" = 1 ]; then
-  mvn -q -DskipTests install
-fi
+  if [ "$build" = 1 ]; then
+    mvn -q -DskipTests install
+  fi
 
-BENCH_JAR="$ROOT/ddprof-bench/target/ddprof-bench-0.1.0-SNAPSHOT.jar"
-LIB_JAR="$ROOT/ddprof-lib/target/ddprof-lib-0.1.0-SNAPSHOT.jar"
-for j in "$BENCH_JAR" "$LIB_JAR"; do
-  [ -f "$j" ] || { echo "bench.sh: $j missing: build first (drop --no-build)" >&2; exit 1; }
-done
+  BENCH_JAR="$ROOT/ddprof-bench/target/ddprof-bench-0.1.0-SNAPSHOT.jar"
+  LIB_JAR="$ROOT/ddprof-lib/target/ddprof-lib-0.1.0-SNAPSHOT.jar"
+  for j in "$BENCH_JAR" "$LIB_JAR"; do
+    [ -f "$j" ] || { echo "bench.sh: $j missing: build first (drop --no-build)" >&2; exit 1; }
+  done
 
-echo "bench.sh: $("$JAVA" -version 2>&1 | head -1); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
-exec "$JAVA" "${props[@]}" -cp "$BENCH_JAR:$LIB_JAR" com.datadoghq.profiler.bench.OverheadBenchmark
+  # Run from a private copy of the jars: a rebuild during the ~11 minutes must not change what the
+  # later child JVMs load.
+  SNAP="$(mktemp -d "${TMPDIR:-/tmp}/ddprof-bench.XXXXXX")"
+  trap 'rm -rf "$SNAP"' EXIT
+  cp "$BENCH_JAR" "$SNAP/ddprof-bench.jar"
+  cp "$LIB_JAR" "$SNAP/ddprof-lib.jar"
+
+  echo "bench.sh: $("$JAVA" -version 2>&1 | head -1); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg);" \
+    "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (dirty tree)')"
+  "$JAVA" "${props[@]}" -cp "$SNAP/ddprof-bench.jar:$SNAP/ddprof-lib.jar" com.datadoghq.profiler.bench.OverheadBenchmark
+}
+
+main "$@"; exit $?

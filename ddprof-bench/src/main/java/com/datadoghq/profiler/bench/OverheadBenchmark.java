@@ -12,11 +12,13 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Random;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.function.ToDoubleFunction;
 
@@ -36,17 +38,35 @@ import java.util.function.ToDoubleFunction;
  * <ul>
  *   <li>{@code rounds} (5): rounds of all modes</li>
  *   <li>{@code modes} ({@code none,ddprof-10ms,ddprof-1ms,jfr-10ms,jfr-1ms}): {@code none} is
- *       always added; {@code ddprof-itimer-<interval>} selects ddprof's itimer engine</li>
+ *       always added; {@code ddprof-itimer-<interval>} selects ddprof's itimer engine; extra ddprof
+ *       options follow a colon, {@code ;}-separated ({@code ddprof-1ms:cstack=fp})</li>
  *   <li>{@code threads} ({@code 1,2}): busy-thread counts</li>
  *   <li>{@code warmup} (3) and {@code measure} (8): seconds per child</li>
  *   <li>{@code seed} (time): shuffle seed</li>
+ *   <li>{@code retries} (1), {@code retryBudget} (10), {@code minShare} (0.9): a run whose JVM got
+ *       less than {@code minShare} of the CPU it asked for (process CPU / wall / threads) ran on a
+ *       busy host; it is run again, up to {@code retries} times (and {@code retryBudget} reruns in
+ *       all, which bounds the wall time); the attempt that got the most CPU counts</li>
  *   <li>{@code java} (this JVM's {@code bin/java}): the child JVM</li>
+ *   <li>{@code quietWait} (30), {@code quietBudget} (120): before each child, wait up to
+ *       {@code quietWait} seconds (and {@code quietBudget} seconds in all) until the rest of the host
+ *       uses less than 0.2 CPU (from {@code /proc/stat}), so that a build elsewhere on the machine
+ *       finishes rather than lands in a measurement</li>
  *   <li>{@code jvmArgs} ({@code -Xms256m -Xmx256m}): extra child JVM options, space separated</li>
  *   <li>{@code out} (none): also write every raw run as CSV to this file</li>
+ *   <li>{@code from} (none): run nothing; print the summary of these CSV files (comma separated,
+ *       as written by {@code out}; their rounds are kept apart)</li>
+ *   <li>{@code reportMinShare} (0): leave runs that got less than this share of their CPU out of
+ *       the summary (with {@code from}, to read a run made on a busy host)</li>
+ *   <li>{@code bench.levelIters} (500), {@code bench.leafIters} (12500): work per op, passed on to
+ *       the children</li>
  * </ul>
  */
 public final class OverheadBenchmark {
     private static final String DEFAULT_MODES = "none,ddprof-10ms,ddprof-1ms,jfr-10ms,jfr-1ms";
+
+    /** The child JVM running now, stopped with us if we are interrupted or killed. */
+    private static volatile Process current;
 
     private OverheadBenchmark() {
     }
@@ -64,6 +84,8 @@ public final class OverheadBenchmark {
         long dumpNs;
         long stopNs;
         long nativeDumpNs;
+        long walkMaxNs = -1;
+        String walker = "-";
         long dumpBytes;
         String load;
 
@@ -86,6 +108,11 @@ public final class OverheadBenchmark {
         double warmup = Double.parseDouble(System.getProperty("warmup", "3"));
         double measure = Double.parseDouble(System.getProperty("measure", "8"));
         long seed = Long.getLong("seed", System.nanoTime());
+        int retries = Integer.getInteger("retries", 1);
+        int retryBudget = Integer.getInteger("retryBudget", 10);
+        double minShare = Double.parseDouble(System.getProperty("minShare", "0.9"));
+        long quietWaitMs = (long) (Double.parseDouble(System.getProperty("quietWait", "30")) * 1000);
+        long quietBudgetMs = (long) (Double.parseDouble(System.getProperty("quietBudget", "120")) * 1000);
         List<String> modes = new ArrayList<>(Arrays.asList(System.getProperty("modes", DEFAULT_MODES).split(",")));
         modes.replaceAll(String::trim);
         modes.removeIf(String::isEmpty);
@@ -104,7 +131,37 @@ public final class OverheadBenchmark {
                 jvmArgs.add(a);
             }
         }
+        // The work per op (bench.levelIters, bench.leafIters) goes to every child.
+        for (String name : System.getProperties().stringPropertyNames()) {
+            if (name.startsWith("bench.")) {
+                jvmArgs.add("-D" + name + "=" + System.getProperty(name));
+            }
+        }
         String classpath = System.getProperty("java.class.path");
+
+        String from = System.getProperty("from");
+        if (from != null) {
+            List<Run> runs = new ArrayList<>();
+            int roundBase = 0;
+            for (String file : from.split(",")) {
+                List<Run> part = readCsv(Paths.get(file.trim()));
+                int maxRound = 0;
+                for (Run r : part) {
+                    maxRound = Math.max(maxRound, r.round);
+                    r.round += roundBase;
+                    if (!modes.contains(r.mode)) {
+                        modes.add(r.mode);
+                    }
+                    if (!threadCounts.contains(r.threads)) {
+                        threadCounts.add(r.threads);
+                    }
+                }
+                roundBase += maxRound;
+                runs.addAll(part);
+            }
+            System.out.print(summary(runs, modes, threadCounts, measure));
+            return;
+        }
 
         int perRound = modes.size() * threadCounts.size();
         System.out.printf(Locale.ROOT, "# overhead benchmark: %d rounds x %d runs, warmup %.0f s, measure %.0f s, "
@@ -113,6 +170,12 @@ public final class OverheadBenchmark {
         System.out.println("# java: " + java + " " + String.join(" ", jvmArgs));
         System.out.println("# host: " + hostLine());
 
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            Process p = current;
+            if (p != null) {
+                p.destroyForcibly();
+            }
+        }));
         Random random = new Random(seed);
         List<Run> runs = new ArrayList<>();
         for (int round = 1; round <= rounds; round++) {
@@ -124,14 +187,26 @@ public final class OverheadBenchmark {
             }
             Collections.shuffle(order, random);
             for (String[] job : order) {
+                quietBudgetMs -= waitForQuietHost(Math.min(quietWaitMs, quietBudgetMs));
                 Run run = runChild(java, jvmArgs, classpath, job[0], Integer.parseInt(job[1]), warmup, measure);
+                for (int retry = 1; retry <= retries && retryBudget > 0 && run.cpuShare() < minShare; retry++) {
+                    retryBudget--;
+                    System.out.printf(Locale.ROOT, "round %d %-18s threads=%d got %.2f of its CPU (load %s): "
+                            + "host busy, run again (%d/%d, %d reruns left)%n", round, run.mode, run.threads,
+                            run.cpuShare(), run.load, retry, retries, retryBudget);
+                    quietBudgetMs -= waitForQuietHost(Math.min(quietWaitMs, quietBudgetMs));
+                    Run again = runChild(java, jvmArgs, classpath, job[0], Integer.parseInt(job[1]), warmup, measure);
+                    if (again.cpuShare() > run.cpuShare()) {
+                        run = again;
+                    }
+                }
                 run.round = round;
                 runs.add(run);
                 System.out.printf(Locale.ROOT,
                         "round %d %-18s threads=%d ops=%d cpu=%.2fs cpu-share=%.2f ns/op=%.0f samples=%d "
-                                + "dump=%.1fms load=%s%n",
+                                + "dump=%.1fms walker=%s load=%s%n",
                         round, run.mode, run.threads, run.ops, run.cpuNs / 1e9, run.cpuShare(), run.cpuNsPerOp(),
-                        run.samples, run.dumpNs / 1e6, run.load);
+                        run.samples, run.dumpNs / 1e6, run.walker, run.load);
             }
         }
 
@@ -156,6 +231,7 @@ public final class OverheadBenchmark {
         cmd.add(Double.toString(measure));
         cmd.add(Double.toString(warmup));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        current = p;
         String result = null;
         StringBuilder output = new StringBuilder();
         try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
@@ -190,21 +266,30 @@ public final class OverheadBenchmark {
         run.dumpNs = Long.parseLong(kv.get("dump_ns"));
         run.stopNs = Long.parseLong(kv.get("stop_ns"));
         run.nativeDumpNs = Long.parseLong(kv.get("native_dump_ns"));
+        run.walkMaxNs = Long.parseLong(kv.getOrDefault("walk_max_ns", "-1"));
+        run.walker = kv.getOrDefault("walker", "-");
         run.dumpBytes = Long.parseLong(kv.get("dump_bytes"));
         run.load = loadAverage();
         return run;
     }
 
     /** The markdown summary: one row per profiled mode and thread count. */
-    static String summary(List<Run> runs, List<String> modes, List<Integer> threadCounts, double measure) {
+    static String summary(List<Run> allRuns, List<String> modes, List<Integer> threadCounts, double measure) {
         StringBuilder sb = new StringBuilder();
+        double reportMinShare = Double.parseDouble(System.getProperty("reportMinShare", "0"));
+        List<Run> runs = new ArrayList<>();
+        for (Run r : allRuns) {
+            if (r.cpuShare() >= reportMinShare) {
+                runs.add(r);
+            }
+        }
         Map<String, Run> baseline = new HashMap<>();
         for (Run r : runs) {
             if (r.mode.equals("none")) {
                 baseline.put(r.round + "/" + r.threads, r);
             }
         }
-        sb.append("| mode | threads | work/CPU-s vs none, median [min-max] | wall ops/s vs none | samples/s/thread "
+        sb.append("| mode | threads | work/CPU-s vs none, median [min-max] | CPU share | samples/s/thread "
                 + "| CPU µs/sample | walk µs/sample | dump ms | stop ms | dump KB |\n");
         sb.append("|---|---|---|---|---|---|---|---|---|---|\n");
         for (String mode : modes) {
@@ -220,13 +305,12 @@ public final class OverheadBenchmark {
                 }
                 if (mode.equals("none")) {
                     double nsPerOp = median(rs, Run::cpuNsPerOp);
-                    sb.append(String.format(Locale.ROOT, "| none | %d | 1 (%.1f µs CPU/op, CPU share %.2f) | 1 "
+                    sb.append(String.format(Locale.ROOT, "| none | %d | 1 (%.1f µs CPU/op) | %.2f "
                                     + "| — | — | — | — | — | — |\n",
                             threads, nsPerOp / 1e3, median(rs, Run::cpuShare)));
                     continue;
                 }
                 List<Double> ratios = new ArrayList<>();
-                List<Double> wallRatios = new ArrayList<>();
                 List<Double> costs = new ArrayList<>();
                 for (Run r : rs) {
                     Run base = baseline.get(r.round + "/" + r.threads);
@@ -234,19 +318,29 @@ public final class OverheadBenchmark {
                         continue;
                     }
                     ratios.add(r.opsPerCpuSecond() / base.opsPerCpuSecond());
-                    wallRatios.add((r.ops / (double) r.wallNs) / (base.ops / (double) base.wallNs));
                     if (r.samples > 0) {
                         double extraNsPerOp = r.cpuNsPerOp() - base.cpuNsPerOp();
                         costs.add(extraNsPerOp * r.ops / r.samples / 1e3);
                     }
                 }
                 boolean counters = rs.get(0).walkNs >= 0;
+                String label = mode;
+                String walker = rs.get(0).walker;
+                if (!"-".equals(walker)) {
+                    for (Run r : rs) {
+                        if (!walker.equals(r.walker)) {
+                            walker = "mixed";
+                        }
+                    }
+                    label = mode + " (" + walker + " walker)";
+                }
                 sb.append(String.format(Locale.ROOT, "| %s | %d | %s | %s | %.0f | %s | %s | %s | %s | %.0f |\n",
-                        mode, threads,
-                        ratios.isEmpty() ? "—" : String.format(Locale.ROOT, "%.3f [%.3f-%.3f]",
-                                medianOf(ratios), Collections.min(ratios), Collections.max(ratios)),
-                        wallRatios.isEmpty() ? "—" : String.format(Locale.ROOT, "%.3f", medianOf(wallRatios)),
-                        median(rs, r -> r.samples / (r.wallNs / 1e9) / r.threads),
+                        label, threads,
+                        ratios.isEmpty() ? "—" : String.format(Locale.ROOT, "%.3f [%.3f-%.3f]%s",
+                                medianOf(ratios), Collections.min(ratios), Collections.max(ratios),
+                                ratios.size() == rounds(allRuns) ? "" : " (" + ratios.size() + " rounds)"),
+                        String.format(Locale.ROOT, "%.2f", median(rs, Run::cpuShare)),
+                        median(rs, r -> r.samples / (r.cpuNs / 1e9)),
                         costs.isEmpty() ? "—" : String.format(Locale.ROOT, "%.1f [%.1f-%.1f]",
                                 medianOf(costs), Collections.min(costs), Collections.max(costs)),
                         counters ? String.format(Locale.ROOT, "%.2f",
@@ -260,8 +354,33 @@ public final class OverheadBenchmark {
                 + "and thread count); >1 is noise. CPU µs/sample = (cpu/op - cpu_none/op) x ops / samples. "
                 + "Walk = ddprof's `unwinding_ticks_async` / samples (signal handler: walk + record). "
                 + "Dump/stop: wall time of `dump(Path)` / `stop()` after %.0f s of the measured window, "
-                + "workers still busy.%n", measure));
+                + "workers still busy. CPU share: median process CPU / wall / threads (1.00 = the JVM got every "
+                + "core it asked for). Samples/s/thread: samples per second of process CPU, i.e. per second a "
+                + "thread ran (equal to samples/s/thread when the JVM got its cores).%n", measure));
+        if (runs.size() < allRuns.size()) {
+            sb.append(String.format(Locale.ROOT, "Left out: %d of %d runs that got less than %.2f of their CPU "
+                    + "(and the profiled runs of their round); the ratio cell says from how many rounds it is.%n",
+                    allRuns.size() - runs.size(), allRuns.size(), reportMinShare));
+        }
+        int starved = 0;
+        for (Run r : runs) {
+            if (r.cpuShare() < 0.9) {
+                starved++;
+            }
+        }
+        if (starved > 0) {
+            sb.append(String.format(Locale.ROOT, "WARNING: %d of %d runs got less than 90%% of the CPU they asked for: "
+                    + "the host was busy; consider a rerun.%n", starved, runs.size()));
+        }
         return sb.toString();
+    }
+
+    private static int rounds(List<Run> runs) {
+        Set<Integer> rounds = new HashSet<>();
+        for (Run r : runs) {
+            rounds.add(r.round);
+        }
+        return rounds.size();
     }
 
     private static String rangeMs(List<Run> rs, ToDoubleFunction<Run> f) {
@@ -293,13 +412,102 @@ public final class OverheadBenchmark {
     private static void writeCsv(Path file, List<Run> runs) throws IOException {
         try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(file, StandardCharsets.UTF_8))) {
             w.println("round,mode,threads,ops,cpu_ns,wall_ns,samples,walk_ns,dump_ns,stop_ns,native_dump_ns,"
-                    + "dump_bytes,load1");
+                    + "dump_bytes,load1,walk_max_ns,walker");
             for (Run r : runs) {
-                w.printf(Locale.ROOT, "%d,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s%n", r.round, r.mode, r.threads, r.ops,
-                        r.cpuNs, r.wallNs, r.samples, r.walkNs, r.dumpNs, r.stopNs, r.nativeDumpNs, r.dumpBytes,
-                        r.load);
+                w.printf(Locale.ROOT, "%d,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%s%n", r.round, r.mode, r.threads,
+                        r.ops, r.cpuNs, r.wallNs, r.samples, r.walkNs, r.dumpNs, r.stopNs, r.nativeDumpNs, r.dumpBytes,
+                        r.load, r.walkMaxNs, r.walker);
             }
         }
+    }
+
+    private static List<Run> readCsv(Path file) throws IOException {
+        List<String> lines = Files.readAllLines(file, StandardCharsets.UTF_8);
+        List<Run> runs = new ArrayList<>();
+        for (String line : lines.subList(1, lines.size())) {
+            if (line.isBlank()) {
+                continue;
+            }
+            String[] f = line.split(",");
+            Run r = new Run();
+            r.round = Integer.parseInt(f[0]);
+            r.mode = f[1];
+            r.threads = Integer.parseInt(f[2]);
+            r.ops = Long.parseLong(f[3]);
+            r.cpuNs = Long.parseLong(f[4]);
+            r.wallNs = Long.parseLong(f[5]);
+            r.samples = Long.parseLong(f[6]);
+            r.walkNs = Long.parseLong(f[7]);
+            r.dumpNs = Long.parseLong(f[8]);
+            r.stopNs = Long.parseLong(f[9]);
+            r.nativeDumpNs = Long.parseLong(f[10]);
+            r.dumpBytes = Long.parseLong(f[11]);
+            r.load = f.length > 12 ? f[12] : "?";
+            r.walkMaxNs = f.length > 13 ? Long.parseLong(f[13]) : -1;
+            r.walker = f.length > 14 ? f[14] : "-";
+            runs.add(r);
+        }
+        return runs;
+    }
+
+    /**
+     * Waits (up to {@code maxMs}) until the host's other work uses less than 0.2 CPU over a second,
+     * judged from {@code /proc/stat}; no child runs meanwhile, so that is everybody else.
+     *
+     * @return the milliseconds spent waiting
+     */
+    static long waitForQuietHost(long maxMs) throws InterruptedException {
+        long start = System.currentTimeMillis();
+        boolean announced = false;
+        while (true) {
+            double busy = busyCpus(1000);
+            long waited = System.currentTimeMillis() - start;
+            if (Double.isNaN(busy) || busy < 0.2 || waited >= maxMs) {
+                if (announced) {
+                    System.out.printf(Locale.ROOT, "# waited %.0f s for the host (now %.2f CPUs busy)%n",
+                            waited / 1e3, busy);
+                }
+                return waited;
+            }
+            if (!announced) {
+                System.out.printf(Locale.ROOT, "# host busy (%.2f CPUs used elsewhere): waiting up to %.0f s%n",
+                        busy, maxMs / 1e3);
+                announced = true;
+            }
+        }
+    }
+
+    /** CPUs kept busy on the whole host over {@code ms}, from {@code /proc/stat}; NaN if unreadable. */
+    private static double busyCpus(long ms) throws InterruptedException {
+        long[] a = procStat();
+        Thread.sleep(ms);
+        long[] b = procStat();
+        if (a == null || b == null) {
+            return Double.NaN;
+        }
+        long total = b[0] - a[0];
+        long idle = b[1] - a[1];
+        int cpus = Runtime.getRuntime().availableProcessors();
+        return total <= 0 ? Double.NaN : (double) (total - idle) / total * cpus;
+    }
+
+    /** {total, idle+iowait} jiffies of the "cpu" line of /proc/stat, or null. */
+    private static long[] procStat() {
+        try {
+            for (String line : Files.readAllLines(Paths.get("/proc/stat"), StandardCharsets.US_ASCII)) {
+                if (line.startsWith("cpu ")) {
+                    String[] f = line.trim().split("\\s+");
+                    long total = 0;
+                    for (int i = 1; i < f.length && i <= 8; i++) {
+                        total += Long.parseLong(f[i]);
+                    }
+                    return new long[] {total, Long.parseLong(f[4]) + Long.parseLong(f[5])};
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            // not Linux
+        }
+        return null;
     }
 
     private static String loadAverage() {

@@ -25,7 +25,8 @@ import jdk.jfr.consumer.RecordingFile;
  * {@code RESULT key=value ...}, that the parent parses; everything else on stdout is ignored.
  *
  * <p>Modes: {@code none}; {@code ddprof-<interval>} (ddprof {@code start,cpu=<interval>}, the
- * default ctimer engine); {@code ddprof-itimer-<interval>} ({@code event=itimer});
+ * default ctimer engine); {@code ddprof-itimer-<interval>} ({@code event=itimer}); either may
+ * carry extra ddprof options after a colon, {@code ;}-separated ({@code ddprof-1ms:cstack=fp});
  * {@code jfr-<interval>} (a {@code jdk.jfr.Recording} with only {@code jdk.ExecutionSample}
  * enabled at that period, every other event off).
  */
@@ -95,6 +96,8 @@ public final class OverheadWorker {
         kv(line, "dump_ns", profiler.enabled() ? d1 - d0 : -1);
         kv(line, "stop_ns", profiler.enabled() ? d2 - d1 : -1);
         kv(line, "native_dump_ns", profiler.nativeDumpNs());
+        kv(line, "walk_max_ns", profiler.hasCounters() ? after.walkMaxNs : -1);
+        kv(line, "walker", profiler.walker());
         kv(line, "dump_bytes", profiler.enabled() ? Files.size(dir.resolve("dump.jfr")) : -1);
         kv(line, "sink", sink & 1);
         System.out.println(line);
@@ -123,6 +126,7 @@ public final class OverheadWorker {
         long wallNs;
         long samples;
         long walkNs;
+        long walkMaxNs;
         Instant instant;
 
         static Snapshot take(AtomicLongArray ops, int threads, com.sun.management.OperatingSystemMXBean os,
@@ -138,6 +142,7 @@ public final class OverheadWorker {
                 Map<String, Long> c = profiler.counters();
                 s.samples = c.getOrDefault("samples", 0L);
                 s.walkNs = c.getOrDefault("unwinding_ticks_async", 0L);
+                s.walkMaxNs = c.getOrDefault("unwinding_ns_max", 0L);
             }
             return s;
         }
@@ -150,11 +155,18 @@ public final class OverheadWorker {
             if (m.equals("none")) {
                 return new None();
             }
+            // ddprof modes may carry extra options after ':', ';'-separated: ddprof-1ms:cstack=fp
+            String extra = "";
+            int colon = m.indexOf(':');
+            if (colon >= 0 && m.startsWith("ddprof-")) {
+                extra = "," + mode.substring(colon + 1).replace(';', ',');
+                m = m.substring(0, colon);
+            }
             if (m.startsWith("ddprof-itimer-")) {
-                return new Ddprof("event=itimer,cpu=" + m.substring("ddprof-itimer-".length()), dir);
+                return new Ddprof("event=itimer,cpu=" + m.substring("ddprof-itimer-".length()) + extra, dir);
             }
             if (m.startsWith("ddprof-")) {
-                return new Ddprof("cpu=" + m.substring("ddprof-".length()), dir);
+                return new Ddprof("cpu=" + m.substring("ddprof-".length()) + extra, dir);
             }
             if (m.startsWith("jfr-")) {
                 return new Jfr(m.substring("jfr-".length()), dir);
@@ -182,6 +194,11 @@ public final class OverheadWorker {
 
         long nativeDumpNs() {
             return -1;
+        }
+
+        /** Which stack walker took the samples, as far as the counters tell. */
+        String walker() {
+            return "-";
         }
 
         /** Samples in [from, to] counted from the recording, for profilers without live counters. */
@@ -264,6 +281,17 @@ public final class OverheadWorker {
         @Override
         long nativeDumpNs() {
             return nativeDumpNs;
+        }
+
+        @Override
+        String walker() {
+            // The VM walker counts the frames it names (walkvm_frames_*); AsyncGetCallTrace does not.
+            for (Map.Entry<String, Long> e : profiler.getDebugCounters().entrySet()) {
+                if (e.getKey().startsWith("walkvm_frames") && e.getValue() > 0) {
+                    return "vm";
+                }
+            }
+            return "agct";
         }
     }
 
