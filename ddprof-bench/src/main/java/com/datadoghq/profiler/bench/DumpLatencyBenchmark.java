@@ -2,6 +2,8 @@ package com.datadoghq.profiler.bench;
 
 import com.datadoghq.profiler.JavaProfiler;
 
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -28,7 +30,9 @@ import jdk.jfr.consumer.RecordingFile;
  * loaders of {@code perLoader} classes, and runs {@code threads} threads that call them
  * round-robin in chains of {@code depth + 1} distinct classes (so each sample holds up to
  * {@code depth + 1} of them). After {@code measure} seconds it times the first
- * {@code dump(Path)}, then {@code later} more dumps {@code gap} seconds apart, threads still busy.
+ * {@code dump(Path)}, then {@code later} more dumps {@code gap} seconds apart, threads still busy,
+ * in wall time and in the calling thread's CPU time (the dump runs on the calling thread; with
+ * two busy threads on a 2-CPU host its wall time also holds waits for a CPU, in scheduler ticks).
  * The first dump is read back with {@code jdk.jfr.consumer} to count its samples and the
  * distinct generated classes in their stacks.
  *
@@ -68,38 +72,42 @@ public final class DumpLatencyBenchmark {
         System.out.println();
         System.out.printf(Locale.ROOT, "Dump latency: %d classes x %d methods (custom loaders of %d), %d threads calling"
                 + " them in chains of %d, cpu=%s for %.1f s, then the first dump and %d more %.1f s apart (threads"
-                + " busy); wall time of dump(Path), ms; median [min..max] of %d fresh JVMs per mode%n",
+                + " busy); wall and calling-thread CPU time of dump(Path), ms; median [min..max] of %d fresh JVMs per"
+                + " mode; ratios against the `true` run of the same round%n",
                 classes, extra + 2, perLoader, threads, depth + 1, interval, measure, later, gap, rounds.rounds);
         System.out.println();
         System.out.println("| mode | first dump | later dumps | first / later | first vs `true` first"
-                + " | native dump_ns, first / later | samples in first dump | generated classes in its stacks"
+                + " | first dump, CPU | later, CPU | first vs `true` first, CPU"
+                + " | samples in first dump | generated classes in its stacks"
                 + " | classes given IDs at first dump | IDs created at first dump |");
-        System.out.println("|---|---|---|---|---|---|---|---|---|---|");
+        System.out.println("|---|---|---|---|---|---|---|---|---|---|---|---|");
         for (String mode : modes) {
             List<Double> first = new ArrayList<>();
             List<Double> laterMs = new ArrayList<>();
             List<Double> ratio = new ArrayList<>();
             List<Double> vsTrue = new ArrayList<>();
-            List<Double> nativeFirst = new ArrayList<>();
-            List<Double> nativeLater = new ArrayList<>();
+            List<Double> firstCpu = new ArrayList<>();
+            List<Double> laterCpu = new ArrayList<>();
+            List<Double> vsTrueCpu = new ArrayList<>();
             List<Double> samples = new ArrayList<>();
             List<Double> distinct = new ArrayList<>();
             List<Double> lazyClasses = new ArrayList<>();
             List<Double> lazyIds = new ArrayList<>();
             for (BenchSupport.Run r : BenchSupport.of(runs, mode)) {
                 double f = r.d("dump0_ms");
+                double fc = r.d("dump0_cpu_ms");
                 List<Double> l = new ArrayList<>();
-                List<Double> nl = new ArrayList<>();
+                List<Double> lc = new ArrayList<>();
                 for (int k = 1; k <= later; k++) {
                     l.add(r.d("dump" + k + "_ms"));
-                    nl.add(r.d("dump" + k + "_native_ms"));
+                    lc.add(r.d("dump" + k + "_cpu_ms"));
                 }
                 double lm = BenchSupport.median(l);
                 first.add(f);
                 laterMs.add(lm);
                 ratio.add(f / lm);
-                nativeFirst.add(r.d("dump0_native_ms"));
-                nativeLater.add(BenchSupport.median(nl));
+                firstCpu.add(fc);
+                laterCpu.add(BenchSupport.median(lc));
                 samples.add(r.d("dump0_samples"));
                 distinct.add(r.d("dump0_gen_classes"));
                 lazyClasses.add(r.d("dump0_lazy_classes"));
@@ -107,13 +115,16 @@ public final class DumpLatencyBenchmark {
                 BenchSupport.Run t = BenchSupport.find(runs, "true", r.round);
                 if (t != null) {
                     vsTrue.add(f / t.d("dump0_ms"));
+                    vsTrueCpu.add(fc / t.d("dump0_cpu_ms"));
                 }
             }
-            System.out.printf(Locale.ROOT, "| `%s` | %s | %s | %s | %s | %s / %s | %s | %s | %s | %s |%n", mode,
+            boolean base = mode.equals("true");
+            System.out.printf(Locale.ROOT, "| `%s` | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |%n", mode,
                     BenchSupport.mmm(first, "%.1f"), BenchSupport.mmm(laterMs, "%.1f"),
                     BenchSupport.mmm(ratio, "%.2f"),
-                    mode.equals("true") ? "1" : "**" + BenchSupport.mmm(vsTrue, "%.2f") + "**",
-                    BenchSupport.mmm(nativeFirst, "%.1f"), BenchSupport.mmm(nativeLater, "%.1f"),
+                    base ? "1" : "**" + BenchSupport.mmm(vsTrue, "%.2f") + "**",
+                    BenchSupport.mmm(firstCpu, "%.1f"), BenchSupport.mmm(laterCpu, "%.1f"),
+                    base ? "1" : "**" + BenchSupport.mmm(vsTrueCpu, "%.2f") + "**",
                     BenchSupport.mmm(samples, "%.0f"), BenchSupport.mmm(distinct, "%.0f"),
                     BenchSupport.mmm(lazyClasses, "%.0f"), BenchSupport.mmm(lazyIds, "%.0f"));
         }
@@ -170,6 +181,7 @@ public final class DumpLatencyBenchmark {
         long samples0 = BenchSupport.counters(profiler).getOrDefault("samples", 0L);
         Thread.sleep((long) (measure * 1000));
 
+        ThreadMXBean threadMx = ManagementFactory.getThreadMXBean();
         BenchSupport.Result r = new BenchSupport.Result().put("mode", mode);
         r.put("samples_window", BenchSupport.counters(profiler).getOrDefault("samples", 0L) - samples0);
         for (int k = 0; k <= later; k++) {
@@ -177,11 +189,14 @@ public final class DumpLatencyBenchmark {
                 Thread.sleep((long) (gap * 1000));
             }
             Map<String, Long> c0 = profiler.getDebugCounters();
+            long cpu0 = threadMx.getCurrentThreadCpuTime();
             long t0 = System.nanoTime();
             profiler.dump(dir.resolve("dump" + k + ".jfr"));
             long t1 = System.nanoTime();
+            long cpu1 = threadMx.getCurrentThreadCpuTime();
             Map<String, Long> c1 = profiler.getDebugCounters();
             r.put("dump" + k + "_ms", String.format(Locale.ROOT, "%.3f", (t1 - t0) / 1e6));
+            r.put("dump" + k + "_cpu_ms", String.format(Locale.ROOT, "%.3f", (cpu1 - cpu0) / 1e6));
             r.put("dump" + k + "_native_ms", String.format(Locale.ROOT, "%.3f",
                     c1.getOrDefault("dump_ns_last", -1L) / 1e6));
             r.put("dump" + k + "_lazy_classes", delta(c0, c1, "method_resolve_lazy_class_loaded"));
