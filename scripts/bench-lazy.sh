@@ -6,7 +6,7 @@
 #   churn   com.datadoghq.profiler.bench.ClassChurnBenchmark   classes/s through short-lived loaders
 #   dump    com.datadoghq.profiler.bench.DumpLatencyBenchmark  first and later dump latency, ~2,000
 #                                                              sampled classes (true, false, lazy)
-# Results and how to read them: docs/benchmarks-lazy.md.
+# Results and how to read them: docs/benchmarks.md ("Lazy method IDs").
 #
 #   bash scripts/bench-lazy.sh [--no-build] [--only=memory,churn,dump] [-Dkey=value ...]
 #
