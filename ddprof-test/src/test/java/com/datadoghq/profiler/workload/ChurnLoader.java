@@ -1,9 +1,5 @@
 package com.datadoghq.profiler.workload;
 
-import java.io.ByteArrayOutputStream;
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
@@ -34,7 +30,7 @@ public final class ChurnLoader extends ClassLoader {
         synchronized (getClassLoadingLock(name)) {
             Class<?> c = findLoadedClass(name);
             if (c == null) {
-                byte[] b = BYTES.computeIfAbsent(name, ChurnLoader::read);
+                byte[] b = BYTES.computeIfAbsent(name, IsolatingLoader::classBytes);
                 c = defineClass(name, b, 0, b.length);
                 DEFINED.incrementAndGet();
             }
@@ -42,23 +38,6 @@ public final class ChurnLoader extends ClassLoader {
                 resolveClass(c);
             }
             return c;
-        }
-    }
-
-    private static byte[] read(String name) {
-        String resource = name.replace('.', '/') + ".class";
-        try (InputStream in = ChurnLoader.class.getClassLoader().getResourceAsStream(resource)) {
-            if (in == null) {
-                throw new IllegalStateException("no class file " + resource);
-            }
-            ByteArrayOutputStream out = new ByteArrayOutputStream();
-            byte[] buf = new byte[8192];
-            for (int n; (n = in.read(buf)) > 0; ) {
-                out.write(buf, 0, n);
-            }
-            return out.toByteArray();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
         }
     }
 }
