@@ -49,28 +49,9 @@ main() {
     esac
   done
 
-  if [ -n "${JAVA_HOME:-}" ]; then
-    JAVA="$JAVA_HOME/bin/java"
-  else
-    JAVA="$(command -v java)"
-  fi
-
-  if [ "$build" = 1 ]; then
-    mvn -q -DskipTests install
-  fi
-
-  BENCH_JAR="$ROOT/ddprof-bench/target/ddprof-bench-0.1.0-SNAPSHOT.jar"
-  LIB_JAR="$ROOT/ddprof-lib/target/ddprof-lib-0.1.0-SNAPSHOT.jar"
-  for j in "$BENCH_JAR" "$LIB_JAR"; do
-    [ -f "$j" ] || { echo "bench-lazy.sh: $j missing: build first (drop --no-build)" >&2; exit 1; }
-  done
-
-  # Run from a private copy of the jars: a rebuild during the run must not change what the later
-  # child JVMs load.
-  SNAP="$(mktemp -d "${TMPDIR:-/tmp}/ddprof-bench-lazy.XXXXXX")"
-  trap 'rm -rf "$SNAP"' EXIT
-  cp "$BENCH_JAR" "$SNAP/ddprof-bench.jar"
-  cp "$LIB_JAR" "$SNAP/ddprof-lib.jar"
+  # shellcheck disable=SC1091
+  . "$ROOT/scripts/bench-common.sh"
+  bench_prepare ddprof-bench-lazy "$build" || exit 1
 
   echo "bench-lazy.sh: $("$JAVA" -version 2>&1 | head -1); $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'));" \
     "kernel $(uname -r); load $(cut -d' ' -f1-3 /proc/loadavg);" \
@@ -85,7 +66,7 @@ main() {
     esac
     echo
     echo "=== $b ($cls), load $(cut -d' ' -f1-3 /proc/loadavg)"
-    "$JAVA" "${props[@]}" -cp "$SNAP/ddprof-bench.jar:$SNAP/ddprof-lib.jar" "com.datadoghq.profiler.bench.$cls"
+    "$JAVA" "${props[@]}" -cp "$BENCH_CP" "com.datadoghq.profiler.bench.$cls"
   done
   echo
   echo "bench-lazy.sh: done in $(( $(date +%s) - start )) s; load $(cut -d' ' -f1-3 /proc/loadavg)"

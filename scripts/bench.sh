@@ -51,32 +51,13 @@ main() {
     esac
   done
 
-  if [ -n "${JAVA_HOME:-}" ]; then
-    JAVA="$JAVA_HOME/bin/java"
-  else
-    JAVA="$(command -v java)"
-  fi
-
-  if [ "$build" = 1 ]; then
-    mvn -q -DskipTests install
-  fi
-
-  BENCH_JAR="$ROOT/ddprof-bench/target/ddprof-bench-0.1.0-SNAPSHOT.jar"
-  LIB_JAR="$ROOT/ddprof-lib/target/ddprof-lib-0.1.0-SNAPSHOT.jar"
-  for j in "$BENCH_JAR" "$LIB_JAR"; do
-    [ -f "$j" ] || { echo "bench.sh: $j missing: build first (drop --no-build)" >&2; exit 1; }
-  done
-
-  # Run from a private copy of the jars: a rebuild during the ~11 minutes must not change what the
-  # later child JVMs load.
-  SNAP="$(mktemp -d "${TMPDIR:-/tmp}/ddprof-bench.XXXXXX")"
-  trap 'rm -rf "$SNAP"' EXIT
-  cp "$BENCH_JAR" "$SNAP/ddprof-bench.jar"
-  cp "$LIB_JAR" "$SNAP/ddprof-lib.jar"
+  # shellcheck disable=SC1091
+  . "$ROOT/scripts/bench-common.sh"
+  bench_prepare ddprof-bench "$build" || exit 1
 
   echo "bench.sh: $("$JAVA" -version 2>&1 | head -1); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg);" \
     "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (dirty tree)')"
-  "$JAVA" "${props[@]}" -cp "$SNAP/ddprof-bench.jar:$SNAP/ddprof-lib.jar" com.datadoghq.profiler.bench.OverheadBenchmark
+  "$JAVA" "${props[@]}" -cp "$BENCH_CP" com.datadoghq.profiler.bench.OverheadBenchmark
 }
 
 main "$@"; exit $?
