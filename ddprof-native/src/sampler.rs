@@ -94,10 +94,6 @@ pub fn disarm() {
     RUNNING.store(false, Ordering::Release);
 }
 
-pub fn is_running() -> bool {
-    RUNNING.load(Ordering::Acquire)
-}
-
 fn owns(code: c_int, value: u64) -> bool {
     match ENGINE.load(Ordering::Relaxed) {
         x if x == EngineKind::CTimer as u8 => code == libc::SI_TIMER && value == TIMER_SIGNAL_MAGIC,

@@ -56,7 +56,6 @@ pub unsafe fn init(vm: *mut JavaVM) -> Result<Jvmti, String> {
         class_file_load_hook: None,
         class_load: Some(on_class_load),
         class_prepare: Some(on_class_prepare),
-        ..Default::default()
     };
     jvmti
         .set_event_callbacks(&callbacks)

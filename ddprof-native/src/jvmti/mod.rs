@@ -30,7 +30,6 @@ pub const EVENT_THREAD_START: c_int = 52;
 pub const EVENT_THREAD_END: c_int = 53;
 pub const EVENT_CLASS_LOAD: c_int = 55;
 pub const EVENT_CLASS_PREPARE: c_int = 56;
-pub const EVENT_COMPILED_METHOD_LOAD: c_int = 68;
 
 /// Bits of GetClassStatus.
 pub const CLASS_STATUS_ARRAY: jint = 16;
@@ -71,7 +70,6 @@ impl Capabilities {
     pub const GET_SOURCE_FILE_NAME: u32 = 11;
     pub const GET_LINE_NUMBERS: u32 = 12;
     pub const GENERATE_ALL_CLASS_HOOK_EVENTS: u32 = 26;
-    pub const GENERATE_COMPILED_METHOD_LOAD_EVENTS: u32 = 27;
 
     pub fn with(mut self, bit: u32) -> Self {
         self.bits[(bit / 32) as usize] |= 1 << (bit % 32);
@@ -100,17 +98,7 @@ pub type VmDeathFn = unsafe extern "C" fn(*mut JvmtiEnvPtr, *mut JNIEnv);
 pub type ThreadFn = unsafe extern "C" fn(*mut JvmtiEnvPtr, *mut JNIEnv, jthread);
 pub type ClassFn = unsafe extern "C" fn(*mut JvmtiEnvPtr, *mut JNIEnv, jthread, jclass);
 
-pub type CompiledMethodLoadFn = unsafe extern "C" fn(
-    *mut JvmtiEnvPtr,
-    jmethodID,
-    jint,
-    *const c_void,
-    jint,
-    *const c_void,
-    *const c_void,
-);
-
-/// The first nineteen entries of `jvmtiEventCallbacks` (events 50..68). JVMTI copies only
+/// The first seven entries of `jvmtiEventCallbacks` (events 50..56). JVMTI copies only
 /// `size_of` bytes, so a prefix of the struct is a valid argument.
 #[repr(C)]
 #[derive(Default)]
@@ -122,9 +110,6 @@ pub struct EventCallbacks {
     pub class_file_load_hook: Option<unsafe extern "C" fn()>,
     pub class_load: Option<ClassFn>,
     pub class_prepare: Option<ClassFn>,
-    /// Events 57..67, unused.
-    pub unused: [Option<unsafe extern "C" fn()>; 11],
-    pub compiled_method_load: Option<CompiledMethodLoadFn>,
 }
 
 /// Opaque `jvmtiEnv` (a pointer to the function table).
