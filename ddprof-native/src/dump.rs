@@ -359,13 +359,17 @@ fn write_traces(chunk: &mut ChunkBuilder, jni: *mut JNIEnv, gen: &Generation) ->
     let mut resolver = Resolver::new(jvmti, jni);
     let mut method_keys: HashMap<(u8, u64), u32> = HashMap::new();
     let mut unknown: Option<u32> = None;
+    let mut natives = NativeNames::default();
     let mut refs: Vec<FrameRef> = Vec::new();
     for trace in gen.traces.iter() {
         refs.clear();
         let mut root_is_entry = false;
         for f in trace.frames {
-            let (key, line, info_entry, named) =
-                frame_ref(chunk, &mut resolver, &mut method_keys, &mut unknown, f);
+            let (key, line, info_entry, named) = if f.kind == kind::NATIVE_PC {
+                (natives.key(chunk, f.method), 0, false, true)
+            } else {
+                frame_ref(chunk, &mut resolver, &mut method_keys, &mut unknown, f)
+            };
             root_is_entry = info_entry;
             if !named {
                 unnamed.insert(trace.id);
@@ -389,6 +393,39 @@ fn write_traces(chunk: &mut ChunkBuilder, jni: *mut JNIEnv, gen: &Generation) ->
         chunk.add_stack_trace(trace.id as u64, truncated, &refs);
     }
     unnamed
+}
+
+/// Method-pool keys of native frames (`cstack=vmx`): one entry per function name, so that
+/// every pc of a function shares it. The symbolizer (reading `/proc/self/maps`) is made
+/// on the first native frame of the dump.
+#[derive(Default)]
+struct NativeNames {
+    symbols: Option<crate::symbols::Symbolizer>,
+    by_pc: HashMap<u64, u32>,
+    by_name: HashMap<String, u32>,
+}
+
+impl NativeNames {
+    fn key(&mut self, chunk: &mut ChunkBuilder, pc: u64) -> u32 {
+        if let Some(k) = self.by_pc.get(&pc) {
+            return *k;
+        }
+        let name = self
+            .symbols
+            .get_or_insert_with(crate::symbols::Symbolizer::new)
+            .name(pc);
+        let k = match self.by_name.get(name) {
+            Some(k) => *k,
+            None => {
+                // The contract's native frame: class "", the symbol, `()L;`, ACC_NATIVE.
+                let k = chunk.intern_method("", name, "()L;", 0x100, false);
+                self.by_name.insert(name.to_string(), k);
+                k
+            }
+        };
+        self.by_pc.insert(pc, k);
+        k
+    }
 }
 
 /// (method pool key, line, whether the method is a thread entry point, whether the frame

@@ -16,6 +16,7 @@ pub mod methods;
 pub mod profiler;
 pub mod sampler;
 pub mod signal;
+pub mod symbols;
 pub mod threads;
 pub mod traces;
 pub mod vm;

@@ -187,6 +187,9 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         EngineChoice::CTimer => (Arc::new(CTimer::default()), EngineKind::CTimer),
         EngineChoice::ITimer => (Arc::new(ITimer), EngineKind::ITimer),
     };
+    // cstack=vmx: the VM walker also records native frames (walker/native.rs).
+    let mixed = walker == WalkerKind::Vm && args.cstack == CStack::Vmx;
+    crate::walker::native::set_mixed(mixed);
     sampler::arm(kind, walker, args.walkcompare, args.jstackdepth as usize);
     *ENGINE.write() = Some(engine.clone());
     if let Err(e) = engine.start(interval) {
@@ -216,6 +219,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         chunk_start_nanos: epoch_nanos(),
         chunk_start_ticks: sampler::ticks(),
         walker: match walker {
+            WalkerKind::Vm if mixed => "vmx",
             WalkerKind::Vm => "vm",
             WalkerKind::Agct => "asgct",
         },

@@ -1,0 +1,414 @@
+//! Names of native pcs (the `cstack=vmx` frames), at dump time, never in a signal.
+//!
+//! A pc is looked up in the executable file mappings of `/proc/self/maps`; the file's
+//! ELF function symbols (`.symtab`, else `.dynsym`) name it when one covers it (demangled:
+//! C++ without parameters, Rust without hash); otherwise it is `libname+0xoffset`, the
+//! offset being the ELF virtual address (what `addr2line -e lib` takes). pcs outside
+//! every file (the vDSO) go to `dladdr`, then to a bare address.
+//!
+//! `dladdr` is not used for pcs inside files: it only sees `.dynsym` and takes the
+//! nearest exported symbol below the pc, which misnames every static function of a
+//! stripped library (libjvm's internals, zlib's `longest_match`).
+//!
+//! Symbol tables are read once per library per process (kept: 16 bytes per function
+//! symbol; names are read from the file on demand) and shared by later dumps.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::sync::{Arc, Mutex};
+
+/// Names per dump: pc -> name, over one snapshot of the mappings.
+pub struct Symbolizer {
+    maps: Vec<Mapping>,
+    names: HashMap<u64, String>,
+}
+
+/// One executable file mapping.
+#[derive(Clone, Debug)]
+struct Mapping {
+    start: u64,
+    end: u64,
+    offset: u64,
+    path: String,
+}
+
+impl Default for Symbolizer {
+    fn default() -> Self {
+        Symbolizer::new()
+    }
+}
+
+impl Symbolizer {
+    pub fn new() -> Symbolizer {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+        Symbolizer {
+            maps: parse_maps(&maps),
+            names: HashMap::new(),
+        }
+    }
+
+    /// The name of the function holding `pc`.
+    pub fn name(&mut self, pc: u64) -> &str {
+        if !self.names.contains_key(&pc) {
+            let name = self.lookup(pc);
+            self.names.insert(pc, name);
+        }
+        self.names.get(&pc).map_or("", |s| s.as_str())
+    }
+
+    fn lookup(&self, pc: u64) -> String {
+        let Some(m) = self.maps.iter().find(|m| m.start <= pc && pc < m.end) else {
+            return dladdr_name(pc).unwrap_or_else(|| format!("0x{pc:x}"));
+        };
+        let lib = m.path.rsplit('/').next().unwrap_or(&m.path);
+        match table_of(&m.path) {
+            Some(t) => {
+                let vaddr = t.vaddr_of(pc, m);
+                match t.symbol_at(vaddr) {
+                    Some(raw) => demangle(&raw),
+                    None => format!("{lib}+0x{vaddr:x}"),
+                }
+            }
+            None => format!("{lib}+0x{:x}", pc - m.start + m.offset),
+        }
+    }
+}
+
+/// Executable mappings backed by a file (`/...` paths; `(deleted)` files are skipped).
+fn parse_maps(text: &str) -> Vec<Mapping> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let mut parts = line.split_whitespace();
+        let (Some(range), Some(perms), Some(offset)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        let Some(path) = parts.nth(2) else { continue };
+        if !perms.contains('x') || !path.starts_with('/') || parts.next().is_some() {
+            continue;
+        }
+        let Some((a, b)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(start), Ok(end), Ok(offset)) = (
+            u64::from_str_radix(a, 16),
+            u64::from_str_radix(b, 16),
+            u64::from_str_radix(offset, 16),
+        ) else {
+            continue;
+        };
+        out.push(Mapping {
+            start,
+            end,
+            offset,
+            path: path.to_string(),
+        });
+    }
+    out
+}
+
+/// `dladdr`'s symbol for a pc no file mapping holds (the vDSO is in the link map).
+fn dladdr_name(pc: u64) -> Option<String> {
+    // SAFETY: dladdr only reads the link map and fills `info`; a zeroed Dl_info is valid.
+    let info = unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        if libc::dladdr(pc as *const libc::c_void, &mut info) == 0 || info.dli_sname.is_null() {
+            return None;
+        }
+        info
+    };
+    // SAFETY: dli_sname is a NUL-terminated string of the loaded object's string table.
+    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_sname) }.to_string_lossy();
+    Some(demangle(&name))
+}
+
+// ---------------------------------------------------------------------------------------
+// ELF symbol tables
+// ---------------------------------------------------------------------------------------
+
+/// Function symbols of one ELF file, sorted by address; names stay in the file.
+pub struct Table {
+    file: File,
+    strtab_offset: u64,
+    strtab_size: u64,
+    /// (address, size, name offset in the string table).
+    syms: Vec<(u64, u32, u32)>,
+    /// Loadable segments: (file offset, virtual address, file size).
+    loads: Vec<(u64, u64, u64)>,
+}
+
+static TABLES: Mutex<Option<HashMap<String, Option<Arc<Table>>>>> = Mutex::new(None);
+
+/// The table of the file at `path`, read on first use (None: not a readable ELF file).
+fn table_of(path: &str) -> Option<Arc<Table>> {
+    let mut tables = TABLES.lock().unwrap_or_else(|e| e.into_inner());
+    tables
+        .get_or_insert_with(HashMap::new)
+        .entry(path.to_string())
+        .or_insert_with(|| Table::read(path).map(Arc::new))
+        .clone()
+}
+
+const SHT_SYMTAB: u32 = 2;
+const SHT_DYNSYM: u32 = 11;
+const PT_LOAD: u32 = 1;
+const STT_FUNC: u8 = 2;
+const STT_GNU_IFUNC: u8 = 10;
+/// Longest symbol name read back (C++ template names can be long).
+const MAX_NAME: usize = 4096;
+
+fn u16_at(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?))
+}
+fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+fn u64_at(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+fn read_at(file: &File, offset: u64, len: u64) -> Option<Vec<u8>> {
+    // Section sizes come from the file: refuse absurd ones rather than allocate them.
+    if len > 256 << 20 {
+        return None;
+    }
+    let mut buf = vec![0u8; len as usize];
+    file.read_exact_at(&mut buf, offset).ok()?;
+    Some(buf)
+}
+
+impl Table {
+    /// Reads a 64-bit little-endian ELF file's loadable segments and function symbols.
+    pub fn read(path: &str) -> Option<Table> {
+        let file = File::open(path).ok()?;
+        let h = read_at(&file, 0, 64)?;
+        // ELF magic, 64-bit class, little-endian.
+        if h.get(..6)? != b"\x7fELF\x02\x01" {
+            return None;
+        }
+        let phoff = u64_at(&h, 0x20)?;
+        let shoff = u64_at(&h, 0x28)?;
+        let phentsize = u64::from(u16_at(&h, 0x36)?);
+        let phnum = u64::from(u16_at(&h, 0x38)?);
+        let shentsize = u64::from(u16_at(&h, 0x3a)?);
+        let shnum = u64::from(u16_at(&h, 0x3c)?);
+        if phentsize < 56 || shentsize < 64 {
+            return None;
+        }
+
+        let ph = read_at(&file, phoff, phentsize * phnum)?;
+        let loads = (0..phnum as usize)
+            .filter_map(|i| {
+                let at = i * phentsize as usize;
+                (u32_at(&ph, at)? == PT_LOAD).then_some(())?;
+                Some((
+                    u64_at(&ph, at + 8)?,
+                    u64_at(&ph, at + 16)?,
+                    u64_at(&ph, at + 32)?,
+                ))
+            })
+            .collect();
+
+        let sh = read_at(&file, shoff, shentsize * shnum)?;
+        let section = |i: usize| {
+            let at = i * shentsize as usize;
+            Some((
+                u32_at(&sh, at + 4)?,  // type
+                u32_at(&sh, at + 40)?, // link
+                u64_at(&sh, at + 24)?, // offset
+                u64_at(&sh, at + 32)?, // size
+                u64_at(&sh, at + 56)?, // entry size
+            ))
+        };
+        // .symtab when the file has one (every function), else .dynsym (exports only).
+        let pick =
+            |want: u32| (0..shnum as usize).find(|&i| section(i).is_some_and(|s| s.0 == want));
+        let idx = pick(SHT_SYMTAB).or_else(|| pick(SHT_DYNSYM))?;
+        let (_, link, off, size, entsize) = section(idx)?;
+        let (_, _, str_off, str_size, _) = section(link as usize)?;
+        if entsize < 24 {
+            return None;
+        }
+        let data = read_at(&file, off, size)?;
+        let mut syms: Vec<(u64, u32, u32)> = data
+            .chunks_exact(entsize as usize)
+            .filter_map(|e| {
+                let name = u32_at(e, 0)?;
+                let info = *e.get(4)?;
+                let shndx = u16_at(e, 6)?;
+                let value = u64_at(e, 8)?;
+                let size = u64_at(e, 16)?;
+                let t = info & 0xf;
+                let func = t == STT_FUNC || t == STT_GNU_IFUNC;
+                (func && shndx != 0 && value != 0 && size != 0 && name != 0).then_some((
+                    value,
+                    size.min(u32::MAX as u64) as u32,
+                    name,
+                ))
+            })
+            .collect();
+        syms.sort_unstable();
+        syms.dedup_by_key(|s| s.0);
+        Some(Table {
+            file,
+            strtab_offset: str_off,
+            strtab_size: str_size,
+            syms,
+            loads,
+        })
+    }
+
+    /// The ELF virtual address of `pc` in mapping `m` of this file: through the loadable
+    /// segment that holds the mapping's file offset (bias = load address - vaddr).
+    fn vaddr_of(&self, pc: u64, m: &Mapping) -> u64 {
+        let file_offset = pc - m.start + m.offset;
+        self.loads
+            .iter()
+            .find(|(off, _, len)| *off <= file_offset && file_offset < off + len)
+            .map_or(file_offset, |(off, vaddr, _)| vaddr + (file_offset - off))
+    }
+
+    /// The raw (mangled) name of the function whose `[value, value + size)` holds `vaddr`.
+    pub fn symbol_at(&self, vaddr: u64) -> Option<String> {
+        let i = self.syms.partition_point(|s| s.0 <= vaddr).checked_sub(1)?;
+        let (value, size, name) = *self.syms.get(i)?;
+        if vaddr >= value + u64::from(size) {
+            return None;
+        }
+        self.name_at(name)
+    }
+
+    fn name_at(&self, offset: u32) -> Option<String> {
+        let offset = u64::from(offset);
+        if offset >= self.strtab_size {
+            return None;
+        }
+        let len = (self.strtab_size - offset).min(MAX_NAME as u64);
+        let mut buf = vec![0u8; len as usize];
+        let n = self
+            .file
+            .read_at(&mut buf, self.strtab_offset + offset)
+            .ok()?;
+        let bytes = buf.get(..n)?;
+        let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
+        let name = String::from_utf8_lossy(bytes.get(..end)?).into_owned();
+        (!name.is_empty()).then_some(name)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Demangling
+// ---------------------------------------------------------------------------------------
+
+/// Rust (v0 `_R`, or legacy `_ZN...17h<hash>E`) without the hash; C++ without parameters
+/// (the contract's "arguments cut"); anything else as it is.
+pub fn demangle(raw: &str) -> String {
+    // A demangler bug must not fail a dump: a panic keeps the raw name.
+    std::panic::catch_unwind(|| demangle_inner(raw)).unwrap_or_else(|_| raw.to_string())
+}
+
+fn demangle_inner(raw: &str) -> String {
+    if raw.starts_with("_R") || is_rust_legacy(raw) {
+        if let Ok(d) = rustc_demangle::try_demangle(raw) {
+            return format!("{d:#}");
+        }
+    }
+    if raw.starts_with("_Z") {
+        let options = cpp_demangle::DemangleOptions::new()
+            .no_params()
+            .no_return_type();
+        if let Ok(Ok(d)) = cpp_demangle::Symbol::new(raw).map(|s| s.demangle_with_options(&options))
+        {
+            return d;
+        }
+    }
+    raw.to_string()
+}
+
+/// `_ZN...17h<16 hex digits>E`: the legacy Rust mangling (a C++ name with a hash element).
+fn is_rust_legacy(raw: &str) -> bool {
+    let Some(body) = raw.strip_prefix("_ZN").and_then(|r| r.strip_suffix('E')) else {
+        return false;
+    };
+    body.len() > 19
+        && body
+            .get(body.len() - 19..)
+            .is_some_and(|t| t.starts_with("17h") && t[3..].bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpp_names_lose_their_parameters_and_rust_names_their_hash() {
+        assert_eq!(
+            demangle("_ZN13CompileBroker20compiler_thread_loopEv"),
+            "CompileBroker::compiler_thread_loop"
+        );
+        assert_eq!(demangle("_ZNK6Method9bci_from_EPh"), "Method::bci_from_");
+        assert_eq!(
+            demangle("_ZN7CompileC2EP5ciEnvP8ciMethodi"),
+            "Compile::Compile"
+        );
+        assert_eq!(
+            demangle("_ZN4core3fmt5write17h0123456789abcdefE"),
+            "core::fmt::write"
+        );
+        assert_eq!(demangle("deflate_slow"), "deflate_slow");
+        assert_eq!(demangle("_Zbogus"), "_Zbogus");
+    }
+
+    #[test]
+    fn maps_lines_keep_executable_files_only() {
+        let text = "\
+7f0000000000-7f0000001000 r--p 00000000 08:01 11 /usr/lib/libz.so.1
+7f0000001000-7f0000005000 r-xp 00001000 08:01 11 /usr/lib/libz.so.1
+7f0000006000-7f0000007000 r-xp 00000000 00:00 0 [vdso]
+7f0000008000-7f0000009000 rwxp 00000000 00:00 0
+7f000000a000-7f000000b000 r-xp 00000000 08:01 12 /tmp/gone.so (deleted)
+";
+        let m = parse_maps(text);
+        assert_eq!(m.len(), 1);
+        assert_eq!(
+            (m[0].start, m[0].end, m[0].offset, m[0].path.as_str()),
+            (0x7f0000001000, 0x7f0000005000, 0x1000, "/usr/lib/libz.so.1")
+        );
+    }
+
+    /// Our own test binary: a function of it is named by its symbol table, a pc past every
+    /// function of its file by `file+0xoffset`.
+    #[test]
+    fn names_a_function_of_this_process_from_its_symbol_table() {
+        #[inline(never)]
+        extern "C" fn ddprof_symbols_probe() -> u64 {
+            std::hint::black_box(42)
+        }
+        let pc = ddprof_symbols_probe as *const () as usize as u64;
+        let mut s = Symbolizer::new();
+        let name = s.name(pc + 1).to_string();
+        assert!(name.contains("ddprof_symbols_probe"), "{name}");
+    }
+
+    #[test]
+    fn a_pc_in_no_file_is_an_address() {
+        let mut s = Symbolizer {
+            maps: Vec::new(),
+            names: HashMap::new(),
+        };
+        assert_eq!(s.name(0x10), "0x10");
+    }
+
+    #[test]
+    fn table_lookup_respects_symbol_sizes() {
+        let exe = std::env::current_exe().unwrap();
+        let t = Table::read(exe.to_str().unwrap()).expect("test binary is ELF");
+        assert!(!t.syms.is_empty());
+        let (value, size, _) = t.syms[t.syms.len() / 2];
+        assert!(t.symbol_at(value).is_some());
+        assert!(t.symbol_at(value + u64::from(size) - 1).is_some());
+        // Just below the lowest function: nothing.
+        assert_eq!(t.symbol_at(t.syms[0].0 - 1), None);
+    }
+}
