@@ -170,7 +170,16 @@ pub fn unwind<M: Memory>(
         if cur.fp == 0 {
             return End::Root;
         }
-        match arch::caller(mem, cur, bounds) {
+        let next = arch::caller(mem, cur, bounds).or_else(|| {
+            // The interrupted function may not have pushed its frame pointer yet (or never
+            // does): rbp is then its caller's, often compiled Java code's, where it holds
+            // anything. Its return address is at sp if it pushed nothing else; take it
+            // only when it returns into the code cache after a call.
+            (step == 0)
+                .then(|| arch::return_at_sp(mem, cur, in_code))
+                .flatten()
+        });
+        match next {
             Some(next) => cur = next,
             None => return End::Broken,
         }
@@ -305,6 +314,21 @@ mod arch {
         })
     }
 
+    /// The interrupted leaf's return address at `[sp]`, if it returns into the code cache
+    /// right after a call.
+    pub fn return_at_sp<M: Memory>(
+        mem: &M,
+        cur: Cursor,
+        in_code: &dyn Fn(usize) -> bool,
+    ) -> Option<Cursor> {
+        let pc = mem.read_usize(cur.sp)?;
+        (in_code(pc) && follows_call(mem, pc)).then_some(Cursor {
+            pc,
+            sp: cur.sp + 8,
+            fp: cur.fp,
+        })
+    }
+
     /// Whether the instruction that ends just before `ret` is a call: `E8 rel32`, or
     /// `FF /2` (indirect, through a register or memory, with any ModRM/SIB/displacement).
     /// One 8-byte read of the bytes before `ret`.
@@ -357,6 +381,14 @@ mod arch {
 #[cfg(not(target_arch = "x86_64"))]
 mod arch {
     use super::{Bounds, Cursor, Memory};
+
+    pub fn return_at_sp<M: Memory>(
+        _mem: &M,
+        _cur: Cursor,
+        _in_code: &dyn Fn(usize) -> bool,
+    ) -> Option<Cursor> {
+        None
+    }
 
     /// No frame layout is known for this architecture: every chain is broken.
     pub fn caller<M: Memory>(_mem: &M, _cur: Cursor, _bounds: Bounds) -> Option<Cursor> {
@@ -546,6 +578,35 @@ mod tests {
             ..start
         };
         assert_eq!(run(&m, s, 0, false).0, End::Broken);
+    }
+
+    #[test]
+    fn a_leaf_without_a_frame_returns_to_java_through_sp() {
+        let mut m = Mem::new();
+        let ret = m.call_site(0x120);
+        m.word(STACK + 0x80, ret);
+        // rbp is compiled Java code's: no frame pointer at all.
+        let start = Cursor {
+            pc: CODE + 0x30,
+            sp: STACK + 0x80,
+            fp: 0x42,
+        };
+        let (end, frames) = run(&m, start, 0, true);
+        assert_eq!(
+            end,
+            End::Java(Cursor {
+                pc: ret,
+                sp: STACK + 0x88,
+                fp: 0x42
+            })
+        );
+        assert_eq!(frames.len(), 1);
+        // Not into the code cache, or not after a call: broken.
+        let native_ret = m.call_site(0x20);
+        m.word(STACK + 0x80, native_ret);
+        assert_eq!(run(&m, start, 0, false).0, End::Broken);
+        m.word(STACK + 0x80, CODE + 0x140);
+        assert_eq!(run(&m, start, 0, false).0, End::Broken);
     }
 
     #[test]
