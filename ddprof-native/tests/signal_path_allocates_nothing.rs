@@ -80,3 +80,56 @@ fn tagging_raw_frames_allocates_nothing() {
     assert_eq!(after - before, 0, "tagging allocated");
     assert_eq!(n, 3000);
 }
+
+/// Native unwinding as the handler runs it (`to_java` with the crash-protected memory
+/// reader, recording on), over a stack of frame pointers built in this process.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn native_unwinding_allocates_nothing() {
+    use javaProfiler::walker::native::{self, Bounds, Cursor, End};
+    // "Code": call sites (E8 rel32) whose return addresses the frames hold.
+    let mut code = vec![0x90u8; 256];
+    for end in [0x20usize, 0x40, 0x60] {
+        code[end - 5] = 0xe8;
+    }
+    let code_at = code.as_ptr() as usize;
+    let java_ret = code_at + 0x60;
+    // The stack: three native frames at words 64, 128, 192; the last returns into "Java".
+    let mut s = vec![0usize; 512];
+    let base = s.as_ptr() as usize;
+    let slot = |i: usize| base + i * 8;
+    s[64] = slot(128);
+    s[65] = code_at + 0x20;
+    s[128] = slot(192);
+    s[129] = code_at + 0x40;
+    s[192] = 0x1234;
+    s[193] = java_ret;
+    let bounds = Bounds {
+        low: base,
+        high: base + 512 * 8,
+    };
+    let start = Cursor {
+        pc: code_at + 0x80,
+        sp: slot(16),
+        fp: slot(64),
+    };
+    let in_code = move |pc: usize| pc == java_ret;
+    let mut frames = vec![Frame::default(); 16];
+    native::set_mixed(true);
+    let before = ALLOCATIONS.with(|c| c.get());
+    let mut ends = 0;
+    for _ in 0..1000 {
+        let mut n = 0;
+        let end = native::to_java(start, bounds, 0, &in_code, &mut frames, &mut n);
+        ends +=
+            (end == End::Java(Cursor {
+                pc: java_ret,
+                sp: slot(194),
+                fp: 0x1234,
+            }) && n == 3) as usize;
+    }
+    let after = ALLOCATIONS.with(|c| c.get());
+    native::set_mixed(false);
+    assert_eq!(after - before, 0, "native unwinding allocated");
+    assert_eq!(ends, 1000);
+}
