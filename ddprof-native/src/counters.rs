@@ -60,6 +60,8 @@ counters! {
     WalkvmNativeFrames => "walkvm_native_frames",
     WalkvmNativeBroken => "walkvm_native_chain_broken",
     WalkvmNativeOnly => "walkvm_native_only_stacks",
+    WalkvmNativeDwarfSteps => "walkvm_native_dwarf_steps",
+    NativeUnwindTableBytes => "native_unwind_table_bytes",
     WalkCompareSamples => "walk_compare_samples",
     WalkCompareSame => "walk_compare_same",
     WalkCompareSameMethods => "walk_compare_same_methods",

@@ -190,6 +190,11 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     // cstack=vmx: the VM walker also records native frames (walker/native.rs).
     let mixed = walker == WalkerKind::Vm && args.cstack == CStack::Vmx;
     crate::walker::native::set_mixed(mixed);
+    if walker == WalkerKind::Vm {
+        // DWARF rules for the libraries mapped now (built once per set of libraries).
+        let bytes = crate::walker::dwarf::refresh();
+        counters::Counter::NativeUnwindTableBytes.set(bytes as i64);
+    }
     sampler::arm(kind, walker, args.walkcompare, args.jstackdepth as usize);
     *ENGINE.write() = Some(engine.clone());
     if let Err(e) = engine.start(interval) {

@@ -116,6 +116,8 @@ fn native_unwinding_allocates_nothing() {
     let in_code = move |pc: usize| pc == java_ret;
     let mut frames = vec![Frame::default(); 16];
     native::set_mixed(true);
+    // Rules of the libraries mapped now: the lookups run (heap "code" has none).
+    assert!(javaProfiler::walker::dwarf::refresh() > 0);
     let before = ALLOCATIONS.with(|c| c.get());
     let mut ends = 0;
     for _ in 0..1000 {

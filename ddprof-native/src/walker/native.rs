@@ -25,6 +25,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::dwarf;
 use crate::counters::Counter;
 use crate::hotspot::debuginfo::Memory;
 use crate::hotspot::SafeMemory;
@@ -35,6 +36,8 @@ use crate::traces::Frame;
 pub const MAX_NATIVE_FRAMES: usize = 256;
 /// Largest distance between two consecutive frame pointers.
 const MAX_FRAME_BYTES: usize = 1 << 20;
+/// Words above sp searched for the top frame's return address into Java.
+const RETURN_SCAN_WORDS: usize = 4;
 /// Stack window assumed for a thread whose stack bounds are unknown (no HotSpot `Thread`).
 const UNKNOWN_STACK_BYTES: usize = 16 << 20;
 
@@ -145,6 +148,7 @@ impl<'a> Sink<'a> {
 /// Signal-safe.
 pub fn unwind<M: Memory>(
     mem: &M,
+    rules: Option<&dwarf::Table>,
     start: Cursor,
     bounds: Bounds,
     stop_sp: usize,
@@ -170,15 +174,30 @@ pub fn unwind<M: Memory>(
         if cur.fp == 0 {
             return End::Root;
         }
-        let next = arch::caller(mem, cur, bounds).or_else(|| {
-            // The interrupted function may not have pushed its frame pointer yet (or never
-            // does): rbp is then its caller's, often compiled Java code's, where it holds
-            // anything. Its return address is at sp if it pushed nothing else; take it
-            // only when it returns into the code cache after a call.
-            (step == 0)
-                .then(|| arch::return_at_sp(mem, cur, in_code))
-                .flatten()
-        });
+        // The DWARF rule of the function holding the pc, where there is one (a return
+        // address may be the first byte of the next function: look up the call's byte).
+        let at = if step == 0 {
+            cur.pc
+        } else {
+            cur.pc.wrapping_sub(1)
+        };
+        let by_rule = rules
+            .and_then(|t| t.rule(at as u64))
+            .and_then(|row| arch::caller_by_rule(mem, cur, bounds, row));
+        if by_rule.is_some() {
+            Counter::WalkvmNativeDwarfSteps.inc();
+        }
+        let next = by_rule
+            .or_else(|| arch::caller(mem, cur, bounds))
+            .or_else(|| {
+                // The interrupted function may not have pushed its frame pointer yet (or never
+                // does): rbp is then its caller's, often compiled Java code's, where it holds
+                // anything. Its return address is at sp if it pushed nothing else; take it
+                // only when it returns into the code cache after a call.
+                (step == 0)
+                    .then(|| arch::return_at_sp(mem, cur, bounds, in_code))
+                    .flatten()
+            });
         match next {
             Some(next) => cur = next,
             None => return End::Broken,
@@ -208,7 +227,15 @@ pub fn to_java(
         return End::Anchor;
     }
     let mut sink = Sink::new(frames, n, record);
-    let end = unwind(&SafeMemory, start, bounds, stop_sp, in_code, &mut sink);
+    let end = unwind(
+        &SafeMemory,
+        dwarf::table(),
+        start,
+        bounds,
+        stop_sp,
+        in_code,
+        &mut sink,
+    );
     count(end, &sink);
     if matches!(end, End::Java(_)) {
         Counter::WalkvmNativeRecovered.inc();
@@ -230,7 +257,15 @@ pub fn to_anchor(
         return true;
     }
     let mut sink = Sink::new(frames, n, true);
-    let end = unwind(&SafeMemory, start, bounds, anchor_sp, in_code, &mut sink);
+    let end = unwind(
+        &SafeMemory,
+        dwarf::table(),
+        start,
+        bounds,
+        anchor_sp,
+        in_code,
+        &mut sink,
+    );
     count(end, &sink);
     end != End::Full
 }
@@ -249,7 +284,15 @@ pub fn native_only(
         return None;
     }
     let mut sink = Sink::new(frames, n, true);
-    let end = unwind(&SafeMemory, start, bounds, 0, in_code, &mut sink);
+    let end = unwind(
+        &SafeMemory,
+        dwarf::table(),
+        start,
+        bounds,
+        0,
+        in_code,
+        &mut sink,
+    );
     count(end, &sink);
     if sink.recorded == 0 {
         return None;
@@ -286,7 +329,41 @@ fn count(end: End, sink: &Sink) {
 
 #[cfg(target_arch = "x86_64")]
 mod arch {
-    use super::{Bounds, Cursor, Memory, MAX_FRAME_BYTES};
+    use super::{dwarf, Bounds, Cursor, Memory, MAX_FRAME_BYTES, RETURN_SCAN_WORDS};
+
+    /// The caller of the frame at `cur` by a DWARF rule: CFA from rsp or rbp, the return
+    /// address at `CFA - 8`, rbp restored from its slot or kept. Held to the same rules as
+    /// a frame-pointer step (the CFA is the caller's sp).
+    pub fn caller_by_rule<M: Memory>(
+        mem: &M,
+        cur: Cursor,
+        bounds: Bounds,
+        row: dwarf::Row,
+    ) -> Option<Cursor> {
+        let base = if row.cfa_reg == dwarf::CFA_RBP {
+            cur.fp
+        } else {
+            cur.sp
+        };
+        let cfa = base.checked_add_signed(row.cfa_off as isize)?;
+        if !cfa.is_multiple_of(8)
+            || cfa <= cur.sp
+            || cfa - cur.sp > MAX_FRAME_BYTES
+            || !bounds.holds(cfa - 8)
+        {
+            return None;
+        }
+        let pc = mem.read_usize(cfa - 8)?;
+        let fp = if row.fp_off == dwarf::FP_SAME {
+            cur.fp
+        } else {
+            mem.read_usize(cfa.checked_add_signed(row.fp_off as isize)?)?
+        };
+        if !follows_call(mem, pc) {
+            return None;
+        }
+        Some(Cursor { pc, sp: cfa, fp })
+    }
 
     /// The caller of the frame at `cur` through the x86_64 frame-pointer layout:
     /// `[fp]` = caller's fp, `[fp + 8]` = return address, caller's sp = `fp + 16`.
@@ -314,18 +391,34 @@ mod arch {
         })
     }
 
-    /// The interrupted leaf's return address at `[sp]`, if it returns into the code cache
-    /// right after a call.
+    /// The interrupted function's return address when neither its DWARF rule nor frame
+    /// pointers give it: the first of the words at sp, sp+8, sp+16, sp+24 that returns into
+    /// the code cache right after a call (a frameless function called from compiled Java
+    /// code, or one caught inside its prologue, after `push rbp` but before `mov rbp, rsp`,
+    /// as the compiler may schedule other instructions in between). The word just below
+    /// that return address is what the function pushed first: the caller's rbp when it
+    /// looks like a frame pointer, else rbp is taken as unchanged.
     pub fn return_at_sp<M: Memory>(
         mem: &M,
         cur: Cursor,
+        bounds: Bounds,
         in_code: &dyn Fn(usize) -> bool,
     ) -> Option<Cursor> {
-        let pc = mem.read_usize(cur.sp)?;
-        (in_code(pc) && follows_call(mem, pc)).then_some(Cursor {
-            pc,
-            sp: cur.sp + 8,
-            fp: cur.fp,
+        (0..RETURN_SCAN_WORDS).find_map(|k| {
+            let slot = cur.sp.checked_add(k * 8)?;
+            let pc = mem.read_usize(slot)?;
+            if !(in_code(pc) && follows_call(mem, pc)) {
+                return None;
+            }
+            let pushed = (k > 0)
+                .then(|| mem.read_usize(slot - 8))
+                .flatten()
+                .filter(|fp| fp.is_multiple_of(8) && *fp > slot && bounds.holds(*fp));
+            Some(Cursor {
+                pc,
+                sp: slot + 8,
+                fp: pushed.unwrap_or(cur.fp),
+            })
         })
     }
 
@@ -380,11 +473,21 @@ mod arch {
 
 #[cfg(not(target_arch = "x86_64"))]
 mod arch {
-    use super::{Bounds, Cursor, Memory};
+    use super::{dwarf, Bounds, Cursor, Memory};
+
+    pub fn caller_by_rule<M: Memory>(
+        _mem: &M,
+        _cur: Cursor,
+        _bounds: Bounds,
+        _row: dwarf::Row,
+    ) -> Option<Cursor> {
+        None
+    }
 
     pub fn return_at_sp<M: Memory>(
         _mem: &M,
         _cur: Cursor,
+        _bounds: Bounds,
         _in_code: &dyn Fn(usize) -> bool,
     ) -> Option<Cursor> {
         None
@@ -494,7 +597,7 @@ mod tests {
         let mut frames = [Frame::default(); 8];
         let mut n = 0;
         let mut sink = Sink::new(&mut frames, &mut n, record);
-        let end = unwind(m, start, bounds(), stop_sp, &in_java, &mut sink);
+        let end = unwind(m, None, start, bounds(), stop_sp, &in_java, &mut sink);
         (end, frames[..n].to_vec())
     }
 
@@ -607,6 +710,79 @@ mod tests {
         assert_eq!(run(&m, start, 0, false).0, End::Broken);
         m.word(STACK + 0x80, CODE + 0x140);
         assert_eq!(run(&m, start, 0, false).0, End::Broken);
+
+        // Caught after `push rbp`: the caller's rbp at sp, the return address above.
+        m.word(STACK + 0x80, STACK + 0x400);
+        m.word(STACK + 0x88, ret);
+        assert_eq!(
+            run(&m, start, 0, false).0,
+            End::Java(Cursor {
+                pc: ret,
+                sp: STACK + 0x90,
+                fp: STACK + 0x400
+            })
+        );
+        // After pushing something else first: rbp is taken as unchanged.
+        m.word(STACK + 0x80, 0x77);
+        assert_eq!(
+            run(&m, start, 0, false).0,
+            End::Java(Cursor {
+                pc: ret,
+                sp: STACK + 0x90,
+                fp: 0x42
+            })
+        );
+    }
+
+    /// A frameless function (CFA = rsp + 24, rbp untouched) between the leaf and a
+    /// frame-pointer caller: its DWARF rule finds its caller, which frame pointers skip.
+    #[test]
+    fn a_dwarf_rule_unwinds_a_frameless_function() {
+        let mut m = Mem::new();
+        let r1 = m.call_site(0x20);
+        let java = m.call_site(0x120);
+        let (fp0, fp1) = (STACK + 0x100, STACK + 0x200);
+        m.word(STACK + 0x80 + 16, r1);
+        m.word(fp0, fp1);
+        m.word(fp0 + 8, java);
+        let start = Cursor {
+            pc: CODE + 0x80,
+            sp: STACK + 0x80,
+            fp: fp0,
+        };
+        let row = |pc: usize, cfa_reg, cfa_off| dwarf::Row {
+            pc: pc as u64,
+            cfa_off,
+            fp_off: dwarf::FP_SAME,
+            cfa_reg,
+        };
+        let rules = dwarf::Table::single(
+            CODE as u64,
+            (CODE + 0x100) as u64,
+            vec![
+                row(CODE + 0x70, dwarf::CFA_RSP, 24),
+                row(CODE + 0x90, dwarf::CFA_UNKNOWN, 0),
+            ],
+        );
+        let mut frames = [Frame::default(); 8];
+        let mut n = 0;
+        let mut sink = Sink::new(&mut frames, &mut n, true);
+        let end = unwind(&m, Some(&rules), start, bounds(), 0, &in_java, &mut sink);
+        assert_eq!(
+            end,
+            End::Java(Cursor {
+                pc: java,
+                sp: fp0 + 16,
+                fp: fp1
+            })
+        );
+        let pcs: Vec<u64> = frames[..n].iter().map(|f| f.method).collect();
+        assert_eq!(pcs, vec![start.pc as u64, r1 as u64]);
+
+        // Frame pointers alone skip the frameless function's caller.
+        let (end, frames) = run(&m, start, 0, true);
+        assert!(matches!(end, End::Java(c) if c.pc == java));
+        assert_eq!(frames.len(), 1);
     }
 
     #[test]
@@ -627,7 +803,7 @@ mod tests {
         let mut frames = [Frame::default(); 2];
         let mut n = 0;
         let mut sink = Sink::new(&mut frames, &mut n, true);
-        let end = unwind(&m, start, bounds(), 0, &in_java, &mut sink);
+        let end = unwind(&m, None, start, bounds(), 0, &in_java, &mut sink);
         assert_eq!(end, End::Full);
         assert_eq!(sink.recorded, 2);
     }
