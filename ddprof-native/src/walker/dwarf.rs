@@ -109,6 +109,7 @@ pub fn table() -> Option<&'static Table> {
 /// bytes of the published table.
 pub fn refresh() -> usize {
     let _guard = BUILD.lock().unwrap_or_else(|e| e.into_inner());
+    let started = std::time::Instant::now();
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
     let libs = executable_files(&maps);
     let key: Vec<(String, u64)> = libs.iter().map(|l| (l.path.clone(), l.start)).collect();
@@ -132,6 +133,13 @@ pub fn refresh() -> usize {
     built.sort_by_key(|l| l.start);
     let table = Box::new(Table { libs: built, key });
     let bytes = table.bytes();
+    crate::log::info(&format!(
+        "DWARF unwind rules: {} libraries, {} rows, {} bytes, built in {} ms",
+        table.libs.len(),
+        table.libs.iter().map(|l| l.rows.len()).sum::<usize>(),
+        bytes,
+        started.elapsed().as_millis()
+    ));
     // The old table stays allocated: a handler may be reading it.
     TABLE.store(Box::into_raw(table), Ordering::Release);
     bytes

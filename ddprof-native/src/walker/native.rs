@@ -1,20 +1,21 @@
-//! Native frames: unwinding by frame pointers from a pc outside the code cache (libjvm,
-//! libc, JNI libraries) back to the Java frames, for the VM walker (`walker/vm.rs`).
+//! Native frames: unwinding from a pc outside the code cache (libjvm, libc, JNI
+//! libraries) back to the Java frames, for the VM walker (`walker/vm.rs`).
 //!
-//! Why frame pointers: HotSpot's own code (libjvm.so) is built with them on x86_64
-//! Linux, so a sample inside the VM, or inside a leaf call that compiled code makes
-//! without a frame anchor (`os::javaTimeNanos`, `SharedRuntime` helpers), unwinds to the
-//! Java caller through the `rbp` chain. Code built without them (libc, zlib) breaks the
-//! chain; the walker then falls back to the thread's frame anchor, as it did before this
-//! module existed. DWARF (`.eh_frame`) unwinding is not done.
+//! Each step takes the first rule that gives a plausible caller: the function's DWARF row
+//! (`walker/dwarf.rs`, built at start from `.eh_frame`: libc, zlib and other code without
+//! frame pointers), then the frame-pointer chain (HotSpot's own code, libjvm.so, is built
+//! with frame pointers on x86_64 Linux and has no rows), then, for the interrupted frame
+//! only, a short scan above sp for a return address into Java (a function caught in its
+//! prologue). Where none works the walker falls back to the thread's frame anchor, as it
+//! did before this module existed.
 //!
 //! `cstack=vmx` also records the native pcs walked (one `traces::kind::NATIVE_PC` frame
 //! each, named at dump time by `crate::symbols`), and gives threads without any Java frame
 //! (compiler, GC, attached native threads) their native stack. `cstack=vm` records none.
 //!
 //! Rules of the chain (each step, before a frame is trusted):
-//! - the frame pointer is 8-aligned, not below sp, inside the thread's stack, and the
-//!   frame spans at most `MAX_FRAME_BYTES`;
+//! - the caller's sp (CFA) is above sp, 8-aligned, inside the thread's stack, at most
+//!   `MAX_FRAME_BYTES` away; a frame pointer is 8-aligned, not below sp, inside the stack;
 //! - the saved return address follows a call instruction (a cheap test that rejects most
 //!   values read through a frame pointer register that held something else);
 //! - frame pointers increase strictly (a chain that loops or goes back is broken): each

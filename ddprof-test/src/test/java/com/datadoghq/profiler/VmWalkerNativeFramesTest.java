@@ -128,6 +128,25 @@ class VmWalkerNativeFramesTest {
                         + p.show());
     }
 
+    /**
+     * zlib is built without frame pointers: its frames unwind by their DWARF rules (.eh_frame)
+     * up to the JNI function of {@code Deflater.deflateBytes*}, which vmx shows above it.
+     */
+    @Test
+    void vmxUnwindsLibrariesWithoutFramePointersByDwarf() throws Exception {
+        Profile p = profile("deflate-vmx", "vmx", "deflate", 2000);
+        long through = p.stacks.stream().filter(s -> {
+            int java = firstJava(s);
+            return java >= 3 && s.get(java).owner.equals("java.util.zip.Deflater")
+                    && s.get(java).method.startsWith("deflateBytes")
+                    && s.get(java - 1).method.startsWith("Java_java_util_zip_Deflater_deflateBytes");
+        }).count();
+        assertTrue(through * 2 >= p.stacks.size(),
+                "samples with at least two zlib frames above Java_java_util_zip_Deflater_deflateBytes* and "
+                        + "Deflater.deflateBytes*: " + through + p.show());
+        assertTrue(p.counter("walkvm_native_dwarf_steps") > 0, "steps taken by DWARF rules" + p.show());
+    }
+
     /** Compiler threads have no Java frame at all: vmx records their native stack. */
     @Test
     void vmxGivesCompilerThreadsTheirNativeStack() throws Exception {

@@ -10,6 +10,8 @@ package com.datadoghq.profiler.workload;
  *   frame anchor</li>
  *   <li>{@code nanotime}: {@link System#nanoTime()} in a loop: compiled code calls the VM's
  *   clock as a leaf call, without a frame anchor, into libc and the vDSO</li>
+ *   <li>{@code deflate}: {@link FrameKindsMain#deflateFor}: zlib (no frame pointers) below the
+ *   native method {@code Deflater.deflateBytes*}</li>
  * </ul>
  */
 public final class NativeFramesMain {
@@ -27,6 +29,9 @@ public final class NativeFramesMain {
                 break;
             case "nanotime":
                 work = () -> sink = nanoLoop(deadline);
+                break;
+            case "deflate":
+                work = () -> FrameKindsMain.deflateFor(millis);
                 break;
             default:
                 throw new IllegalArgumentException("mode: " + mode);
