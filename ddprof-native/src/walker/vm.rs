@@ -191,9 +191,9 @@ impl VmWalker {
             return Err(reason::UNAVAILABLE);
         };
         let regs = Regs::from_context(uc).ok_or(reason::UNAVAILABLE)?;
-        // Native frames (walker/native.rs): pcs outside the code cache are unwound by frame
-        // pointers; with cstack=vmx they are recorded, and threads without Java frames
-        // give their native stack.
+        // Native frames (walker/native.rs): pcs outside the code cache are unwound by DWARF
+        // rules and frame pointers; with cstack=vmx they are recorded, and threads without
+        // Java frames give their native stack.
         let in_code = |pc: usize| cc.contains(pc);
         let top = native::Cursor {
             pc: regs.pc,
@@ -264,7 +264,7 @@ impl VmWalker {
                     self.stub_frame(blob, cur, depth)
                 }
             } else {
-                // Native or VM code called from Java: its Java caller by frame pointers,
+                // Native or VM code called from Java: its Java caller by native unwinding,
                 // else the anchor (once), where Java frames resume.
                 let stop_sp = if anchor_used { 0 } else { anchor_sp };
                 let start = native::Cursor {
