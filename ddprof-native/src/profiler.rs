@@ -191,7 +191,8 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     let mixed = walker == WalkerKind::Vm && args.cstack == CStack::Vmx;
     crate::walker::native::set_mixed(mixed);
     if walker == WalkerKind::Vm {
-        // DWARF rules for the libraries mapped now (built once per set of libraries).
+        // DWARF rules for the libraries mapped now (rebuilt when they change, at starts
+        // and dumps).
         let bytes = crate::walker::dwarf::refresh();
         counters::Counter::NativeUnwindTableBytes.set(bytes as i64);
     }
@@ -376,6 +377,11 @@ fn write_chunk(jni: *mut JNIEnv, session: &mut Session, path: &Path) -> Result<(
     let end_ticks = sampler::ticks();
     let epoch = EPOCH.fetch_add(1, Ordering::AcqRel);
     let settings = std::mem::take(&mut *PENDING_SETTINGS.lock());
+    if session.walker != "asgct" {
+        // Libraries loaded since the last check get their DWARF rules.
+        let bytes = crate::walker::dwarf::refresh();
+        counters::Counter::NativeUnwindTableBytes.set(bytes as i64);
+    }
     let chunk = dump::build_chunk(
         jni,
         session,

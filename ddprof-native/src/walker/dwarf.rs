@@ -7,18 +7,19 @@
 //! `.eh_frame` interpreted into rows: from a pc on, the canonical frame address (CFA) is
 //! `rsp` or `rbp` plus an offset, the return address is at `CFA - 8`, and `rbp` is either
 //! unchanged or saved at `CFA + offset`. Rows are sorted by runtime address; rows with an
-//! equal rule are merged. The handler finds a row with two binary searches over memory that
-//! never changes once published (`Table` is leaked; a later start with other libraries
-//! publishes a new one and leaks the old, because a handler may still read it).
+//! equal rule are merged. The handler finds a row with two binary searches over a table
+//! that never changes once published. Every start and every dump checks the mapped
+//! libraries again; when they changed, a new table is published and the old one is freed
+//! once no handler can still hold it (see [`read`]).
 //!
 //! Rules the rows cannot express (a CFA computed by a DWARF expression, as in PLT entries; a
 //! saved `rbp` found by expression) are stored as "unknown": the walker falls back to frame
-//! pointers there. Libraries loaded after the start have no rows until the next start.
+//! pointers there. Libraries loaded after a start or dump have no rows until the next one.
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// Where the CFA is computed from.
@@ -96,12 +97,74 @@ impl Table {
 
 static TABLE: AtomicPtr<Table> = AtomicPtr::new(std::ptr::null_mut());
 static BUILD: Mutex<()> = Mutex::new(());
+/// Handlers reading the table, by the parity of `EPOCH` when they entered.
+static READERS: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
+/// Bumped after each publication: readers of the retired parity are the only ones that may
+/// hold the retired table.
+static EPOCH: AtomicUsize = AtomicUsize::new(0);
+/// How long a replacement waits for handlers still reading the old table before it gives
+/// up and leaks it (a handler reads it for microseconds).
+const RETIRE_WAIT_MS: u64 = 1000;
 
-/// The published table. Signal-safe (one atomic load).
-pub fn table() -> Option<&'static Table> {
-    let p = TABLE.load(Ordering::Acquire);
-    // SAFETY: a published table is leaked, never freed or changed.
-    (!p.is_null()).then(|| unsafe { &*p })
+/// A handler's hold on the published table; dropping it releases the hold. Signal-safe.
+pub struct Hold {
+    parity: usize,
+    table: *const Table,
+}
+
+impl Hold {
+    pub fn table(&self) -> Option<&Table> {
+        // SAFETY: the table stays allocated while this hold is counted (see `refresh`).
+        unsafe { self.table.as_ref() }
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        if let Some(r) = READERS.get(self.parity) {
+            r.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Takes a hold on the published table (none published: `table()` is None).
+/// Signal-safe: two atomic increments/loads.
+pub fn read() -> Hold {
+    let parity = EPOCH.load(Ordering::SeqCst) & 1;
+    if let Some(r) = READERS.get(parity) {
+        r.fetch_add(1, Ordering::SeqCst);
+    }
+    Hold {
+        parity,
+        table: TABLE.load(Ordering::SeqCst),
+    }
+}
+
+/// Publishes `new`, then frees the table it replaces once every handler that may hold it
+/// has left: a handler holds a table only between `read` and the drop of its `Hold`, and
+/// one that entered after the epoch moved loads the new pointer (stored before the move).
+fn publish(new: Box<Table>) {
+    let old = TABLE.swap(Box::into_raw(new), Ordering::SeqCst);
+    let retired = EPOCH.fetch_add(1, Ordering::SeqCst) & 1;
+    if old.is_null() {
+        return;
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(RETIRE_WAIT_MS);
+    while READERS
+        .get(retired)
+        .is_some_and(|r| r.load(Ordering::SeqCst) != 0)
+    {
+        if std::time::Instant::now() > deadline {
+            crate::log::warn(
+                "DWARF unwind rules: a handler held the old table too long; it is leaked",
+            );
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    // SAFETY: `old` came from Box::into_raw in an earlier publish, was swapped out above,
+    // and no handler holds it any more (its parity's readers drained).
+    drop(unsafe { Box::from_raw(old) });
 }
 
 /// Builds and publishes the rows of the libraries mapped now, unless the published table
@@ -113,9 +176,12 @@ pub fn refresh() -> usize {
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
     let libs = executable_files(&maps);
     let key: Vec<(String, u64)> = libs.iter().map(|l| (l.path.clone(), l.start)).collect();
-    if let Some(t) = table() {
-        if t.key == key {
-            return t.bytes();
+    {
+        let current = read();
+        if let Some(t) = current.table() {
+            if t.key == key {
+                return t.bytes();
+            }
         }
     }
     let mut built: Vec<Lib> = libs
@@ -140,8 +206,7 @@ pub fn refresh() -> usize {
         bytes,
         started.elapsed().as_millis()
     ));
-    // The old table stays allocated: a handler may be reading it.
-    TABLE.store(Box::into_raw(table), Ordering::Release);
+    publish(table);
     bytes
 }
 
@@ -853,6 +918,49 @@ mod tests {
         assert_eq!(t.rule(0x1040), None, "past the function");
         assert_eq!(t.rule(0xfff), None, "before the library");
         assert_eq!(t.rule(0x2000), None, "after the library");
+    }
+
+    /// A table replaced while a handler holds it stays readable until the hold is dropped;
+    /// holds taken after the replacement see the new table.
+    #[test]
+    fn a_replaced_table_is_freed_only_after_its_holders_left() {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Arc;
+        let row = |off| Row {
+            pc: 0x1000,
+            cfa_off: off,
+            fp_off: FP_SAME,
+            cfa_reg: CFA_RSP,
+        };
+        publish(Box::new(Table::single(0x1000, 0x2000, vec![row(8)])));
+        let hold = read();
+        let done = Arc::new(AtomicBool::new(false));
+        let replacer = {
+            let done = done.clone();
+            std::thread::spawn(move || {
+                publish(Box::new(Table::single(0x1000, 0x2000, vec![row(16)])));
+                done.store(true, Ordering::SeqCst);
+            })
+        };
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(
+            !done.load(Ordering::SeqCst),
+            "the old table was retired under a hold"
+        );
+        assert_eq!(
+            hold.table().and_then(|t| t.rule(0x1000)).map(|r| r.cfa_off),
+            Some(8)
+        );
+        drop(hold);
+        replacer.join().unwrap();
+        assert!(done.load(Ordering::SeqCst));
+        assert_eq!(
+            read()
+                .table()
+                .and_then(|t| t.rule(0x1000))
+                .map(|r| r.cfa_off),
+            Some(16)
+        );
     }
 
     /// libc of this process: at the first instruction of any function, CFA = rsp + 8.

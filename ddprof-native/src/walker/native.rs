@@ -228,9 +228,11 @@ pub fn to_java(
         return End::Anchor;
     }
     let mut sink = Sink::new(frames, n, record);
+    // The DWARF table cannot be freed while this hold lives.
+    let rules = dwarf::read();
     let end = unwind(
         &SafeMemory,
-        dwarf::table(),
+        rules.table(),
         start,
         bounds,
         stop_sp,
@@ -258,9 +260,11 @@ pub fn to_anchor(
         return true;
     }
     let mut sink = Sink::new(frames, n, true);
+    // The DWARF table cannot be freed while this hold lives.
+    let rules = dwarf::read();
     let end = unwind(
         &SafeMemory,
-        dwarf::table(),
+        rules.table(),
         start,
         bounds,
         anchor_sp,
@@ -285,9 +289,11 @@ pub fn native_only(
         return None;
     }
     let mut sink = Sink::new(frames, n, true);
+    // The DWARF table cannot be freed while this hold lives.
+    let rules = dwarf::read();
     let end = unwind(
         &SafeMemory,
-        dwarf::table(),
+        rules.table(),
         start,
         bounds,
         0,

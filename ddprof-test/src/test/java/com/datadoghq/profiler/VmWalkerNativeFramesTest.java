@@ -102,6 +102,8 @@ class VmWalkerNativeFramesTest {
         assertTrue(above * 2 >= p.stacks.size(),
                 "samples with native frames above NativeFramesMain.nanoLoop: " + above + p.show());
         assertTrue(p.counter("walkvm_native_recovered") > 0, "walks recovered by native unwinding" + p.show());
+        // libc's clock_gettime has no frame pointer: its DWARF rule finds os::javaTimeNanos.
+        assertTrue(p.counter("walkvm_native_dwarf_steps") > 0, "steps taken by DWARF rules" + p.show());
     }
 
     /**
@@ -129,8 +131,10 @@ class VmWalkerNativeFramesTest {
     }
 
     /**
-     * zlib is built without frame pointers: its frames unwind by their DWARF rules (.eh_frame)
-     * up to the JNI function of {@code Deflater.deflateBytes*}, which vmx shows above it.
+     * zlib's frames unwind up to the JNI function of {@code Deflater.deflateBytes*}, which vmx shows
+     * above it: by their DWARF rules (.eh_frame) where zlib is a system library without frame
+     * pointers mapped at start (JDK 17 and 25 here), by frame pointers where the JDK's libzip
+     * bundles a zlib built with them and loads after the start (JDK 11 and 21 here).
      */
     @Test
     void vmxUnwindsLibrariesWithoutFramePointersByDwarf() throws Exception {
@@ -144,7 +148,6 @@ class VmWalkerNativeFramesTest {
         assertTrue(through * 2 >= p.stacks.size(),
                 "samples with at least two zlib frames above Java_java_util_zip_Deflater_deflateBytes* and "
                         + "Deflater.deflateBytes*: " + through + p.show());
-        assertTrue(p.counter("walkvm_native_dwarf_steps") > 0, "steps taken by DWARF rules" + p.show());
     }
 
     /** Compiler threads have no Java frame at all: vmx records their native stack. */
