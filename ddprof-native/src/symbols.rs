@@ -265,15 +265,17 @@ impl Table {
         let file_offset = pc - m.start + m.offset;
         self.loads
             .iter()
-            .find(|(off, _, len)| *off <= file_offset && file_offset < off + len)
-            .map_or(file_offset, |(off, vaddr, _)| vaddr + (file_offset - off))
+            .find(|(off, _, len)| *off <= file_offset && file_offset < off.saturating_add(*len))
+            .map_or(file_offset, |(off, vaddr, _)| {
+                vaddr.wrapping_add(file_offset - off)
+            })
     }
 
     /// The raw (mangled) name of the function whose `[value, value + size)` holds `vaddr`.
     pub fn symbol_at(&self, vaddr: u64) -> Option<String> {
         let i = self.syms.partition_point(|s| s.0 <= vaddr).checked_sub(1)?;
         let (value, size, name) = *self.syms.get(i)?;
-        if vaddr >= value + u64::from(size) {
+        if vaddr >= value.saturating_add(u64::from(size)) {
             return None;
         }
         self.name_at(name)

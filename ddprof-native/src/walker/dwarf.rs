@@ -320,8 +320,8 @@ fn rows_of_file(path: &str, exec_start: u64, exec_offset: u64) -> Option<Vec<Row
             u64_at(&ph, at + 16)?,
             u64_at(&ph, at + 32)?,
         );
-        (u32_at(&ph, at)? == 1 && off <= exec_offset && exec_offset < off + filesz)
-            .then(|| exec_start.wrapping_sub(vaddr + (exec_offset - off)))
+        (u32_at(&ph, at)? == 1 && off <= exec_offset && exec_offset < off.saturating_add(filesz))
+            .then(|| exec_start.wrapping_sub(vaddr.wrapping_add(exec_offset - off)))
     })?;
 
     let sh = read_at(&file, shoff, shentsize * shnum)?;
@@ -611,7 +611,7 @@ fn run_program(
                 continue;
             }
             2 => {
-                let off = r.uleb()? as i64 * cie.data_align;
+                let off = (r.uleb()? as i64).wrapping_mul(cie.data_align);
                 if u64::from(op & 0x3f) == DW_RBP {
                     state.fp = FpRule::At(off);
                 }
@@ -646,7 +646,7 @@ fn run_program(
             }
             0x05 => {
                 let reg = r.uleb()?;
-                let off = r.uleb()? as i64 * cie.data_align;
+                let off = (r.uleb()? as i64).wrapping_mul(cie.data_align);
                 if reg == DW_RBP {
                     state.fp = FpRule::At(off);
                 }
@@ -700,17 +700,17 @@ fn run_program(
             }
             0x11 => {
                 let reg = r.uleb()?;
-                let off = r.sleb()? * cie.data_align;
+                let off = r.sleb()?.wrapping_mul(cie.data_align);
                 if reg == DW_RBP {
                     state.fp = FpRule::At(off);
                 }
             }
             0x12 => {
                 state.cfa_reg = r.uleb()?;
-                state.cfa_off = r.sleb()? * cie.data_align;
+                state.cfa_off = r.sleb()?.wrapping_mul(cie.data_align);
                 state.cfa_known = true;
             }
-            0x13 => state.cfa_off = r.sleb()? * cie.data_align,
+            0x13 => state.cfa_off = r.sleb()?.wrapping_mul(cie.data_align),
             0x14 | 0x15 => {
                 let reg = r.uleb()?;
                 if op == 0x14 {
@@ -727,7 +727,9 @@ fn run_program(
             }
             0x2f => {
                 let reg = r.uleb()?;
-                let off = -(r.uleb()? as i64) * cie.data_align;
+                let off = (r.uleb()? as i64)
+                    .wrapping_neg()
+                    .wrapping_mul(cie.data_align);
                 if reg == DW_RBP {
                     state.fp = FpRule::At(off);
                 }
@@ -918,6 +920,32 @@ mod tests {
         assert_eq!(t.rule(0x1040), None, "past the function");
         assert_eq!(t.rule(0xfff), None, "before the library");
         assert_eq!(t.rule(0x2000), None, "after the library");
+    }
+
+    /// Damaged sections (cut short, bytes flipped, noise) give fewer rows, never a panic.
+    #[test]
+    fn damaged_sections_never_panic() {
+        let good = section();
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for cut in 0..good.len() {
+            rows_of_eh_frame(&good[..cut], 0x2000, 0);
+        }
+        for _ in 0..2000 {
+            let mut d = good.clone();
+            for _ in 0..1 + next() % 4 {
+                let i = (next() as usize) % d.len();
+                d[i] = next() as u8;
+            }
+            rows_of_eh_frame(&d, next(), next());
+            let noise: Vec<u8> = (0..next() % 200).map(|_| next() as u8).collect();
+            rows_of_eh_frame(&noise, next(), next());
+        }
     }
 
     /// A table replaced while a handler holds it stays readable until the hold is dropped;
