@@ -113,6 +113,7 @@ pub struct Hold {
 }
 
 impl Hold {
+    /// The table held. Signal-safe.
     pub fn table(&self) -> Option<&Table> {
         // SAFETY: the table stays allocated while this hold is counted (see `refresh`).
         unsafe { self.table.as_ref() }

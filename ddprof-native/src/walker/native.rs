@@ -214,7 +214,7 @@ pub fn unwind<M: Memory>(
 /// A pc outside the code cache during a Java walk: find the Java caller by frame
 /// pointers (recording the native frames under vmx). `stop_sp` is the unused frame
 /// anchor's sp, 0 if none: without vmx the anchor is taken at once (it is exact and
-/// cheaper); with vmx the native frames above it are recorded first.
+/// cheaper); with vmx the native frames above it are recorded first. Signal-safe.
 pub fn to_java(
     start: Cursor,
     bounds: Bounds,
@@ -247,7 +247,7 @@ pub fn to_java(
 }
 
 /// vmx, a thread outside Java with a frame anchor: records the native frames between the
-/// interrupted pc and the anchor. false: the buffer filled up.
+/// interrupted pc and the anchor. false: the buffer filled up. Signal-safe.
 pub fn to_anchor(
     start: Cursor,
     bounds: Bounds,
@@ -277,7 +277,7 @@ pub fn to_anchor(
 
 /// vmx, a thread with no Java frame to walk (not a JavaThread, or one outside Java with
 /// no anchor): its native stack. Some(complete) when at least one frame was recorded,
-/// None otherwise (and always without vmx).
+/// None otherwise (and always without vmx). Signal-safe.
 pub fn native_only(
     start: Cursor,
     bounds: Bounds,
@@ -310,6 +310,7 @@ pub fn native_only(
 
 /// The stack of a HotSpot `Thread*` (any kind) from its `_stack_base`/`_stack_size`
 /// fields, or a window above `sp` when they cannot be read or do not hold `sp`.
+/// Signal-safe.
 pub fn thread_bounds(
     thread: Option<usize>,
     base_field: usize,
