@@ -35,6 +35,8 @@ pub fn build_chunk(
     end_ticks: i64,
     end_nanos: i64,
 ) -> Vec<u8> {
+    // Charged here unless a nested scope (pools, method resolution) claims it.
+    let _mem = crate::memory::scope(crate::memory::Category::JfrBuffers);
     let args = &session.args;
     let start_ticks = session.chunk_start_ticks;
     let mut chunk = ChunkBuilder::new(
@@ -132,6 +134,7 @@ pub fn build_chunk(
         recording_start_ms: session.started_epoch_ms,
         recording_duration_ms: end_nanos / 1_000_000 - session.started_epoch_ms,
     });
+    crate::memory::refresh(true);
     for (name, value) in counters::snapshot() {
         chunk.profiler_counter(end_ticks, name, value);
     }

@@ -169,6 +169,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     }
     if reset {
         counters::reset_all();
+        crate::memory::on_start();
         recorder.reset();
         PENDING_SETTINGS.lock().clear();
     }
@@ -316,6 +317,7 @@ fn open_output(file: &Path, truncate: bool) -> Result<(), Error> {
 
 fn register_current_thread(jni: *mut JNIEnv) {
     let Some(jvmti) = vm::jvmti() else { return };
+    let _mem = crate::memory::scope(crate::memory::Category::ThreadInfo);
     if let Some((name, id)) = vm::describe_thread(jvmti, jni, std::ptr::null_mut()) {
         threads::register_java_thread(threads::gettid(), name, id);
     }

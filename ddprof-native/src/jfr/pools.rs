@@ -13,6 +13,7 @@ use super::metadata::{
     T_PACKAGE, T_STACK_TRACE, T_STRING, T_SYMBOL, T_THREAD, T_THREAD_STATE,
 };
 use super::FrameRef;
+use crate::memory::{self, Category};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Fixed pools, written in every chunk so that sample events can refer to
@@ -49,6 +50,7 @@ pub struct Interner {
 
 impl Interner {
     pub fn intern(&mut self, s: &str) -> u32 {
+        let _mem = memory::scope(Category::Dictionary);
         if let Some(&id) = self.ids.get(s) {
             return id;
         }
@@ -114,6 +116,7 @@ pub struct Pools {
 
 impl Pools {
     pub fn intern_class(&mut self, class_name: &str) -> u32 {
+        let _mem = memory::scope(Category::Dictionary);
         let name = self.symbols.intern(class_name);
         if let Some(&id) = self.class_ids.get(&name) {
             return id;
@@ -149,6 +152,7 @@ impl Pools {
         modifiers: i32,
         hidden: bool,
     ) -> u32 {
+        let _mem = memory::scope(Category::Dictionary);
         let class = self.intern_class(class_name);
         let name = self.symbols.intern(name);
         let descriptor = self.symbols.intern(descriptor);
@@ -170,6 +174,7 @@ impl Pools {
 
     /// Returns false (and writes nothing) if the key is already present.
     pub fn add_stack_trace(&mut self, key: u64, truncated: bool, frames: &[FrameRef]) -> bool {
+        let _mem = memory::scope(Category::Dictionary);
         if !self.trace_keys.insert(key) {
             return false;
         }
@@ -193,6 +198,7 @@ impl Pools {
         java_name: Option<&str>,
         java_thread_id: i64,
     ) {
+        let _mem = memory::scope(Category::Dictionary);
         let entry = ThreadEntry {
             os_name: os_name.to_owned(),
             java_name: java_name.map(str::to_owned),
@@ -206,6 +212,7 @@ impl Pools {
     }
 
     pub fn note_thread(&mut self, tid: i64) {
+        let _mem = memory::scope(Category::Dictionary);
         // Key 0 is the conventional "no value" reference; never invent it.
         if tid != 0 && !self.threads.contains_key(&tid) {
             self.referenced_tids.insert(tid);
