@@ -1,25 +1,26 @@
 //! The cdylib's global allocator: malloc underneath, every block charged to a category.
 //!
-//! Each block carries a 16-byte tag just below the pointer handed out, holding its
-//! category, so a free is charged back to the category that allocated it. The usable
-//! size is asked from the allocator actually serving `malloc` (glibc's, or an
-//! LD_PRELOADed one, since we call through the PLT like everyone else).
+//! A free must be charged back to the category that allocated the block, so each block
+//! records it. Small blocks carry a 16-byte tag just below the pointer handed out.
+//! Blocks of 4 KiB and more are listed instead in a fixed table of their own (address
+//! and category), because a tag there would push sizes that fit a size class exactly
+//! (powers of two, which Rust's collections favour) into the next one: 512 KiB + 16 B
+//! costs 640 KiB under jemalloc. When that table is full, large blocks are tagged too.
+//! The usable size comes from the allocator actually serving `malloc` (glibc's, or an
+//! LD_PRELOADed one: we call through the PLT like everyone else).
 
 use std::alloc::{GlobalAlloc, Layout};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use super::category::{self, Category};
 use super::tally;
 
-/// Bytes in front of every block; also keeps malloc's 16-byte alignment.
+/// Bytes in front of a tagged block; also keeps malloc's 16-byte alignment.
 pub const TAG: usize = 16;
+/// Blocks from this size up are listed rather than tagged.
+pub const LARGE: usize = 4096;
 
 pub struct CountingAllocator;
-
-/// Offset from the malloc'd base to the pointer handed out.
-#[inline]
-fn offset(layout: &Layout) -> usize {
-    layout.align().max(TAG)
-}
 
 #[inline]
 fn usable(base: *mut u8) -> usize {
@@ -27,49 +28,148 @@ fn usable(base: *mut u8) -> usize {
     unsafe { libc::malloc_usable_size(base as *mut libc::c_void) }
 }
 
-/// Charges a fresh block at `base` (malloc'd for `request` bytes) and returns the
-/// pointer to hand out.
-///
-/// # Safety
-/// `base` must be a live malloc block of at least `offset(layout) + layout.size()` bytes.
+/// Charges (`sign` 1) or releases (-1) the block at `base` for `request` bytes.
 #[inline]
-unsafe fn tag(base: *mut u8, layout: &Layout, category: Category) -> *mut u8 {
-    let off = offset(layout);
-    let request = off + layout.size();
+fn charge(category: Category, base: *mut u8, request: usize, sign: i64) {
     let slack = usable(base).saturating_sub(request);
-    tally::add(category, request as i64, slack as i64, 1);
-    let p = base.add(off);
-    *p.sub(TAG) = category as u8;
-    p
+    tally::add(category, sign * request as i64, sign * slack as i64, sign);
 }
 
-/// The block's base and its category.
-///
-/// # Safety
-/// `p` must have come from `tag` with the same layout.
+fn category_at(raw: usize) -> Category {
+    Category::ALL.get(raw).copied().unwrap_or(Category::Misc)
+}
+
+/// Large blocks: malloc'd address (16-aligned, so the low 4 bits hold the category).
+/// Open addressing, linear probing, backward-shift deletion; a spin lock, since the
+/// allocator cannot use a lock that might allocate. 8192 slots: 64 KiB of bss.
+mod listed {
+    use super::*;
+
+    const SLOTS: usize = 8192;
+    const MAX_USED: usize = SLOTS * 3 / 4;
+    static TABLE: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(0) }; SLOTS];
+    static USED: AtomicUsize = AtomicUsize::new(0);
+    static LOCK: AtomicBool = AtomicBool::new(false);
+
+    struct Held;
+    fn lock() -> Held {
+        let mut spins = 0u32;
+        while LOCK.swap(true, Ordering::Acquire) {
+            spins += 1;
+            if spins.is_multiple_of(64) {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        Held
+    }
+    impl Drop for Held {
+        fn drop(&mut self) {
+            LOCK.store(false, Ordering::Release);
+        }
+    }
+
+    fn home(addr: usize) -> usize {
+        ((addr >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 51) % SLOTS
+    }
+
+    fn find(addr: usize) -> Option<usize> {
+        let mut i = home(addr);
+        loop {
+            let e = TABLE[i].load(Ordering::Relaxed);
+            if e == 0 {
+                return None;
+            }
+            if e & !0xf == addr {
+                return Some(i);
+            }
+            i = (i + 1) % SLOTS;
+        }
+    }
+
+    /// The category of a listed block.
+    pub fn get(addr: usize) -> Option<Category> {
+        let _held = lock();
+        find(addr).map(|i| category_at(TABLE[i].load(Ordering::Relaxed) & 0xf))
+    }
+
+    /// Moves a listed block's entry to its new address (never fails: one out, one in).
+    pub fn replace(old: usize, new: usize, category: Category) {
+        let _held = lock();
+        if new != old && remove_locked(old).is_some() {
+            insert_locked(new, category);
+        }
+    }
+
+    /// False when the table is full (the block must then be tagged).
+    pub fn insert(addr: usize, category: Category) -> bool {
+        let _held = lock();
+        if USED.load(Ordering::Relaxed) >= MAX_USED {
+            return false;
+        }
+        insert_locked(addr, category);
+        true
+    }
+
+    fn insert_locked(addr: usize, category: Category) {
+        debug_assert_eq!(addr & 0xf, 0);
+        let mut i = home(addr);
+        while TABLE[i].load(Ordering::Relaxed) != 0 {
+            i = (i + 1) % SLOTS;
+        }
+        TABLE[i].store(addr | category as usize, Ordering::Relaxed);
+        USED.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The category of a listed block, which is no longer listed afterwards.
+    pub fn remove(addr: usize) -> Option<Category> {
+        let _held = lock();
+        remove_locked(addr)
+    }
+
+    fn remove_locked(addr: usize) -> Option<Category> {
+        let mut hole = find(addr)?;
+        let category = category_at(TABLE[hole].load(Ordering::Relaxed) & 0xf);
+        // Backward shift: move later entries of the cluster into the hole when their
+        // home does not lie cyclically in (hole, j].
+        let mut j = hole;
+        loop {
+            j = (j + 1) % SLOTS;
+            let e = TABLE[j].load(Ordering::Relaxed);
+            if e == 0 {
+                break;
+            }
+            let h = home(e & !0xf);
+            let stays = if hole <= j {
+                hole < h && h <= j
+            } else {
+                hole < h || h <= j
+            };
+            if !stays {
+                TABLE[hole].store(e, Ordering::Relaxed);
+                hole = j;
+            }
+        }
+        TABLE[hole].store(0, Ordering::Relaxed);
+        USED.fetch_sub(1, Ordering::Relaxed);
+        Some(category)
+    }
+}
+
+/// Offset from the malloc'd base to the pointer handed out, for tagged blocks.
 #[inline]
-unsafe fn untag(p: *mut u8, layout: &Layout) -> (*mut u8, Category) {
-    let raw = *p.sub(TAG);
-    let category = Category::ALL
-        .get(raw as usize)
-        .copied()
-        .unwrap_or(Category::Misc);
-    (p.sub(offset(layout)), category)
+fn offset(layout: &Layout) -> usize {
+    layout.align().max(TAG)
 }
 
 #[inline]
-fn release(base: *mut u8, layout: &Layout, category: Category) {
-    let request = offset(layout) + layout.size();
-    let slack = usable(base).saturating_sub(request);
-    tally::add(category, -(request as i64), -(slack as i64), -1);
+fn may_list(layout: &Layout) -> bool {
+    layout.size() >= LARGE && layout.align() <= TAG
 }
 
-/// malloc for a layout with room for the tag in front.
-fn raw_alloc(layout: &Layout, zeroed: bool) -> *mut u8 {
-    let size = match offset(layout).checked_add(layout.size()) {
-        Some(s) => s,
-        None => return std::ptr::null_mut(),
-    };
+/// malloc of `size` bytes aligned for `layout`.
+fn raw_alloc(layout: &Layout, size: usize, zeroed: bool) -> *mut u8 {
     if layout.align() <= TAG {
         // SAFETY: plain libc allocation; malloc's alignment (16 on x86_64 glibc and
         // jemalloc) covers align <= TAG.
@@ -98,16 +198,38 @@ fn raw_alloc(layout: &Layout, zeroed: bool) -> *mut u8 {
 /// Allocates charged to an explicit category.
 pub fn alloc_in(layout: Layout, category: Category, zeroed: bool) -> *mut u8 {
     category::note_allocation();
-    let base = raw_alloc(&layout, zeroed);
+    if may_list(&layout) {
+        let base = raw_alloc(&layout, layout.size(), zeroed);
+        if base.is_null() {
+            return base;
+        }
+        if listed::insert(base as usize, category) {
+            charge(category, base, layout.size(), 1);
+            return base;
+        }
+        // SAFETY: our fresh block; tagged below instead.
+        unsafe { libc::free(base as *mut libc::c_void) };
+    }
+    let off = offset(&layout);
+    let Some(request) = off.checked_add(layout.size()) else {
+        return std::ptr::null_mut();
+    };
+    let base = raw_alloc(&layout, request, zeroed);
     if base.is_null() {
         return base;
     }
-    // SAFETY: base is a fresh block of offset + size bytes.
-    unsafe { tag(base, &layout, category) }
+    charge(category, base, request, 1);
+    // SAFETY: base has off + size bytes; the tag byte lies in the first `off`.
+    unsafe {
+        let p = base.add(off);
+        *p.sub(TAG) = category as u8;
+        p
+    }
 }
 
 // SAFETY: blocks come from malloc/posix_memalign with at least the layout's size and
-// alignment after the tag offset; dealloc and realloc undo exactly that offset.
+// alignment (after the tag offset for tagged blocks); dealloc and realloc find each
+// block's base the same way it was made.
 unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         alloc_in(layout, category::current(), false)
@@ -118,36 +240,76 @@ unsafe impl GlobalAlloc for CountingAllocator {
     }
 
     unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
-        let (base, category) = untag(p, &layout);
-        release(base, &layout, category);
+        let listed = if may_list(&layout) {
+            listed::remove(p as usize)
+        } else {
+            None
+        };
+        let base = match listed {
+            Some(c) => {
+                charge(c, p, layout.size(), -1);
+                p
+            }
+            None => {
+                let base = p.sub(offset(&layout));
+                let c = category_at(*p.sub(TAG) as usize);
+                charge(c, base, offset(&layout) + layout.size(), -1);
+                base
+            }
+        };
         libc::free(base as *mut libc::c_void);
     }
 
     unsafe fn realloc(&self, p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let (base, category) = untag(p, &layout);
         let new_layout = Layout::from_size_align_unchecked(new_size, layout.align());
-        if layout.align() > TAG {
-            // posix_memalign has no realloc: move, keeping the block's category.
-            let q = alloc_in(new_layout, category, false);
-            if !q.is_null() {
-                std::ptr::copy_nonoverlapping(p, q, layout.size().min(new_size));
-                self.dealloc(p, layout);
+        let listed = if may_list(&layout) {
+            listed::get(p as usize)
+        } else {
+            None
+        };
+        // In place through libc's realloc when the block keeps its kind: listed to
+        // large, or tagged to small with malloc's own alignment. Otherwise move.
+        let (base, category, old_request, new_request) = match listed {
+            Some(c) if may_list(&new_layout) => (p, c, layout.size(), new_size),
+            Some(c) => return self.moved(p, layout, new_layout, c),
+            None => {
+                let c = category_at(*p.sub(TAG) as usize);
+                if layout.align() > TAG || may_list(&new_layout) {
+                    return self.moved(p, layout, new_layout, c);
+                }
+                (p.sub(TAG), c, TAG + layout.size(), TAG + new_size)
             }
-            return q;
-        }
-        let Some(size) = TAG.checked_add(new_size) else {
-            return std::ptr::null_mut();
         };
         category::note_allocation();
-        // Released before the call: after it the old block may be gone. On failure
-        // the old block stays and is charged again.
-        release(base, &layout, category);
-        let nb = libc::realloc(base as *mut libc::c_void, size) as *mut u8;
+        // Released before the call: afterwards the old block may be gone.
+        charge(category, base, old_request, -1);
+        let nb = libc::realloc(base as *mut libc::c_void, new_request) as *mut u8;
         if nb.is_null() {
-            tag(base, &layout, category);
+            charge(category, base, old_request, 1);
             return nb;
         }
-        tag(nb, &new_layout, category)
+        charge(category, nb, new_request, 1);
+        if listed.is_some() {
+            listed::replace(p as usize, nb as usize, category);
+            nb
+        } else {
+            nb.add(TAG)
+        }
+    }
+}
+
+impl CountingAllocator {
+    /// realloc by copy into a new block of the same category.
+    ///
+    /// # Safety
+    /// As `GlobalAlloc::realloc`.
+    unsafe fn moved(&self, p: *mut u8, old: Layout, new: Layout, category: Category) -> *mut u8 {
+        let q = alloc_in(new, category, false);
+        if !q.is_null() {
+            std::ptr::copy_nonoverlapping(p, q, old.size().min(new.size()));
+            self.dealloc(p, old);
+        }
+        q
     }
 }
 
@@ -158,42 +320,95 @@ mod tests {
 
     // The test binary runs under this allocator too (lib.rs sets it for every build),
     // so these go through the real path. Tallies are process-wide and other tests run
-    // in parallel, so these check the tags; tests/memory_accounting.rs checks tallies.
+    // in parallel, so these check each block's record; tests/memory_partition.rs
+    // checks the tallies.
 
-    fn category_of<T>(p: *const T) -> u8 {
-        // Through an opaque integer: to the compiler the tag lies outside the Vec's
+    /// The category a live block (align <= 16) is recorded under.
+    fn category_of<T>(p: *const T, bytes: usize) -> Category {
+        // Through an opaque integer: to the compiler a tag lies outside the Vec's
         // allocation, and a read it can see through would be undefined behaviour.
         let addr = std::hint::black_box(p as usize);
-        // SAFETY: addr is a live block from the global allocator with align <= TAG,
-        // whose malloc'd base is TAG bytes below.
-        unsafe { *((addr - TAG) as *const u8) }
+        if bytes >= LARGE {
+            if let Some(c) = listed::get(addr) {
+                return c;
+            }
+        }
+        // SAFETY: addr is a live tagged block whose tag byte is TAG bytes below.
+        category_at(unsafe { *((addr - TAG) as *const u8) } as usize)
     }
 
     #[test]
-    fn a_block_carries_the_category_of_its_scope() {
-        let v: Vec<u8> = {
+    fn small_and_large_blocks_carry_the_category_of_their_scope() {
+        let (small, large): (Vec<u8>, Vec<u8>) = {
             let _s = scope(Category::LineTables);
-            Vec::with_capacity(1000)
+            (Vec::with_capacity(1000), Vec::with_capacity(1 << 20))
         };
-        assert_eq!(category_of(v.as_ptr()), Category::LineTables as u8);
+        assert_eq!(category_of(small.as_ptr(), 1000), Category::LineTables);
+        assert_eq!(category_of(large.as_ptr(), 1 << 20), Category::LineTables);
+        assert!(
+            listed::get(large.as_ptr() as usize).is_some(),
+            "large blocks are listed"
+        );
         let w: Vec<u8> = Vec::with_capacity(1000);
-        assert_eq!(category_of(w.as_ptr()), Category::Misc as u8);
+        assert_eq!(category_of(w.as_ptr(), 1000), Category::Misc);
     }
 
     #[test]
-    fn realloc_keeps_the_category_and_has_room_for_the_tag() {
+    fn realloc_keeps_the_category_across_kinds() {
         let mut v: Vec<u64> = {
             let _s = scope(Category::ClassRegistry);
             Vec::with_capacity(3)
         };
-        {
-            let _other = scope(Category::JfrBuffers);
-            v.reserve_exact(5000);
+        v.extend(0..3);
+        let _other = scope(Category::JfrBuffers);
+        for cap in [100usize, 5000, 200_000, 50] {
+            if cap > v.capacity() {
+                v.reserve_exact(cap - v.len());
+            } else {
+                v.shrink_to(cap);
+            }
+            let bytes = v.capacity() * 8;
+            assert_eq!(
+                category_of(v.as_ptr(), bytes),
+                Category::ClassRegistry,
+                "cap {cap}"
+            );
+            assert_eq!(&v[..3], &[0, 1, 2]);
+            let listed = listed::get(v.as_ptr() as usize).is_some();
+            assert!(!listed || bytes >= LARGE);
+            if listed {
+                assert!(usable(v.as_ptr() as *mut u8) >= bytes);
+            } else {
+                let base = std::hint::black_box(v.as_ptr() as usize) - TAG;
+                assert!(usable(base as *mut u8) >= bytes + TAG);
+            }
         }
-        assert_eq!(category_of(v.as_ptr()), Category::ClassRegistry as u8);
-        let base = std::hint::black_box(v.as_ptr() as usize) - TAG;
-        let u = usable(base as *mut u8);
-        assert!(u >= v.capacity() * 8 + TAG);
+    }
+
+    #[test]
+    fn the_large_block_table_finds_every_entry_after_removals() {
+        // Addresses below 4 KiB are never malloc results, so they cannot clash with
+        // the live blocks other tests list meanwhile.
+        let addrs: Vec<usize> = (1..200).map(|i| i * 16).collect();
+        for (i, a) in addrs.iter().enumerate() {
+            assert!(listed::insert(*a, Category::ALL[i % Category::ALL.len()]));
+        }
+        for a in addrs.iter().step_by(3) {
+            assert!(listed::remove(*a).is_some());
+        }
+        for (i, a) in addrs.iter().enumerate() {
+            let want = (i % 3 != 0).then(|| Category::ALL[i % Category::ALL.len()]);
+            assert_eq!(listed::get(*a), want, "addr {a:#x}");
+        }
+        listed::replace(addrs[1], 4000, Category::Dictionary);
+        assert_eq!(listed::get(addrs[1]), None);
+        assert_eq!(listed::get(4000), Some(Category::Dictionary));
+        assert_eq!(listed::remove(4000), Some(Category::Dictionary));
+        for (i, a) in addrs.iter().enumerate().skip(2) {
+            if i % 3 != 0 {
+                assert!(listed::remove(*a).is_some());
+            }
+        }
     }
 
     #[test]

@@ -13,7 +13,7 @@ mod tally;
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
-pub use allocator::{CountingAllocator, TAG};
+pub use allocator::{CountingAllocator, LARGE, TAG};
 pub use category::{current, scope, thread_allocations, Category, Kind, Scope};
 pub use malloc::{allocator, arena, header, probe_header, Allocator, MallInfo2};
 pub use mapped::{resident, Mapped, Zeroable};

@@ -2,7 +2,8 @@
 //! allocation and free (plain atomics: any thread, never a lock).
 //!
 //! `live` is what the profiler asked for: the requested size plus the allocator's
-//! 16-byte category tag for heap blocks, the requested length for mapped regions.
+//! 16-byte category tag for heap blocks under 4 KiB, the requested length for mapped
+//! regions.
 //! `slack` is what the allocator rounded on top (usable size minus request, or the
 //! page rounding of a mapping); the probed per-chunk header is added at read time
 //! (`blocks` x header), because it is only known once probed.
