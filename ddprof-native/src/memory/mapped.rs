@@ -118,23 +118,58 @@ impl<T: Zeroable> Drop for Mapped<T> {
     }
 }
 
+/// Pages of `[base, base + len)` backed by memory of our own, from /proc/self/pagemap:
+/// present and mapped only here. A page that was only read maps the kernel's shared zero
+/// page, which mincore would call resident but costs no RSS (and is never exclusive).
+/// None when pagemap cannot be read.
+fn own_pages(
+    pagemap: &std::fs::File,
+    base: usize,
+    len: usize,
+    buf: &mut Vec<u64>,
+) -> Option<usize> {
+    use std::os::unix::fs::FileExt;
+    const PRESENT: u64 = 1 << 63;
+    const EXCLUSIVE: u64 = 1 << 56;
+    let page = page_size();
+    buf.clear();
+    buf.resize(len / page, 0);
+    // SAFETY: viewing the u64 buffer as bytes for the read.
+    let bytes =
+        unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr() as *mut u8, buf.len() * 8) };
+    pagemap
+        .read_exact_at(bytes, (base / page * 8) as u64)
+        .ok()?;
+    Some(
+        buf.iter()
+            .filter(|e| **e & PRESENT != 0 && **e & EXCLUSIVE != 0)
+            .count(),
+    )
+}
+
+/// Pages of `[base, base + len)` that are resident per mincore (zero-page mappings
+/// included): the fallback when pagemap is unreadable.
+fn mincore_pages(base: usize, len: usize) -> Option<usize> {
+    let mut vec = vec![0u8; len / page_size()];
+    // SAFETY: [base, base+len) is one of our live mappings (page-aligned); vec has one
+    // byte per page.
+    let rc = unsafe { libc::mincore(base as *mut libc::c_void, len, vec.as_mut_ptr()) };
+    (rc == 0).then(|| vec.iter().filter(|b| **b & 1 != 0).count())
+}
+
 /// Resident bytes of the live mappings, per category (index = discriminant).
 pub fn resident() -> [i64; COUNT] {
     let page = page_size();
     let mut out = [0i64; COUNT];
     let regions = REGIONS.lock().clone();
-    let mut vec: Vec<u8> = Vec::new();
+    let pagemap = std::fs::File::open("/proc/self/pagemap").ok();
+    let mut buf = Vec::new();
     for (base, len, category) in regions {
-        let pages = len / page;
-        vec.clear();
-        vec.resize(pages, 0);
-        // SAFETY: [base, base+len) is one of our live mappings (page-aligned); vec has
-        // one byte per page.
-        let rc = unsafe { libc::mincore(base as *mut libc::c_void, len, vec.as_mut_ptr()) };
-        if rc == 0 {
-            let n = vec.iter().filter(|b| **b & 1 != 0).count();
-            out[category as usize] += (n * page) as i64;
-        }
+        let pages = pagemap
+            .as_ref()
+            .and_then(|f| own_pages(f, base, len, &mut buf))
+            .or_else(|| mincore_pages(base, len));
+        out[category as usize] += (pages.unwrap_or(0) * page) as i64;
     }
     out
 }
@@ -147,24 +182,20 @@ mod tests {
     unsafe impl Zeroable for u64 {}
 
     #[test]
-    fn pages_are_committed_only_when_written() {
+    fn only_written_pages_count_as_resident() {
         let m: Mapped<u64> = Mapped::new(1 << 20, Category::CallTrace); // 8 MiB
-        assert!(m.iter().step_by(4096).all(|v| *v == 0));
         let base = m.as_ptr() as usize;
-        let resident_of_m = || {
-            let mut v = vec![0u8; (8 << 20) / 4096];
-            // SAFETY: m's mapping, 8 MiB, page-aligned.
-            unsafe { libc::mincore(base as *mut libc::c_void, 8 << 20, v.as_mut_ptr()) };
-            v.iter().filter(|b| **b & 1 != 0).count()
-        };
-        // Reading zero pages may map the shared zero page; count after writing 3 pages.
+        // Reading every page maps the shared zero page: mincore calls them resident.
+        assert!(m.iter().step_by(512).all(|v| *v == 0));
+        assert_eq!(mincore_pages(base, 8 << 20), Some(2048));
         let p = m.as_ptr() as *mut u64;
         for i in [0usize, 512 * 100, 512 * 1000] {
             // SAFETY: in bounds; no other reference reads these elements concurrently.
             unsafe { p.add(i).write(1) };
         }
-        let n = resident_of_m();
-        assert!((3..=2048).contains(&n), "resident pages {n}");
+        let pagemap = std::fs::File::open("/proc/self/pagemap").unwrap();
+        let own = own_pages(&pagemap, base, 8 << 20, &mut Vec::new());
+        assert_eq!(own, Some(3));
         assert!(resident()[Category::CallTrace as usize] >= 3 * 4096);
     }
 }
