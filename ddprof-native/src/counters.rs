@@ -89,6 +89,7 @@ counters! {
     RawFrameResolveCacheHits => "raw_frame_resolve_cache_hits",
     DumpCount => "dump_count",
     DumpNanosLast => "dump_ns_last",
+    DumpAllocationsLast => "dump_allocations_last",
     WriterWaitTimeouts => "dump_writer_wait_timeouts",
     // Allocator facts (memory/malloc.rs); the arena figures are -1 when unknowable.
     MallocIsGlibc => "malloc_is_glibc",

@@ -369,6 +369,7 @@ fn write_chunk(jni: *mut JNIEnv, session: &mut Session, path: &Path) -> Result<(
     let end_ticks = sampler::ticks();
     let epoch = EPOCH.fetch_add(1, Ordering::AcqRel);
     let settings = std::mem::take(&mut *PENDING_SETTINGS.lock());
+    let allocations = crate::memory::thread_allocations();
     let chunk = dump::build_chunk(
         jni,
         session,
@@ -383,6 +384,8 @@ fn write_chunk(jni: *mut JNIEnv, session: &mut Session, path: &Path) -> Result<(
     threads::prune(epoch);
     counters::Counter::DumpCount.inc();
     counters::Counter::DumpNanosLast.set(t0.elapsed().as_nanos() as i64);
+    counters::Counter::DumpAllocationsLast
+        .set((crate::memory::thread_allocations() - allocations) as i64);
     std::fs::write(path, chunk).map_err(|e| {
         Error::Io(format!(
             "Could not write recording '{}': {e}",

@@ -99,6 +99,10 @@ pub struct Scope {
 impl Drop for Scope {
     fn drop(&mut self) {
         let _ = CURRENT.try_with(|c| c.set(self.previous));
+        // Leaving a subsystem's outermost scope: publish what it did (tally.rs batches).
+        if self.previous == Category::Misc as u8 {
+            super::tally::flush();
+        }
     }
 }
 

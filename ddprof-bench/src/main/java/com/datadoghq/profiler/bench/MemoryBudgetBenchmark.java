@@ -148,8 +148,9 @@ public final class MemoryBudgetBenchmark {
                 kib(Math.max(0, peak)),
                 bytes(Math.max(0, peak) / (double) distinct[0]));
         }
-        System.out.printf(Locale.ROOT, "%ndistinct sampled methods %d in %d classes, samples %d%n",
-            distinct[0], distinct[1], distinct[2]);
+        System.out.printf(Locale.ROOT, "%ndistinct sampled methods %d in %d classes, samples %d; "
+                + "the dump took %.1f ms and made %d allocations%n",
+            distinct[0], distinct[1], distinct[2], g4.get("dump_ns_last") / 1e6, g4.get("dump_allocations_last"));
         System.out.printf(Locale.ROOT, "chunk overhead (allocator) after the dump: %s of %s live heap+mapped%n",
             kib(g4.get("native_mem_chunk_overhead_bytes")), kib(g4.get("native_mem_live_bytes")));
         long heapLive = 0;
