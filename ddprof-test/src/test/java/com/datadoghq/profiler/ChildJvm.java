@@ -63,10 +63,13 @@ final class ChildJvm {
         List<String> cmd = new ArrayList<>();
         cmd.add(TestEnv.javaExecutable());
         cmd.addAll(jvmArgs);
-        cmd.add("-cp");
-        cmd.add(String.join(File.pathSeparator, classpath));
-        cmd.add(mainClass);
-        cmd.addAll(args);
+        // Without a main class the JVM arguments say what to run (e.g. -jar JAR ARGS).
+        if (mainClass != null) {
+            cmd.add("-cp");
+            cmd.add(String.join(File.pathSeparator, classpath));
+            cmd.add(mainClass);
+            cmd.addAll(args);
+        }
 
         Path out = Files.createTempFile(workDir, "child", ".out");
         Path err = Files.createTempFile(workDir, "child", ".err");
