@@ -128,8 +128,24 @@ class ReportMemoryTest {
         TestEnv.start(profiler, "start,cpu=1ms,file=" + rest);
         CpuBurner.burn(600);
         profiler.dump(dump);
-        CpuBurner.burn(600);
-        profiler.stop();
+        // Threads alive only in the second chunk, so that its thread_info differs from the first's.
+        List<CpuBurner> burners = new ArrayList<>();
+        List<Thread> threads = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            CpuBurner b = new CpuBurner();
+            burners.add(b);
+            threads.add(new Thread(b, "report-memory-second-chunk-thread-" + i));
+        }
+        threads.forEach(Thread::start);
+        try {
+            CpuBurner.burn(600);
+            profiler.stop();
+        } finally {
+            burners.forEach(CpuBurner::stop);
+            for (Thread t : threads) {
+                t.join();
+            }
+        }
         Path file = dir.resolve("two-chunks.jfr");
         Files.write(file, Files.readAllBytes(dump));
         Files.write(file, Files.readAllBytes(rest), StandardOpenOption.APPEND);
@@ -140,9 +156,9 @@ class ReportMemoryTest {
         Map<String, Long> first = NativeMemoryGauges.toMap(all.subList(0, firstCount), "chunk 1");
         Map<String, Long> last = NativeMemoryGauges.toMap(all.subList(firstCount, all.size()), "chunk 2");
         // Otherwise this test could not tell which chunk the report read.
-        assertNotEquals(first.get("native_mem_avg_bytes.jfr_buffers") + "/" + first.get(LIVE + ".jfr_buffers"),
-                last.get("native_mem_avg_bytes.jfr_buffers") + "/" + last.get(LIVE + ".jfr_buffers"),
-                "precondition: the two chunks' jfr_buffers figures are the same");
+        assertNotEquals(MemoryBreakdown.human(first.get(LIVE + ".thread_info")),
+                MemoryBreakdown.human(last.get(LIVE + ".thread_info")),
+                "precondition: the two chunks' thread_info rows would read the same");
 
         ChildJvm.Result r = new ChildJvm()
                 .jvmArgs("-jar", TestEnv.libJar().toString(), "report", file.toString(), "--memory")
