@@ -333,7 +333,9 @@ pub fn stop(jni: *mut JNIEnv) -> Result<(), Error> {
     sampler::disarm();
     *ENGINE.write() = None;
     let file = session.file.clone();
-    let result = write_chunk(jni, session, &file);
+    // Appended: `start` emptied the file, `dump` restarted it, and `resume` keeps the
+    // chunks written before it.
+    let result = write_chunk(jni, session, &file, true);
     *guard = None;
     result
 }
@@ -348,7 +350,7 @@ pub fn dump_to(jni: *mut JNIEnv, path: &Path) -> Result<(), Error> {
     if same_file(path, &session.file) {
         return Ok(());
     }
-    write_chunk(jni, session, path)?;
+    write_chunk(jni, session, path, false)?;
     open_output(&session.file.clone(), true)
 }
 
@@ -359,8 +361,14 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// Retires the current generation and writes it as one chunk to `path`.
-fn write_chunk(jni: *mut JNIEnv, session: &mut Session, path: &Path) -> Result<(), Error> {
+/// Retires the current generation and writes it as one chunk to `path`, after what the
+/// file holds (`append`) or instead of it.
+fn write_chunk(
+    jni: *mut JNIEnv,
+    session: &mut Session,
+    path: &Path,
+    append: bool,
+) -> Result<(), Error> {
     let t0 = Instant::now();
     let recorder =
         sampler::recorder().ok_or_else(|| Error::State("profiler buffers missing".into()))?;
@@ -386,12 +394,21 @@ fn write_chunk(jni: *mut JNIEnv, session: &mut Session, path: &Path) -> Result<(
     counters::Counter::DumpNanosLast.set(t0.elapsed().as_nanos() as i64);
     counters::Counter::DumpAllocationsLast
         .set((crate::memory::thread_allocations() - allocations) as i64);
-    std::fs::write(path, chunk).map_err(|e| {
-        Error::Io(format!(
-            "Could not write recording '{}': {e}",
-            path.display()
-        ))
-    })
+    let mut o = OpenOptions::new();
+    o.create(true);
+    if append {
+        o.append(true);
+    } else {
+        o.write(true).truncate(true);
+    }
+    o.open(path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, &chunk))
+        .map_err(|e| {
+            Error::Io(format!(
+                "Could not write recording '{}': {e}",
+                path.display()
+            ))
+        })
 }
 
 pub fn status() -> String {

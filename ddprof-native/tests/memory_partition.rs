@@ -4,6 +4,8 @@
 //! `on_start` resets peaks to what is live. One test per process: the tallies are
 //! process-wide.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use javaProfiler::memory::{self, Category, Figures, Kind};
 
 fn heap_categories() -> impl Iterator<Item = Category> {
@@ -35,6 +37,25 @@ fn categories_partition_the_total_under_concurrency() {
     assert_partition();
     let before: Vec<Figures> = Category::ALL.iter().map(|c| memory::of(*c)).collect();
 
+    // A reader takes snapshots all along: each must add up while the writers run.
+    static STOP: AtomicBool = AtomicBool::new(false);
+    let reader = {
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !STOP.load(Ordering::Relaxed) {
+                let (t, per) = memory::snapshot();
+                let live: i64 = per.iter().map(|f| f.live).sum();
+                let blocks: i64 = per.iter().map(|f| f.blocks).sum();
+                assert_eq!(
+                    (live, blocks),
+                    (t.live, t.blocks),
+                    "snapshot {n} does not add up"
+                );
+                n += 1;
+            }
+            n
+        })
+    };
     let threads: Vec<_> = (0..6)
         .map(|t| {
             std::thread::spawn(move || {
@@ -66,6 +87,9 @@ fn categories_partition_the_total_under_concurrency() {
         })
         .collect();
     let kept: Vec<Vec<Vec<u8>>> = threads.into_iter().map(|h| h.join().unwrap()).collect();
+    STOP.store(true, Ordering::Relaxed);
+    let snapshots = reader.join().unwrap();
+    assert!(snapshots > 10, "only {snapshots} snapshots");
     assert_partition();
     drop(kept);
     assert_partition();

@@ -17,7 +17,7 @@ pub use allocator::{CountingAllocator, LARGE, TAG};
 pub use category::{current, scope, thread_allocations, Category, Kind, Scope};
 pub use malloc::{allocator, arena, header, probe_header, Allocator, MallInfo2};
 pub use mapped::{resident, Mapped, Zeroable};
-pub use tally::{of, total, Figures};
+pub use tally::{flush, of, snapshot, total, Figures};
 
 use crate::counters::{self, Counter};
 
@@ -95,20 +95,12 @@ fn overhead(category: Option<Category>, f: &Figures, all: &[(Option<Category>, F
     f.slack + header * heap_blocks
 }
 
-/// Total then every category, read so that they agree: re-read while the total moved
-/// under us (other threads allocate meanwhile; this function itself allocates nothing).
+/// Total then every category, from one consistent point (tally::snapshot).
 fn consistent_figures() -> [(Option<Category>, Figures); 1 + category::COUNT] {
-    let mut out = [(None, Figures::default()); 1 + category::COUNT];
-    for _ in 0..100 {
-        let before = total();
-        for (slot, c) in out[1..].iter_mut().zip(Category::ALL) {
-            *slot = (Some(*c), of(*c));
-        }
-        let after = total();
-        out[0] = (None, after);
-        if before == after {
-            break;
-        }
+    let (total, per) = tally::snapshot();
+    let mut out = [(None, total); 1 + category::COUNT];
+    for ((slot, c), f) in out[1..].iter_mut().zip(Category::ALL).zip(per) {
+        *slot = (Some(*c), f);
     }
     out
 }

@@ -39,6 +39,43 @@ static CELLS: [Shared; COUNT] = [ZERO; COUNT];
 // its peak is the real peak of the sum (not the sum of the per-category peaks).
 static TOTAL: Shared = ZERO;
 
+// Publications in progress and completed, so that a reader can take a snapshot in which
+// the categories and the total agree (a category is updated before the total).
+static IN_FLIGHT: AtomicI64 = AtomicI64::new(0);
+static PUBLISHED: AtomicI64 = AtomicI64::new(0);
+
+/// Runs one publication (categories, then the total) where `consistent` can see it.
+fn publication(f: impl FnOnce()) {
+    IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
+    f();
+    PUBLISHED.fetch_add(1, Ordering::SeqCst);
+    IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// Runs `read` until no publication overlapped it. Publications are short and come at
+/// most every 64 changes per thread, so this ends quickly; after 100,000 tries (threads
+/// publishing without pause) it returns the last read.
+pub fn consistent<T>(mut read: impl FnMut() -> T) -> T {
+    flush();
+    let mut value = read();
+    for attempt in 0..100_000u32 {
+        let before = PUBLISHED.load(Ordering::SeqCst);
+        if IN_FLIGHT.load(Ordering::SeqCst) != 0 {
+            if attempt % 64 == 63 {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+            continue;
+        }
+        value = read();
+        if IN_FLIGHT.load(Ordering::SeqCst) == 0 && PUBLISHED.load(Ordering::SeqCst) == before {
+            break;
+        }
+    }
+    value
+}
+
 /// One category's figures at a point in time.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Figures {
@@ -96,17 +133,19 @@ impl Pending {
         if self.changes.replace(0) == 0 {
             return;
         }
-        let (mut live, mut slack, mut blocks) = (0, 0, 0);
-        for (cell, d) in CELLS.iter().zip(&self.deltas) {
-            let (l, s, b) = (d[0].replace(0), d[1].replace(0), d[2].replace(0));
-            if (l, s, b) != (0, 0, 0) {
-                publish(cell, l, s, b);
-                live += l;
-                slack += s;
-                blocks += b;
+        publication(|| {
+            let (mut live, mut slack, mut blocks) = (0, 0, 0);
+            for (cell, d) in CELLS.iter().zip(&self.deltas) {
+                let (l, s, b) = (d[0].replace(0), d[1].replace(0), d[2].replace(0));
+                if (l, s, b) != (0, 0, 0) {
+                    publish(cell, l, s, b);
+                    live += l;
+                    slack += s;
+                    blocks += b;
+                }
             }
-        }
-        publish(&TOTAL, live, slack, blocks);
+            publish(&TOTAL, live, slack, blocks);
+        });
     }
 }
 
@@ -129,8 +168,10 @@ pub fn add(category: Category, live: i64, slack: i64, blocks: i64) {
         .try_with(|p| p.add(category, live, slack, blocks))
         .is_err()
     {
-        publish(&CELLS[category as usize], live, slack, blocks);
-        publish(&TOTAL, live, slack, blocks);
+        publication(|| {
+            publish(&CELLS[category as usize], live, slack, blocks);
+            publish(&TOTAL, live, slack, blocks);
+        });
     }
 }
 
@@ -158,6 +199,17 @@ pub fn of(category: Category) -> Figures {
 pub fn total() -> Figures {
     flush();
     read(&TOTAL)
+}
+
+/// The total and every category from one consistent point.
+pub fn snapshot() -> (Figures, [Figures; COUNT]) {
+    consistent(|| {
+        let mut per = [Figures::default(); COUNT];
+        for (f, cell) in per.iter_mut().zip(CELLS.iter()) {
+            *f = read(cell);
+        }
+        (read(&TOTAL), per)
+    })
 }
 
 /// Peaks start again from what is live now (on `start`).
