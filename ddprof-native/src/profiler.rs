@@ -3,7 +3,7 @@
 
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -298,8 +298,15 @@ fn resolve_walker(args: &Args, warnings: &mut Vec<String>) -> WalkerKind {
     }
 }
 
+/// Pool-id base for the next chunk appended to the main file: past every id of the chunks
+/// it already holds (see `jfr::pools::Pools`); 0 whenever the file starts empty.
+static NEXT_ID_BASE: AtomicU32 = AtomicU32::new(0);
+
 /// Creates (start: truncates) the output file, so a bad path fails before anything runs.
 fn open_output(file: &Path, truncate: bool) -> Result<(), Error> {
+    if truncate {
+        NEXT_ID_BASE.store(0, Ordering::Relaxed);
+    }
     let mut o = OpenOptions::new();
     o.write(true).create(true);
     if truncate {
@@ -378,14 +385,23 @@ fn write_chunk(
     let epoch = EPOCH.fetch_add(1, Ordering::AcqRel);
     let settings = std::mem::take(&mut *PENDING_SETTINGS.lock());
     let allocations = crate::memory::thread_allocations();
-    let chunk = dump::build_chunk(
+    let id_base = if append {
+        NEXT_ID_BASE.load(Ordering::Relaxed)
+    } else {
+        0
+    };
+    let (chunk, next_id_base) = dump::build_chunk(
         jni,
         session,
         recorder.generation(old),
         &settings,
         end_ticks,
         end_nanos,
+        id_base,
     );
+    if append {
+        NEXT_ID_BASE.store(next_id_base, Ordering::Relaxed);
+    }
     recorder.clear(old);
     session.chunk_start_nanos = end_nanos;
     session.chunk_start_ticks = end_ticks;
