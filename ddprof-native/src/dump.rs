@@ -34,7 +34,10 @@ pub fn build_chunk(
     settings: &[PendingSetting],
     end_ticks: i64,
     end_nanos: i64,
-) -> Vec<u8> {
+    id_base: u32,
+) -> (Vec<u8>, u32) {
+    // Charged here unless a nested scope (pools, method resolution) claims it.
+    let _mem = crate::memory::scope(crate::memory::Category::JfrBuffers);
     let args = &session.args;
     let start_ticks = session.chunk_start_ticks;
     let mut chunk = ChunkBuilder::new(
@@ -44,7 +47,8 @@ pub fn build_chunk(
             ticks_per_second: TICKS_PER_SECOND,
         },
         &args.attributes,
-    );
+    )
+    .with_id_base(id_base);
     let me = threads::gettid() as i64;
     write_settings(&mut chunk, session, start_ticks, me);
     write_system_info(&mut chunk, args, start_ticks);
@@ -74,7 +78,7 @@ pub fn build_chunk(
         chunk.execution_sample(&Sample {
             ticks: s.ticks,
             tid: s.tid as i64,
-            trace_key: s.trace_id as u64,
+            trace_key: chunk.trace_ref(s.trace_id as u64),
             state: STATE_RUNNABLE,
             mode: MODE_UNKNOWN,
             weight: 1,
@@ -132,13 +136,18 @@ pub fn build_chunk(
         recording_start_ms: session.started_epoch_ms,
         recording_duration_ms: end_nanos / 1_000_000 - session.started_epoch_ms,
     });
+    crate::memory::refresh(true);
     for (name, value) in counters::snapshot() {
         chunk.profiler_counter(end_ticks, name, value);
     }
     // Per-dump counters start again with the next chunk.
     counters::Counter::UnwindingNanos.set(0);
     counters::Counter::UnwindingNanosMax.set(0);
-    chunk.finish(end_ticks, end_nanos - session.chunk_start_nanos)
+    let next_id_base = chunk.next_id_base();
+    (
+        chunk.finish(end_ticks, end_nanos - session.chunk_start_nanos),
+        next_id_base,
+    )
 }
 
 fn write_settings(chunk: &mut ChunkBuilder, session: &Session, ticks: i64, tid: i64) {

@@ -12,6 +12,7 @@ pub mod hotspot;
 pub mod jfr;
 pub mod jvmti;
 pub mod log;
+pub mod memory;
 pub mod methods;
 pub mod profiler;
 pub mod sampler;
@@ -21,4 +22,7 @@ pub mod threads;
 pub mod traces;
 pub mod vm;
 pub mod walker;
-pub mod zeroed;
+
+/// Every Rust allocation of the core is charged to a memory category (memory/).
+#[global_allocator]
+static ALLOCATOR: memory::CountingAllocator = memory::CountingAllocator;

@@ -41,6 +41,7 @@ impl Default for Symbolizer {
 
 impl Symbolizer {
     pub fn new() -> Symbolizer {
+        let _mem = crate::memory::scope(crate::memory::Category::NativeSymbols);
         let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
         Symbolizer {
             maps: parse_maps(&maps),
@@ -50,6 +51,7 @@ impl Symbolizer {
 
     /// The name of the function holding `pc`.
     pub fn name(&mut self, pc: u64) -> &str {
+        let _mem = crate::memory::scope(crate::memory::Category::NativeSymbols);
         if !self.names.contains_key(&pc) {
             let name = self.lookup(pc);
             self.names.insert(pc, name);

@@ -1,32 +1,10 @@
 //! The recording half of the signal path (trace interning, sample append, counters)
-//! must not allocate: a counting global allocator proves it for this thread.
+//! must not allocate: the library's counting global allocator proves it for this thread.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
+use javaProfiler::memory::thread_allocations;
 use javaProfiler::traces::{Frame, Recorder, SampleRecord};
 
-struct Counting;
-
-thread_local! {
-    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-}
-
-// SAFETY: forwards to the system allocator; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.with(|c| c.set(c.get() + 1));
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as ours.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+// The library's own counting allocator (memory/) counts per thread.
 
 #[test]
 fn recording_samples_and_traces_allocates_nothing() {
@@ -38,7 +16,7 @@ fn recording_samples_and_traces_allocates_nothing() {
                 .collect()
         })
         .collect();
-    let before = ALLOCATIONS.with(|c| c.get());
+    let before = thread_allocations();
     for round in 0..20 {
         for (i, t) in traces.iter().enumerate() {
             recorder.record(t, false, |id| SampleRecord {
@@ -49,7 +27,7 @@ fn recording_samples_and_traces_allocates_nothing() {
             });
         }
     }
-    let after = ALLOCATIONS.with(|c| c.get());
+    let after = thread_allocations();
     assert_eq!(after - before, 0, "the signal path allocated");
     let old = recorder.flip();
     assert_eq!(recorder.generation(old).samples().len(), 1000);
@@ -61,7 +39,7 @@ fn tagging_raw_frames_allocates_nothing() {
     use javaProfiler::hotspot::trace_id;
     use javaProfiler::methods::lazy::tags::{self, Tag};
     let klass = Box::new([0u64; 64]);
-    let before = ALLOCATIONS.with(|c| c.get());
+    let before = thread_allocations();
     let mut n = 0;
     for i in 0..1000u64 {
         // Uncalibrated: no ID, so the walker would store an untaggable-frame marker.
@@ -76,7 +54,7 @@ fn tagging_raw_frames_allocates_nothing() {
         let u = tags::untag(&f);
         n += u.tag.is_some() as u64 + tags::is_tagged(&f) as u64;
     }
-    let after = ALLOCATIONS.with(|c| c.get());
+    let after = thread_allocations();
     assert_eq!(after - before, 0, "tagging allocated");
     assert_eq!(n, 3000);
 }
@@ -118,7 +96,7 @@ fn native_unwinding_allocates_nothing() {
     native::set_mixed(true);
     // Rules of the libraries mapped now: the lookups run (heap "code" has none).
     assert!(javaProfiler::walker::dwarf::refresh() > 0);
-    let before = ALLOCATIONS.with(|c| c.get());
+    let before = thread_allocations();
     let mut ends = 0;
     for _ in 0..1000 {
         let mut n = 0;
@@ -130,7 +108,7 @@ fn native_unwinding_allocates_nothing() {
                 fp: 0x1234,
             }) && n == 3) as usize;
     }
-    let after = ALLOCATIONS.with(|c| c.get());
+    let after = thread_allocations();
     native::set_mixed(false);
     assert_eq!(after - before, 0, "native unwinding allocated");
     assert_eq!(ends, 1000);

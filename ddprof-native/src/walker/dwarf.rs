@@ -172,6 +172,7 @@ fn publish(new: Box<Table>) {
 /// already covers exactly these. Not signal-safe (reads files, allocates). Returns the
 /// bytes of the published table.
 pub fn refresh() -> usize {
+    let _mem = crate::memory::scope(crate::memory::Category::NativeSymbols);
     let _guard = BUILD.lock().unwrap_or_else(|e| e.into_inner());
     let started = std::time::Instant::now();
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
