@@ -305,40 +305,298 @@ impl Table {
 // Demangling
 // ---------------------------------------------------------------------------------------
 
-/// Rust (v0 `_R`, or legacy `_ZN...17h<hash>E`) without the hash; C++ without parameters
-/// (the contract's "arguments cut"); anything else as it is.
+/// The function name of a mangled symbol: C++ (Itanium ABI) without parameters, template
+/// arguments or return type (the contract cuts arguments), legacy Rust without its hash;
+/// anything else, or anything this small parser does not follow, as it is. Written here
+/// rather than taken from a demangling crate: a name is all a frame needs.
 pub fn demangle(raw: &str) -> String {
-    // A demangler bug must not fail a dump: a panic keeps the raw name.
-    std::panic::catch_unwind(|| demangle_inner(raw)).unwrap_or_else(|_| raw.to_string())
+    // A parser bug must not fail a dump: a panic keeps the raw name.
+    std::panic::catch_unwind(|| itanium::name(raw))
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| raw.to_string())
 }
 
-fn demangle_inner(raw: &str) -> String {
-    if raw.starts_with("_R") || is_rust_legacy(raw) {
-        if let Ok(d) = rustc_demangle::try_demangle(raw) {
-            return format!("{d:#}");
+/// The `<name>` part of an Itanium `_Z<encoding>`, as `a::b::c`.
+mod itanium {
+    /// `_Z` [`L`] (`N` nested `E` | `St` name | name).
+    pub fn name(raw: &str) -> Option<String> {
+        // What follows the name (parameters, clone suffixes like `.cold`) is never read.
+        let mut p = Parser {
+            s: raw.strip_prefix("_Z")?.as_bytes(),
+            at: 0,
+            parts: Vec::new(),
+            subs: Vec::new(),
+        };
+        p.eat(b'L'); // internal linkage
+        match p.peek()? {
+            b'N' => {
+                p.at += 1;
+                p.nested()?;
+            }
+            b'S' if p.s.get(p.at + 1) == Some(&b't') => {
+                p.at += 2;
+                p.parts.push("std".into());
+                p.unqualified()?;
+            }
+            _ => p.unqualified()?,
         }
-    }
-    if raw.starts_with("_Z") {
-        let options = cpp_demangle::DemangleOptions::new()
-            .no_params()
-            .no_return_type();
-        if let Ok(Ok(d)) = cpp_demangle::Symbol::new(raw).map(|s| s.demangle_with_options(&options))
-        {
-            return d;
+        let rust_hash = p.parts.last().is_some_and(|l| {
+            l.len() == 17 && l.starts_with('h') && l[1..].bytes().all(|b| b.is_ascii_hexdigit())
+        });
+        if rust_hash && p.parts.len() > 1 {
+            p.parts.pop();
         }
+        (!p.parts.is_empty()).then(|| {
+            p.parts
+                .iter()
+                .map(|s| rust_unescape(s))
+                .collect::<Vec<_>>()
+                .join("::")
+        })
     }
-    raw.to_string()
-}
 
-/// `_ZN...17h<16 hex digits>E`: the legacy Rust mangling (a C++ name with a hash element).
-fn is_rust_legacy(raw: &str) -> bool {
-    let Some(body) = raw.strip_prefix("_ZN").and_then(|r| r.strip_suffix('E')) else {
-        return false;
-    };
-    body.len() > 19
-        && body
-            .get(body.len() - 19..)
-            .is_some_and(|t| t.starts_with("17h") && t[3..].bytes().all(|b| b.is_ascii_hexdigit()))
+    struct Parser<'a> {
+        s: &'a [u8],
+        at: usize,
+        parts: Vec<String>,
+        /// Substitution candidates: the prefixes seen so far.
+        subs: Vec<Vec<String>>,
+    }
+
+    impl Parser<'_> {
+        fn peek(&self) -> Option<u8> {
+            self.s.get(self.at).copied()
+        }
+
+        fn eat(&mut self, b: u8) -> bool {
+            let yes = self.peek() == Some(b);
+            self.at += yes as usize;
+            yes
+        }
+
+        fn number(&mut self) -> Option<usize> {
+            let start = self.at;
+            while self.peek().is_some_and(|b| b.is_ascii_digit()) {
+                self.at += 1;
+            }
+            std::str::from_utf8(&self.s[start..self.at])
+                .ok()?
+                .parse()
+                .ok()
+        }
+
+        fn source_name(&mut self) -> Option<String> {
+            let n = self.number()?;
+            let id = self.s.get(self.at..self.at.checked_add(n)?)?;
+            self.at += n;
+            Some(String::from_utf8_lossy(id).into_owned())
+        }
+
+        /// `N [r V K] [R O] <prefix>* <unqualified-name> E`.
+        fn nested(&mut self) -> Option<()> {
+            while matches!(self.peek()?, b'r' | b'V' | b'K' | b'R' | b'O') {
+                self.at += 1;
+            }
+            loop {
+                match self.peek()? {
+                    b'E' => {
+                        self.at += 1;
+                        return Some(());
+                    }
+                    b'S' => self.substitution()?,
+                    b'I' => self.skip_template_args()?,
+                    _ => self.unqualified()?,
+                }
+                self.subs.push(self.parts.clone());
+            }
+        }
+
+        /// `S_`, `S<base-36>_`, `St` and the `Sa`-style abbreviations.
+        fn substitution(&mut self) -> Option<()> {
+            self.at += 1;
+            let abbreviation = match self.peek()? {
+                b't' => Some("std"),
+                b'a' => Some("std::allocator"),
+                b'b' => Some("std::basic_string"),
+                b's' => Some("std::string"),
+                b'i' => Some("std::istream"),
+                b'o' => Some("std::ostream"),
+                b'd' => Some("std::iostream"),
+                _ => None,
+            };
+            if let Some(a) = abbreviation {
+                self.at += 1;
+                self.parts.push(a.into());
+                return Some(());
+            }
+            let mut index = 0usize;
+            while self.peek()? != b'_' {
+                let d = self.peek()?;
+                let v = match d {
+                    b'0'..=b'9' => d - b'0',
+                    b'A'..=b'Z' => d - b'A' + 10,
+                    _ => return None,
+                } as usize;
+                index = index.checked_mul(36)?.checked_add(v)?;
+                self.at += 1;
+            }
+            self.at += 1;
+            let seq = if self.s[self.at - 2] == b'S' {
+                0
+            } else {
+                index + 1
+            };
+            self.parts = self.subs.get(seq)?.clone();
+            Some(())
+        }
+
+        /// A source name, constructor, destructor or operator, with its ABI tags.
+        fn unqualified(&mut self) -> Option<()> {
+            let part = match self.peek()? {
+                b'0'..=b'9' => self.source_name()?,
+                b'C' => {
+                    self.at += 1;
+                    self.eat(b'I');
+                    self.at += 1; // C1, C2, C3
+                    self.parts.last()?.clone()
+                }
+                b'D' if matches!(self.s.get(self.at + 1), Some(b'0'..=b'2')) => {
+                    self.at += 2;
+                    format!("~{}", self.parts.last()?)
+                }
+                b'a'..=b'z' => {
+                    let op = self.s.get(self.at..self.at + 2)?;
+                    self.at += 2;
+                    format!("operator{}", operator(op)?)
+                }
+                _ => return None,
+            };
+            self.parts.push(part);
+            // ABI tags: B<source-name>, dropped.
+            while self.eat(b'B') {
+                self.source_name()?;
+            }
+            Some(())
+        }
+
+        /// `I <args> E`, skipped: names come out without template arguments.
+        fn skip_template_args(&mut self) -> Option<()> {
+            let mut depth = 0usize;
+            loop {
+                let b = self.peek()?;
+                match b {
+                    b'0'..=b'9' => {
+                        self.source_name()?;
+                        continue;
+                    }
+                    // A literal of a builtin type: L <type> <value> E.
+                    b'L' if self
+                        .s
+                        .get(self.at + 1)
+                        .is_some_and(|c| c.is_ascii_lowercase()) =>
+                    {
+                        while self.peek()? != b'E' {
+                            self.at += 1;
+                        }
+                    }
+                    b'I' | b'N' | b'L' | b'X' => depth += 1,
+                    b'E' => {
+                        depth = depth.checked_sub(1)?;
+                        if depth == 0 {
+                            self.at += 1;
+                            return Some(());
+                        }
+                    }
+                    _ => {}
+                }
+                self.at += 1;
+            }
+        }
+    }
+
+    fn operator(code: &[u8]) -> Option<&'static str> {
+        Some(match code {
+            b"nw" => " new",
+            b"na" => " new[]",
+            b"dl" => " delete",
+            b"da" => " delete[]",
+            b"pl" | b"ps" => "+",
+            b"mi" | b"ng" => "-",
+            b"ml" | b"de" => "*",
+            b"dv" => "/",
+            b"rm" => "%",
+            b"an" | b"ad" => "&",
+            b"or" => "|",
+            b"eo" => "^",
+            b"co" => "~",
+            b"aS" => "=",
+            b"pL" => "+=",
+            b"mI" => "-=",
+            b"mL" => "*=",
+            b"dV" => "/=",
+            b"ls" => "<<",
+            b"rs" => ">>",
+            b"eq" => "==",
+            b"ne" => "!=",
+            b"lt" => "<",
+            b"gt" => ">",
+            b"le" => "<=",
+            b"ge" => ">=",
+            b"nt" => "!",
+            b"aa" => "&&",
+            b"oo" => "||",
+            b"pp" => "++",
+            b"mm" => "--",
+            b"cl" => "()",
+            b"ix" => "[]",
+            b"pt" => "->",
+            _ => return None,
+        })
+    }
+
+    /// Legacy Rust escapes in a name component (`$LT$`, `..`, `$u7b$`, ...).
+    fn rust_unescape(part: &str) -> String {
+        if !part.contains('$') && !part.contains("..") {
+            return part.to_string();
+        }
+        let mut out = String::new();
+        let mut rest = part;
+        while !rest.is_empty() {
+            if let Some(r) = rest.strip_prefix("..") {
+                out.push_str("::");
+                rest = r;
+            } else if rest.starts_with('$') {
+                let Some(end) = rest[1..].find('$') else {
+                    out.push_str(rest);
+                    break;
+                };
+                let code = &rest[1..1 + end];
+                let c = match code {
+                    "LT" => Some('<'),
+                    "GT" => Some('>'),
+                    "RF" => Some('&'),
+                    "BP" => Some('*'),
+                    "C" => Some(','),
+                    "SP" => Some('@'),
+                    _ => code
+                        .strip_prefix('u')
+                        .and_then(|h| u32::from_str_radix(h, 16).ok())
+                        .and_then(char::from_u32),
+                };
+                match c {
+                    Some(c) => out.push(c),
+                    None => out.push_str(&rest[..end + 2]),
+                }
+                rest = &rest[end + 2..];
+            } else {
+                let c = rest.chars().next().unwrap_or(' ');
+                out.push(c);
+                rest = &rest[c.len_utf8()..];
+            }
+        }
+        out
+    }
 }
 
 #[cfg(test)]
@@ -362,6 +620,40 @@ mod tests {
         );
         assert_eq!(demangle("deflate_slow"), "deflate_slow");
         assert_eq!(demangle("_Zbogus"), "_Zbogus");
+        assert_eq!(
+            demangle("_ZN19java_lang_Throwable19fill_in_stack_traceE6HandleRK12methodHandleP10JavaThread"),
+            "java_lang_Throwable::fill_in_stack_trace"
+        );
+        assert_eq!(demangle("_ZL12print_helperv"), "print_helper");
+        assert_eq!(
+            demangle("_ZN12MemAllocatorD2Ev"),
+            "MemAllocator::~MemAllocator"
+        );
+        assert_eq!(
+            demangle("_ZNSt6vectorIiSaIiEE9push_backERKi"),
+            "std::vector::push_back"
+        );
+        assert_eq!(
+            demangle("_ZN9__gnu_cxx13new_allocatorIcE8allocateEmPKv"),
+            "__gnu_cxx::new_allocator::allocate"
+        );
+        assert_eq!(demangle("_ZN8GrowableIiEixEi"), "Growable::operator[]");
+        assert_eq!(
+            demangle("_ZNSt8ios_base4InitC1Ev.cold"),
+            "std::ios_base::Init::Init"
+        );
+        assert_eq!(
+            demangle("_ZNKSt6vectorIiSaIiEE4sizeEv"),
+            "std::vector::size"
+        );
+        assert_eq!(demangle("_ZN6Thread3runEv.part.0"), "Thread::run");
+        assert_eq!(
+            demangle(
+                "_ZN4core3ptr46drop_in_place$LT$alloc..vec..Vec$LT$u8$GT$$GT$17h0123456789abcdefE"
+            ),
+            "core::ptr::drop_in_place<alloc::vec::Vec<u8>>"
+        );
+        assert_eq!(demangle("_ZN3FooC1ILi5EEEv"), "Foo::Foo");
     }
 
     #[test]

@@ -53,12 +53,16 @@ fn publication(f: impl FnOnce()) {
 }
 
 /// Runs `read` until no publication overlapped it. Publications are short and come at
-/// most every 64 changes per thread, so this ends quickly; after 100,000 tries (threads
-/// publishing without pause) it returns the last read.
+/// most every 64 changes per thread, so this ends quickly, unless a publishing thread is
+/// descheduled mid-way on a loaded host: after 200 ms it returns the last read.
 pub fn consistent<T>(mut read: impl FnMut() -> T) -> T {
     flush();
     let mut value = read();
-    for attempt in 0..100_000u32 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(200);
+    for attempt in 0u32.. {
+        if attempt % 64 == 63 && std::time::Instant::now() > deadline {
+            break;
+        }
         let before = PUBLISHED.load(Ordering::SeqCst);
         if IN_FLIGHT.load(Ordering::SeqCst) != 0 {
             if attempt % 64 == 63 {
