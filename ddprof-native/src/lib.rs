@@ -7,6 +7,7 @@ pub mod args;
 pub mod context;
 pub mod counters;
 pub mod dump;
+pub mod elf;
 pub mod engine;
 pub mod hotspot;
 pub mod jfr;

@@ -18,19 +18,14 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::{Arc, Mutex};
 
+use crate::elf::{
+    executable_mappings, u16_at, u32_at, u64_at, Elf, Load, Mapping, SHT_DYNSYM, SHT_SYMTAB,
+};
+
 /// Names per dump: pc -> name, over one snapshot of the mappings.
 pub struct Symbolizer {
     maps: Vec<Mapping>,
     names: HashMap<u64, String>,
-}
-
-/// One executable file mapping.
-#[derive(Clone, Debug)]
-struct Mapping {
-    start: u64,
-    end: u64,
-    offset: u64,
-    path: String,
 }
 
 impl Default for Symbolizer {
@@ -44,7 +39,7 @@ impl Symbolizer {
         let _mem = crate::memory::scope(crate::memory::Category::NativeSymbols);
         let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
         Symbolizer {
-            maps: parse_maps(&maps),
+            maps: executable_mappings(&maps),
             names: HashMap::new(),
         }
     }
@@ -77,39 +72,6 @@ impl Symbolizer {
     }
 }
 
-/// Executable mappings backed by a file (`/...` paths; `(deleted)` files are skipped).
-fn parse_maps(text: &str) -> Vec<Mapping> {
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let mut parts = line.split_whitespace();
-        let (Some(range), Some(perms), Some(offset)) = (parts.next(), parts.next(), parts.next())
-        else {
-            continue;
-        };
-        let Some(path) = parts.nth(2) else { continue };
-        if !perms.contains('x') || !path.starts_with('/') || parts.next().is_some() {
-            continue;
-        }
-        let Some((a, b)) = range.split_once('-') else {
-            continue;
-        };
-        let (Ok(start), Ok(end), Ok(offset)) = (
-            u64::from_str_radix(a, 16),
-            u64::from_str_radix(b, 16),
-            u64::from_str_radix(offset, 16),
-        ) else {
-            continue;
-        };
-        out.push(Mapping {
-            start,
-            end,
-            offset,
-            path: path.to_string(),
-        });
-    }
-    out
-}
-
 /// `dladdr`'s symbol for a pc no file mapping holds (the vDSO is in the link map).
 fn dladdr_name(pc: u64) -> Option<String> {
     // SAFETY: dladdr only reads the link map and fills `info`; a zeroed Dl_info is valid.
@@ -136,8 +98,7 @@ pub struct Table {
     strtab_size: u64,
     /// (address, size, name offset in the string table).
     syms: Vec<(u64, u32, u32)>,
-    /// Loadable segments: (file offset, virtual address, file size).
-    loads: Vec<(u64, u64, u64)>,
+    loads: Vec<Load>,
 }
 
 static TABLES: Mutex<Option<HashMap<String, Option<Arc<Table>>>>> = Mutex::new(None);
@@ -152,87 +113,25 @@ fn table_of(path: &str) -> Option<Arc<Table>> {
         .clone()
 }
 
-const SHT_SYMTAB: u32 = 2;
-const SHT_DYNSYM: u32 = 11;
-const PT_LOAD: u32 = 1;
 const STT_FUNC: u8 = 2;
 const STT_GNU_IFUNC: u8 = 10;
 /// Longest symbol name read back (C++ template names can be long).
 const MAX_NAME: usize = 4096;
 
-fn u16_at(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?))
-}
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
-}
-fn u64_at(b: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
-}
-
-fn read_at(file: &File, offset: u64, len: u64) -> Option<Vec<u8>> {
-    // Section sizes come from the file: refuse absurd ones rather than allocate them.
-    if len > 256 << 20 {
-        return None;
-    }
-    let mut buf = vec![0u8; len as usize];
-    file.read_exact_at(&mut buf, offset).ok()?;
-    Some(buf)
-}
-
 impl Table {
     /// Reads a 64-bit little-endian ELF file's loadable segments and function symbols.
     pub fn read(path: &str) -> Option<Table> {
-        let file = File::open(path).ok()?;
-        let h = read_at(&file, 0, 64)?;
-        // ELF magic, 64-bit class, little-endian.
-        if h.get(..6)? != b"\x7fELF\x02\x01" {
-            return None;
-        }
-        let phoff = u64_at(&h, 0x20)?;
-        let shoff = u64_at(&h, 0x28)?;
-        let phentsize = u64::from(u16_at(&h, 0x36)?);
-        let phnum = u64::from(u16_at(&h, 0x38)?);
-        let shentsize = u64::from(u16_at(&h, 0x3a)?);
-        let shnum = u64::from(u16_at(&h, 0x3c)?);
-        if phentsize < 56 || shentsize < 64 {
-            return None;
-        }
-
-        let ph = read_at(&file, phoff, phentsize * phnum)?;
-        let loads = (0..phnum as usize)
-            .filter_map(|i| {
-                let at = i * phentsize as usize;
-                (u32_at(&ph, at)? == PT_LOAD).then_some(())?;
-                Some((
-                    u64_at(&ph, at + 8)?,
-                    u64_at(&ph, at + 16)?,
-                    u64_at(&ph, at + 32)?,
-                ))
-            })
-            .collect();
-
-        let sh = read_at(&file, shoff, shentsize * shnum)?;
-        let section = |i: usize| {
-            let at = i * shentsize as usize;
-            Some((
-                u32_at(&sh, at + 4)?,  // type
-                u32_at(&sh, at + 40)?, // link
-                u64_at(&sh, at + 24)?, // offset
-                u64_at(&sh, at + 32)?, // size
-                u64_at(&sh, at + 56)?, // entry size
-            ))
-        };
+        let elf = Elf::open(path)?;
         // .symtab when the file has one (every function), else .dynsym (exports only).
-        let pick =
-            |want: u32| (0..shnum as usize).find(|&i| section(i).is_some_and(|s| s.0 == want));
-        let idx = pick(SHT_SYMTAB).or_else(|| pick(SHT_DYNSYM))?;
-        let (_, link, off, size, entsize) = section(idx)?;
-        let (_, _, str_off, str_size, _) = section(link as usize)?;
+        let pick = |want: u32| elf.sections.iter().copied().find(|s| s.kind == want);
+        let syms_section = pick(SHT_SYMTAB).or_else(|| pick(SHT_DYNSYM))?;
+        let strings = *elf.sections.get(syms_section.link as usize)?;
+        let (off, size, entsize) = (syms_section.offset, syms_section.size, syms_section.entsize);
+        let (str_off, str_size) = (strings.offset, strings.size);
         if entsize < 24 {
             return None;
         }
-        let data = read_at(&file, off, size)?;
+        let data = elf.read(off, size)?;
         let mut syms: Vec<(u64, u32, u32)> = data
             .chunks_exact(entsize as usize)
             .filter_map(|e| {
@@ -253,11 +152,11 @@ impl Table {
         syms.sort_unstable();
         syms.dedup_by_key(|s| s.0);
         Some(Table {
-            file,
+            loads: elf.loads,
+            file: elf.file,
             strtab_offset: str_off,
             strtab_size: str_size,
             syms,
-            loads,
         })
     }
 
@@ -267,9 +166,9 @@ impl Table {
         let file_offset = pc - m.start + m.offset;
         self.loads
             .iter()
-            .find(|(off, _, len)| *off <= file_offset && file_offset < off.saturating_add(*len))
-            .map_or(file_offset, |(off, vaddr, _)| {
-                vaddr.wrapping_add(file_offset - off)
+            .find(|l| l.offset <= file_offset && file_offset < l.offset.saturating_add(l.filesz))
+            .map_or(file_offset, |l| {
+                l.vaddr.wrapping_add(file_offset - l.offset)
             })
     }
 
@@ -656,25 +555,6 @@ mod tests {
         assert_eq!(demangle("_ZN3FooC1ILi5EEEv"), "Foo::Foo");
     }
 
-    #[test]
-    fn maps_lines_keep_executable_files_only() {
-        let text = "\
-7f0000000000-7f0000001000 r--p 00000000 08:01 11 /usr/lib/libz.so.1
-7f0000001000-7f0000005000 r-xp 00001000 08:01 11 /usr/lib/libz.so.1
-7f0000006000-7f0000007000 r-xp 00000000 00:00 0 [vdso]
-7f0000008000-7f0000009000 rwxp 00000000 00:00 0
-7f000000a000-7f000000b000 r-xp 00000000 08:01 12 /tmp/gone.so (deleted)
-";
-        let m = parse_maps(text);
-        assert_eq!(m.len(), 1);
-        assert_eq!(
-            (m[0].start, m[0].end, m[0].offset, m[0].path.as_str()),
-            (0x7f0000001000, 0x7f0000005000, 0x1000, "/usr/lib/libz.so.1")
-        );
-    }
-
-    /// Our own test binary: a function of it is named by its symbol table, a pc past every
-    /// function of its file by `file+0xoffset`.
     #[test]
     fn names_a_function_of_this_process_from_its_symbol_table() {
         #[inline(never)]

@@ -17,10 +17,10 @@
 //! pointers there. Libraries loaded after a start or dump have no rows until the next one.
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Mutex;
+
+use crate::elf::{executable_mappings, u32_at, Elf};
 
 /// Where the CFA is computed from.
 pub const CFA_RSP: u8 = 0;
@@ -224,41 +224,22 @@ struct MappedFile {
 fn executable_files(maps: &str) -> Vec<MappedFile> {
     let mut out: Vec<MappedFile> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
-    for line in maps.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        let (Some(range), Some(perms), Some(offset), Some(path)) =
-            (f.first(), f.get(1), f.get(2), f.get(5))
-        else {
-            continue;
-        };
-        if !perms.contains('x') || !path.starts_with('/') || f.len() > 6 {
-            continue;
-        }
-        let Some((a, b)) = range.split_once('-') else {
-            continue;
-        };
-        let (Ok(a), Ok(b), Ok(off)) = (
-            u64::from_str_radix(a, 16),
-            u64::from_str_radix(b, 16),
-            u64::from_str_radix(offset, 16),
-        ) else {
-            continue;
-        };
-        match index.get(*path) {
+    for m in executable_mappings(maps) {
+        match index.get(&m.path) {
             Some(&i) => {
-                if let Some(m) = out.get_mut(i) {
-                    m.start = m.start.min(a);
-                    m.end = m.end.max(b);
+                if let Some(f) = out.get_mut(i) {
+                    f.start = f.start.min(m.start);
+                    f.end = f.end.max(m.end);
                 }
             }
             None => {
-                index.insert(path.to_string(), out.len());
+                index.insert(m.path.clone(), out.len());
                 out.push(MappedFile {
-                    path: path.to_string(),
-                    start: a,
-                    end: b,
-                    exec_start: a,
-                    exec_offset: off,
+                    start: m.start,
+                    end: m.end,
+                    exec_start: m.start,
+                    exec_offset: m.offset,
+                    path: m.path,
                 });
             }
         }
@@ -270,74 +251,16 @@ fn executable_files(maps: &str) -> Vec<MappedFile> {
 // Reading .eh_frame from an ELF file
 // ---------------------------------------------------------------------------------------
 
-fn u16_at(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(
-        b.get(at..at.checked_add(2)?)?.try_into().ok()?,
-    ))
-}
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(
-        b.get(at..at.checked_add(4)?)?.try_into().ok()?,
-    ))
-}
-fn u64_at(b: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(
-        b.get(at..at.checked_add(8)?)?.try_into().ok()?,
-    ))
-}
-
-fn read_at(file: &File, offset: u64, len: u64) -> Option<Vec<u8>> {
-    if len > 64 << 20 {
-        return None;
-    }
-    let mut buf = vec![0u8; len as usize];
-    file.read_exact_at(&mut buf, offset).ok()?;
-    Some(buf)
-}
-
 /// The rows of one file mapped with its executable segment at `exec_start` (file offset
 /// `exec_offset`), in runtime addresses.
 fn rows_of_file(path: &str, exec_start: u64, exec_offset: u64) -> Option<Vec<Row>> {
-    let file = File::open(path).ok()?;
-    let h = read_at(&file, 0, 64)?;
-    if h.get(..6)? != b"\x7fELF\x02\x01" {
-        return None;
-    }
-    let phoff = u64_at(&h, 0x20)?;
-    let shoff = u64_at(&h, 0x28)?;
-    let phentsize = u64::from(u16_at(&h, 0x36)?);
-    let phnum = u64::from(u16_at(&h, 0x38)?);
-    let shentsize = u64::from(u16_at(&h, 0x3a)?);
-    let shnum = u64::from(u16_at(&h, 0x3c)?);
-    let shstrndx = u64::from(u16_at(&h, 0x3e)?);
-    if phentsize < 56 || shentsize < 64 || shstrndx >= shnum {
-        return None;
-    }
+    let elf = Elf::open(path)?;
     // bias = runtime address - ELF vaddr, through the PT_LOAD holding the mapping's offset.
-    let ph = read_at(&file, phoff, phentsize * phnum)?;
-    let bias = (0..phnum as usize).find_map(|i| {
-        let at = i * phentsize as usize;
-        let (off, vaddr, filesz) = (
-            u64_at(&ph, at + 8)?,
-            u64_at(&ph, at + 16)?,
-            u64_at(&ph, at + 32)?,
-        );
-        (u32_at(&ph, at)? == 1 && off <= exec_offset && exec_offset < off.saturating_add(filesz))
-            .then(|| exec_start.wrapping_sub(vaddr.wrapping_add(exec_offset - off)))
-    })?;
-
-    let sh = read_at(&file, shoff, shentsize * shnum)?;
-    let field = |i: u64, at: usize| u64_at(&sh, (i * shentsize) as usize + at);
-    let name_of = |i: u64| u32_at(&sh, (i * shentsize) as usize);
-    let strtab = read_at(&file, field(shstrndx, 24)?, field(shstrndx, 32)?)?;
-    let eh = (0..shnum).find(|&i| {
-        name_of(i)
-            .and_then(|n| strtab.get(n as usize..))
-            .is_some_and(|s| s.starts_with(b".eh_frame\0"))
-    })?;
-    let (addr, offset, size) = (field(eh, 16)?, field(eh, 24)?, field(eh, 32)?);
-    let data = read_at(&file, offset, size)?;
-    Some(rows_of_eh_frame(&data, addr, bias))
+    let load = elf.load_of_offset(exec_offset)?;
+    let bias = exec_start.wrapping_sub(load.vaddr.wrapping_add(exec_offset - load.offset));
+    let eh = elf.section_named(".eh_frame")?;
+    let data = elf.read(eh.offset, eh.size)?;
+    Some(rows_of_eh_frame(&data, eh.addr, bias))
 }
 
 /// Every row of an `.eh_frame` section whose first byte is at ELF address `vaddr`, moved

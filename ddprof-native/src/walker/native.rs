@@ -227,6 +227,24 @@ pub fn to_java(
     if !record && stop_sp != 0 {
         return End::Anchor;
     }
+    let (end, _) = run(start, bounds, stop_sp, in_code, frames, n, record);
+    if matches!(end, End::Java(_)) {
+        Counter::WalkvmNativeRecovered.inc();
+    }
+    end
+}
+
+/// One unwind from `start` with the live DWARF rules, counted: how it ended and how many
+/// native frames it recorded. Signal-safe.
+fn run(
+    start: Cursor,
+    bounds: Bounds,
+    stop_sp: usize,
+    in_code: &dyn Fn(usize) -> bool,
+    frames: &mut [Frame],
+    n: &mut usize,
+    record: bool,
+) -> (End, usize) {
     let mut sink = Sink::new(frames, n, record);
     // The DWARF table cannot be freed while this hold lives.
     let rules = dwarf::read();
@@ -240,10 +258,7 @@ pub fn to_java(
         &mut sink,
     );
     count(end, &sink);
-    if matches!(end, End::Java(_)) {
-        Counter::WalkvmNativeRecovered.inc();
-    }
-    end
+    (end, sink.recorded)
 }
 
 /// vmx, a thread outside Java with a frame anchor: records the native frames between the
@@ -259,20 +274,7 @@ pub fn to_anchor(
     if !mixed() || in_code(start.pc) {
         return true;
     }
-    let mut sink = Sink::new(frames, n, true);
-    // The DWARF table cannot be freed while this hold lives.
-    let rules = dwarf::read();
-    let end = unwind(
-        &SafeMemory,
-        rules.table(),
-        start,
-        bounds,
-        anchor_sp,
-        in_code,
-        &mut sink,
-    );
-    count(end, &sink);
-    end != End::Full
+    run(start, bounds, anchor_sp, in_code, frames, n, true).0 != End::Full
 }
 
 /// vmx, a thread with no Java frame to walk (not a JavaThread, or one outside Java with
@@ -288,20 +290,8 @@ pub fn native_only(
     if !mixed() || in_code(start.pc) {
         return None;
     }
-    let mut sink = Sink::new(frames, n, true);
-    // The DWARF table cannot be freed while this hold lives.
-    let rules = dwarf::read();
-    let end = unwind(
-        &SafeMemory,
-        rules.table(),
-        start,
-        bounds,
-        0,
-        in_code,
-        &mut sink,
-    );
-    count(end, &sink);
-    if sink.recorded == 0 {
+    let (end, recorded) = run(start, bounds, 0, in_code, frames, n, true);
+    if recorded == 0 {
         return None;
     }
     Counter::WalkvmNativeOnly.inc();
