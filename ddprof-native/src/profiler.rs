@@ -376,6 +376,7 @@ fn write_chunk(jni: *mut JNIEnv, session: &mut Session, path: &Path) -> Result<(
         end_nanos,
     );
     recorder.clear(old);
+    crate::methods::lazy::sweep_registry(jni);
     session.chunk_start_nanos = end_nanos;
     session.chunk_start_ticks = end_ticks;
     threads::prune(epoch);

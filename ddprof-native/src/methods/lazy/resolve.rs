@@ -16,8 +16,17 @@
 //!    (`method_resolve_lazy_class_loaded` classes, `method_resolve_lazy_jmethodids_created` IDs);
 //! 7. the redefinition mark is checked again (a redefinition may have started meanwhile).
 //!
+//! Steps 2-4 and the GetClassMethods of step 6 are done once per class per dump, not per
+//! frame ([`LazyResolver`]): a class stays pinned until the dump ends, so its `Klass*`
+//! cannot be reused and its trace ID cannot change in between, and a class whose frames
+//! were refused at step 2 or 3 stays refused for the rest of the dump (a conservative
+//! answer). Steps 1, 5, 6 (the ID read) and 7 stay per frame: they are about the method.
+//!
 //! The jmethodID is then named through JVMTI like any other (`methods/resolve.rs`), and
 //! later samples of the class carry real IDs.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use jni::sys::{jclass, JNIEnv};
 
@@ -33,6 +42,10 @@ use crate::signal::safe_access::load_usize;
 
 /// Largest class whose methods array is scanned when the idnum slot does not match.
 pub const SCAN_CAP: usize = 256;
+
+/// Local references reserved at a time for pinned classes (the JNI frame of the dump
+/// grows by this much whenever it is full).
+const PIN_CAPACITY_STEP: i32 = 256;
 
 /// Why a tagged frame was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,49 +68,132 @@ impl Refused {
     }
 }
 
-/// The jmethodID of a tagged raw frame's method, or why there is none (counted). On a
-/// JVM thread (`jni` its env), at dump time.
-pub fn method_id(
-    jvmti: Jvmti,
-    jni: *mut JNIEnv,
-    method: usize,
-    tag: Tag,
-) -> Result<jni::sys::jmethodID, Refused> {
-    let result = vmstructs::layout()
-        .and_then(|l| l.method.as_ref())
-        .ok_or(Refused::Unloaded)
-        .and_then(|m| checked_id(m, jvmti, jni, method, tag));
-    if let Err(r) = result {
-        r.count();
-    }
-    result
+/// A tagged frame that passed every check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Accepted {
+    /// The method's jmethodID.
+    pub id: u64,
+    /// Its holder, pinned until the [`LazyResolver`] is dropped.
+    pub klass: usize,
+    /// A local reference to the holder's mirror, valid as long as the resolver.
+    pub class: jclass,
 }
 
-fn checked_id(
-    m: &MethodGroup,
+/// A class met in this dump: pinned (with the trace ID read after pinning), or refused
+/// for every frame of this dump.
+#[derive(Clone, Copy)]
+enum ClassState {
+    Pinned {
+        class: jclass,
+        trace_id: Option<u64>,
+        /// GetClassMethods was called for it in this dump.
+        ids_made: bool,
+    },
+    Refused(Refused),
+}
+
+/// Hasher for keys that are already well-spread machine words (pointers, IDs): one
+/// multiply per word instead of SipHash. Not for keys an attacker chooses.
+#[derive(Default)]
+pub struct WordHasher(u64);
+
+impl Hasher for WordHasher {
+    fn finish(&self) -> u64 {
+        // The multiply leaves the entropy in the high bits; hashbrown takes the bucket
+        // from the low ones.
+        self.0 ^ (self.0 >> 32)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(26) ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}
+
+pub type WordMap<K, V> = HashMap<K, V, BuildHasherDefault<WordHasher>>;
+
+/// The lazy checks for one dump, on the dumping thread (`jni` is its env). Caches the
+/// answer per distinct (untagged `Method*`, tag) and the pinned state per class. Holds
+/// one local reference per pinned class, in a JNI local frame of its own that is popped
+/// when the resolver is dropped.
+pub struct LazyResolver {
     jvmti: Jvmti,
     jni: *mut JNIEnv,
-    method: usize,
-    tag: Tag,
-) -> Result<jni::sys::jmethodID, Refused> {
-    // 1. Holder and idnum only.
-    let holder = method::holder(m, method).ok_or(Refused::Unloaded)?;
-    let idnum = method
-        .checked_add(m.method.const_method)
-        .and_then(load_usize)
-        .and_then(|cm| load_field(cm, m.const_method.method_idnum))
-        .ok_or(Refused::Unloaded)? as usize;
-    // 2.
-    if redefine::is_marked(holder) {
-        return Err(Refused::Redefined);
+    classes: WordMap<usize, ClassState>,
+    frames: WordMap<(u64, Tag), Option<Accepted>>,
+    /// Local references the pushed frame can hold; 0 until the first pin pushes it.
+    local_capacity: i32,
+    pinned: i32,
+}
+
+impl LazyResolver {
+    pub fn new(jvmti: Jvmti, jni: *mut JNIEnv) -> LazyResolver {
+        LazyResolver {
+            jvmti,
+            jni,
+            classes: WordMap::default(),
+            frames: WordMap::default(),
+            local_capacity: 0,
+            pinned: 0,
+        }
     }
-    // 3.
-    let class = super::registry()
-        .pin(&JniRefs(jni), holder)
-        .ok_or(Refused::Unloaded)? as jclass;
-    let result = (|| {
-        // 4.
-        match trace_id::trace_id(holder) {
+
+    /// The checked jmethodID of a tagged raw frame's method, or `None` when refused (each
+    /// distinct frame counted once, by reason). Repeats come from the cache
+    /// (`raw_frame_resolve_cache_hits`).
+    pub fn method_id(&mut self, method: u64, tag: Tag) -> Option<Accepted> {
+        if let Some(a) = self.frames.get(&(method, tag)) {
+            Counter::RawFrameResolveCacheHits.inc();
+            return *a;
+        }
+        let result = vmstructs::layout()
+            .and_then(|l| l.method.as_ref())
+            .ok_or(Refused::Unloaded)
+            .and_then(|m| self.checked_id(m, method as usize, tag));
+        let a = match result {
+            Ok(a) => Some(a),
+            Err(r) => {
+                r.count();
+                None
+            }
+        };
+        self.frames.insert((method, tag), a);
+        a
+    }
+
+    fn checked_id(
+        &mut self,
+        m: &MethodGroup,
+        method: usize,
+        tag: Tag,
+    ) -> Result<Accepted, Refused> {
+        // 1. Holder and idnum only.
+        let holder = method::holder(m, method).ok_or(Refused::Unloaded)?;
+        let idnum = method
+            .checked_add(m.method.const_method)
+            .and_then(load_usize)
+            .and_then(|cm| load_field(cm, m.const_method.method_idnum))
+            .ok_or(Refused::Unloaded)? as usize;
+        // 2-3, once per class.
+        let (class, trace_id, ids_made) = match self.class_state(holder) {
+            ClassState::Pinned {
+                class,
+                trace_id,
+                ids_made,
+            } => (class, trace_id, ids_made),
+            ClassState::Refused(r) => return Err(r),
+        };
+        // 4. Against the ID read once the class was pinned.
+        match trace_id {
             Some(id) if tag.matches(id) => {}
             _ => return Err(Refused::Stale),
         }
@@ -109,20 +205,106 @@ fn checked_id(
         // 6.
         let id = match method::jmethod_id(m, method) {
             Some(id) => id,
-            None => {
-                if let Ok(n) = jvmti.load_method_ids(class) {
+            None if !ids_made => {
+                if let Ok(n) = self.jvmti.load_method_ids(class) {
                     Counter::MethodResolveLazyIdsCreated.add(n as i64);
                 }
                 Counter::MethodResolveLazyClassLoaded.inc();
+                if let Some(ClassState::Pinned { ids_made, .. }) = self.classes.get_mut(&holder) {
+                    *ids_made = true;
+                }
                 method::jmethod_id(m, method).ok_or(Refused::NotCurrent)?
             }
+            // GetClassMethods made every current method's ID in this dump already.
+            None => return Err(Refused::NotCurrent),
         };
         // 7.
         if redefine::is_marked(holder) {
             return Err(Refused::Redefined);
         }
-        Ok(id as jni::sys::jmethodID)
-    })();
-    jvmti::delete_local_ref(jni, class);
-    result
+        Ok(Accepted {
+            id: id as u64,
+            klass: holder,
+            class,
+        })
+    }
+
+    /// Steps 2-3 (and the trace-ID read of step 4) for a class first met in this dump.
+    fn class_state(&mut self, holder: usize) -> ClassState {
+        if let Some(s) = self.classes.get(&holder) {
+            return *s;
+        }
+        let state = if redefine::is_marked(holder) {
+            ClassState::Refused(Refused::Redefined)
+        } else if !self.reserve_local() {
+            ClassState::Refused(Refused::Unloaded)
+        } else {
+            match super::registry().pin(&JniRefs(self.jni), holder) {
+                Some(class) => {
+                    self.pinned += 1;
+                    ClassState::Pinned {
+                        class: class as jclass,
+                        trace_id: trace_id::trace_id(holder),
+                        ids_made: false,
+                    }
+                }
+                None => ClassState::Refused(Refused::Unloaded),
+            }
+        };
+        self.classes.insert(holder, state);
+        state
+    }
+
+    /// Room for one more local reference: the first call pushes a local frame of our
+    /// own (popped on drop, which deletes every pin at once), later ones grow it.
+    fn reserve_local(&mut self) -> bool {
+        if self.pinned < self.local_capacity {
+            return true;
+        }
+        let ok = if self.local_capacity == 0 {
+            jvmti::push_local_frame(self.jni, PIN_CAPACITY_STEP)
+        } else {
+            jvmti::ensure_local_capacity(self.jni, PIN_CAPACITY_STEP)
+        };
+        if ok {
+            self.local_capacity += PIN_CAPACITY_STEP;
+        }
+        ok
+    }
+}
+
+impl Drop for LazyResolver {
+    fn drop(&mut self) {
+        if self.local_capacity > 0 {
+            jvmti::pop_local_frame(self.jni);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::hash::BuildHasher;
+
+    #[test]
+    fn word_hasher_spreads_aligned_pointers_and_tags() {
+        let b = BuildHasherDefault::<WordHasher>::default();
+        let (mut low, mut top) = (
+            std::collections::HashSet::new(),
+            std::collections::HashSet::new(),
+        );
+        for i in 0..4096u64 {
+            let key = (0x7f00_0000_0000 + i * 0x58, Tag::of_trace_id(i % 7));
+            // hashbrown takes the bucket from the low bits and a tag from the top 7.
+            let h = b.hash_one(key);
+            low.insert(h & 0xfff);
+            top.insert(h >> 57);
+        }
+        assert!(
+            low.len() > 2500,
+            "only {} distinct low-12-bit values",
+            low.len()
+        );
+        assert_eq!(top.len(), 128);
+    }
 }
