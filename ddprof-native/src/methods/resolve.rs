@@ -8,6 +8,7 @@ use jni::sys::{jclass, JNIEnv};
 
 use super::lazy::resolve::{LazyResolver, WordMap};
 use super::lazy::tags;
+use super::raw::MethodParts;
 use crate::counters::Counter;
 use crate::jvmti::{self, Jvmti};
 use crate::traces::{kind, Frame};
@@ -134,9 +135,11 @@ impl Resolver {
         };
         if !self.cache.contains_key(&a.id) {
             // Named now, while the holder is known and pinned: the class part comes from
-            // the pinned reference instead of GetMethodDeclaringClass per method.
+            // the pinned reference (once per class), the rest from the metadata the
+            // checks read (JVMTI if those reads failed).
+            let parts = self.lazy.take_parts(a.id);
             let info = self
-                .lookup_in_class(a.id as jni::sys::jmethodID, a.class, a.klass)
+                .lookup_in_class(a.id as jni::sys::jmethodID, a.class, a.klass, parts)
                 .unwrap_or_else(|| {
                     Counter::JmethodidSkipped.inc();
                     MethodInfo::unloaded()
@@ -181,12 +184,13 @@ impl Resolver {
     }
 
     /// [`Self::lookup`] for a method whose declaring class is known: `class` (a live
-    /// reference) at `klass`.
+    /// reference) at `klass`; `parts` if its metadata was read already.
     fn lookup_in_class(
         &mut self,
         m: jni::sys::jmethodID,
         class: jclass,
         klass: usize,
+        parts: Option<MethodParts>,
     ) -> Option<MethodInfo> {
         let jvmti = self.jvmti;
         let class_name = self
@@ -194,7 +198,21 @@ impl Resolver {
             .entry(klass)
             .or_insert_with(|| internal_class_name_of(jvmti, class))
             .clone()?;
-        self.describe(m, class, class_name)
+        let Some(p) = parts else {
+            return self.describe(m, class, class_name);
+        };
+        if !p.lines.is_empty() {
+            Counter::LineNumberTables.inc();
+        }
+        let is_entry_point = is_entry_point(&p.name, &p.descriptor, || self.is_thread_class(class));
+        Some(MethodInfo {
+            class_name,
+            name: p.name,
+            descriptor: p.descriptor,
+            modifiers: p.modifiers,
+            lines: p.lines,
+            is_entry_point,
+        })
     }
 
     /// Name, descriptor, modifiers and line table of `m`, declared by `class`.

@@ -22,8 +22,12 @@
 //! were refused at step 2 or 3 stays refused for the rest of the dump (a conservative
 //! answer). Steps 1, 5, 6 (the ID read) and 7 stay per frame: they are about the method.
 //!
-//! The jmethodID is then named through JVMTI like any other (`methods/resolve.rs`), and
-//! later samples of the class carry real IDs.
+//! Between steps 6 and 7 the method's name, descriptor, modifiers and line table are read
+//! from its metadata (`methods/raw.rs`): the method is proven current and its class
+//! pinned, and step 7 refuses the frame if a redefinition began meanwhile. That is the
+//! content JVMTI would return for the jmethodID, without three VM calls per method; the
+//! class name still comes from JVMTI, once per class (`methods/resolve.rs`). Later
+//! samples of the class carry the real IDs and are named through JVMTI like any other.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -34,10 +38,12 @@ use super::tags::Tag;
 use super::JniRefs;
 use crate::counters::Counter;
 use crate::hotspot::codecache::load_field;
+use crate::hotspot::debuginfo::Encoding;
 use crate::hotspot::klass::{self, Contains};
 use crate::hotspot::vmstructs::{self, MethodGroup};
 use crate::hotspot::{method, trace_id};
 use crate::jvmti::{self, redefine, Jvmti};
+use crate::methods::raw::{self, MethodParts};
 use crate::signal::safe_access::load_usize;
 
 /// Largest class whose methods array is scanned when the idnum slot does not match.
@@ -130,6 +136,10 @@ pub struct LazyResolver {
     jni: *mut JNIEnv,
     classes: WordMap<usize, ClassState>,
     frames: WordMap<(u64, Tag), Option<Accepted>>,
+    /// Metadata of accepted methods, by jmethodID, until [`Self::take_parts`].
+    parts: WordMap<u64, MethodParts>,
+    /// The compressed-stream encoding of line tables (the VM walker's).
+    encoding: Option<Encoding>,
     /// Local references the pushed frame can hold; 0 until the first pin pushes it.
     local_capacity: i32,
     pinned: i32,
@@ -142,6 +152,8 @@ impl LazyResolver {
             jni,
             classes: WordMap::default(),
             frames: WordMap::default(),
+            parts: WordMap::default(),
+            encoding: crate::walker::vm::VmWalker::get().map(|w| w.encoding()),
             local_capacity: 0,
             pinned: 0,
         }
@@ -218,15 +230,25 @@ impl LazyResolver {
             // GetClassMethods made every current method's ID in this dump already.
             None => return Err(Refused::NotCurrent),
         };
+        let parts = self.encoding.and_then(|e| raw::method_parts(m, method, e));
         // 7.
         if redefine::is_marked(holder) {
             return Err(Refused::Redefined);
+        }
+        if let Some(p) = parts {
+            self.parts.insert(id as u64, p);
         }
         Ok(Accepted {
             id: id as u64,
             klass: holder,
             class,
         })
+    }
+
+    /// The metadata read for an accepted method (once; `None` if the reads failed, then
+    /// JVMTI names it).
+    pub fn take_parts(&mut self, id: u64) -> Option<MethodParts> {
+        self.parts.remove(&id)
     }
 
     /// Steps 2-3 (and the trace-ID read of step 4) for a class first met in this dump.
