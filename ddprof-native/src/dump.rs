@@ -34,6 +34,7 @@ pub fn build_chunk(
     settings: &[PendingSetting],
     end_ticks: i64,
     end_nanos: i64,
+    defer_ids: bool,
 ) -> Vec<u8> {
     let args = &session.args;
     let start_ticks = session.chunk_start_ticks;
@@ -53,7 +54,7 @@ pub fn build_chunk(
     }
 
     // Pools first: naming the frames tells which samples could not be walked or named.
-    let unnamed = write_traces(&mut chunk, jni, gen);
+    let unnamed = write_traces(&mut chunk, jni, gen, defer_ids);
     let mut unnamed_samples = 0i64;
     let mut tids: Vec<i64> = vec![me];
     let mut attr_keys: HashMap<u32, u32> = HashMap::new();
@@ -351,12 +352,18 @@ fn native_libraries() -> Vec<(String, u64, u64)> {
 
 /// Names every distinct frame once and writes the StackTrace pool. Returns the ids of
 /// traces with a frame that could not be walked or named.
-fn write_traces(chunk: &mut ChunkBuilder, jni: *mut JNIEnv, gen: &Generation) -> HashSet<u32> {
+fn write_traces(
+    chunk: &mut ChunkBuilder,
+    jni: *mut JNIEnv,
+    gen: &Generation,
+    defer_ids: bool,
+) -> HashSet<u32> {
     let mut unnamed = HashSet::new();
     let Some(jvmti) = vm::jvmti() else {
         return unnamed;
     };
-    let mut resolver = Resolver::new(jvmti, jni);
+    let mut resolver = Resolver::new(jvmti, jni, defer_ids);
+    resolver.prepare(gen.traces.iter().flat_map(|t| t.frames.iter()));
     let mut method_keys: HashMap<(u8, u64), u32> = HashMap::new();
     let mut unknown: Option<u32> = None;
     let mut refs: Vec<FrameRef> = Vec::new();

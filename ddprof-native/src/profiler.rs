@@ -331,7 +331,9 @@ pub fn stop(jni: *mut JNIEnv) -> Result<(), Error> {
     sampler::disarm();
     *ENGINE.write() = None;
     let file = session.file.clone();
-    let result = write_chunk(jni, session, &file);
+    // No samples follow a stop: IDs made after it would serve nobody, and the thread that
+    // makes them is not started during VMDeath.
+    let result = write_chunk(jni, session, &file, false);
     *guard = None;
     result
 }
@@ -346,7 +348,7 @@ pub fn dump_to(jni: *mut JNIEnv, path: &Path) -> Result<(), Error> {
     if same_file(path, &session.file) {
         return Ok(());
     }
-    write_chunk(jni, session, path)?;
+    write_chunk(jni, session, path, true)?;
     open_output(&session.file.clone(), true)
 }
 
@@ -357,8 +359,14 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// Retires the current generation and writes it as one chunk to `path`.
-fn write_chunk(jni: *mut JNIEnv, session: &mut Session, path: &Path) -> Result<(), Error> {
+/// Retires the current generation and writes it as one chunk to `path`. `defer_ids`: the
+/// lazy resolver may leave the jmethodIDs of newly sampled classes to its thread.
+fn write_chunk(
+    jni: *mut JNIEnv,
+    session: &mut Session,
+    path: &Path,
+    defer_ids: bool,
+) -> Result<(), Error> {
     let t0 = Instant::now();
     let recorder =
         sampler::recorder().ok_or_else(|| Error::State("profiler buffers missing".into()))?;
@@ -374,6 +382,7 @@ fn write_chunk(jni: *mut JNIEnv, session: &mut Session, path: &Path) -> Result<(
         &settings,
         end_ticks,
         end_nanos,
+        defer_ids,
     );
     recorder.clear(old);
     crate::methods::lazy::sweep_registry(jni);
@@ -382,12 +391,15 @@ fn write_chunk(jni: *mut JNIEnv, session: &mut Session, path: &Path) -> Result<(
     threads::prune(epoch);
     counters::Counter::DumpCount.inc();
     counters::Counter::DumpNanosLast.set(t0.elapsed().as_nanos() as i64);
-    std::fs::write(path, chunk).map_err(|e| {
+    let written = std::fs::write(path, chunk).map_err(|e| {
         Error::Io(format!(
             "Could not write recording '{}': {e}",
             path.display()
         ))
-    })
+    });
+    // The lazy resolver may have queued classes whose jmethodIDs are made after the dump.
+    crate::methods::lazy::ids::release();
+    written
 }
 
 pub fn status() -> String {

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use jni::sys::{jclass, JNIEnv};
 
-use super::lazy::resolve::{LazyResolver, WordMap};
+use super::lazy::resolve::{LazyResolver, WordMap, NO_ID_KEY};
 use super::lazy::tags;
 use super::raw::MethodParts;
 use crate::counters::Counter;
@@ -96,7 +96,8 @@ pub struct Resolver {
 }
 
 impl Resolver {
-    pub fn new(jvmti: Jvmti, jni: *mut JNIEnv) -> Resolver {
+    /// `defer_ids`: see [`LazyResolver::new`].
+    pub fn new(jvmti: Jvmti, jni: *mut JNIEnv, defer_ids: bool) -> Resolver {
         let thread_class = find_class(jni, c"java/lang/Thread");
         Resolver {
             jvmti,
@@ -104,7 +105,7 @@ impl Resolver {
             thread_class,
             cache: HashMap::new(),
             raw_cache: HashMap::new(),
-            lazy: LazyResolver::new(jvmti, jni),
+            lazy: LazyResolver::new(jvmti, jni, defer_ids),
             lazy_class_names: WordMap::default(),
             unknown: MethodInfo::unknown(),
         }
@@ -133,20 +134,27 @@ impl Resolver {
         let Some(a) = self.lazy.method_id(u.method, tag) else {
             return (frame.kind, frame.method);
         };
-        if !self.cache.contains_key(&a.id) {
+        if !self.cache.contains_key(&a.key) {
             // Named now, while the holder is known and pinned: the class part comes from
             // the pinned reference (once per class), the rest from the metadata the
-            // checks read (JVMTI if those reads failed).
-            let parts = self.lazy.take_parts(a.id);
+            // checks read (JVMTI if those reads failed; the key is then a jmethodID).
+            // A key without a jmethodID is always in the cache from here on.
+            let parts = self.lazy.take_parts(a.key);
             let info = self
-                .lookup_in_class(a.id as jni::sys::jmethodID, a.class, a.klass, parts)
+                .lookup_in_class(a.key as jni::sys::jmethodID, a.class, a.klass, parts)
                 .unwrap_or_else(|| {
                     Counter::JmethodidSkipped.inc();
                     MethodInfo::unloaded()
                 });
-            self.cache.insert(a.id, info);
+            self.cache.insert(a.key, info);
         }
-        (kind::JAVA_METHOD_ID, a.id)
+        (kind::JAVA_METHOD_ID, a.key)
+    }
+
+    /// Called once before the frames of a dump are keyed: warms the cache for the lazy
+    /// checks of its tagged frames (nothing to do without any).
+    pub fn prepare<'a>(&mut self, frames: impl Iterator<Item = &'a Frame>) {
+        self.lazy.warm(frames);
     }
 
     /// Names a raw `Method*` frame that [`Self::key_of`] left raw: a refused tagged frame
@@ -199,6 +207,9 @@ impl Resolver {
             .or_insert_with(|| internal_class_name_of(jvmti, class))
             .clone()?;
         let Some(p) = parts else {
+            if m as u64 & NO_ID_KEY != 0 {
+                return None;
+            }
             return self.describe(m, class, class_name);
         };
         if !p.lines.is_empty() {

@@ -10,6 +10,8 @@
 // JNI handles are opaque tokens the JVM validates.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
+pub mod ids;
+pub mod prefetch;
 pub mod registry;
 pub mod resolve;
 pub mod tags;

@@ -34,7 +34,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use jni::sys::{jclass, JNIEnv};
 
-use super::tags::Tag;
+use super::tags::{self, Tag};
 use super::JniRefs;
 use crate::counters::Counter;
 use crate::hotspot::codecache::load_field;
@@ -45,6 +45,7 @@ use crate::hotspot::{method, trace_id};
 use crate::jvmti::{self, redefine, Jvmti};
 use crate::methods::raw::{self, MethodParts};
 use crate::signal::safe_access::load_usize;
+use crate::traces::Frame;
 
 /// Largest class whose methods array is scanned when the idnum slot does not match.
 pub const SCAN_CAP: usize = 256;
@@ -74,15 +75,32 @@ impl Refused {
     }
 }
 
+/// Pool keys of accepted frames whose class has no jmethodIDs yet: the `Method*` with this
+/// bit set. jmethodIDs are pointers below 2^47, so the two kinds of key never collide.
+pub const NO_ID_KEY: u64 = 1 << 62;
+
 /// A tagged frame that passed every check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Accepted {
-    /// The method's jmethodID.
-    pub id: u64,
+    /// Its method-pool key: the method's jmethodID, or, while its class has none (they
+    /// are being made by `ids.rs`), the `Method*` | [`NO_ID_KEY`]; such a frame always
+    /// has its metadata in [`LazyResolver::take_parts`].
+    pub key: u64,
     /// Its holder, pinned until the [`LazyResolver`] is dropped.
     pub klass: usize,
     /// A local reference to the holder's mirror, valid as long as the resolver.
     pub class: jclass,
+}
+
+/// Where a pinned class's jmethodIDs stand in this dump.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ids {
+    /// Not looked at yet (the class may have them).
+    Unknown,
+    /// Made by GetClassMethods in this dump.
+    Made,
+    /// Queued for the ID thread (`ids.rs`).
+    Queued,
 }
 
 /// A class met in this dump: pinned (with the trace ID read after pinning), or refused
@@ -92,8 +110,7 @@ enum ClassState {
     Pinned {
         class: jclass,
         trace_id: Option<u64>,
-        /// GetClassMethods was called for it in this dump.
-        ids_made: bool,
+        ids: Ids,
     },
     Refused(Refused),
 }
@@ -140,13 +157,19 @@ pub struct LazyResolver {
     parts: WordMap<u64, MethodParts>,
     /// The compressed-stream encoding of line tables (the VM walker's).
     encoding: Option<Encoding>,
+    /// Classes without IDs may be queued for the ID thread (`ids.rs`) instead of getting
+    /// them during the dump.
+    defer_ids: bool,
     /// Local references the pushed frame can hold; 0 until the first pin pushes it.
     local_capacity: i32,
     pinned: i32,
 }
 
 impl LazyResolver {
-    pub fn new(jvmti: Jvmti, jni: *mut JNIEnv) -> LazyResolver {
+    /// `defer_ids`: leave the jmethodIDs of classes that have none to the ID thread
+    /// (`ids.rs`) rather than making them during this dump (false for the last chunk of a
+    /// session: no sample follows it).
+    pub fn new(jvmti: Jvmti, jni: *mut JNIEnv, defer_ids: bool) -> LazyResolver {
         LazyResolver {
             jvmti,
             jni,
@@ -154,6 +177,7 @@ impl LazyResolver {
             frames: WordMap::default(),
             parts: WordMap::default(),
             encoding: crate::walker::vm::VmWalker::get().map(|w| w.encoding()),
+            defer_ids,
             local_capacity: 0,
             pinned: 0,
         }
@@ -196,59 +220,100 @@ impl LazyResolver {
             .and_then(|cm| load_field(cm, m.const_method.method_idnum))
             .ok_or(Refused::Unloaded)? as usize;
         // 2-3, once per class.
-        let (class, trace_id, ids_made) = match self.class_state(holder) {
+        let (class, trace_id, ids) = match self.class_state(holder) {
             ClassState::Pinned {
                 class,
                 trace_id,
-                ids_made,
-            } => (class, trace_id, ids_made),
+                ids,
+            } => (class, trace_id, ids),
             ClassState::Refused(r) => return Err(r),
         };
         // 4. Against the ID read once the class was pinned.
-        match trace_id {
-            Some(id) if tag.matches(id) => {}
+        let trace_id = match trace_id {
+            Some(id) if tag.matches(id) => id,
             _ => return Err(Refused::Stale),
-        }
+        };
         // 5.
         let (data, len) = klass::methods(m, holder).ok_or(Refused::NotCurrent)?;
         if klass::methods_contain(data, len, method, idnum, SCAN_CAP, load_usize) != Contains::Yes {
             return Err(Refused::NotCurrent);
         }
         // 6.
-        let id = match method::jmethod_id(m, method) {
-            Some(id) => id,
-            None if !ids_made => {
-                if let Ok(n) = self.jvmti.load_method_ids(class) {
-                    Counter::MethodResolveLazyIdsCreated.add(n as i64);
-                }
-                Counter::MethodResolveLazyClassLoaded.inc();
-                if let Some(ClassState::Pinned { ids_made, .. }) = self.classes.get_mut(&holder) {
-                    *ids_made = true;
-                }
-                method::jmethod_id(m, method).ok_or(Refused::NotCurrent)?
-            }
-            // GetClassMethods made every current method's ID in this dump already.
-            None => return Err(Refused::NotCurrent),
-        };
         let parts = self.encoding.and_then(|e| raw::method_parts(m, method, e));
+        let id = match (method::jmethod_id(m, method), ids) {
+            (Some(id), _) => Some(id as u64),
+            // GetClassMethods made every current method's ID in this dump already.
+            (None, Ids::Made) => return Err(Refused::NotCurrent),
+            (None, Ids::Queued) if parts.is_some() => None,
+            (None, _) => {
+                let queued = self.defer_ids
+                    && parts.is_some()
+                    && match super::ids::request(holder, trace_id) {
+                        super::ids::Requested::Queued => {
+                            Counter::MethodResolveLazyClassLoaded.inc();
+                            true
+                        }
+                        super::ids::Requested::AlreadyQueued => true,
+                        super::ids::Requested::Unavailable => false,
+                    };
+                if queued {
+                    self.set_ids(holder, Ids::Queued);
+                    None
+                } else {
+                    // No ID thread, or the metadata could not be read (then JVMTI names
+                    // the method, which takes its ID): make the IDs now.
+                    super::prefetch::warm_class_methods(m, data, len);
+                    if let Ok(n) = self.jvmti.load_method_ids(class) {
+                        Counter::MethodResolveLazyIdsCreated.add(n as i64);
+                    }
+                    Counter::MethodResolveLazyClassLoaded.inc();
+                    self.set_ids(holder, Ids::Made);
+                    Some(method::jmethod_id(m, method).ok_or(Refused::NotCurrent)? as u64)
+                }
+            }
+        };
         // 7.
         if redefine::is_marked(holder) {
             return Err(Refused::Redefined);
         }
+        let key = id.unwrap_or(method as u64 | NO_ID_KEY);
         if let Some(p) = parts {
-            self.parts.insert(id as u64, p);
+            self.parts.insert(key, p);
         }
         Ok(Accepted {
-            id: id as u64,
+            key,
             klass: holder,
             class,
         })
     }
 
-    /// The metadata read for an accepted method (once; `None` if the reads failed, then
-    /// JVMTI names it).
-    pub fn take_parts(&mut self, id: u64) -> Option<MethodParts> {
-        self.parts.remove(&id)
+    fn set_ids(&mut self, holder: usize, to: Ids) {
+        if let Some(ClassState::Pinned { ids, .. }) = self.classes.get_mut(&holder) {
+            *ids = to;
+        }
+    }
+
+    /// Warms the cache for the distinct tagged frames the dump is about to check
+    /// (`prefetch.rs`), in the order it will meet them.
+    pub fn warm<'a>(&mut self, frames: impl Iterator<Item = &'a Frame>) {
+        let Some(m) = vmstructs::layout().and_then(|l| l.method.as_ref()) else {
+            return;
+        };
+        let mut seen: WordMap<u64, ()> = WordMap::default();
+        let mut methods: Vec<usize> = Vec::new();
+        for f in frames {
+            let u = tags::untag(f);
+            if u.tag.is_some() && seen.insert(u.method, ()).is_none() {
+                methods.push(u.method as usize);
+            }
+        }
+        super::prefetch::warm_frames(m, &methods);
+    }
+
+    /// The metadata read for an accepted frame, by its key (once; `None` if the reads
+    /// failed, then JVMTI names it by its jmethodID).
+    pub fn take_parts(&mut self, key: u64) -> Option<MethodParts> {
+        self.parts.remove(&key)
     }
 
     /// Steps 2-3 (and the trace-ID read of step 4) for a class first met in this dump.
@@ -267,7 +332,7 @@ impl LazyResolver {
                     ClassState::Pinned {
                         class: class as jclass,
                         trace_id: trace_id::trace_id(holder),
-                        ids_made: false,
+                        ids: Ids::Unknown,
                     }
                 }
                 None => ClassState::Refused(Refused::Unloaded),
