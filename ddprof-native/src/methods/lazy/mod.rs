@@ -129,6 +129,9 @@ impl Refs for JniRefs {
         // SAFETY: valid env, weak ref and class reference.
         unsafe { f(self.0, weak as jobject, class as jobject) != 0 }
     }
+    fn prefetch(&self, weak: usize) {
+        prefetch::prefetch(weak & !0b11);
+    }
     fn new_local(&self, weak: usize) -> Option<usize> {
         let f = self.env().NewLocalRef?;
         // SAFETY: valid env and weak ref; null comes back once the referent is collected.

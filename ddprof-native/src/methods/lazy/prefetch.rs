@@ -24,7 +24,7 @@ const BLOCK: usize = 64;
 
 /// A hint that `addr` will be read soon. Never faults.
 #[inline]
-fn prefetch(addr: usize) {
+pub fn prefetch(addr: usize) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: PREFETCHT0 is only a hint: it does not fault on any address (unmapped or
     // not) and has no architectural effect.

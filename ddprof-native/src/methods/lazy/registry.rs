@@ -37,6 +37,8 @@ const MIN_CAPACITY: usize = 1024;
 /// in `mod.rs`), about 50 ns per insertion in all. (At 4 per insertion the class-churn
 /// benchmark still ended with 1.34 entries per loaded class.)
 pub const SWEEP_PER_INSERT: usize = 16;
+/// Slots whose weak refs are requested ahead of the sweep (see `Table::sweep`).
+const SWEEP_AHEAD: usize = 16;
 /// Slots examined at each dump (about 10-20 µs of work with the cheap dead-entry check).
 pub const SWEEP_PER_DUMP: usize = 16_384;
 
@@ -51,6 +53,8 @@ pub trait Refs {
     fn same_object(&self, weak: usize, class: usize) -> bool;
     /// A strong local reference to the referent of `weak`; `None` once it was collected.
     fn new_local(&self, weak: usize) -> Option<usize>;
+    /// A hint that [`Self::is_cleared`] will soon be asked about `weak`.
+    fn prefetch(&self, _weak: usize) {}
 }
 
 #[derive(Clone, Copy, Default)]
@@ -173,6 +177,17 @@ impl Table {
         let mut removed = 0;
         let mut examined = 0;
         let mut i = self.cursor & self.mask();
+        // Each weak ref lives somewhere else in the JVM's handle storage, so each check is
+        // a cache miss: keep the next SWEEP_AHEAD of them requested so the misses overlap.
+        let ahead = |t: &Table, at: usize| {
+            let e = t.slots[at & t.mask()];
+            if e.klass != 0 {
+                refs.prefetch(e.weak);
+            }
+        };
+        for k in 0..SWEEP_AHEAD.min(budget).min(self.slots.len()) {
+            ahead(self, i + k);
+        }
         // Removals do not count against the budget (there are at most `used` of them), so
         // a budget of `capacity` examines every entry at least once.
         while examined < budget.min(self.slots.len()) {
@@ -185,6 +200,9 @@ impl Table {
                 continue;
             }
             examined += 1;
+            if examined + SWEEP_AHEAD <= budget {
+                ahead(self, i + SWEEP_AHEAD);
+            }
             i = (i + 1) & self.mask();
         }
         self.cursor = i;
