@@ -1,4 +1,5 @@
-//! Turning a tagged raw frame into a jmethodID at dump time, or refusing it.
+//! Turning a tagged raw frame into a method-pool key at dump time (its jmethodID, or its
+//! checked `Method*` while its class's IDs are being made), or refusing it.
 //!
 //! The `Method*` in the frame may be stale: its class may have unloaded, its memory may
 //! hold another method now, or the class may have been redefined. It is used as a lookup
@@ -11,23 +12,24 @@
 //!    belongs to another class (`method_resolve_lazy_stale`);
 //! 5. the `Method*` must be one of the class's current methods: the slot of its idnum,
 //!    else a scan of classes of at most [`SCAN_CAP`] methods (`method_resolve_lazy_not_current`);
-//! 6. only now is the method dereferenced: its jmethodID is read from the class's ID
-//!    cache, after creating the class's IDs with GetClassMethods if it has none
-//!    (`method_resolve_lazy_class_loaded` classes, `method_resolve_lazy_jmethodids_created` IDs);
-//! 7. the redefinition mark is checked again (a redefinition may have started meanwhile).
+//! 6. only now is the method dereferenced: its name, descriptor, modifiers and line table
+//!    are read from its metadata (`methods/raw.rs`: the content JVMTI would return for its
+//!    jmethodID, without three VM calls per method), and its jmethodID from the class's
+//!    ID cache. A class without IDs is queued for the ID thread (`ids.rs`), which makes
+//!    them once the chunk is written, and the frame is keyed on its `Method*` meanwhile;
+//!    without that thread, or when the metadata could not be read, or for the last chunk
+//!    of a session, GetClassMethods makes them here (`method_resolve_lazy_class_loaded`
+//!    counts the classes either way, `method_resolve_lazy_jmethodids_created` the IDs);
+//! 7. the redefinition mark is checked again (a redefinition may have started during 3-6,
+//!    and the reads of step 6 must not be trusted then).
 //!
-//! Steps 2-4 and the GetClassMethods of step 6 are done once per class per dump, not per
+//! Steps 2-4 (and queueing or GetClassMethods) are done once per class per dump, not per
 //! frame ([`LazyResolver`]): a class stays pinned until the dump ends, so its `Klass*`
 //! cannot be reused and its trace ID cannot change in between, and a class whose frames
 //! were refused at step 2 or 3 stays refused for the rest of the dump (a conservative
-//! answer). Steps 1, 5, 6 (the ID read) and 7 stay per frame: they are about the method.
-//!
-//! Between steps 6 and 7 the method's name, descriptor, modifiers and line table are read
-//! from its metadata (`methods/raw.rs`): the method is proven current and its class
-//! pinned, and step 7 refuses the frame if a redefinition began meanwhile. That is the
-//! content JVMTI would return for the jmethodID, without three VM calls per method; the
-//! class name still comes from JVMTI, once per class (`methods/resolve.rs`). Later
-//! samples of the class carry the real IDs and are named through JVMTI like any other.
+//! answer). Steps 1, 5, 6 and 7 stay per frame: they are about the method. The class name
+//! comes from JVMTI, once per class (`methods/resolve.rs`). Later samples of the class
+//! carry the real IDs and are named through JVMTI like any other.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
