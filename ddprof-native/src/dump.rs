@@ -27,17 +27,27 @@ const NO_SYSTEM_INFO: u32 = 1;
 const NO_SYSTEM_PROPS: u32 = 2;
 const NO_NATIVE_LIBS: u32 = 4;
 
+/// How a chunk ends and where it goes.
+pub struct ChunkEnd {
+    pub ticks: i64,
+    pub nanos: i64,
+    /// Pool ids start after this (chunks appended to a file, see `jfr::pools::Pools`).
+    pub id_base: u32,
+    /// The lazy resolver may leave the jmethodIDs of newly sampled classes to its thread.
+    pub defer_ids: bool,
+}
+
+/// The chunk's bytes and the id base for a chunk appended after it.
 pub fn build_chunk(
     jni: *mut JNIEnv,
     session: &Session,
     gen: &Generation,
     settings: &[PendingSetting],
-    end_ticks: i64,
-    end_nanos: i64,
-    id_base: u32,
+    end: &ChunkEnd,
 ) -> (Vec<u8>, u32) {
     // Charged here unless a nested scope (pools, method resolution) claims it.
     let _mem = crate::memory::scope(crate::memory::Category::JfrBuffers);
+    let (end_ticks, end_nanos) = (end.ticks, end.nanos);
     let args = &session.args;
     let start_ticks = session.chunk_start_ticks;
     let mut chunk = ChunkBuilder::new(
@@ -48,7 +58,7 @@ pub fn build_chunk(
         },
         &args.attributes,
     )
-    .with_id_base(id_base);
+    .with_id_base(end.id_base);
     let me = threads::gettid() as i64;
     write_settings(&mut chunk, session, start_ticks, me);
     write_system_info(&mut chunk, args, start_ticks);
@@ -57,7 +67,7 @@ pub fn build_chunk(
     }
 
     // Pools first: naming the frames tells which samples could not be walked or named.
-    let unnamed = write_traces(&mut chunk, jni, gen);
+    let unnamed = write_traces(&mut chunk, jni, gen, end.defer_ids);
     let mut unnamed_samples = 0i64;
     let mut tids: Vec<i64> = vec![me];
     let mut attr_keys: HashMap<u32, u32> = HashMap::new();
@@ -360,12 +370,18 @@ fn native_libraries() -> Vec<(String, u64, u64)> {
 
 /// Names every distinct frame once and writes the StackTrace pool. Returns the ids of
 /// traces with a frame that could not be walked or named.
-fn write_traces(chunk: &mut ChunkBuilder, jni: *mut JNIEnv, gen: &Generation) -> HashSet<u32> {
+fn write_traces(
+    chunk: &mut ChunkBuilder,
+    jni: *mut JNIEnv,
+    gen: &Generation,
+    defer_ids: bool,
+) -> HashSet<u32> {
     let mut unnamed = HashSet::new();
     let Some(jvmti) = vm::jvmti() else {
         return unnamed;
     };
-    let mut resolver = Resolver::new(jvmti, jni);
+    let mut resolver = Resolver::new(jvmti, jni, defer_ids);
+    resolver.prepare(gen.traces.iter().flat_map(|t| t.frames.iter()));
     let mut method_keys: HashMap<(u8, u64), u32> = HashMap::new();
     let mut unknown: Option<u32> = None;
     let mut natives = NativeNames::default();

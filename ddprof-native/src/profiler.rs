@@ -351,8 +351,9 @@ pub fn stop(jni: *mut JNIEnv) -> Result<(), Error> {
     *ENGINE.write() = None;
     let file = session.file.clone();
     // Appended: `start` emptied the file, `dump` restarted it, and `resume` keeps the
-    // chunks written before it.
-    let result = write_chunk(jni, session, &file, true);
+    // chunks written before it. No samples follow a stop: IDs made after it would serve
+    // nobody, and the thread that makes them is not started during VMDeath.
+    let result = write_chunk(jni, session, &file, true, false);
     *guard = None;
     result
 }
@@ -367,7 +368,7 @@ pub fn dump_to(jni: *mut JNIEnv, path: &Path) -> Result<(), Error> {
     if same_file(path, &session.file) {
         return Ok(());
     }
-    write_chunk(jni, session, path, false)?;
+    write_chunk(jni, session, path, false, true)?;
     open_output(&session.file.clone(), true)
 }
 
@@ -379,12 +380,14 @@ fn same_file(a: &Path, b: &Path) -> bool {
 }
 
 /// Retires the current generation and writes it as one chunk to `path`, after what the
-/// file holds (`append`) or instead of it.
+/// file holds (`append`) or instead of it. `defer_ids`: the lazy resolver may leave the
+/// jmethodIDs of newly sampled classes to its thread.
 fn write_chunk(
     jni: *mut JNIEnv,
     session: &mut Session,
     path: &Path,
     append: bool,
+    defer_ids: bool,
 ) -> Result<(), Error> {
     let t0 = Instant::now();
     let recorder =
@@ -405,19 +408,19 @@ fn write_chunk(
     } else {
         0
     };
-    let (chunk, next_id_base) = dump::build_chunk(
-        jni,
-        session,
-        recorder.generation(old),
-        &settings,
-        end_ticks,
-        end_nanos,
+    let end = dump::ChunkEnd {
+        ticks: end_ticks,
+        nanos: end_nanos,
         id_base,
-    );
+        defer_ids,
+    };
+    let (chunk, next_id_base) =
+        dump::build_chunk(jni, session, recorder.generation(old), &settings, &end);
     if append {
         NEXT_ID_BASE.store(next_id_base, Ordering::Relaxed);
     }
     recorder.clear(old);
+    crate::methods::lazy::sweep_registry(jni);
     session.chunk_start_nanos = end_nanos;
     session.chunk_start_ticks = end_ticks;
     threads::prune(epoch);
@@ -432,14 +435,18 @@ fn write_chunk(
     } else {
         o.write(true).truncate(true);
     }
-    o.open(path)
+    let written = o
+        .open(path)
         .and_then(|mut f| std::io::Write::write_all(&mut f, &chunk))
         .map_err(|e| {
             Error::Io(format!(
                 "Could not write recording '{}': {e}",
                 path.display()
             ))
-        })
+        });
+    // The lazy resolver may have queued classes whose jmethodIDs are made after the dump.
+    crate::methods::lazy::ids::release();
+    written
 }
 
 pub fn status() -> String {

@@ -21,8 +21,10 @@ const ATTEMPTS: usize = 4;
 /// Methods of one class (idnums are u2).
 const MAX_METHODS: usize = 1 << 16;
 
-/// The oop a JNI handle (local, global or weak global) refers to, 0 for a cleared one.
-fn oop_of(handle: jobject) -> Option<usize> {
+/// The oop a JNI handle (local, global or weak global) refers to, 0 for a cleared one;
+/// `None` for a null handle or an unreadable slot. A raw read: no GC barrier, so only
+/// "0" is a firm answer (a cleared weak slot is never set again).
+pub fn oop_of(handle: jobject) -> Option<usize> {
     let slot = (handle as usize) & !HANDLE_TAG_MASK;
     if slot == 0 {
         return None;

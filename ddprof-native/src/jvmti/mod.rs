@@ -455,6 +455,69 @@ impl Jvmti {
     }
 }
 
+/// JNI PushLocalFrame: a new frame of local references with room for `capacity`; every
+/// reference made after it is deleted by [`pop_local_frame`]. False when it failed (out of
+/// memory; the pending exception is cleared).
+pub fn push_local_frame(jni: *mut JNIEnv, capacity: jint) -> bool {
+    if jni.is_null() {
+        return false;
+    }
+    // SAFETY: `jni` is the current thread's JNIEnv.
+    unsafe {
+        let Some(f) = (**jni).PushLocalFrame else {
+            return false;
+        };
+        let ok = f(jni, capacity) == 0;
+        if !ok {
+            clear_exception(jni);
+        }
+        ok
+    }
+}
+
+/// JNI EnsureLocalCapacity: room for `capacity` more local references in the current
+/// frame. False when it failed (the pending exception is cleared).
+pub fn ensure_local_capacity(jni: *mut JNIEnv, capacity: jint) -> bool {
+    if jni.is_null() {
+        return false;
+    }
+    // SAFETY: `jni` is the current thread's JNIEnv.
+    unsafe {
+        let Some(f) = (**jni).EnsureLocalCapacity else {
+            return false;
+        };
+        let ok = f(jni, capacity) == 0;
+        if !ok {
+            clear_exception(jni);
+        }
+        ok
+    }
+}
+
+/// JNI PopLocalFrame for a frame pushed by [`push_local_frame`]: deletes its references.
+pub fn pop_local_frame(jni: *mut JNIEnv) {
+    if jni.is_null() {
+        return;
+    }
+    // SAFETY: `jni` is the current thread's JNIEnv and the caller pushed a frame on it.
+    unsafe {
+        if let Some(f) = (**jni).PopLocalFrame {
+            f(jni, ptr::null_mut());
+        }
+    }
+}
+
+fn clear_exception(jni: *mut JNIEnv) {
+    // SAFETY: `jni` is the current thread's JNIEnv.
+    unsafe {
+        if let (Some(check), Some(clear)) = ((**jni).ExceptionCheck, (**jni).ExceptionClear) {
+            if check(jni) != 0 {
+                clear(jni);
+            }
+        }
+    }
+}
+
 /// Deletes a JNI local ref (null-safe).
 pub fn delete_local_ref(jni: *mut JNIEnv, obj: jobject) {
     if jni.is_null() || obj.is_null() {

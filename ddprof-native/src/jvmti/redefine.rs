@@ -56,6 +56,11 @@ struct Mark {
 }
 
 static MARKS: Mutex<Option<HashMap<usize, Mark>>> = Mutex::new(None);
+/// Set (for good) before the first class is marked: until then [`is_marked`] answers
+/// without the lock, which the lazy resolver asks once per frame. SeqCst on both sides:
+/// a redefinition's hook stores it before calling through, so a resolver that reads
+/// `false` after its metadata reads read metadata no redefinition had touched yet.
+static EVER_MARKED: AtomicBool = AtomicBool::new(false);
 /// Our env, for the calls the hooks make themselves.
 static OWN_ENV: AtomicUsize = AtomicUsize::new(0);
 
@@ -96,6 +101,9 @@ pub fn install(jvmti: Jvmti) {
 /// Whether raw frames of the class at `klass` must be refused: a redefinition of it is
 /// running or has succeeded. Not signal-safe (takes a lock).
 pub fn is_marked(klass: usize) -> bool {
+    if !EVER_MARKED.load(Ordering::SeqCst) {
+        return false;
+    }
     let marks = MARKS.lock();
     let Some(mark) = marks.as_ref().and_then(|m| m.get(&klass)) else {
         return false;
@@ -121,6 +129,7 @@ pub fn marked_count() -> usize {
 
 fn begin(klass: usize) {
     let id = trace_id::trace_id(klass);
+    EVER_MARKED.store(true, Ordering::SeqCst);
     let mut marks = MARKS.lock();
     let mark = marks
         .get_or_insert_with(HashMap::new)

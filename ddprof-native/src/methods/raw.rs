@@ -46,13 +46,22 @@ fn is_thread_class(m: &MethodGroup, mut klass: usize) -> bool {
     false
 }
 
-/// Reads what JFR needs about `method`. None when any read fails.
-pub fn resolve(method: usize, encoding: Encoding) -> Option<MethodInfo> {
-    let m = vmstructs::layout()?.method.as_ref()?;
+/// What a method's own metadata says about it: the same bytes JVMTI GetMethodName,
+/// GetMethodModifiers and GetLineNumberTable return, read without a VM call.
+pub struct MethodParts {
+    pub name: String,
+    pub descriptor: String,
+    pub modifiers: i32,
+    /// (start bci, line), sorted by bci.
+    pub lines: Vec<(i64, i32)>,
+}
+
+/// Name, descriptor (constant-pool symbols), modifiers and line table (the compressed
+/// table after the bytecodes) of `method`. None when any read fails. Only as
+/// trustworthy as `method` is live.
+pub fn method_parts(m: &MethodGroup, method: usize, encoding: Encoding) -> Option<MethodParts> {
     let const_method = load_usize(method.checked_add(m.method.const_method)?)?;
     let constants = load_usize(const_method.checked_add(m.const_method.constants)?)?;
-    let holder = method::holder(m, method)?;
-    let class_name = internal_class_name(&klass_name(m, holder)?);
     let name = cp_symbol(
         m,
         constants,
@@ -65,7 +74,7 @@ pub fn resolve(method: usize, encoding: Encoding) -> Option<MethodInfo> {
     )?;
     let modifiers = load_field(method, m.method.access_flags).unwrap_or(0) as i32 & 0xffff;
     let flags = load_field(const_method, m.const_method.flags).unwrap_or(0);
-    let lines = if flags & m.const_method.has_linenumber_table != 0 {
+    let mut lines: Vec<(i64, i32)> = if flags & m.const_method.has_linenumber_table != 0 {
         let _mem = crate::memory::scope(crate::memory::Category::LineTables);
         let code_size = load_field(const_method, m.const_method.code_size).unwrap_or(0) as usize;
         // The compressed table starts right after the bytecodes.
@@ -76,13 +85,30 @@ pub fn resolve(method: usize, encoding: Encoding) -> Option<MethodInfo> {
     } else {
         Vec::new()
     };
-    let is_entry_point = is_entry_point(&name, &descriptor, || is_thread_class(m, holder));
-    Some(MethodInfo {
-        class_name,
+    lines.sort_unstable();
+    Some(MethodParts {
         name,
         descriptor,
         modifiers,
         lines,
+    })
+}
+
+/// Reads what JFR needs about `method`. None when any read fails.
+pub fn resolve(method: usize, encoding: Encoding) -> Option<MethodInfo> {
+    let m = vmstructs::layout()?.method.as_ref()?;
+    let parts = method_parts(m, method, encoding)?;
+    let holder = method::holder(m, method)?;
+    let class_name = internal_class_name(&klass_name(m, holder)?);
+    let is_entry_point = is_entry_point(&parts.name, &parts.descriptor, || {
+        is_thread_class(m, holder)
+    });
+    Some(MethodInfo {
+        class_name,
+        name: parts.name,
+        descriptor: parts.descriptor,
+        modifiers: parts.modifiers,
+        lines: parts.lines,
         is_entry_point,
     })
 }

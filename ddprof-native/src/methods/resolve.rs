@@ -6,7 +6,9 @@ use std::collections::HashMap;
 
 use jni::sys::{jclass, JNIEnv};
 
-use super::lazy::{self, tags};
+use super::lazy::resolve::{LazyResolver, WordMap, NO_ID_KEY};
+use super::lazy::tags;
+use super::raw::MethodParts;
 use crate::counters::Counter;
 use crate::jvmti::{self, Jvmti};
 use crate::memory::{self, Category};
@@ -86,14 +88,17 @@ pub struct Resolver {
     thread_class: jclass,
     cache: HashMap<u64, MethodInfo>,
     raw_cache: HashMap<u64, MethodInfo>,
-    /// Tagged raw frames, by untagged `Method*` and tag: their jmethodID, or `None` when
-    /// refused.
-    lazy_ids: HashMap<(u64, tags::Tag), Option<u64>>,
+    /// Tagged raw frames (lazy mode): the checks, and the classes they pinned.
+    lazy: LazyResolver,
+    /// Internal names of the classes `lazy` pinned, by `Klass*`: one GetClassSignature per
+    /// class rather than one per method.
+    lazy_class_names: WordMap<usize, Option<String>>,
     unknown: MethodInfo,
 }
 
 impl Resolver {
-    pub fn new(jvmti: Jvmti, jni: *mut JNIEnv) -> Resolver {
+    /// `defer_ids`: see [`LazyResolver::new`].
+    pub fn new(jvmti: Jvmti, jni: *mut JNIEnv, defer_ids: bool) -> Resolver {
         let thread_class = find_class(jni, c"java/lang/Thread");
         Resolver {
             jvmti,
@@ -101,7 +106,8 @@ impl Resolver {
             thread_class,
             cache: HashMap::new(),
             raw_cache: HashMap::new(),
-            lazy_ids: HashMap::new(),
+            lazy: LazyResolver::new(jvmti, jni, defer_ids),
+            lazy_class_names: WordMap::default(),
             unknown: MethodInfo::unknown(),
         }
     }
@@ -128,24 +134,30 @@ impl Resolver {
         let Some(tag) = u.tag else {
             return (frame.kind, frame.method);
         };
-        let key = (u.method, tag);
-        let id = match self.lazy_ids.get(&key) {
-            Some(id) => {
-                Counter::RawFrameResolveCacheHits.inc();
-                *id
-            }
-            None => {
-                let id = lazy::resolve::method_id(self.jvmti, self.jni, u.method as usize, tag)
-                    .ok()
-                    .map(|id| id as u64);
-                self.lazy_ids.insert(key, id);
-                id
-            }
+        let Some(a) = self.lazy.method_id(u.method, tag) else {
+            return (frame.kind, frame.method);
         };
-        match id {
-            Some(id) => (kind::JAVA_METHOD_ID, id),
-            None => (frame.kind, frame.method),
+        if !self.cache.contains_key(&a.key) {
+            // Named now, while the holder is known and pinned: the class part comes from
+            // the pinned reference (once per class), the rest from the metadata the
+            // checks read (JVMTI if those reads failed; the key is then a jmethodID).
+            // A key without a jmethodID is always in the cache from here on.
+            let parts = self.lazy.take_parts(a.key);
+            let info = self
+                .lookup_in_class(a.key as jni::sys::jmethodID, a.class, a.klass, parts)
+                .unwrap_or_else(|| {
+                    Counter::JmethodidSkipped.inc();
+                    MethodInfo::unloaded()
+                });
+            self.cache.insert(a.key, info);
         }
+        (kind::JAVA_METHOD_ID, a.key)
+    }
+
+    /// Called once before the frames of a dump are keyed: warms the cache for the lazy
+    /// checks of its tagged frames (nothing to do without any).
+    pub fn prepare<'a>(&mut self, frames: impl Iterator<Item = &'a Frame>) {
+        self.lazy.warm(frames);
     }
 
     /// Names a raw `Method*` frame that [`Self::key_of`] left raw: a refused tagged frame
@@ -177,29 +189,72 @@ impl Resolver {
         }
         let m = method_id as jni::sys::jmethodID;
         let class = self.jvmti.method_declaring_class(m).ok()?;
-        let info = (|| {
-            let class_name = internal_class_name(&self.jvmti.class_signature(class).ok()?);
-            let (name, descriptor) = self.jvmti.method_name(m).ok()?;
-            let modifiers = self.jvmti.method_modifiers(m).unwrap_or(0);
-            let lines = {
-                let _mem = memory::scope(Category::LineTables);
-                self.jvmti.line_number_table(m)
-            };
-            if !lines.is_empty() {
-                Counter::LineNumberTables.inc();
-            }
-            let is_entry_point = is_entry_point(&name, &descriptor, || self.is_thread_class(class));
-            Some(MethodInfo {
-                class_name,
-                name,
-                descriptor,
-                modifiers,
-                lines,
-                is_entry_point,
-            })
-        })();
+        let info = internal_class_name_of(self.jvmti, class)
+            .and_then(|class_name| self.describe(m, class, class_name));
         jvmti::delete_local_ref(self.jni, class);
         info
+    }
+
+    /// [`Self::lookup`] for a method whose declaring class is known: `class` (a live
+    /// reference) at `klass`; `parts` if its metadata was read already.
+    fn lookup_in_class(
+        &mut self,
+        m: jni::sys::jmethodID,
+        class: jclass,
+        klass: usize,
+        parts: Option<MethodParts>,
+    ) -> Option<MethodInfo> {
+        let jvmti = self.jvmti;
+        let class_name = self
+            .lazy_class_names
+            .entry(klass)
+            .or_insert_with(|| internal_class_name_of(jvmti, class))
+            .clone()?;
+        let Some(p) = parts else {
+            if m as u64 & NO_ID_KEY != 0 {
+                return None;
+            }
+            return self.describe(m, class, class_name);
+        };
+        if !p.lines.is_empty() {
+            Counter::LineNumberTables.inc();
+        }
+        let is_entry_point = is_entry_point(&p.name, &p.descriptor, || self.is_thread_class(class));
+        Some(MethodInfo {
+            class_name,
+            name: p.name,
+            descriptor: p.descriptor,
+            modifiers: p.modifiers,
+            lines: p.lines,
+            is_entry_point,
+        })
+    }
+
+    /// Name, descriptor, modifiers and line table of `m`, declared by `class`.
+    fn describe(
+        &self,
+        m: jni::sys::jmethodID,
+        class: jclass,
+        class_name: String,
+    ) -> Option<MethodInfo> {
+        let (name, descriptor) = self.jvmti.method_name(m).ok()?;
+        let modifiers = self.jvmti.method_modifiers(m).unwrap_or(0);
+        let lines = {
+            let _mem = memory::scope(Category::LineTables);
+            self.jvmti.line_number_table(m)
+        };
+        if !lines.is_empty() {
+            Counter::LineNumberTables.inc();
+        }
+        let is_entry_point = is_entry_point(&name, &descriptor, || self.is_thread_class(class));
+        Some(MethodInfo {
+            class_name,
+            name,
+            descriptor,
+            modifiers,
+            lines,
+            is_entry_point,
+        })
     }
 
     fn is_thread_class(&self, class: jclass) -> bool {
@@ -216,8 +271,17 @@ impl Resolver {
 
 impl Drop for Resolver {
     fn drop(&mut self) {
+        // `lazy` pops its local frame when dropped, after this; `thread_class` belongs to
+        // the frame below it, where deleting it is allowed.
         jvmti::delete_local_ref(self.jni, self.thread_class);
     }
+}
+
+fn internal_class_name_of(jvmti: Jvmti, class: jclass) -> Option<String> {
+    jvmti
+        .class_signature(class)
+        .ok()
+        .map(|s| internal_class_name(&s))
 }
 
 fn find_class(jni: *mut JNIEnv, name: &std::ffi::CStr) -> jclass {

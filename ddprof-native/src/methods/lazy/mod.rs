@@ -10,6 +10,8 @@
 // JNI handles are opaque tokens the JVM validates.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
+pub mod ids;
+pub mod prefetch;
 pub mod registry;
 pub mod resolve;
 pub mod tags;
@@ -106,6 +108,14 @@ impl Refs for JniRefs {
         }
     }
     fn is_cleared(&self, weak: usize) -> bool {
+        // The sweeps ask this of many entries under the registry lock, and IsSameObject is
+        // a VM transition each. A cleared weak ref holds null in its slot for good, so a
+        // read of the slot answers without it. A non-null slot may still hold an object a
+        // concurrent collector (ZGC, Shenandoah) is about to clear: that entry is simply
+        // kept until a later sweep finds the slot null.
+        if let Some(oop) = klass::oop_of(weak as jobject) {
+            return oop == 0;
+        }
         let Some(f) = self.env().IsSameObject else {
             return false;
         };
@@ -118,6 +128,9 @@ impl Refs for JniRefs {
         };
         // SAFETY: valid env, weak ref and class reference.
         unsafe { f(self.0, weak as jobject, class as jobject) != 0 }
+    }
+    fn prefetch(&self, weak: usize) {
+        prefetch::prefetch(weak & !0b11);
     }
     fn new_local(&self, weak: usize) -> Option<usize> {
         let f = self.env().NewLocalRef?;
@@ -184,9 +197,20 @@ pub fn register_class(jvmti: Jvmti, jni: *mut JNIEnv, class: jclass) {
 
 /// `klass_registry_entries` and `klass_registry_bytes`.
 pub fn publish_gauges() {
-    let r = registry();
-    Counter::KlassRegistryEntries.set(r.len() as i64);
-    Counter::KlassRegistryBytes.set(r.bytes() as i64);
+    let (entries, bytes) = registry().stats();
+    Counter::KlassRegistryEntries.set(entries as i64);
+    Counter::KlassRegistryBytes.set(bytes as i64);
+}
+
+/// At each dump: looks for dead entries in the next slots of the registry (classes can
+/// unload while none load, and then no insertion sweeps), shrinking it if it is mostly
+/// empty. Nothing to do if no lazy session ever ran. On the dumping thread, after the
+/// chunk is built (the resolver's pins are released by then).
+pub fn sweep_registry(jni: *mut JNIEnv) {
+    if let Some(r) = REGISTRY.get() {
+        r.sweep(&JniRefs(jni), registry::SWEEP_PER_DUMP);
+        publish_gauges();
+    }
 }
 
 /// JVMTI GetClassStatus: ARRAY (16) or PRIMITIVE (32).
