@@ -20,6 +20,8 @@ use super::vmstructs::{
     NMethodGroup,
 };
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 // Every read of VM memory here may race with the code cache changing under us.
 use crate::signal::safe_access::{load_i32, load_u16, load_u32, load_u8, load_usize};
 
@@ -45,6 +47,7 @@ pub struct Blob {
 
 /// Reads a scalar field at `base + field.offset`, sign- or zero-extended as its type
 /// says. Signal-safe.
+#[inline]
 pub fn load_field(base: usize, field: Field) -> Option<i64> {
     let addr = base.checked_add(field.offset)?;
     Some(match (field.size, field.signed) {
@@ -60,6 +63,7 @@ pub fn load_field(base: usize, field: Field) -> Option<i64> {
 }
 
 /// Reads a pointer field at `base + offset`. Signal-safe.
+#[inline]
 fn load_ptr(base: usize, offset: usize) -> Option<usize> {
     load_usize(base.checked_add(offset)?)
 }
@@ -83,76 +87,107 @@ fn sane_range(begin: usize, end: usize) -> Option<(usize, usize)> {
 // The code cache: bounds, heaps, segment maps, stubs.
 // ---------------------------------------------------------------------------------------
 
-/// Where a pc stands relative to one code heap.
-enum InHeap {
-    Outside,
-    /// Inside the heap: the used block holding it, or None (free or unreadable).
-    Inside(Option<Blob>),
+/// One code heap as a walk sees it: its committed range, its segment map and its
+/// segment size.
+#[derive(Clone, Copy, Debug, Default)]
+struct HeapView {
+    low: usize,
+    high: usize,
+    segmap: usize,
+    shift: u32,
+}
+
+/// What a stack walk needs to know about the code cache, read once per walk
+/// ([`CodeCacheGroup::view`]) instead of once per frame: the cache bounds, each heap's
+/// committed range, segment map and segment size, the interpreter's code range and the
+/// call stub's return address. All of them are set when the JVM starts, except a heap's
+/// committed end, which only grows (a pc beyond the end read here is as unknown as
+/// before). The view lives on the walking thread's stack for one walk; nothing is
+/// cached across walks, and each layout (real or a test's) gets its own view.
+/// Signal-safe.
+#[derive(Clone, Copy, Debug)]
+pub struct CodeCacheView {
+    low: usize,
+    high: usize,
+    heaps: [HeapView; MAX_HEAPS as usize],
+    len: usize,
+    interpreter: (usize, usize),
+    call_stub: Option<usize>,
 }
 
 impl CodeCacheGroup {
     /// Whether `low_bound <= pc < high_bound` of the whole code cache. Signal-safe.
     pub fn contains(&self, pc: usize) -> bool {
-        let low = load_usize(self.low_bound_addr);
-        let high = load_usize(self.high_bound_addr);
-        matches!((low, high), (Some(l), Some(h)) if l != 0 && l <= pc && pc < h)
+        self.view().contains(pc)
     }
 
     /// The used blob whose heap block holds `pc`, found through the heap's segment map.
-    /// Signal-safe.
+    /// Signal-safe. A walk asks [`CodeCacheView::find_blob`] instead, to read the heaps
+    /// once.
     pub fn find_blob(&self, pc: usize) -> Option<Blob> {
-        if !self.contains(pc) {
-            return None;
+        self.view().find_blob(self, pc)
+    }
+
+    /// Reads what a walk needs of the code cache (see [`CodeCacheView`]): about four
+    /// protected loads per heap plus seven. Unreadable parts leave the view empty there
+    /// (no heap, no interpreter, no call stub), so lookups answer "unknown". Signal-safe.
+    pub fn view(&self) -> CodeCacheView {
+        let mut view = CodeCacheView {
+            low: load_usize(self.low_bound_addr).unwrap_or(0),
+            high: load_usize(self.high_bound_addr).unwrap_or(0),
+            heaps: [HeapView::default(); MAX_HEAPS as usize],
+            len: 0,
+            interpreter: self.interpreter_range().unwrap_or((0, 0)),
+            call_stub: self.call_stub_return_address(),
+        };
+        if view.low == 0 || view.low >= view.high {
+            view.low = 0;
+            view.high = 0;
+            return view;
         }
-        let array = load_usize(self.heaps_addr).filter(non_null)?;
-        let len = load_field(array, self.array_len)?.clamp(0, MAX_HEAPS) as usize;
-        let data = load_ptr(array, self.array_data).filter(non_null)?;
-        for i in 0..len {
-            // The heaps are in no particular order (facts.md 3.1): try each.
-            let Some(heap) = load_usize(data.checked_add(i * 8)?) else {
+        let array = load_usize(self.heaps_addr).filter(non_null);
+        let len = array.and_then(|a| load_field(a, self.array_len));
+        let data = array.and_then(|a| load_ptr(a, self.array_data).filter(non_null));
+        let (Some(len), Some(data)) = (len, data) else {
+            return view;
+        };
+        // The heaps are in no particular order (facts.md 3.1): keep each readable one.
+        for i in 0..len.clamp(0, MAX_HEAPS) as usize {
+            let Some(heap) = data.checked_add(i * 8).and_then(load_usize) else {
                 continue;
             };
-            if let InHeap::Inside(blob) = self.lookup_in_heap(heap, pc) {
-                return blob;
+            if let (Some(h), Some(slot)) = (self.heap_view(heap), view.heaps.get_mut(view.len)) {
+                *slot = h;
+                view.len += 1;
             }
         }
-        None
+        view
     }
 
-    fn lookup_in_heap(&self, heap: usize, pc: usize) -> InHeap {
-        let Some(memory) = heap.checked_add(self.heap_memory) else {
-            return InHeap::Outside;
-        };
-        let (Some(low), Some(high)) = (
-            load_ptr(memory, self.vs_low),
-            load_ptr(memory, self.vs_high),
-        ) else {
-            return InHeap::Outside;
-        };
-        if low == 0 || pc < low || pc >= high {
-            return InHeap::Outside;
-        }
-        InHeap::Inside(self.blob_in_heap(heap, low, pc))
-    }
-
-    /// Segment-map walk (facts.md 3.2): the map holds one byte per segment, 0xFF for a
-    /// free segment, else the distance back towards the block's first segment (0).
-    fn blob_in_heap(&self, heap: usize, low: usize, pc: usize) -> Option<Blob> {
+    fn heap_view(&self, heap: usize) -> Option<HeapView> {
+        let memory = heap.checked_add(self.heap_memory)?;
+        let low = load_ptr(memory, self.vs_low).filter(non_null)?;
+        let high = load_ptr(memory, self.vs_high)?;
         let segmap = load_ptr(heap.checked_add(self.heap_segmap)?, self.vs_low)?;
         let shift = load_field(heap, self.heap_log2_segment_size)?;
-        if !(0..32).contains(&shift) {
+        if low >= high || !(0..32).contains(&shift) {
             return None;
         }
-        let shift = shift as u32;
-        let mut index = (pc - low) >> shift;
-        for _ in 0..MAX_SEGMAP_HOPS {
-            match load_u8(segmap.checked_add(index)?)? {
-                FREE_SEGMENT => return None,
-                0 => return self.used_block(low.checked_add(index << shift)?, shift, pc),
-                hop => index = index.checked_sub(usize::from(hop))?,
-            }
-        }
-        None
+        Some(HeapView {
+            low,
+            high,
+            segmap,
+            shift: shift as u32,
+        })
+    }
+
+    /// `[begin, end)` of the interpreter's code: `AbstractInterpreter::_code`, a StubQueue
+    /// covering `[_stub_buffer, _stub_buffer + _buffer_limit)`.
+    fn interpreter_range(&self) -> Option<(usize, usize)> {
+        let queue = load_usize(self.interpreter_code_addr).filter(non_null)?;
+        let begin = load_ptr(queue, self.stub_queue_buffer).filter(non_null)?;
+        let limit = usize::try_from(load_field(queue, self.stub_queue_buffer_limit)?).ok()?;
+        (limit > 0).then_some((begin, begin.checked_add(limit)?))
     }
 
     /// The blob in the block starting at `block`, if the block is used and covers `pc`.
@@ -170,15 +205,8 @@ impl CodeCacheGroup {
     /// Whether `pc` is in the template interpreter's code: `AbstractInterpreter::_code`,
     /// a StubQueue covering `[_stub_buffer, _stub_buffer + _buffer_limit)`. Signal-safe.
     pub fn is_interpreter(&self, pc: usize) -> bool {
-        let Some(queue) = load_usize(self.interpreter_code_addr).filter(non_null) else {
-            return false;
-        };
-        let buffer = load_ptr(queue, self.stub_queue_buffer);
-        let limit = load_field(queue, self.stub_queue_buffer_limit);
-        match (buffer, limit) {
-            (Some(b), Some(l)) if b != 0 && l > 0 => pc >= b && pc - b < l as usize,
-            _ => false,
-        }
+        self.interpreter_range()
+            .is_some_and(|(begin, end)| begin <= pc && pc < end)
     }
 
     /// The return address into the call stub (an entry frame's pc). Signal-safe.
@@ -190,6 +218,55 @@ impl CodeCacheGroup {
     /// Signal-safe.
     pub fn continuation_return_pc(&self) -> Option<usize> {
         load_usize(self.continuation_return_pc_addr?).filter(non_null)
+    }
+}
+
+impl CodeCacheView {
+    /// Whether `pc` is inside the code cache's bounds. Signal-safe.
+    pub fn contains(&self, pc: usize) -> bool {
+        self.low <= pc && pc < self.high
+    }
+
+    /// The used blob whose heap block holds `pc`, found through the heap's segment map;
+    /// `group` is the layout the view was read with. Signal-safe.
+    pub fn find_blob(&self, group: &CodeCacheGroup, pc: usize) -> Option<Blob> {
+        if !self.contains(pc) {
+            return None;
+        }
+        let heap = self
+            .heaps
+            .get(..self.len)?
+            .iter()
+            .find(|h| h.low <= pc && pc < h.high)?;
+        Self::blob_in_heap(group, heap, pc)
+    }
+
+    /// Segment-map walk (facts.md 3.2): the map holds one byte per segment, 0xFF for a
+    /// free segment, else the distance back towards the block's first segment (0).
+    fn blob_in_heap(group: &CodeCacheGroup, heap: &HeapView, pc: usize) -> Option<Blob> {
+        let shift = heap.shift;
+        let mut index = (pc - heap.low) >> shift;
+        for _ in 0..MAX_SEGMAP_HOPS {
+            match load_u8(heap.segmap.checked_add(index)?)? {
+                FREE_SEGMENT => return None,
+                0 => {
+                    let block = heap.low.checked_add(index << shift)?;
+                    return group.used_block(block, shift, pc);
+                }
+                hop => index = index.checked_sub(usize::from(hop))?,
+            }
+        }
+        None
+    }
+
+    /// Whether `pc` is in the template interpreter's code. Signal-safe.
+    pub fn is_interpreter(&self, pc: usize) -> bool {
+        self.interpreter.0 <= pc && pc < self.interpreter.1
+    }
+
+    /// The return address into the call stub (an entry frame's pc). Signal-safe.
+    pub fn call_stub_return_address(&self) -> Option<usize> {
+        self.call_stub
     }
 }
 
@@ -213,14 +290,8 @@ impl CodeBlobGroup {
 
     /// Whether the name is exactly `expected` (false if unreadable). Signal-safe.
     pub fn name_eq(&self, blob: Blob, expected: &[u8]) -> bool {
-        let Some(name) = self.name_ptr(blob) else {
-            return false;
-        };
-        c_string_starts_with(name, expected)
-            && name
-                .checked_add(expected.len())
-                .and_then(load_u8)
-                .is_some_and(|b| b == 0)
+        self.name_ptr(blob)
+            .is_some_and(|name| c_string_eq(name, expected))
     }
 
     /// `CodeBlob::_size`: the whole blob in bytes, header included. Signal-safe.
@@ -273,6 +344,55 @@ impl CodeBlobGroup {
             }
         }
     }
+
+    /// [`is_nmethod`](Self::is_nmethod), remembering in `names` the name pointers that
+    /// spelled an nmethod name: every nmethod's `_name` is one of two string literals in
+    /// libjvm, so after the first of each kind an nmethod costs one load and a compare
+    /// instead of a byte-by-byte compare (up to 17 protected loads). Other names are
+    /// still compared (they differ at the first byte). Signal-safe.
+    pub fn is_nmethod_cached(&self, blob: Blob, names: &NmethodNames) -> bool {
+        if !matches!(self.kind, BlobKind::Name) {
+            return self.is_nmethod(blob);
+        }
+        let Some(name) = self.name_ptr(blob) else {
+            return false;
+        };
+        if names
+            .known
+            .iter()
+            .any(|k| k.load(Ordering::Relaxed) == name)
+        {
+            return true;
+        }
+        let slot = if c_string_eq(name, b"nmethod") {
+            &names.known[0]
+        } else if c_string_eq(name, b"native nmethod") {
+            &names.known[1]
+        } else {
+            return false;
+        };
+        slot.store(name, Ordering::Relaxed);
+        true
+    }
+}
+
+/// Name pointers known to spell "nmethod" and "native nmethod" (see
+/// [`CodeBlobGroup::is_nmethod_cached`]), 0 until seen. Owned by whoever owns the layout
+/// (the walker), so a test's synthetic layout starts with its own empty set. The
+/// pointers name string literals in libjvm, which stays loaded for the life of the
+/// process. Signal-safe (relaxed atomics).
+#[derive(Debug, Default)]
+pub struct NmethodNames {
+    known: [AtomicUsize; 2],
+}
+
+/// Whether the C string at `addr` is exactly `expected`. Signal-safe.
+fn c_string_eq(addr: usize, expected: &[u8]) -> bool {
+    c_string_starts_with(addr, expected)
+        && addr
+            .checked_add(expected.len())
+            .and_then(load_u8)
+            .is_some_and(|b| b == 0)
 }
 
 /// Whether the C string at `addr` starts with `prefix`, byte by byte through protected

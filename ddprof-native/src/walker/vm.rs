@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use super::regs::{op, Regs};
 use super::{SignalContext, StackWalker, Walk};
 use crate::counters::Counter;
-use crate::hotspot::codecache::{load_field, Blob};
+use crate::hotspot::codecache::{load_field, Blob, NmethodNames};
 use crate::hotspot::debuginfo::{
     self, ChainEnd, Encoding, NmethodScopes, PcDescLayout, ScopeFormat, ScopeFrame,
 };
@@ -53,6 +53,10 @@ pub struct VmWalker {
     layout: &'static VmLayout,
     format: ScopeFormat,
     pc_desc: PcDescLayout,
+    /// Blob name pointers known to be nmethods (JDK <= 22), for this layout.
+    nmethod_names: NmethodNames,
+    /// jmethodIDs found by earlier walks (validated on every use).
+    ids: method::IdCache,
 }
 
 static WALKER: OnceLock<Option<VmWalker>> = OnceLock::new();
@@ -81,6 +85,8 @@ impl VmWalker {
                         pc_offset: pcd.pc_offset.offset,
                         scope_decode_offset: pcd.scope_decode_offset.offset,
                     },
+                    nmethod_names: NmethodNames::default(),
+                    ids: method::IdCache::new(),
                 })
             })
             .as_ref()
@@ -116,9 +122,27 @@ struct Cursor {
 struct Out<'a> {
     frames: &'a mut [Frame],
     n: usize,
+    /// How the methods met so far in this walk were recorded (see [`MethodCache`]).
+    methods: MethodCache,
+    /// Frame counts, added to their counters once at the end of the walk: one atomic
+    /// add per walk rather than one per frame (the counter's cache line moves between
+    /// the CPUs that sample).
+    ids: i64,
+    raw: i64,
+    untaggable: i64,
 }
 
-impl Out<'_> {
+impl<'a> Out<'a> {
+    fn new(frames: &'a mut [Frame]) -> Self {
+        Out {
+            frames,
+            n: 0,
+            methods: MethodCache::new(),
+            ids: 0,
+            raw: 0,
+            untaggable: 0,
+        }
+    }
     fn full(&self) -> bool {
         self.n >= self.frames.len()
     }
@@ -126,6 +150,68 @@ impl Out<'_> {
         if let Some(slot) = self.frames.get_mut(self.n) {
             *slot = f;
             self.n += 1;
+        }
+    }
+    fn flush_counts(&self) {
+        for (c, n) in [
+            (Counter::WalkvmFramesId, self.ids),
+            (Counter::WalkvmFramesRaw, self.raw),
+            (Counter::WalkvmRawFrameUntaggable, self.untaggable),
+        ] {
+            if n != 0 {
+                c.add(n);
+            }
+        }
+    }
+}
+
+/// How a `Method*` is recorded: its jmethodID, raw, raw with a lazy-mode tag, or (lazy
+/// mode, no tag readable) as an error frame.
+#[derive(Clone, Copy)]
+enum MethodKind {
+    Id(usize),
+    Raw,
+    Tagged(tags::Tag),
+    Untaggable,
+}
+
+/// Slots of the per-walk method cache (a power of two).
+const METHOD_CACHE_SLOTS: usize = 32;
+
+/// The methods of one walk and how each was recorded. A stack repeats few methods many
+/// times (recursion, the same caller on every path, inlined helpers), and finding a
+/// jmethodID costs eight protected loads on cold metadata: asking once per distinct
+/// method makes the walk cheaper. Direct-mapped; a collision only costs a new lookup.
+/// It lives for one walk and is never shared: between two walks a class can unload
+/// and its `Method*` be reused, so nothing is kept across samples.
+struct MethodCache {
+    slots: [(usize, MethodKind); METHOD_CACHE_SLOTS],
+}
+
+impl MethodCache {
+    fn new() -> Self {
+        // Key 0 never matches: a null Method* is never looked up.
+        MethodCache {
+            slots: [(0, MethodKind::Raw); METHOD_CACHE_SLOTS],
+        }
+    }
+
+    fn slot(m: usize) -> usize {
+        // Method*s are 8-byte aligned metaspace addresses: mix the bits above the
+        // alignment (Fibonacci hashing) and keep the top five.
+        ((m >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - 5)) % METHOD_CACHE_SLOTS
+    }
+
+    fn get(&self, m: usize) -> Option<MethodKind> {
+        match self.slots.get(Self::slot(m)) {
+            Some(&(key, kind)) if key == m && m != 0 => Some(kind),
+            _ => None,
+        }
+    }
+
+    fn put(&mut self, m: usize, kind: MethodKind) {
+        if let Some(slot) = self.slots.get_mut(Self::slot(m)) {
+            *slot = (m, kind);
         }
     }
 }
@@ -158,8 +244,9 @@ impl StackWalker for VmWalker {
 
     /// Signal-safe.
     fn walk(&self, uc: SignalContext, frames: &mut [Frame]) -> Walk {
-        let mut out = Out { frames, n: 0 };
+        let mut out = Out::new(frames);
         let end = self.walk_into(uc, &mut out);
+        out.flush_counts();
         if let Err(r) = end {
             count(r);
             // A failure below Java frames already recorded keeps them and marks the gap.
@@ -211,7 +298,9 @@ impl VmWalker {
             cur = self.resume_at_anchor(anchor).ok_or(reason::NO_JAVA_FRAME)?;
             anchor_used = true;
         }
-        let call_stub = cc.call_stub_return_address();
+        // The code heaps, interpreter and call stub, read once for all frames.
+        let code = cc.view();
+        let call_stub = code.call_stub_return_address();
         let mut depth = 0usize;
         // Stubs add no frame: bound the steps, not only the frames.
         let max_steps = out.frames.len().saturating_mul(2).saturating_add(64);
@@ -227,10 +316,14 @@ impl VmWalker {
             }
             let step = if Some(cur.pc) == call_stub {
                 self.entry_frame(cur)
-            } else if let Some(blob) = cc.find_blob(cur.pc) {
-                if cc.is_interpreter(cur.pc) {
+            } else if let Some(blob) = code.find_blob(cc, cur.pc) {
+                if code.is_interpreter(cur.pc) {
                     self.interpreted_frame(cur, depth, &regs, out)
-                } else if l.code_blob.as_ref().is_some_and(|b| b.is_nmethod(blob)) {
+                } else if l
+                    .code_blob
+                    .as_ref()
+                    .is_some_and(|b| b.is_nmethod_cached(blob, &self.nmethod_names))
+                {
                     self.compiled_frame(blob, cur, depth, out)
                 } else {
                     self.stub_frame(blob, cur, depth)
@@ -285,25 +378,52 @@ impl VmWalker {
         let Some(mg) = self.layout.method.as_ref() else {
             return;
         };
-        if let Some(id) = method::jmethod_id(mg, m) {
-            Counter::WalkvmFramesId.inc();
-            out.push(Frame::java(id as u64, bci, frame_type));
-            return;
-        }
-        if !lazy::is_active() {
-            Counter::WalkvmFramesRaw.inc();
-            out.push(Frame::raw(m as u64, bci, frame_type));
-            return;
-        }
-        match lazy::tag_of(mg, m).and_then(|t| tags::tagged_frame(m as u64, bci, frame_type, t)) {
-            Some(f) => {
-                Counter::WalkvmFramesRaw.inc();
+        let kind = match out.methods.get(m) {
+            Some(kind) => kind,
+            None => {
+                let kind = self.method_kind(mg, m);
+                out.methods.put(m, kind);
+                kind
+            }
+        };
+        let frame = match kind {
+            MethodKind::Id(id) => Some(Frame::java(id as u64, bci, frame_type)),
+            MethodKind::Raw => Some(Frame::raw(m as u64, bci, frame_type)),
+            // The bci is part of the tagged encoding and may not fit.
+            MethodKind::Tagged(t) => tags::tagged_frame(m as u64, bci, frame_type, t),
+            MethodKind::Untaggable => None,
+        };
+        match (frame, kind) {
+            (Some(f), MethodKind::Id(_)) => {
+                out.ids += 1;
                 out.push(f);
             }
-            None => {
-                Counter::WalkvmRawFrameUntaggable.inc();
+            (Some(f), _) => {
+                out.raw += 1;
+                out.push(f);
+            }
+            (None, _) => {
+                out.untaggable += 1;
                 out.push(Frame::error(reason::UNTAGGABLE));
             }
+        }
+    }
+
+    /// How `m` is recorded, from VM metadata (protected loads). Signal-safe.
+    fn method_kind(&self, mg: &vmstructs::MethodGroup, m: usize) -> MethodKind {
+        if let Some(id) = self.ids.get(m) {
+            return MethodKind::Id(id);
+        }
+        if let Some(id) = method::jmethod_id(mg, m) {
+            self.ids.put(m, id);
+            return MethodKind::Id(id);
+        }
+        if !lazy::is_active() {
+            return MethodKind::Raw;
+        }
+        match lazy::tag_of(mg, m) {
+            Some(t) => MethodKind::Tagged(t),
+            None => MethodKind::Untaggable,
         }
     }
 
