@@ -941,6 +941,103 @@ mod tests {
     }
 
     #[test]
+    fn nmethod_names_are_remembered_per_cache() {
+        let layout = layout_of(JDK17);
+        let g = layout.code_blob.clone().unwrap();
+        let mut mem = Mem::new(BLOB_BYTES);
+        let blob = Blob { addr: mem.base() };
+        let names = NmethodNames::default();
+        // Two copies of each name: a byte compare accepts both, the cache keeps the one
+        // it saw until another copy comes along.
+        let (nm, nm2) = (c"nmethod", std::ffi::CString::new("nmethod").unwrap());
+        let native = c"native nmethod";
+        for (name, expected) in [
+            (nm.as_ptr(), true),
+            (nm2.as_ptr(), true),
+            (native.as_ptr(), true),
+            (c"StubRoutines (1)".as_ptr(), false),
+            (c"nmethods".as_ptr(), false),
+            (nm.as_ptr(), true),
+        ] {
+            mem.word(g.name, name as usize);
+            assert_eq!(g.is_nmethod_cached(blob, &names), expected);
+            assert_eq!(g.is_nmethod(blob), expected);
+        }
+        let known: Vec<usize> = names
+            .known
+            .iter()
+            .map(|k| k.load(Ordering::Relaxed))
+            .collect();
+        assert_eq!(known, [nm.as_ptr() as usize, native.as_ptr() as usize]);
+        // A cached pointer is trusted without reading the string again.
+        let mut own = *b"nmethod\0";
+        mem.word(g.name, own.as_ptr() as usize);
+        assert!(g.is_nmethod_cached(blob, &names));
+        own[0] = b'x';
+        mem.word(g.name, own.as_ptr() as usize);
+        assert!(g.is_nmethod_cached(blob, &names));
+        assert!(!g.is_nmethod(blob));
+        // A fresh cache (another layout) starts empty.
+        let other = NmethodNames::default();
+        assert!(other.known.iter().all(|k| k.load(Ordering::Relaxed) == 0));
+        mem.word(g.name, 0);
+        assert!(!g.is_nmethod_cached(blob, &names));
+    }
+
+    #[test]
+    fn kind_field_layouts_ignore_the_name_cache() {
+        let layout = layout_of(JDK25);
+        let g = layout.code_blob.clone().unwrap();
+        let BlobKind::Field { kind, nmethod } = g.kind else {
+            panic!("25 has CodeBlob::_kind");
+        };
+        let mut mem = Mem::new(BLOB_BYTES);
+        let blob = Blob { addr: mem.base() };
+        let names = NmethodNames::default();
+        mem.field(0, kind, nmethod)
+            .word(g.name, c"native nmethod".as_ptr() as usize);
+        assert!(g.is_nmethod_cached(blob, &names));
+        mem.field(0, kind, 6);
+        assert!(!g.is_nmethod_cached(blob, &names));
+        assert!(names.known.iter().all(|k| k.load(Ordering::Relaxed) == 0));
+    }
+
+    #[test]
+    fn a_view_is_read_once_and_answers_like_the_group() {
+        let layout = layout_of(JDK21);
+        let mut c = FakeCache::new(&layout, &[40, 40, 40]);
+        let a = c.block(0, 1, 2, true);
+        let b = c.block(2, 5, 3, true);
+        let g = c.group.clone();
+        let mut queue = Mem::new(64);
+        let interp = c.addr(1, 4, 0);
+        queue
+            .word(g.stub_queue_buffer, interp)
+            .field(0, g.stub_queue_buffer_limit, SEG as i64);
+        c.statics.word(S_INTERP, queue.base());
+        c.statics.word(S_CALL_STUB, c.addr(1, 9, 3));
+        let view = c.group.view();
+        assert_eq!(view.find_blob(&c.group, c.addr(0, 2, 7)), Some(a));
+        assert_eq!(view.find_blob(&c.group, c.addr(2, 7, 0)), Some(b));
+        assert_eq!(view.find_blob(&c.group, c.addr(1, 0, 0)), None);
+        assert!(view.is_interpreter(interp) && !view.is_interpreter(interp + SEG));
+        assert_eq!(view.call_stub_return_address(), Some(c.addr(1, 9, 3)));
+        // The view keeps what it read: the statics changing later (they do not, in a
+        // JVM) does not change its answers, while the group reads them again.
+        c.statics.word(S_HEAPS, 0).word(S_CALL_STUB, 0);
+        assert_eq!(view.find_blob(&c.group, c.addr(0, 2, 7)), Some(a));
+        assert_eq!(c.group.find_blob(c.addr(0, 2, 7)), None);
+        // Blocks are still read through the segment map at lookup time.
+        c.block(0, 1, 2, false);
+        assert_eq!(view.find_blob(&c.group, c.addr(0, 2, 7)), None);
+        // Unreadable bounds give an empty view.
+        c.statics.word(S_LOW, 0);
+        let empty = c.group.view();
+        assert!(!empty.contains(c.addr(0, 2, 7)));
+        assert_eq!(empty.find_blob(&c.group, c.addr(0, 2, 7)), None);
+    }
+
+    #[test]
     fn blob_accessors_offset_layout_jdk25() {
         let layout = layout_of(JDK25);
         let g = layout.code_blob.clone().unwrap();

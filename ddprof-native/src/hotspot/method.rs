@@ -160,3 +160,38 @@ pub fn symbol(m: &MethodGroup, sym: usize) -> Option<String> {
     let bytes: Option<Vec<u8>> = (0..len).map(|i| load_u8(body + i)).collect();
     Some(String::from_utf8_lossy(&bytes?).into_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn id_cache_answers_only_while_the_id_points_back() {
+        // Two "jmethodID slots" holding Method* values (never dereferenced here).
+        let methods = [0x7f00_0000_1000usize, 0x7f00_0000_2000];
+        let mut slots: Vec<usize> = methods.to_vec();
+        let id_of = |slots: &Vec<usize>, i: usize| slots.as_ptr() as usize + 8 * i;
+        let cache = IdCache::new();
+        assert_eq!(cache.get(methods[0]), None, "empty");
+        cache.put(methods[0], id_of(&slots, 0));
+        cache.put(methods[1], id_of(&slots, 1));
+        assert_eq!(cache.get(methods[0]), Some(id_of(&slots, 0)));
+        assert_eq!(cache.get(methods[1]), Some(id_of(&slots, 1)));
+        // The class unloaded (HotSpot clears the slot) or the method was redefined (the
+        // slot names another Method*): the pair no longer proves itself.
+        slots[0] = 0;
+        assert_eq!(cache.get(methods[0]), None);
+        slots[1] = 0x7f00_0000_3000;
+        assert_eq!(cache.get(methods[1]), None);
+        // A torn pair (method of one writer, ID of another) fails the same check.
+        slots[1] = methods[1];
+        cache.put(methods[0], id_of(&slots, 1));
+        assert_eq!(cache.get(methods[0]), None);
+        // Null and unreadable IDs are misses, not faults.
+        assert_eq!(cache.get(0), None);
+        cache.put(methods[0], 8);
+        assert_eq!(cache.get(methods[0]), None);
+        // Each cache is its own: nothing leaks from one layout's walker to another's.
+        assert_eq!(IdCache::new().get(methods[1]), None);
+    }
+}
