@@ -514,11 +514,16 @@ impl VmWalker {
             .frame_complete_offset(blob)
             .map_or(code_begin, |o| code_begin.wrapping_add(o as usize));
 
-        if method::is_native(mg, m) {
-            self.push_method(out, m, -1, FRAME_NATIVE);
-        } else if depth == 0 && cur.pc < complete {
+        // Native wrappers are told by their Method's flags, but only where the debug
+        // info has nothing to say (they have no PcDescs): a compiled Java frame then
+        // never touches its Method, whose jmethodID usually comes from the cache.
+        if depth == 0 && cur.pc < complete {
             // Prologue: no debug info for these pcs; the method itself is running.
-            self.push_method(out, m, 0, frame_type);
+            if method::is_native(mg, m) {
+                self.push_method(out, m, -1, FRAME_NATIVE);
+            } else {
+                self.push_method(out, m, 0, frame_type);
+            }
         } else {
             self.push_scopes(blob, m, cur.pc, code_begin, depth, frame_type, out);
         }
@@ -538,7 +543,8 @@ impl VmWalker {
         }
     }
 
-    /// Frames of one nmethod pc, innermost inlined scope first.
+    /// Frames of one nmethod pc, innermost inlined scope first; a native wrapper (no
+    /// debug info) gives its one native frame.
     #[allow(clippy::too_many_arguments)]
     fn push_scopes(
         &self,
@@ -589,8 +595,18 @@ impl VmWalker {
             },
         };
         if chain.count == 0 || !matches!(chain.end, ChainEnd::Complete | ChainEnd::Truncated) {
-            Counter::WalkvmNoScope.inc();
-            self.push_method(out, m, 0, frame_type);
+            if self
+                .layout
+                .method
+                .as_ref()
+                .is_some_and(|mg| method::is_native(mg, m))
+            {
+                // A native wrapper: HotSpot gives them an empty PcDesc table.
+                self.push_method(out, m, -1, FRAME_NATIVE);
+            } else {
+                Counter::WalkvmNoScope.inc();
+                self.push_method(out, m, 0, frame_type);
+            }
             return;
         }
         let last = chain.count - 1;
