@@ -13,7 +13,7 @@ use super::{SignalContext, StackWalker, Walk};
 use crate::counters::Counter;
 use crate::hotspot::codecache::{load_field, Blob, NmethodNames};
 use crate::hotspot::debuginfo::{
-    self, ChainEnd, Encoding, NmethodScopes, PcDescLayout, ScopeFormat, ScopeFrame,
+    self, ChainEnd, Encoding, NmethodScopes, PcDescCache, PcDescLayout, ScopeFormat, ScopeFrame,
 };
 use crate::hotspot::vmstructs::{self, VmLayout};
 use crate::hotspot::SafeMemory;
@@ -57,6 +57,8 @@ pub struct VmWalker {
     nmethod_names: NmethodNames,
     /// jmethodIDs found by earlier walks (validated on every use).
     ids: method::IdCache,
+    /// PcDescs found by earlier walks (validated on every use).
+    pc_descs: PcDescCache,
 }
 
 static WALKER: OnceLock<Option<VmWalker>> = OnceLock::new();
@@ -87,6 +89,7 @@ impl VmWalker {
                     },
                     nmethod_names: NmethodNames::default(),
                     ids: method::IdCache::new(),
+                    pc_descs: PcDescCache::new(),
                 })
             })
             .as_ref()
@@ -580,16 +583,19 @@ impl VmWalker {
         let offset = pc
             .wrapping_sub(code_begin)
             .wrapping_add((depth == 0) as usize);
-        let chain = match debug {
-            Some(d) => debuginfo::decode_at_pc(
+        let pc_desc = debug.as_ref().and_then(|d| {
+            self.pc_descs
+                .find(&SafeMemory, &self.pc_desc, d, code_begin, offset)
+        });
+        let chain = match (debug, pc_desc) {
+            (Some(d), Some(pd)) => debuginfo::decode_scopes(
                 &SafeMemory,
-                &self.pc_desc,
                 &self.format,
-                &d,
-                offset,
+                &d.scopes,
+                pd.scope_decode_offset,
                 &mut scopes,
             ),
-            None => debuginfo::ScopeChain {
+            _ => debuginfo::ScopeChain {
                 count: 0,
                 end: ChainEnd::NoPcDesc,
             },
