@@ -127,6 +127,8 @@ struct Out<'a> {
     n: usize,
     /// How the methods met so far in this walk were recorded (see [`MethodCache`]).
     methods: MethodCache,
+    /// Compiled frames already decoded in this walk, by pc (see [`Out::repeat_chain`]).
+    chains: [Chain; CHAIN_SLOTS],
     /// Frame counts, added to their counters once at the end of the walk: one atomic
     /// add per walk rather than one per frame (the counter's cache line moves between
     /// the CPUs that sample).
@@ -141,6 +143,7 @@ impl<'a> Out<'a> {
             frames,
             n: 0,
             methods: MethodCache::new(),
+            chains: [Chain::default(); CHAIN_SLOTS],
             ids: 0,
             raw: 0,
             untaggable: 0,
@@ -155,6 +158,55 @@ impl<'a> Out<'a> {
             self.n += 1;
         }
     }
+    /// Pushes again the frames that the compiled frame with the same pc pushed earlier
+    /// in this walk, if it did and they all fit. A recursive stack returns to the same
+    /// pc again and again, and each of those frames would decode the same inline chain
+    /// (about five loads per scope). Within one walk the chain cannot differ: same pc,
+    /// same nmethod, same PcDesc. Never kept across walks.
+    fn repeat_chain(&mut self, key: usize) -> bool {
+        let Some(&c) = self.chains.get(Chain::slot(key)) else {
+            return false;
+        };
+        let (first, count) = (c.first as usize, c.count as usize);
+        if key == 0 || c.key != key || first + count > self.n {
+            return false;
+        }
+        if self.frames.len() - self.n < count {
+            return false;
+        }
+        for i in 0..count {
+            let Some(&f) = self.frames.get(first + i) else {
+                return false;
+            };
+            self.push(f);
+        }
+        self.ids += i64::from(c.ids);
+        self.raw += i64::from(c.raw);
+        self.untaggable += i64::from(c.untaggable);
+        true
+    }
+
+    /// Remembers that the frames from `before` (the state before the compiled frame
+    /// `key` was pushed) to now are that frame's chain.
+    fn remember_chain(&mut self, key: usize, before: (usize, i64, i64, i64)) {
+        let (n, ids, raw, untaggable) = before;
+        let count = |d: i64| u32::try_from(d).unwrap_or(0);
+        if let Some(slot) = self.chains.get_mut(Chain::slot(key)) {
+            *slot = Chain {
+                key,
+                first: n as u32,
+                count: (self.n - n) as u32,
+                ids: count(self.ids - ids),
+                raw: count(self.raw - raw),
+                untaggable: count(self.untaggable - untaggable),
+            };
+        }
+    }
+
+    fn counts(&self) -> (usize, i64, i64, i64) {
+        (self.n, self.ids, self.raw, self.untaggable)
+    }
+
     fn flush_counts(&self) {
         for (c, n) in [
             (Counter::WalkvmFramesId, self.ids),
@@ -165,6 +217,27 @@ impl<'a> Out<'a> {
                 c.add(n);
             }
         }
+    }
+}
+
+/// Slots of the per-walk chain memo (a power of two).
+const CHAIN_SLOTS: usize = 8;
+
+/// Where the frames of one decoded compiled frame went in this walk's buffer.
+#[derive(Clone, Copy, Default)]
+struct Chain {
+    /// The pc the PcDesc was looked up for (0: empty slot).
+    key: usize,
+    first: u32,
+    count: u32,
+    ids: u32,
+    raw: u32,
+    untaggable: u32,
+}
+
+impl Chain {
+    fn slot(key: usize) -> usize {
+        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - 3)) % CHAIN_SLOTS
     }
 }
 
@@ -562,6 +635,16 @@ impl VmWalker {
         let Some(nm) = self.layout.nmethod.as_ref() else {
             return;
         };
+        // The top frame's pc is arbitrary: like AsyncGetCallTrace, take the first PcDesc
+        // after it. Return addresses have an exact PcDesc.
+        let offset = pc
+            .wrapping_sub(code_begin)
+            .wrapping_add((depth == 0) as usize);
+        let key = code_begin.wrapping_add(offset);
+        if out.repeat_chain(key) {
+            return;
+        }
+        let before = out.counts();
         let debug = (|| {
             let (pcs_begin, pcs_end) = nm.pc_desc_range(blob)?;
             let data = nm.scopes_data_begin(blob)?;
@@ -578,11 +661,6 @@ impl VmWalker {
             })
         })();
         let mut scopes = [ScopeFrame { method: 0, bci: 0 }; MAX_SCOPES];
-        // The top frame's pc is arbitrary: like AsyncGetCallTrace, take the first PcDesc
-        // after it. Return addresses have an exact PcDesc.
-        let offset = pc
-            .wrapping_sub(code_begin)
-            .wrapping_add((depth == 0) as usize);
         let pc_desc = debug.as_ref().and_then(|d| {
             self.pc_descs
                 .find(&SafeMemory, &self.pc_desc, d, code_begin, offset)
@@ -621,6 +699,7 @@ impl VmWalker {
             let sm = if s.method == 0 { m } else { s.method };
             self.push_method(out, sm, s.bci.max(0), t);
         }
+        out.remember_chain(key, before);
     }
 
     /// The top compiled frame caught in its prologue or epilogue, where the frame is
