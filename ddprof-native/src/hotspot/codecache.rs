@@ -87,24 +87,24 @@ fn sane_range(begin: usize, end: usize) -> Option<(usize, usize)> {
 // The code cache: bounds, heaps, segment maps, stubs.
 // ---------------------------------------------------------------------------------------
 
-/// One code heap as a walk sees it: its committed range, its segment map and its
-/// segment size.
+/// The parts of one code heap that never change: the `CodeHeap*`, the start of its
+/// memory, its segment map and its segment size.
 #[derive(Clone, Copy, Debug, Default)]
 struct HeapView {
+    heap: usize,
     low: usize,
-    high: usize,
     segmap: usize,
     shift: u32,
 }
 
-/// What a stack walk needs to know about the code cache, read once per walk
-/// ([`CodeCacheGroup::view`]) instead of once per frame: the cache bounds, each heap's
-/// committed range, segment map and segment size, the interpreter's code range and the
-/// call stub's return address. All of them are set when the JVM starts, except a heap's
-/// committed end, which only grows (a pc beyond the end read here is as unknown as
-/// before). The view lives on the walking thread's stack for one walk; nothing is
-/// cached across walks, and each layout (real or a test's) gets its own view.
-/// Signal-safe.
+/// What a stack walk needs to know about the code cache, read by
+/// [`CodeCacheGroup::view`] instead of once per frame: the cache's reserved bounds, each
+/// heap's start, segment map and segment size, the interpreter's code range and the call
+/// stub's return address. HotSpot sets all of them up before the first Java code runs
+/// and never changes them; the one moving part, a heap's committed end (it grows), is
+/// read at each lookup. So a view read once the JVM runs stays right for the life of the
+/// process: the walker reads one when it is set up (per layout, never a global), and
+/// tests read their own over synthetic memory. Signal-safe.
 #[derive(Clone, Copy, Debug)]
 pub struct CodeCacheView {
     low: usize,
@@ -130,7 +130,8 @@ impl CodeCacheGroup {
 
     /// Reads what a walk needs of the code cache (see [`CodeCacheView`]): about four
     /// protected loads per heap plus seven. Unreadable parts leave the view empty there
-    /// (no heap, no interpreter, no call stub), so lookups answer "unknown". Signal-safe.
+    /// (no heap, no interpreter, no call stub), so lookups answer "unknown"
+    /// ([`CodeCacheView::complete`] tells). Signal-safe.
     pub fn view(&self) -> CodeCacheView {
         let mut view = CodeCacheView {
             low: load_usize(self.low_bound_addr).unwrap_or(0),
@@ -167,18 +168,22 @@ impl CodeCacheGroup {
     fn heap_view(&self, heap: usize) -> Option<HeapView> {
         let memory = heap.checked_add(self.heap_memory)?;
         let low = load_ptr(memory, self.vs_low).filter(non_null)?;
-        let high = load_ptr(memory, self.vs_high)?;
         let segmap = load_ptr(heap.checked_add(self.heap_segmap)?, self.vs_low)?;
         let shift = load_field(heap, self.heap_log2_segment_size)?;
-        if low >= high || !(0..32).contains(&shift) {
+        if !(0..32).contains(&shift) {
             return None;
         }
         Some(HeapView {
+            heap,
             low,
-            high,
             segmap,
             shift: shift as u32,
         })
+    }
+
+    /// A heap's committed end (`_memory._high`), which grows as code is added.
+    fn heap_high(&self, heap: usize) -> Option<usize> {
+        load_ptr(heap.checked_add(self.heap_memory)?, self.vs_high)
     }
 
     /// `[begin, end)` of the interpreter's code: `AbstractInterpreter::_code`, a StubQueue
@@ -222,22 +227,35 @@ impl CodeCacheGroup {
 }
 
 impl CodeCacheView {
+    /// Whether everything a walk needs was readable: bounds, at least one heap, the
+    /// interpreter and the call stub. Signal-safe.
+    pub fn complete(&self) -> bool {
+        self.low != 0 && self.len > 0 && self.interpreter.0 != 0 && self.call_stub.is_some()
+    }
+
     /// Whether `pc` is inside the code cache's bounds. Signal-safe.
     pub fn contains(&self, pc: usize) -> bool {
         self.low <= pc && pc < self.high
     }
 
     /// The used blob whose heap block holds `pc`, found through the heap's segment map;
-    /// `group` is the layout the view was read with. Signal-safe.
+    /// `group` is the layout the view was read with. One protected load (the heap's
+    /// committed end) plus the segment-map walk. Signal-safe.
     pub fn find_blob(&self, group: &CodeCacheGroup, pc: usize) -> Option<Blob> {
         if !self.contains(pc) {
             return None;
         }
+        // Heaps do not overlap: the one that starts last at or below pc is the only
+        // candidate (they are in no particular order, facts.md 3.1).
         let heap = self
             .heaps
             .get(..self.len)?
             .iter()
-            .find(|h| h.low <= pc && pc < h.high)?;
+            .filter(|h| h.low <= pc)
+            .max_by_key(|h| h.low)?;
+        if pc >= group.heap_high(heap.heap)? {
+            return None;
+        }
         Self::blob_in_heap(group, heap, pc)
     }
 
@@ -1027,12 +1045,19 @@ mod tests {
         c.statics.word(S_HEAPS, 0).word(S_CALL_STUB, 0);
         assert_eq!(view.find_blob(&c.group, c.addr(0, 2, 7)), Some(a));
         assert_eq!(c.group.find_blob(c.addr(0, 2, 7)), None);
+        // A heap's committed end is read at lookup time: a pc past it is not code.
+        let (memory, high) = (g.heap_memory + g.vs_high, c.addr(2, 6, 0));
+        c.heap_structs[2].word(memory, high);
+        assert_eq!(view.find_blob(&c.group, c.addr(2, 7, 0)), None);
+        assert_eq!(view.find_blob(&c.group, c.addr(2, 5, 40)), Some(b));
         // Blocks are still read through the segment map at lookup time.
         c.block(0, 1, 2, false);
         assert_eq!(view.find_blob(&c.group, c.addr(0, 2, 7)), None);
+        assert!(view.complete());
         // Unreadable bounds give an empty view.
         c.statics.word(S_LOW, 0);
         let empty = c.group.view();
+        assert!(!empty.complete());
         assert!(!empty.contains(c.addr(0, 2, 7)));
         assert_eq!(empty.find_blob(&c.group, c.addr(0, 2, 7)), None);
     }

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use super::regs::{op, Regs};
 use super::{SignalContext, StackWalker, Walk};
 use crate::counters::Counter;
-use crate::hotspot::codecache::{load_field, Blob, NmethodNames};
+use crate::hotspot::codecache::{load_field, Blob, CodeCacheView, NmethodNames};
 use crate::hotspot::debuginfo::{
     self, ChainEnd, Encoding, NmethodScopes, PcDescCache, PcDescLayout, ScopeFormat, ScopeFrame,
 };
@@ -59,6 +59,9 @@ pub struct VmWalker {
     ids: method::IdCache,
     /// PcDescs found by earlier walks (validated on every use).
     pc_descs: PcDescCache,
+    /// The code heaps, interpreter and call stub, read once (they never move); None if
+    /// that read came up short, and then each walk reads them.
+    code: Option<CodeCacheView>,
 }
 
 static WALKER: OnceLock<Option<VmWalker>> = OnceLock::new();
@@ -90,6 +93,11 @@ impl VmWalker {
                     nmethod_names: NmethodNames::default(),
                     ids: method::IdCache::new(),
                     pc_descs: PcDescCache::new(),
+                    code: layout
+                        .code_cache
+                        .as_ref()
+                        .map(|cc| cc.view())
+                        .filter(CodeCacheView::complete),
                 })
             })
             .as_ref()
@@ -374,8 +382,15 @@ impl VmWalker {
             cur = self.resume_at_anchor(anchor).ok_or(reason::NO_JAVA_FRAME)?;
             anchor_used = true;
         }
-        // The code heaps, interpreter and call stub, read once for all frames.
-        let code = cc.view();
+        // The code heaps, interpreter and call stub: read at setup, else once per walk.
+        let fresh;
+        let code = match &self.code {
+            Some(view) => view,
+            None => {
+                fresh = cc.view();
+                &fresh
+            }
+        };
         let call_stub = code.call_stub_return_address();
         let mut depth = 0usize;
         // Stubs add no frame: bound the steps, not only the frames.
