@@ -16,8 +16,6 @@
 
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::zeroed::{self, Zeroable};
-
 /// Reads VM memory. The walker implements it with crash-protected loads; a `None` is a load
 /// that faulted (or, for [`Bytes`], fell outside the array). Values are in native byte order.
 pub trait Memory {
@@ -315,14 +313,13 @@ struct PcDescSlot {
     desc: AtomicUsize,
 }
 
-// SAFETY: two AtomicUsize are valid when zeroed.
-unsafe impl Zeroable for PcDescSlot {}
-
 impl PcDescCache {
     /// An empty cache (allocates; not signal-safe).
     pub fn new() -> PcDescCache {
         PcDescCache {
-            slots: zeroed::boxed(PC_DESC_CACHE_SLOTS),
+            slots: core::iter::repeat_with(PcDescSlot::default)
+                .take(PC_DESC_CACHE_SLOTS)
+                .collect(),
         }
     }
 

@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use super::codecache::load_field;
 use super::vmstructs::MethodGroup;
 use crate::signal::safe_access::{load_u8, load_usize};
-use crate::zeroed::{self, Zeroable};
 
 /// ACC_NATIVE in `Method::_access_flags`.
 const ACC_NATIVE: i64 = 0x0100;
@@ -76,14 +75,13 @@ struct IdSlot {
     id: AtomicUsize,
 }
 
-// SAFETY: two AtomicUsize are valid when zeroed.
-unsafe impl Zeroable for IdSlot {}
-
 impl IdCache {
     /// An empty cache (allocates; not signal-safe).
     pub fn new() -> IdCache {
         IdCache {
-            slots: zeroed::boxed(ID_CACHE_SLOTS),
+            slots: std::iter::repeat_with(IdSlot::default)
+                .take(ID_CACHE_SLOTS)
+                .collect(),
         }
     }
 
