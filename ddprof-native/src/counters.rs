@@ -8,6 +8,7 @@
 //! Signal-safe: `inc`, `add`, `set`, `max` are plain atomics.
 
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::OnceLock;
 
 macro_rules! counters {
     ($($variant:ident => $name:literal,)*) => {
@@ -56,6 +57,12 @@ counters! {
     WalkvmUnavailable => "walkvm_unavailable",
     WalkvmFramesId => "walkvm_frames_jmethodid",
     WalkvmFramesRaw => "walkvm_frames_raw",
+    WalkvmNativeRecovered => "walkvm_native_recovered",
+    WalkvmNativeFrames => "walkvm_native_frames",
+    WalkvmNativeBroken => "walkvm_native_chain_broken",
+    WalkvmNativeOnly => "walkvm_native_only_stacks",
+    WalkvmNativeDwarfSteps => "walkvm_native_dwarf_steps",
+    NativeUnwindTableBytes => "native_unwind_table_bytes",
     WalkCompareSamples => "walk_compare_samples",
     WalkCompareSame => "walk_compare_same",
     WalkCompareSameMethods => "walk_compare_same_methods",
@@ -88,18 +95,30 @@ counters! {
     RawFrameResolveCacheHits => "raw_frame_resolve_cache_hits",
     DumpCount => "dump_count",
     DumpNanosLast => "dump_ns_last",
+    DumpAllocationsLast => "dump_allocations_last",
     WriterWaitTimeouts => "dump_writer_wait_timeouts",
+    // Allocator facts (memory/malloc.rs); the arena figures are -1 when unknowable.
+    MallocIsGlibc => "malloc_is_glibc",
+    MallocHeaderBytes => "malloc_chunk_header_bytes",
+    MallocArenaBytes => "malloc_arena_bytes",
+    MallocInUseBytes => "malloc_in_use_bytes",
+    MallocFreeHeldBytes => "malloc_free_held_bytes",
+    MallocTrimmableBytes => "malloc_trimmable_bytes",
+    MallocMmapBytes => "malloc_mmap_bytes",
 }
 
 pub const COUNT: usize = NAMES.len();
 pub const SLOT_BYTES: usize = 128;
+/// Slots after the named counters: the memory gauges, named by `memory::gauge_names`.
+const GAUGES: usize = crate::memory::GAUGES;
+const SLOTS_LEN: usize = COUNT + GAUGES;
 
 #[repr(C, align(128))]
 pub struct Slot(AtomicI64);
 
 #[allow(clippy::declare_interior_mutable_const)]
 const ZERO: Slot = Slot(AtomicI64::new(0));
-static SLOTS: [Slot; COUNT] = [ZERO; COUNT];
+static SLOTS: [Slot; SLOTS_LEN] = [ZERO; SLOTS_LEN];
 
 impl Counter {
     #[inline]
@@ -134,18 +153,36 @@ pub fn reset_all() {
     }
 }
 
-/// (name, value) of every counter, in slot order.
+/// Sets memory gauge `i` (0-based after the named counters).
+pub fn set_gauge(i: usize, v: i64) {
+    if let Some(s) = SLOTS.get(COUNT + i) {
+        s.0.store(v, Ordering::Relaxed);
+    }
+}
+
+/// Every slot's name: the table above, then the memory gauges.
+pub fn names() -> &'static [String] {
+    static ALL: OnceLock<Vec<String>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        let mut v: Vec<String> = NAMES.iter().map(|n| n.to_string()).collect();
+        v.extend(crate::memory::gauge_names());
+        debug_assert_eq!(v.len(), SLOTS_LEN);
+        v
+    })
+}
+
+/// (name, value) of every slot, in slot order.
 pub fn snapshot() -> Vec<(&'static str, i64)> {
-    NAMES
+    names()
         .iter()
         .zip(SLOTS.iter())
-        .map(|(n, s)| (*n, s.0.load(Ordering::Relaxed)))
+        .map(|(n, s)| (n.as_str(), s.0.load(Ordering::Relaxed)))
         .collect()
 }
 
 /// Base address and byte length of the slot array, for the Java ByteBuffer view.
 pub fn raw_buffer() -> (*mut u8, usize) {
-    (SLOTS.as_ptr() as *mut u8, COUNT * SLOT_BYTES)
+    (SLOTS.as_ptr() as *mut u8, SLOTS_LEN * SLOT_BYTES)
 }
 
 #[cfg(test)]
@@ -155,9 +192,10 @@ mod tests {
     #[test]
     fn slots_are_128_bytes_apart_and_names_unique() {
         assert_eq!(std::mem::size_of::<Slot>(), SLOT_BYTES);
-        let mut names = NAMES.to_vec();
-        names.sort_unstable();
-        names.dedup();
-        assert_eq!(names.len(), COUNT);
+        let mut all = names().to_vec();
+        assert_eq!(all.len(), SLOTS_LEN);
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), SLOTS_LEN);
     }
 }

@@ -34,7 +34,10 @@ pub fn build_chunk(
     settings: &[PendingSetting],
     end_ticks: i64,
     end_nanos: i64,
-) -> Vec<u8> {
+    id_base: u32,
+) -> (Vec<u8>, u32) {
+    // Charged here unless a nested scope (pools, method resolution) claims it.
+    let _mem = crate::memory::scope(crate::memory::Category::JfrBuffers);
     let args = &session.args;
     let start_ticks = session.chunk_start_ticks;
     let mut chunk = ChunkBuilder::new(
@@ -44,7 +47,8 @@ pub fn build_chunk(
             ticks_per_second: TICKS_PER_SECOND,
         },
         &args.attributes,
-    );
+    )
+    .with_id_base(id_base);
     let me = threads::gettid() as i64;
     write_settings(&mut chunk, session, start_ticks, me);
     write_system_info(&mut chunk, args, start_ticks);
@@ -74,7 +78,7 @@ pub fn build_chunk(
         chunk.execution_sample(&Sample {
             ticks: s.ticks,
             tid: s.tid as i64,
-            trace_key: s.trace_id as u64,
+            trace_key: chunk.trace_ref(s.trace_id as u64),
             state: STATE_RUNNABLE,
             mode: MODE_UNKNOWN,
             weight: 1,
@@ -132,13 +136,18 @@ pub fn build_chunk(
         recording_start_ms: session.started_epoch_ms,
         recording_duration_ms: end_nanos / 1_000_000 - session.started_epoch_ms,
     });
+    crate::memory::refresh(true);
     for (name, value) in counters::snapshot() {
         chunk.profiler_counter(end_ticks, name, value);
     }
     // Per-dump counters start again with the next chunk.
     counters::Counter::UnwindingNanos.set(0);
     counters::Counter::UnwindingNanosMax.set(0);
-    chunk.finish(end_ticks, end_nanos - session.chunk_start_nanos)
+    let next_id_base = chunk.next_id_base();
+    (
+        chunk.finish(end_ticks, end_nanos - session.chunk_start_nanos),
+        next_id_base,
+    )
 }
 
 fn write_settings(chunk: &mut ChunkBuilder, session: &Session, ticks: i64, tid: i64) {
@@ -359,13 +368,17 @@ fn write_traces(chunk: &mut ChunkBuilder, jni: *mut JNIEnv, gen: &Generation) ->
     let mut resolver = Resolver::new(jvmti, jni);
     let mut method_keys: HashMap<(u8, u64), u32> = HashMap::new();
     let mut unknown: Option<u32> = None;
+    let mut natives = NativeNames::default();
     let mut refs: Vec<FrameRef> = Vec::new();
     for trace in gen.traces.iter() {
         refs.clear();
         let mut root_is_entry = false;
         for f in trace.frames {
-            let (key, line, info_entry, named) =
-                frame_ref(chunk, &mut resolver, &mut method_keys, &mut unknown, f);
+            let (key, line, info_entry, named) = if f.kind == kind::NATIVE_PC {
+                (natives.key(chunk, f.method), 0, false, true)
+            } else {
+                frame_ref(chunk, &mut resolver, &mut method_keys, &mut unknown, f)
+            };
             root_is_entry = info_entry;
             if !named {
                 unnamed.insert(trace.id);
@@ -389,6 +402,39 @@ fn write_traces(chunk: &mut ChunkBuilder, jni: *mut JNIEnv, gen: &Generation) ->
         chunk.add_stack_trace(trace.id as u64, truncated, &refs);
     }
     unnamed
+}
+
+/// Method-pool keys of native frames (`cstack=vmx`): one entry per function name, so that
+/// every pc of a function shares it. The symbolizer (reading `/proc/self/maps`) is made
+/// on the first native frame of the dump.
+#[derive(Default)]
+struct NativeNames {
+    symbols: Option<crate::symbols::Symbolizer>,
+    by_pc: HashMap<u64, u32>,
+    by_name: HashMap<String, u32>,
+}
+
+impl NativeNames {
+    fn key(&mut self, chunk: &mut ChunkBuilder, pc: u64) -> u32 {
+        if let Some(k) = self.by_pc.get(&pc) {
+            return *k;
+        }
+        let name = self
+            .symbols
+            .get_or_insert_with(crate::symbols::Symbolizer::new)
+            .name(pc);
+        let k = match self.by_name.get(name) {
+            Some(k) => *k,
+            None => {
+                // The contract's native frame: class "", the symbol, `()L;`, ACC_NATIVE.
+                let k = chunk.intern_method("", name, "()L;", 0x100, false);
+                self.by_name.insert(name.to_string(), k);
+                k
+            }
+        };
+        self.by_pc.insert(pc, k);
+        k
+    }
 }
 
 /// (method pool key, line, whether the method is a thread entry point, whether the frame

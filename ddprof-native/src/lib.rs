@@ -7,17 +7,23 @@ pub mod args;
 pub mod context;
 pub mod counters;
 pub mod dump;
+pub mod elf;
 pub mod engine;
 pub mod hotspot;
 pub mod jfr;
 pub mod jvmti;
 pub mod log;
+pub mod memory;
 pub mod methods;
 pub mod profiler;
 pub mod sampler;
 pub mod signal;
+pub mod symbols;
 pub mod threads;
 pub mod traces;
 pub mod vm;
 pub mod walker;
-pub mod zeroed;
+
+/// Every Rust allocation of the core is charged to a memory category (memory/).
+#[global_allocator]
+static ALLOCATOR: memory::CountingAllocator = memory::CountingAllocator;

@@ -3,7 +3,7 @@
 
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -169,6 +169,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     }
     if reset {
         counters::reset_all();
+        crate::memory::on_start();
         recorder.reset();
         PENDING_SETTINGS.lock().clear();
     }
@@ -187,6 +188,15 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         EngineChoice::CTimer => (Arc::new(CTimer::default()), EngineKind::CTimer),
         EngineChoice::ITimer => (Arc::new(ITimer), EngineKind::ITimer),
     };
+    // cstack=vmx: the VM walker also records native frames (walker/native.rs).
+    let mixed = walker == WalkerKind::Vm && args.cstack == CStack::Vmx;
+    crate::walker::native::set_mixed(mixed);
+    if walker == WalkerKind::Vm {
+        // DWARF rules for the libraries mapped now (rebuilt when they change, at starts
+        // and dumps).
+        let bytes = crate::walker::dwarf::refresh();
+        counters::Counter::NativeUnwindTableBytes.set(bytes as i64);
+    }
     sampler::arm(kind, walker, args.walkcompare, args.jstackdepth as usize);
     *ENGINE.write() = Some(engine.clone());
     if let Err(e) = engine.start(interval) {
@@ -216,6 +226,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         chunk_start_nanos: epoch_nanos(),
         chunk_start_ticks: sampler::ticks(),
         walker: match walker {
+            WalkerKind::Vm if mixed => "vmx",
             WalkerKind::Vm => "vm",
             WalkerKind::Agct => "asgct",
         },
@@ -297,8 +308,15 @@ fn resolve_walker(args: &Args, warnings: &mut Vec<String>) -> WalkerKind {
     }
 }
 
+/// Pool-id base for the next chunk appended to the main file: past every id of the chunks
+/// it already holds (see `jfr::pools::Pools`); 0 whenever the file starts empty.
+static NEXT_ID_BASE: AtomicU32 = AtomicU32::new(0);
+
 /// Creates (start: truncates) the output file, so a bad path fails before anything runs.
 fn open_output(file: &Path, truncate: bool) -> Result<(), Error> {
+    if truncate {
+        NEXT_ID_BASE.store(0, Ordering::Relaxed);
+    }
     let mut o = OpenOptions::new();
     o.write(true).create(true);
     if truncate {
@@ -316,6 +334,7 @@ fn open_output(file: &Path, truncate: bool) -> Result<(), Error> {
 
 fn register_current_thread(jni: *mut JNIEnv) {
     let Some(jvmti) = vm::jvmti() else { return };
+    let _mem = crate::memory::scope(crate::memory::Category::ThreadInfo);
     if let Some((name, id)) = vm::describe_thread(jvmti, jni, std::ptr::null_mut()) {
         threads::register_java_thread(threads::gettid(), name, id);
     }
@@ -331,7 +350,9 @@ pub fn stop(jni: *mut JNIEnv) -> Result<(), Error> {
     sampler::disarm();
     *ENGINE.write() = None;
     let file = session.file.clone();
-    let result = write_chunk(jni, session, &file);
+    // Appended: `start` emptied the file, `dump` restarted it, and `resume` keeps the
+    // chunks written before it.
+    let result = write_chunk(jni, session, &file, true);
     *guard = None;
     result
 }
@@ -346,7 +367,7 @@ pub fn dump_to(jni: *mut JNIEnv, path: &Path) -> Result<(), Error> {
     if same_file(path, &session.file) {
         return Ok(());
     }
-    write_chunk(jni, session, path)?;
+    write_chunk(jni, session, path, false)?;
     open_output(&session.file.clone(), true)
 }
 
@@ -357,8 +378,14 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// Retires the current generation and writes it as one chunk to `path`.
-fn write_chunk(jni: *mut JNIEnv, session: &mut Session, path: &Path) -> Result<(), Error> {
+/// Retires the current generation and writes it as one chunk to `path`, after what the
+/// file holds (`append`) or instead of it.
+fn write_chunk(
+    jni: *mut JNIEnv,
+    session: &mut Session,
+    path: &Path,
+    append: bool,
+) -> Result<(), Error> {
     let t0 = Instant::now();
     let recorder =
         sampler::recorder().ok_or_else(|| Error::State("profiler buffers missing".into()))?;
@@ -367,26 +394,52 @@ fn write_chunk(jni: *mut JNIEnv, session: &mut Session, path: &Path) -> Result<(
     let end_ticks = sampler::ticks();
     let epoch = EPOCH.fetch_add(1, Ordering::AcqRel);
     let settings = std::mem::take(&mut *PENDING_SETTINGS.lock());
-    let chunk = dump::build_chunk(
+    let allocations = crate::memory::thread_allocations();
+    if session.walker != "asgct" {
+        // Libraries loaded since the last check get their DWARF rules.
+        let bytes = crate::walker::dwarf::refresh();
+        counters::Counter::NativeUnwindTableBytes.set(bytes as i64);
+    }
+    let id_base = if append {
+        NEXT_ID_BASE.load(Ordering::Relaxed)
+    } else {
+        0
+    };
+    let (chunk, next_id_base) = dump::build_chunk(
         jni,
         session,
         recorder.generation(old),
         &settings,
         end_ticks,
         end_nanos,
+        id_base,
     );
+    if append {
+        NEXT_ID_BASE.store(next_id_base, Ordering::Relaxed);
+    }
     recorder.clear(old);
     session.chunk_start_nanos = end_nanos;
     session.chunk_start_ticks = end_ticks;
     threads::prune(epoch);
     counters::Counter::DumpCount.inc();
     counters::Counter::DumpNanosLast.set(t0.elapsed().as_nanos() as i64);
-    std::fs::write(path, chunk).map_err(|e| {
-        Error::Io(format!(
-            "Could not write recording '{}': {e}",
-            path.display()
-        ))
-    })
+    counters::Counter::DumpAllocationsLast
+        .set((crate::memory::thread_allocations() - allocations) as i64);
+    let mut o = OpenOptions::new();
+    o.create(true);
+    if append {
+        o.append(true);
+    } else {
+        o.write(true).truncate(true);
+    }
+    o.open(path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, &chunk))
+        .map_err(|e| {
+            Error::Io(format!(
+                "Could not write recording '{}': {e}",
+                path.display()
+            ))
+        })
 }
 
 pub fn status() -> String {

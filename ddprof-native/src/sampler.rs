@@ -10,11 +10,11 @@ use std::sync::OnceLock;
 
 use crate::counters::Counter;
 use crate::engine::TIMER_SIGNAL_MAGIC;
+use crate::memory::{Category, Mapped, Zeroable};
 use crate::signal::{self, ErrnoGuard};
 use crate::threads;
 use crate::traces::{Frame, Recorder, SampleRecord};
 use crate::walker::{agct::Agct, compare, vm::VmWalker, SignalContext, StackWalker};
-use crate::zeroed::{self, Zeroable};
 
 /// Deepest stack a walk records; `jstackdepth` is clamped to it.
 pub const MAX_DEPTH: usize = 4096;
@@ -58,7 +58,7 @@ unsafe impl Zeroable for Stripe {}
 unsafe impl Sync for Stripe {}
 
 struct State {
-    stripes: Box<[Stripe]>,
+    stripes: Mapped<Stripe>,
     recorder: Recorder,
 }
 
@@ -67,8 +67,8 @@ static STATE: OnceLock<State> = OnceLock::new();
 /// Allocates the handler's buffers (once, outside any signal) and installs the handler.
 pub fn init() -> Result<&'static Recorder, String> {
     let state = STATE.get_or_init(|| State {
-        // Straight from the allocator: 1 MiB would not fit on a JNI thread's stack.
-        stripes: zeroed::boxed(STRIPES),
+        // Straight into a mapping: 1 MiB would not fit on a JNI thread's stack.
+        stripes: Mapped::new(STRIPES, Category::SampleBuffers),
         recorder: Recorder::new(TRACE_SLOTS, TRACE_FRAMES, SAMPLES),
     });
     signal::install(on_signal)?;

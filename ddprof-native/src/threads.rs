@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 use parking_lot::Mutex;
 
 use crate::counters::Counter;
+use crate::memory::{self, Category};
 
 /// Per-thread trace context. Written by its own thread (JNI), read by signal handlers
 /// interrupting that same thread.
@@ -57,7 +58,10 @@ pub fn current_context() -> &'static ThreadContext {
         if !p.is_null() {
             return &*p;
         }
-        let p = Box::into_raw(Box::<ThreadContext>::default());
+        let p = {
+            let _mem = memory::scope(Category::ThreadInfo);
+            Box::into_raw(Box::<ThreadContext>::default())
+        };
         libc::pthread_setspecific(key, p as *const libc::c_void);
         &*p
     }
@@ -109,6 +113,7 @@ fn publish_counts(map: &HashMap<i32, Entry>) {
 
 /// Records the name of a Java thread (ThreadStart, or a thread calling into the API).
 pub fn register_java_thread(tid: i32, name: String, java_id: i64) {
+    let _mem = memory::scope(Category::ThreadInfo);
     let name = ThreadName {
         name,
         java_id: Some(java_id),

@@ -131,6 +131,7 @@ unsafe extern "C" fn on_vm_death(_env: *mut JvmtiEnvPtr, jni: *mut JNIEnv) {
 
 unsafe extern "C" fn on_thread_start(_env: *mut JvmtiEnvPtr, jni: *mut JNIEnv, thread: jthread) {
     let _ = std::panic::catch_unwind(|| {
+        let _mem = crate::memory::scope(crate::memory::Category::ThreadInfo);
         let tid = threads::gettid();
         if let Some(jvmti) = jvmti() {
             if let Some((name, id)) = describe_thread(jvmti, jni, thread) {

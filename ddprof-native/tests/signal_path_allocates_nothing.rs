@@ -1,32 +1,10 @@
 //! The recording half of the signal path (trace interning, sample append, counters)
-//! must not allocate: a counting global allocator proves it for this thread.
+//! must not allocate: the library's counting global allocator proves it for this thread.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
+use javaProfiler::memory::thread_allocations;
 use javaProfiler::traces::{Frame, Recorder, SampleRecord};
 
-struct Counting;
-
-thread_local! {
-    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-}
-
-// SAFETY: forwards to the system allocator; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.with(|c| c.set(c.get() + 1));
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as ours.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+// The library's own counting allocator (memory/) counts per thread.
 
 #[test]
 fn recording_samples_and_traces_allocates_nothing() {
@@ -38,7 +16,7 @@ fn recording_samples_and_traces_allocates_nothing() {
                 .collect()
         })
         .collect();
-    let before = ALLOCATIONS.with(|c| c.get());
+    let before = thread_allocations();
     for round in 0..20 {
         for (i, t) in traces.iter().enumerate() {
             recorder.record(t, false, |id| SampleRecord {
@@ -49,7 +27,7 @@ fn recording_samples_and_traces_allocates_nothing() {
             });
         }
     }
-    let after = ALLOCATIONS.with(|c| c.get());
+    let after = thread_allocations();
     assert_eq!(after - before, 0, "the signal path allocated");
     let old = recorder.flip();
     assert_eq!(recorder.generation(old).samples().len(), 1000);
@@ -61,7 +39,7 @@ fn tagging_raw_frames_allocates_nothing() {
     use javaProfiler::hotspot::trace_id;
     use javaProfiler::methods::lazy::tags::{self, Tag};
     let klass = Box::new([0u64; 64]);
-    let before = ALLOCATIONS.with(|c| c.get());
+    let before = thread_allocations();
     let mut n = 0;
     for i in 0..1000u64 {
         // Uncalibrated: no ID, so the walker would store an untaggable-frame marker.
@@ -76,7 +54,62 @@ fn tagging_raw_frames_allocates_nothing() {
         let u = tags::untag(&f);
         n += u.tag.is_some() as u64 + tags::is_tagged(&f) as u64;
     }
-    let after = ALLOCATIONS.with(|c| c.get());
+    let after = thread_allocations();
     assert_eq!(after - before, 0, "tagging allocated");
     assert_eq!(n, 3000);
+}
+
+/// Native unwinding as the handler runs it (`to_java` with the crash-protected memory
+/// reader, recording on), over a stack of frame pointers built in this process.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn native_unwinding_allocates_nothing() {
+    use javaProfiler::walker::native::{self, Bounds, Cursor, End};
+    // "Code": call sites (E8 rel32) whose return addresses the frames hold.
+    let mut code = vec![0x90u8; 256];
+    for end in [0x20usize, 0x40, 0x60] {
+        code[end - 5] = 0xe8;
+    }
+    let code_at = code.as_ptr() as usize;
+    let java_ret = code_at + 0x60;
+    // The stack: three native frames at words 64, 128, 192; the last returns into "Java".
+    let mut s = vec![0usize; 512];
+    let base = s.as_ptr() as usize;
+    let slot = |i: usize| base + i * 8;
+    s[64] = slot(128);
+    s[65] = code_at + 0x20;
+    s[128] = slot(192);
+    s[129] = code_at + 0x40;
+    s[192] = 0x1234;
+    s[193] = java_ret;
+    let bounds = Bounds {
+        low: base,
+        high: base + 512 * 8,
+    };
+    let start = Cursor {
+        pc: code_at + 0x80,
+        sp: slot(16),
+        fp: slot(64),
+    };
+    let in_code = move |pc: usize| pc == java_ret;
+    let mut frames = vec![Frame::default(); 16];
+    native::set_mixed(true);
+    // Rules of the libraries mapped now: the lookups run (heap "code" has none).
+    assert!(javaProfiler::walker::dwarf::refresh() > 0);
+    let before = thread_allocations();
+    let mut ends = 0;
+    for _ in 0..1000 {
+        let mut n = 0;
+        let end = native::to_java(start, bounds, 0, &in_code, &mut frames, &mut n);
+        ends +=
+            (end == End::Java(Cursor {
+                pc: java_ret,
+                sp: slot(194),
+                fp: 0x1234,
+            }) && n == 3) as usize;
+    }
+    let after = thread_allocations();
+    native::set_mixed(false);
+    assert_eq!(after - before, 0, "native unwinding allocated");
+    assert_eq!(ends, 1000);
 }

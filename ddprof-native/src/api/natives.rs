@@ -101,6 +101,7 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_getDebugCounters
     _class: JClass,
 ) -> jobject {
     guarded(&mut env, std::ptr::null_mut(), |env| {
+        crate::memory::refresh(false);
         let (ptr, len) = counters::raw_buffer();
         // SAFETY: the counter slots are a static array that lives as long as the library;
         // Java only reads through the buffer.
@@ -119,12 +120,12 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_describeDebugCou
         let err = |e: jni::errors::Error| Error::State(e.to_string());
         let array = env
             .new_object_array(
-                counters::NAMES.len() as i32,
+                counters::names().len() as i32,
                 "java/lang/String",
                 JObject::null(),
             )
             .map_err(err)?;
-        for (i, name) in counters::NAMES.iter().enumerate() {
+        for (i, name) in counters::names().iter().enumerate() {
             let s = env.new_string(name).map_err(err)?;
             env.set_object_array_element(&array, i as i32, &s)
                 .map_err(err)?;

@@ -118,7 +118,9 @@ pub struct CodeCacheView {
 impl CodeCacheGroup {
     /// Whether `low_bound <= pc < high_bound` of the whole code cache. Signal-safe.
     pub fn contains(&self, pc: usize) -> bool {
-        self.view().contains(pc)
+        let low = load_usize(self.low_bound_addr);
+        let high = load_usize(self.high_bound_addr);
+        matches!((low, high), (Some(l), Some(h)) if l != 0 && l <= pc && pc < h)
     }
 
     /// The used blob whose heap block holds `pc`, found through the heap's segment map.

@@ -118,6 +118,16 @@ pub fn java_thread() -> Option<usize> {
     (matches >= 2).then_some(thread)
 }
 
+/// The interrupted thread's HotSpot `Thread*` of any kind (Java, compiler, GC, VM), not
+/// checked: only for fields every `Thread` has (its stack bounds), read through
+/// crash-protected loads. None for threads HotSpot did not create or attach. Signal-safe.
+pub fn any_thread() -> Option<usize> {
+    let layout = LAYOUT.get()?.as_ref()?;
+    // SAFETY: pthread_getspecific is a TLS array read of the calling thread.
+    let thread = unsafe { libc::pthread_getspecific(layout.key) } as usize;
+    (thread != 0).then_some(thread)
+}
+
 /// The interrupted thread's JNIEnv (see `java_thread`). Signal-safe.
 pub fn jni_env() -> Option<*mut JNIEnv> {
     let layout = LAYOUT.get()?.as_ref()?;

@@ -69,6 +69,22 @@ impl ChunkBuilder {
         self.start
     }
 
+    /// Pool ids from `base + 1` (see `Pools`): for a chunk appended after others.
+    pub fn with_id_base(mut self, base: u32) -> Self {
+        self.pools = Pools::with_base(base);
+        self
+    }
+
+    /// The id base for a chunk appended after this one.
+    pub fn next_id_base(&self) -> u32 {
+        self.pools.next_base()
+    }
+
+    /// The StackTrace pool key of trace-table id `trace_id`, for sample events.
+    pub fn trace_ref(&self, trace_id: u64) -> u64 {
+        self.pools.trace_ref(trace_id)
+    }
+
     /// Bytes of events written so far (excluding metadata and pools), for
     /// callers that rotate chunks by size.
     pub fn events_size(&self) -> usize {

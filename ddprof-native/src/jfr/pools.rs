@@ -13,6 +13,7 @@ use super::metadata::{
     T_PACKAGE, T_STACK_TRACE, T_STRING, T_SYMBOL, T_THREAD, T_THREAD_STATE,
 };
 use super::FrameRef;
+use crate::memory::{self, Category};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Fixed pools, written in every chunk so that sample events can refer to
@@ -41,18 +42,20 @@ pub const THREAD_STATES: [&str; 10] = [
 pub const EXECUTION_MODES: [&str; 6] = ["UNKNOWN", "JAVA", "JVM", "NATIVE", "SAFEPOINT", "SYSCALL"];
 pub const LOG_LEVELS: [&str; 5] = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR"];
 
-/// String → id dictionary with ids from 1, so that 0 can mean "none".
+/// String → id dictionary with ids from `base + 1`, so that 0 can mean "none".
 #[derive(Default, Debug)]
 pub struct Interner {
     ids: HashMap<Box<str>, u32>,
+    base: u32,
 }
 
 impl Interner {
     pub fn intern(&mut self, s: &str) -> u32 {
+        let _mem = memory::scope(Category::Dictionary);
         if let Some(&id) = self.ids.get(s) {
             return id;
         }
-        let id = self.ids.len() as u32 + 1;
+        let id = self.base + self.ids.len() as u32 + 1;
         self.ids.insert(s.into(), id);
         id
     }
@@ -92,8 +95,13 @@ struct ThreadEntry {
 }
 
 /// All variable pools of one chunk.
+///
+/// Pool ids start after `base`: the JDK's reader keeps constants across the chunks of a
+/// file, so a chunk appended to a file (`resume`) must not reuse an id of an earlier
+/// chunk for something else. Stack-trace keys (trace-table ids) are shifted too.
 #[derive(Default, Debug)]
 pub struct Pools {
+    base: u32,
     symbols: Interner,
     /// Keyed by the name's symbol id; entry `i` has pool id `i + 1`.
     class_ids: HashMap<u32, u32>,
@@ -113,7 +121,46 @@ pub struct Pools {
 }
 
 impl Pools {
+    pub fn with_base(base: u32) -> Pools {
+        let interner = || Interner {
+            base,
+            ..Interner::default()
+        };
+        Pools {
+            base,
+            symbols: interner(),
+            attributes: interner(),
+            strings: interner(),
+            ..Pools::default()
+        }
+    }
+
+    /// The first id past every id this chunk used: the base for a chunk appended after it.
+    pub fn next_base(&self) -> u32 {
+        let local = [
+            self.symbols.len(),
+            self.attributes.len(),
+            self.strings.len(),
+            self.classes.len(),
+            self.packages.len(),
+            self.methods.len(),
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0) as u64;
+        let traces = self.trace_keys.iter().copied().max().unwrap_or(0);
+        let next = u64::from(self.base) + local.max(traces) + 1;
+        // Wrapping to 0 after 4 billion ids risks a clash only with chunks that old.
+        u32::try_from(next).unwrap_or(0)
+    }
+
+    /// The pool key of trace-table id `key`.
+    pub fn trace_ref(&self, key: u64) -> u64 {
+        key + u64::from(self.base)
+    }
+
     pub fn intern_class(&mut self, class_name: &str) -> u32 {
+        let _mem = memory::scope(Category::Dictionary);
         let name = self.symbols.intern(class_name);
         if let Some(&id) = self.class_ids.get(&name) {
             return id;
@@ -123,7 +170,7 @@ impl Pools {
             None => 0,
         };
         self.classes.push(ClassEntry { name, package });
-        let id = self.classes.len() as u32;
+        let id = self.base + self.classes.len() as u32;
         self.class_ids.insert(name, id);
         id
     }
@@ -134,7 +181,7 @@ impl Pools {
             return id;
         }
         self.packages.push(name);
-        let id = self.packages.len() as u32;
+        let id = self.base + self.packages.len() as u32;
         self.package_ids.insert(name, id);
         id
     }
@@ -149,6 +196,7 @@ impl Pools {
         modifiers: i32,
         hidden: bool,
     ) -> u32 {
+        let _mem = memory::scope(Category::Dictionary);
         let class = self.intern_class(class_name);
         let name = self.symbols.intern(name);
         let descriptor = self.symbols.intern(descriptor);
@@ -163,16 +211,18 @@ impl Pools {
             modifiers,
             hidden,
         });
-        let id = self.methods.len() as u32;
+        let id = self.base + self.methods.len() as u32;
         self.method_ids.insert(key, id);
         id
     }
 
     /// Returns false (and writes nothing) if the key is already present.
     pub fn add_stack_trace(&mut self, key: u64, truncated: bool, frames: &[FrameRef]) -> bool {
+        let _mem = memory::scope(Category::Dictionary);
         if !self.trace_keys.insert(key) {
             return false;
         }
+        let key = self.trace_ref(key);
         let out = &mut self.traces;
         put_varint(out, key);
         put_bool(out, truncated);
@@ -193,6 +243,7 @@ impl Pools {
         java_name: Option<&str>,
         java_thread_id: i64,
     ) {
+        let _mem = memory::scope(Category::Dictionary);
         let entry = ThreadEntry {
             os_name: os_name.to_owned(),
             java_name: java_name.map(str::to_owned),
@@ -206,6 +257,7 @@ impl Pools {
     }
 
     pub fn note_thread(&mut self, tid: i64) {
+        let _mem = memory::scope(Category::Dictionary);
         // Key 0 is the conventional "no value" reference; never invent it.
         if tid != 0 && !self.threads.contains_key(&tid) {
             self.referenced_tids.insert(tid);
@@ -294,7 +346,7 @@ impl Pools {
 
         section(out, T_METHOD, self.methods.len(), &mut |out| {
             for (i, m) in self.methods.iter().enumerate() {
-                put_varint(out, i as u64 + 1);
+                put_varint(out, u64::from(self.base) + i as u64 + 1);
                 put_varint(out, u64::from(m.class));
                 put_varint(out, u64::from(m.name));
                 put_varint(out, u64::from(m.descriptor));
@@ -305,7 +357,7 @@ impl Pools {
 
         section(out, T_CLASS, self.classes.len(), &mut |out| {
             for (i, c) in self.classes.iter().enumerate() {
-                put_varint(out, i as u64 + 1);
+                put_varint(out, u64::from(self.base) + i as u64 + 1);
                 put_varint(out, 0); // class loader: not tracked
                 put_varint(out, u64::from(c.name));
                 put_varint(out, u64::from(c.package));
@@ -315,7 +367,7 @@ impl Pools {
 
         section(out, T_PACKAGE, self.packages.len(), &mut |out| {
             for (i, &name) in self.packages.iter().enumerate() {
-                put_varint(out, i as u64 + 1);
+                put_varint(out, u64::from(self.base) + i as u64 + 1);
                 put_varint(out, u64::from(name));
             }
         });
@@ -462,5 +514,33 @@ mod tests {
         assert_eq!(p.threads[&6].os_name, "[tid=6]");
         // Non-Java threads never carry a Java thread id.
         assert_eq!(p.threads[&5].java_thread_id, 0);
+    }
+
+    #[test]
+    fn a_based_chunk_uses_only_ids_past_its_base() {
+        let mut p = Pools::with_base(1000);
+        let m = p.intern_method("a/b/C", "run", "()V", 1, false);
+        let c = p.intern_class("a/b/D");
+        let a = p.attributes.intern("x");
+        let s = p.strings.intern("y");
+        assert!([m, c, a, s].iter().all(|id| *id > 1000), "{m} {c} {a} {s}");
+        assert_eq!(p.trace_ref(7), 1007);
+        p.add_stack_trace(
+            7,
+            false,
+            &[FrameRef {
+                method: m,
+                line: 1,
+                bci: 0,
+                frame_type: 0,
+            }],
+        );
+        // Everything above sits below the next chunk's base.
+        let next = p.next_base();
+        assert!(
+            next > 1007 && [m, c, a, s].iter().all(|id| *id < next),
+            "{next}"
+        );
+        assert_eq!(Pools::default().next_base(), 1);
     }
 }

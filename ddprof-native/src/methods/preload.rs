@@ -19,6 +19,7 @@ use parking_lot::Mutex;
 use super::lazy;
 use crate::counters::Counter;
 use crate::jvmti::{self, Jvmti};
+use crate::memory::{self, Category};
 
 /// The `Mode` of the last session started, or `IDLE` before the first one.
 static MODE: AtomicU8 = AtomicU8::new(IDLE);
@@ -83,6 +84,7 @@ pub fn apply(mode: Mode, jvmti: Jvmti, jni: *mut JNIEnv) {
         }
         Mode::Lazy => {
             ALL_LOADED.store(false, Ordering::Release);
+            let _mem = memory::scope(Category::ClassRegistry);
             lazy::register_loaded(jvmti, jni)
         }
     }
@@ -94,6 +96,7 @@ pub fn on_class_prepare(jvmti: Jvmti, jni: *mut JNIEnv, class: jclass) {
         Some(Mode::Preload) => true,
         Some(Mode::Partial) => can_unload(jvmti, jni, class),
         Some(Mode::Lazy) => {
+            let _mem = memory::scope(Category::ClassRegistry);
             lazy::register_class(jvmti, jni, class);
             lazy::publish_gauges();
             false

@@ -66,6 +66,7 @@ pub fn resolve(method: usize, encoding: Encoding) -> Option<MethodInfo> {
     let modifiers = load_field(method, m.method.access_flags).unwrap_or(0) as i32 & 0xffff;
     let flags = load_field(const_method, m.const_method.flags).unwrap_or(0);
     let lines = if flags & m.const_method.has_linenumber_table != 0 {
+        let _mem = crate::memory::scope(crate::memory::Category::LineTables);
         let code_size = load_field(const_method, m.const_method.code_size).unwrap_or(0) as usize;
         // The compressed table starts right after the bytecodes.
         let table = const_method + m.const_method.size + code_size;

@@ -9,6 +9,7 @@ use jni::sys::{jclass, JNIEnv};
 use super::lazy::{self, tags};
 use crate::counters::Counter;
 use crate::jvmti::{self, Jvmti};
+use crate::memory::{self, Category};
 use crate::traces::{kind, Frame};
 
 #[derive(Clone, Debug)]
@@ -106,6 +107,7 @@ impl Resolver {
     }
 
     pub fn resolve(&mut self, method_id: u64) -> &MethodInfo {
+        let _mem = memory::scope(Category::MethodMap);
         if !self.cache.contains_key(&method_id) {
             let info = self.lookup(method_id).unwrap_or_else(|| {
                 Counter::JmethodidSkipped.inc();
@@ -121,6 +123,7 @@ impl Resolver {
     /// the frames sampled with that ID; every other frame keeps its own kind and value.
     /// The frame's marker bit decides, not the mode running now.
     pub fn key_of(&mut self, frame: &Frame) -> (u8, u64) {
+        let _mem = memory::scope(Category::MethodMap);
         let u = tags::untag(frame);
         let Some(tag) = u.tag else {
             return (frame.kind, frame.method);
@@ -149,6 +152,7 @@ impl Resolver {
     /// is `unknown`; an untagged one (`fjmethodid=false`, classes that never unload) is
     /// named from VM metadata. Cached apart from jmethodIDs (the key spaces could collide).
     pub fn resolve_raw(&mut self, frame: &Frame) -> &MethodInfo {
+        let _mem = memory::scope(Category::MethodMap);
         if tags::is_tagged(frame) {
             return &self.unknown;
         }
@@ -177,7 +181,10 @@ impl Resolver {
             let class_name = internal_class_name(&self.jvmti.class_signature(class).ok()?);
             let (name, descriptor) = self.jvmti.method_name(m).ok()?;
             let modifiers = self.jvmti.method_modifiers(m).unwrap_or(0);
-            let lines = self.jvmti.line_number_table(m);
+            let lines = {
+                let _mem = memory::scope(Category::LineTables);
+                self.jvmti.line_number_table(m)
+            };
             if !lines.is_empty() {
                 Counter::LineNumberTables.inc();
             }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use super::table::TraceTable;
 use super::Frame;
 use crate::counters::Counter;
-use crate::zeroed::{self, Zeroable};
+use crate::memory::{Category, Mapped, Zeroable};
 
 /// One sample as the handler records it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -33,7 +33,7 @@ unsafe impl Zeroable for RecordCell {}
 
 pub struct Generation {
     pub traces: TraceTable,
-    samples: Box<[RecordCell]>,
+    samples: Mapped<RecordCell>,
     samples_used: AtomicUsize,
     writers: AtomicUsize,
 }
@@ -46,7 +46,7 @@ impl Generation {
     fn new(trace_slots: usize, frames: usize, samples: usize) -> Generation {
         Generation {
             traces: TraceTable::new(trace_slots, frames),
-            samples: zeroed::boxed(samples),
+            samples: Mapped::new(samples, Category::SampleBuffers),
             samples_used: AtomicUsize::new(0),
             writers: AtomicUsize::new(0),
         }

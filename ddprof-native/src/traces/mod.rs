@@ -19,6 +19,9 @@ pub mod kind {
     pub const ERROR: u8 = 1;
     /// `method` is a raw `Method*` (no jmethodID existed when sampled), named at dump.
     pub const RAW_METHOD: u8 = 2;
+    /// `method` is the pc of a native frame (`cstack=vmx`), named by symbol at dump time.
+    /// A kind of its own, so lazy-mode tags (raw frames only) never apply to it.
+    pub const NATIVE_PC: u8 = 3;
 }
 
 /// One frame as recorded by a walker, leaf first in a trace. Plain data, 16 bytes.
@@ -49,6 +52,16 @@ impl Frame {
             bci,
             kind: kind::RAW_METHOD,
             frame_type,
+            _pad: 0,
+        }
+    }
+    /// A native frame at `pc`: JFR frame type Native, no bci.
+    pub const fn native(pc: u64) -> Frame {
+        Frame {
+            method: pc,
+            bci: 0,
+            kind: kind::NATIVE_PC,
+            frame_type: 3,
             _pad: 0,
         }
     }

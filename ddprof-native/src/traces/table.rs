@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use super::Frame;
 use crate::counters::Counter;
-use crate::zeroed::{self, Zeroable};
+use crate::memory::{Category, Mapped, Zeroable};
 
 const EMPTY: u32 = 0;
 const READY: u32 = 1;
@@ -33,8 +33,8 @@ struct FrameCell(UnsafeCell<Frame>);
 unsafe impl Zeroable for FrameCell {}
 
 pub struct TraceTable {
-    slots: Box<[Slot]>,
-    frames: Box<[FrameCell]>,
+    slots: Mapped<Slot>,
+    frames: Mapped<FrameCell>,
     frames_used: AtomicUsize,
     traces: AtomicUsize,
     mask: usize,
@@ -71,8 +71,8 @@ impl TraceTable {
     pub fn new(slots: usize, frames: usize) -> TraceTable {
         assert!(slots.is_power_of_two());
         TraceTable {
-            slots: zeroed::boxed(slots),
-            frames: zeroed::boxed(frames),
+            slots: Mapped::new(slots, Category::CallTrace),
+            frames: Mapped::new(frames, Category::CallTrace),
             frames_used: AtomicUsize::new(0),
             traces: AtomicUsize::new(0),
             mask: slots - 1,

@@ -22,9 +22,12 @@ pub fn count(vm: &[Frame], agct: &[Frame]) {
         Counter::WalkCompareAgctFailed.inc();
         return;
     }
-    let same_methods = vm.len() == agct.len()
+    // Native frames (cstack=vmx) have no AsyncGetCallTrace counterpart: compare the rest.
+    let java = |f: &&Frame| f.kind != kind::NATIVE_PC;
+    let same_methods = vm.iter().filter(java).count() == agct.len()
         && vm
             .iter()
+            .filter(java)
             .zip(agct)
             .all(|(a, b)| method_of(a).is_some() && method_of(a) == method_of(b));
     if !same_methods {
@@ -32,7 +35,7 @@ pub fn count(vm: &[Frame], agct: &[Frame]) {
         return;
     }
     Counter::WalkCompareSameMethods.inc();
-    if vm.iter().zip(agct).all(|(a, b)| {
+    if vm.iter().filter(java).zip(agct).all(|(a, b)| {
         let (x, y) = (tags::bci(a), tags::bci(b));
         x == y || (x <= 0 && y <= 0)
     }) {

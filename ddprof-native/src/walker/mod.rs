@@ -4,6 +4,8 @@
 
 pub mod agct;
 pub mod compare;
+pub mod dwarf;
+pub mod native;
 #[cfg(target_arch = "x86_64")]
 #[path = "regs_x86_64.rs"]
 pub mod regs;

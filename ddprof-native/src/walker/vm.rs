@@ -9,7 +9,7 @@
 use std::sync::OnceLock;
 
 use super::regs::{op, Regs};
-use super::{SignalContext, StackWalker, Walk};
+use super::{native, SignalContext, StackWalker, Walk};
 use crate::counters::Counter;
 use crate::hotspot::codecache::{load_field, Blob, CodeCacheView, NmethodNames};
 use crate::hotspot::debuginfo::{
@@ -362,26 +362,6 @@ impl VmWalker {
             return Err(reason::UNAVAILABLE);
         };
         let regs = Regs::from_context(uc).ok_or(reason::UNAVAILABLE)?;
-        let thread = current_thread::java_thread().ok_or(reason::NOT_JAVA_THREAD)?;
-        let state = load_field(thread, threads.thread_state).ok_or(reason::NOT_JAVA_THREAD)? as i32;
-        let anchor = thread + threads.anchor;
-        let anchor_sp = load_usize(anchor + threads.anchor_sp).unwrap_or(0);
-        let stack_base = load_usize(thread + threads.stack_base).unwrap_or(0);
-        let stack_size = load_usize(thread + threads.stack_size).unwrap_or(0);
-        let stack_low = stack_base.saturating_sub(stack_size);
-
-        let in_java = state == threads.states.in_java || state == threads.states.in_java_trans;
-        let mut anchor_used = false;
-        let mut cur = Cursor {
-            pc: regs.pc,
-            sp: regs.sp,
-            fp: regs.fp,
-        };
-        if !in_java {
-            // In the VM, native code or blocked: Java frames start at the anchor.
-            cur = self.resume_at_anchor(anchor).ok_or(reason::NO_JAVA_FRAME)?;
-            anchor_used = true;
-        }
         // The code heaps, interpreter and call stub: read at setup, else once per walk.
         let fresh;
         let code = match &self.code {
@@ -391,6 +371,54 @@ impl VmWalker {
                 &fresh
             }
         };
+        // Native frames (walker/native.rs): pcs outside the code cache are unwound by DWARF
+        // rules and frame pointers; with cstack=vmx they are recorded, and threads without
+        // Java frames give their native stack.
+        let in_code = |pc: usize| code.contains(pc);
+        let top = native::Cursor {
+            pc: regs.pc,
+            sp: regs.sp,
+            fp: regs.fp,
+        };
+        let Some(thread) = current_thread::java_thread() else {
+            let bounds = native::thread_bounds(
+                current_thread::any_thread(),
+                threads.stack_base,
+                threads.stack_size,
+                regs.sp,
+            );
+            let (frames, n) = (&mut *out.frames, &mut out.n);
+            return native::native_only(top, bounds, &in_code, frames, n)
+                .ok_or(reason::NOT_JAVA_THREAD);
+        };
+        let state = load_field(thread, threads.thread_state).ok_or(reason::NOT_JAVA_THREAD)? as i32;
+        let anchor = thread + threads.anchor;
+        let anchor_sp = load_usize(anchor + threads.anchor_sp).unwrap_or(0);
+        let stack_base = load_usize(thread + threads.stack_base).unwrap_or(0);
+        let stack_size = load_usize(thread + threads.stack_size).unwrap_or(0);
+        let stack_low = stack_base.saturating_sub(stack_size);
+        let bounds = native::Bounds::of_stack(stack_base, stack_size, regs.sp);
+
+        let in_java = state == threads.states.in_java || state == threads.states.in_java_trans;
+        let mut anchor_used = false;
+        let mut cur = Cursor {
+            pc: regs.pc,
+            sp: regs.sp,
+            fp: regs.fp,
+        };
+        if !in_java {
+            let (frames, n) = (&mut *out.frames, &mut out.n);
+            if anchor_sp == 0 {
+                return native::native_only(top, bounds, &in_code, frames, n)
+                    .ok_or(reason::NO_JAVA_FRAME);
+            }
+            if !native::to_anchor(top, bounds, anchor_sp, &in_code, frames, n) {
+                return Ok(false);
+            }
+            // In the VM, native code or blocked: Java frames start at the anchor.
+            cur = self.resume_at_anchor(anchor).ok_or(reason::NO_JAVA_FRAME)?;
+            anchor_used = true;
+        }
         let call_stub = code.call_stub_return_address();
         let mut depth = 0usize;
         // Stubs add no frame: bound the steps, not only the frames.
@@ -419,16 +447,32 @@ impl VmWalker {
                 } else {
                     self.stub_frame(blob, cur, depth)
                 }
-            } else if !anchor_used && anchor_sp != 0 {
-                // Native or VM code called from Java without a Java frame of its own
-                // (a leaf call): the anchor is where Java frames resume.
-                anchor_used = true;
-                match self.resume_at_anchor(anchor) {
-                    Some(c) => Step::Next(c),
-                    None => Step::Fail(reason::UNKNOWN_PC),
-                }
             } else {
-                Step::Fail(reason::UNKNOWN_PC)
+                // Native or VM code called from Java: its Java caller by native unwinding,
+                // else the anchor (once), where Java frames resume.
+                let stop_sp = if anchor_used { 0 } else { anchor_sp };
+                let start = native::Cursor {
+                    pc: cur.pc,
+                    sp: cur.sp,
+                    fp: cur.fp,
+                };
+                let (frames, n) = (&mut *out.frames, &mut out.n);
+                match native::to_java(start, bounds, stop_sp, &in_code, frames, n) {
+                    native::End::Java(c) => Step::Next(Cursor {
+                        pc: c.pc,
+                        sp: c.sp,
+                        fp: c.fp,
+                    }),
+                    native::End::Full => return Ok(false),
+                    _ if stop_sp != 0 => {
+                        anchor_used = true;
+                        match self.resume_at_anchor(anchor) {
+                            Some(c) => Step::Next(c),
+                            None => Step::Fail(reason::UNKNOWN_PC),
+                        }
+                    }
+                    _ => Step::Fail(reason::UNKNOWN_PC),
+                }
             };
             match step {
                 Step::Done => return Ok(true),

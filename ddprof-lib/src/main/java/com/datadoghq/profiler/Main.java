@@ -14,6 +14,7 @@ import java.util.Properties;
  * <pre>
  *   demo [seconds] [jfr-path]   profile a bundled CPU-bound workload, then print its report
  *   report FILE.jfr             top methods and unwalked-stack share of a recording
+ *   report FILE.jfr --memory    the profiler's native memory by category, and its share of RSS
  *   version                     the library version
  * </pre>
  *
@@ -50,7 +51,7 @@ public final class Main {
                 }
                 return runTool("com.datadoghq.profiler.tools.Demo", rest, err);
             case "report":
-                if (rest.length != 1) {
+                if (rest.length < 1 || rest.length > 2) {
                     usage(err);
                     return USAGE;
                 }
@@ -79,6 +80,9 @@ public final class Main {
         s.println("                              then print its report and the recording's path");
         s.println("  report FILE.jfr             top methods by self samples, and the share of");
         s.println("                              samples whose stack could not be walked");
+        s.println("  report FILE.jfr --memory    the profiler's native memory (last chunk's counters):");
+        s.println("                              per category live, peak, avg, overhead, resident;");
+        s.println("                              malloc arenas; lower/upper bounds of its RSS share");
         s.println("  version                     print the library version");
         s.println();
         s.println("demo and report need Java 11 or newer.");

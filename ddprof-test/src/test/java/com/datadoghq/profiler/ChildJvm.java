@@ -10,7 +10,9 @@ import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -24,6 +26,7 @@ final class ChildJvm {
     private String mainClass;
     private final List<String> args = new ArrayList<>();
     private Duration timeout = Duration.ofSeconds(60);
+    private final Map<String, String> env = new LinkedHashMap<>();
 
     ChildJvm() {
         classpath.add(testClasses().toString());
@@ -45,6 +48,12 @@ final class ChildJvm {
         return this;
     }
 
+    /** Sets a variable of the child's environment (e.g. {@code LD_PRELOAD}). */
+    ChildJvm env(String name, String value) {
+        env.put(name, value);
+        return this;
+    }
+
     ChildJvm timeout(Duration t) {
         this.timeout = t;
         return this;
@@ -54,14 +63,19 @@ final class ChildJvm {
         List<String> cmd = new ArrayList<>();
         cmd.add(TestEnv.javaExecutable());
         cmd.addAll(jvmArgs);
-        cmd.add("-cp");
-        cmd.add(String.join(File.pathSeparator, classpath));
-        cmd.add(mainClass);
-        cmd.addAll(args);
+        // Without a main class the JVM arguments say what to run (e.g. -jar JAR ARGS).
+        if (mainClass != null) {
+            cmd.add("-cp");
+            cmd.add(String.join(File.pathSeparator, classpath));
+            cmd.add(mainClass);
+            cmd.addAll(args);
+        }
 
         Path out = Files.createTempFile(workDir, "child", ".out");
         Path err = Files.createTempFile(workDir, "child", ".err");
-        Process p = new ProcessBuilder(cmd)
+        ProcessBuilder pb = new ProcessBuilder(cmd);
+        pb.environment().putAll(env);
+        Process p = pb
                 .directory(workDir.toFile())
                 .redirectOutput(out.toFile())
                 .redirectError(err.toFile())
@@ -72,7 +86,10 @@ final class ChildJvm {
             p.destroyForcibly();
             p.waitFor(10, TimeUnit.SECONDS);
         }
-        return new Result(cmd, exited ? p.exitValue() : -1, !exited,
+        List<String> shown = new ArrayList<>();
+        env.forEach((k, v) -> shown.add(k + "=" + v));
+        shown.addAll(cmd);
+        return new Result(shown, exited ? p.exitValue() : -1, !exited,
                 new String(Files.readAllBytes(out), StandardCharsets.UTF_8),
                 new String(Files.readAllBytes(err), StandardCharsets.UTF_8));
     }

@@ -79,6 +79,31 @@ class LifecycleTest {
     }
 
     @Test
+    void resumeAppendsToWhatTheFileHolds() throws Exception {
+        Path file = dir.resolve("resumed.jfr");
+        TestEnv.start(profiler, "start,cpu=10ms,file=" + file);
+        Spinner.firstPeriod(500);
+        profiler.stop();
+        long firstSize = Files.size(file);
+        String reply = TestEnv.start(profiler, "resume,cpu=10ms,file=" + file);
+        assertTrue(reply.contains("Profiling started"), "execute(resume) returned: " + reply);
+        Spinner.secondPeriod(500);
+        profiler.stop();
+
+        assertTrue(Files.size(file) > firstSize, "resume did not append: " + firstSize + " -> " + Files.size(file));
+        List<RecordedEvent> samples = JfrReader.executionSamples(file);
+        assertTrue(samples.stream().anyMatch(e -> JfrReader.contains(e, Spinner.class, "firstPeriod")),
+                "the chunk written before resume is gone:" + JfrReader.describe(samples, 5));
+        assertTrue(samples.stream().anyMatch(e -> JfrReader.contains(e, Spinner.class, "secondPeriod")),
+                "the resumed session's chunk is missing:" + JfrReader.describe(samples, 5));
+        // A later start truncates again.
+        TestEnv.start(profiler, "start,cpu=10ms,file=" + file);
+        profiler.stop();
+        assertFalse(JfrReader.executionSamples(file).stream().anyMatch(e -> JfrReader.contains(e, Spinner.class, "firstPeriod")),
+                "start did not truncate the file");
+    }
+
+    @Test
     void dumpWhileIdleDoesNothing() {
         TestEnv.stopQuietly(profiler);
         Path target = dir.resolve("idle.jfr");

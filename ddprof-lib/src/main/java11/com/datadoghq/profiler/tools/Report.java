@@ -1,10 +1,15 @@
 package com.datadoghq.profiler.tools;
 
+import java.io.BufferedInputStream;
+import java.io.DataInputStream;
+import java.io.EOFException;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Comparator;
@@ -36,6 +41,9 @@ import jdk.jfr.consumer.RecordingFile;
  *       sample), each also as a percentage of all samples.</li>
  * </ul>
  * Every event counts as one sample, whatever its {@code weight}.
+ *
+ * <p>{@code report FILE.jfr --memory} prints the profiler's native memory instead, from the
+ * {@code datadog.ProfilerCounter} events of the file's last chunk (see {@link MemoryBreakdown}).
  */
 public final class Report {
     /** Rows in the table. */
@@ -43,6 +51,9 @@ public final class Report {
 
     static final String EXECUTION_SAMPLE = "datadog.ExecutionSample";
     static final String METHOD_SAMPLE = "datadog.MethodSample";
+    static final String PROFILER_COUNTER = "datadog.ProfilerCounter";
+    static final String MEMORY_OPTION = "--memory";
+    static final String USAGE = "Usage: report FILE.jfr [--memory]";
 
     private Report() {
     }
@@ -76,24 +87,145 @@ public final class Report {
         }
     }
 
-    /** Entry point used by {@code Main}: {@code report FILE.jfr}. Returns the exit code. */
+    /**
+     * Entry point used by {@code Main}: {@code report FILE.jfr [--memory]}. Returns the exit
+     * code: 0, 1 (unreadable file, or no memory counters for {@code --memory}), 2 (usage).
+     */
     public static int run(String... args) {
-        if (args.length != 1) {
-            System.err.println("Usage: report FILE.jfr");
+        boolean memory = false;
+        String path = null;
+        for (String a : args) {
+            if (MEMORY_OPTION.equals(a)) {
+                memory = true;
+            } else if (path == null && !a.startsWith("--")) {
+                path = a;
+            } else {
+                System.err.println(USAGE);
+                return 2;
+            }
+        }
+        if (path == null) {
+            System.err.println(USAGE);
             return 2;
         }
-        Path file = Paths.get(args[0]);
+        Path file = Paths.get(path);
         if (!Files.isRegularFile(file)) {
             System.err.println("No such file: " + file);
             return 1;
         }
         try {
+            if (memory) {
+                return printMemory(file, System.out, System.err);
+            }
             print(read(file), file, System.out);
             return 0;
         } catch (IOException | RuntimeException e) {
             System.err.println("Cannot read " + file + " as a JFR recording: " + e);
             return 1;
         }
+    }
+
+    /** One chunk's {@code datadog.ProfilerCounter} events. */
+    public static final class CounterSet {
+        /** Counter name -> value, in the order the chunk wrote them. */
+        public final Map<String, Long> counters = new LinkedHashMap<>();
+        /** The events' time: the end of the chunk, when the native side writes them. */
+        public Instant time;
+    }
+
+    /**
+     * The {@code datadog.ProfilerCounter} events of {@code file}, one set per chunk, in file
+     * order. A chunk writes every counter once, and {@link RecordingFile} returns the chunks in
+     * file order, so a name seen again starts the next chunk's set.
+     */
+    public static List<CounterSet> readCounters(Path file) throws IOException {
+        List<CounterSet> sets = new ArrayList<>();
+        CounterSet current = null;
+        try (RecordingFile recording = new RecordingFile(file)) {
+            while (recording.hasMoreEvents()) {
+                RecordedEvent event = recording.readEvent();
+                if (!PROFILER_COUNTER.equals(event.getEventType().getName())) {
+                    continue;
+                }
+                String name = event.getString("name");
+                if (current == null || current.counters.containsKey(name)) {
+                    current = new CounterSet();
+                    current.time = event.getStartTime();
+                    sets.add(current);
+                }
+                current.counters.put(name, event.getLong("count"));
+            }
+        }
+        return sets;
+    }
+
+    /**
+     * Chunks in {@code file}, counted from their headers ({@code "FLR\0"}, then at byte 8 the
+     * chunk's size). Only to tell the reader which chunk the memory figures come from.
+     */
+    static int countChunks(Path file) throws IOException {
+        int chunks = 0;
+        try (InputStream raw = Files.newInputStream(file);
+             DataInputStream in = new DataInputStream(new BufferedInputStream(raw))) {
+            while (true) {
+                int magic;
+                try {
+                    magic = in.readInt();
+                } catch (EOFException end) {
+                    return chunks;
+                }
+                if (magic != 0x464c5200) { // "FLR\0"
+                    return chunks;
+                }
+                in.readInt(); // major, minor
+                long size = in.readLong();
+                if (size < 16) {
+                    return chunks;
+                }
+                chunks++;
+                long skip = size - 16;
+                while (skip > 0) {
+                    long n = in.skip(skip);
+                    if (n <= 0) {
+                        return chunks;
+                    }
+                    skip -= n;
+                }
+            }
+        }
+    }
+
+    /** {@code --memory}: the breakdown of the last chunk that carries memory counters. */
+    static int printMemory(Path file, PrintStream out, PrintStream err) throws IOException {
+        List<CounterSet> sets = readCounters(file);
+        int last = -1;
+        for (int i = 0; i < sets.size(); i++) {
+            if (MemoryBreakdown.present(sets.get(i).counters)) {
+                last = i;
+            }
+        }
+        if (last < 0) {
+            err.println("No native-memory counters (" + MemoryBreakdown.LIVE + ") among the "
+                    + PROFILER_COUNTER + " events of " + file + ".");
+            return 1;
+        }
+        MemoryBreakdown breakdown;
+        try {
+            breakdown = MemoryBreakdown.of(sets.get(last).counters);
+        } catch (IllegalArgumentException e) {
+            err.println("Incomplete native-memory counters in " + file + ": " + e.getMessage());
+            return 1;
+        }
+        int chunks = countChunks(file);
+        String which = "chunk " + (last + 1) + " of " + Math.max(chunks, sets.size());
+        if (last != sets.size() - 1 || sets.size() != chunks) {
+            // A chunk without counters (an older writer, a cut file): say what was used.
+            which += ", the last with memory counters; " + sets.size() + " of the file's " + chunks
+                    + " chunks have counters";
+        }
+        breakdown.print(out, "from the counters of the last chunk (" + which + ", written at "
+                + sets.get(last).time + "):");
+        return 0;
     }
 
     /** Reads the sample events of {@code file}. */

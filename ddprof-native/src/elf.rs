@@ -1,0 +1,232 @@
+//! The executable files of this process, read from disk: `/proc/self/maps` lines and
+//! 64-bit little-endian ELF headers (loadable segments, section headers). Used at start
+//! and dump time by the DWARF unwinder (`walker/dwarf.rs`) and the native-frame namer
+//! (`symbols.rs`); never in a signal handler.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+pub fn u16_at(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_le_bytes(
+        b.get(at..at.checked_add(2)?)?.try_into().ok()?,
+    ))
+}
+
+pub fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(
+        b.get(at..at.checked_add(4)?)?.try_into().ok()?,
+    ))
+}
+
+pub fn u64_at(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(
+        b.get(at..at.checked_add(8)?)?.try_into().ok()?,
+    ))
+}
+
+/// One executable mapping of a file (`/...` paths; `(deleted)` files are skipped).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mapping {
+    pub start: u64,
+    pub end: u64,
+    /// File offset of `start`.
+    pub offset: u64,
+    pub path: String,
+}
+
+/// The executable file mappings of a `/proc/<pid>/maps` text, in its order.
+pub fn executable_mappings(maps: &str) -> Vec<Mapping> {
+    let mut out = Vec::new();
+    for line in maps.lines() {
+        let mut parts = line.split_whitespace();
+        let (Some(range), Some(perms), Some(offset)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        let Some(path) = parts.nth(2) else { continue };
+        if !perms.contains('x') || !path.starts_with('/') || parts.next().is_some() {
+            continue;
+        }
+        let Some((a, b)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(start), Ok(end), Ok(offset)) = (
+            u64::from_str_radix(a, 16),
+            u64::from_str_radix(b, 16),
+            u64::from_str_radix(offset, 16),
+        ) else {
+            continue;
+        };
+        out.push(Mapping {
+            start,
+            end,
+            offset,
+            path: path.to_string(),
+        });
+    }
+    out
+}
+
+pub const PT_LOAD: u32 = 1;
+pub const SHT_SYMTAB: u32 = 2;
+pub const SHT_DYNSYM: u32 = 11;
+
+/// A loadable segment: file offset, virtual address, size in the file.
+#[derive(Clone, Copy, Debug)]
+pub struct Load {
+    pub offset: u64,
+    pub vaddr: u64,
+    pub filesz: u64,
+}
+
+/// A section header.
+#[derive(Clone, Copy, Debug)]
+pub struct Section {
+    /// Offset of its name in the section-name string table.
+    pub name: u32,
+    pub kind: u32,
+    pub addr: u64,
+    pub offset: u64,
+    pub size: u64,
+    pub link: u32,
+    pub entsize: u64,
+}
+
+/// An opened ELF file with its segments and sections.
+pub struct Elf {
+    pub file: File,
+    pub loads: Vec<Load>,
+    pub sections: Vec<Section>,
+    shstrndx: usize,
+}
+
+impl Elf {
+    /// None unless `path` is a readable 64-bit little-endian ELF file.
+    pub fn open(path: &str) -> Option<Elf> {
+        let file = File::open(path).ok()?;
+        let h = read_at(&file, 0, 64)?;
+        // ELF magic, 64-bit class, little-endian.
+        if h.get(..6)? != b"\x7fELF\x02\x01" {
+            return None;
+        }
+        let phoff = u64_at(&h, 0x20)?;
+        let shoff = u64_at(&h, 0x28)?;
+        let phentsize = u64::from(u16_at(&h, 0x36)?);
+        let phnum = u64::from(u16_at(&h, 0x38)?);
+        let shentsize = u64::from(u16_at(&h, 0x3a)?);
+        let shnum = u64::from(u16_at(&h, 0x3c)?);
+        let shstrndx = usize::from(u16_at(&h, 0x3e)?);
+        if phentsize < 56 || shentsize < 64 {
+            return None;
+        }
+        let ph = read_at(&file, phoff, phentsize * phnum)?;
+        let loads = ph
+            .chunks_exact(phentsize as usize)
+            .filter(|p| u32_at(p, 0) == Some(PT_LOAD))
+            .filter_map(|p| {
+                Some(Load {
+                    offset: u64_at(p, 8)?,
+                    vaddr: u64_at(p, 16)?,
+                    filesz: u64_at(p, 32)?,
+                })
+            })
+            .collect();
+        let sh = read_at(&file, shoff, shentsize * shnum)?;
+        let sections = sh
+            .chunks_exact(shentsize as usize)
+            .filter_map(|s| {
+                Some(Section {
+                    name: u32_at(s, 0)?,
+                    kind: u32_at(s, 4)?,
+                    addr: u64_at(s, 16)?,
+                    offset: u64_at(s, 24)?,
+                    size: u64_at(s, 32)?,
+                    link: u32_at(s, 40)?,
+                    entsize: u64_at(s, 56)?,
+                })
+            })
+            .collect();
+        Some(Elf {
+            file,
+            loads,
+            sections,
+            shstrndx,
+        })
+    }
+
+    /// `len` bytes at `offset` of the file; sizes come from the file, so absurd ones
+    /// (over 256 MiB) are refused rather than allocated.
+    pub fn read(&self, offset: u64, len: u64) -> Option<Vec<u8>> {
+        read_at(&self.file, offset, len)
+    }
+
+    /// The section called `name` (looked up in the section-name string table).
+    pub fn section_named(&self, name: &str) -> Option<Section> {
+        let names = self.sections.get(self.shstrndx)?;
+        let strtab = self.read(names.offset, names.size)?;
+        self.sections.iter().copied().find(|s| {
+            strtab
+                .get(s.name as usize..)
+                .and_then(|t| t.split(|b| *b == 0).next())
+                == Some(name.as_bytes())
+        })
+    }
+
+    /// The segment holding file offset `offset`.
+    pub fn load_of_offset(&self, offset: u64) -> Option<Load> {
+        self.loads
+            .iter()
+            .copied()
+            .find(|l| l.offset <= offset && offset < l.offset.saturating_add(l.filesz))
+    }
+}
+
+fn read_at(file: &File, offset: u64, len: u64) -> Option<Vec<u8>> {
+    if len > 256 << 20 {
+        return None;
+    }
+    let mut buf = vec![0u8; len as usize];
+    file.read_exact_at(&mut buf, offset).ok()?;
+    Some(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_lines_keep_executable_files_only() {
+        let text = "\
+7f0000000000-7f0000001000 r--p 00000000 08:01 11 /usr/lib/libz.so.1
+7f0000001000-7f0000005000 r-xp 00001000 08:01 11 /usr/lib/libz.so.1
+7f0000006000-7f0000007000 r-xp 00000000 00:00 0 [vdso]
+7f0000008000-7f0000009000 rwxp 00000000 00:00 0
+7f000000a000-7f000000b000 r-xp 00000000 08:01 12 /tmp/gone.so (deleted)
+";
+        let m = executable_mappings(text);
+        assert_eq!(
+            m,
+            [Mapping {
+                start: 0x7f0000001000,
+                end: 0x7f0000005000,
+                offset: 0x1000,
+                path: "/usr/lib/libz.so.1".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn reads_libc_segments_and_sections() {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let libc = executable_mappings(&maps)
+            .into_iter()
+            .find(|m| m.path.contains("libc.so"))
+            .expect("libc mapped");
+        let elf = Elf::open(&libc.path).expect("libc is ELF");
+        assert!(elf.load_of_offset(libc.offset).is_some());
+        let eh = elf.section_named(".eh_frame").expect(".eh_frame");
+        assert!(eh.size > 0 && eh.addr > 0);
+        assert!(elf.section_named(".no_such_section").is_none());
+        assert!(Elf::open("/proc/self/status").is_none());
+    }
+}

@@ -1,0 +1,140 @@
+//! What a byte of the profiler's memory is for. Every allocation is charged to the
+//! category in effect on its thread when it was made (`scope`), and stays charged to it
+//! until freed, whichever thread or scope frees it.
+
+use std::cell::Cell;
+
+macro_rules! categories {
+    ($($variant:ident => $name:literal, $kind:ident;)*) => {
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr(u8)]
+        pub enum Category { $($variant,)* }
+
+        impl Category {
+            pub const ALL: &'static [Category] = &[$(Category::$variant,)*];
+
+            /// The suffix of the `native_mem_*` gauges (upstream's names where it has one).
+            pub const fn name(self) -> &'static str {
+                match self { $(Category::$variant => $name,)* }
+            }
+
+            pub const fn kind(self) -> Kind {
+                match self { $(Category::$variant => Kind::$kind,)* }
+            }
+        }
+    };
+}
+
+/// Where a category's bytes come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Through the counting global allocator (malloc).
+    Heap,
+    /// Anonymous mappings of our own (`Mapped`): committed page by page when first written.
+    Mapped,
+}
+
+categories! {
+    // Default: whatever no subsystem claimed (std, the jni crate, start-up, logging).
+    Misc => "misc", Heap;
+    // JFR constant pools built at dump: symbols, classes, methods, packages, stack traces.
+    Dictionary => "dictionary", Heap;
+    // Method resolution: names and signatures per method, preloaded-ID bookkeeping.
+    MethodMap => "method_map", Heap;
+    LineTables => "line_tables", Heap;
+    // The lazy mode's Klass* -> weak mirror table.
+    ClassRegistry => "class_registry", Heap;
+    // Thread names, ids and per-thread contexts.
+    ThreadInfo => "thread_info", Heap;
+    // Native unwinding and naming: DWARF rows (walker/dwarf.rs), ELF symbol tables (symbols.rs).
+    NativeSymbols => "native_symbols", Heap;
+    // Chunk bytes being built and written.
+    JfrBuffers => "jfr_buffers", Heap;
+    // Signal-path storage, mapped once: the trace table (slots and frame arena) ...
+    CallTrace => "calltrace", Mapped;
+    // ... and the sample records and the handler's frame stripes.
+    SampleBuffers => "sample_buffers", Mapped;
+}
+
+pub const COUNT: usize = Category::ALL.len();
+
+thread_local! {
+    // Const-initialised and without a destructor: readable from the allocator at any
+    // point of a thread's life without allocating.
+    static CURRENT: Cell<u8> = const { Cell::new(Category::Misc as u8) };
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Counts an allocation made on this thread.
+#[inline]
+pub(super) fn note_allocation() {
+    let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+}
+
+/// Allocations (and reallocations) this thread has made: the no-allocation tests of
+/// the signal path read it.
+pub fn thread_allocations() -> u64 {
+    ALLOCATIONS.try_with(|c| c.get()).unwrap_or(0)
+}
+
+/// The category new allocations on this thread are charged to.
+#[inline]
+pub fn current() -> Category {
+    let raw = CURRENT.try_with(|c| c.get()).unwrap_or(0);
+    Category::ALL
+        .get(raw as usize)
+        .copied()
+        .unwrap_or(Category::Misc)
+}
+
+/// Charges this thread's allocations to `category` until the guard drops.
+#[must_use = "the category applies only while the guard lives"]
+pub fn scope(category: Category) -> Scope {
+    let previous = CURRENT.try_with(|c| c.replace(category as u8)).unwrap_or(0);
+    Scope { previous }
+}
+
+pub struct Scope {
+    previous: u8,
+}
+
+impl Drop for Scope {
+    fn drop(&mut self) {
+        let _ = CURRENT.try_with(|c| c.set(self.previous));
+        // Leaving a subsystem's outermost scope: publish what it did (tally.rs batches).
+        if self.previous == Category::Misc as u8 {
+            super::tally::flush();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scopes_nest_and_restore() {
+        assert_eq!(current(), Category::Misc);
+        {
+            let _a = scope(Category::Dictionary);
+            assert_eq!(current(), Category::Dictionary);
+            {
+                let _b = scope(Category::LineTables);
+                assert_eq!(current(), Category::LineTables);
+            }
+            assert_eq!(current(), Category::Dictionary);
+        }
+        assert_eq!(current(), Category::Misc);
+    }
+
+    #[test]
+    fn names_are_unique_and_discriminants_index_all() {
+        let mut names: Vec<_> = Category::ALL.iter().map(|c| c.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), COUNT);
+        for (i, c) in Category::ALL.iter().enumerate() {
+            assert_eq!(*c as usize, i);
+        }
+    }
+}

@@ -1,0 +1,590 @@
+//! Names of native pcs (the `cstack=vmx` frames), at dump time, never in a signal.
+//!
+//! A pc is looked up in the executable file mappings of `/proc/self/maps`; the file's
+//! ELF function symbols (`.symtab`, else `.dynsym`) name it when one covers it (demangled:
+//! C++ without parameters, Rust without hash); otherwise it is `libname+0xoffset`, the
+//! offset being the ELF virtual address (what `addr2line -e lib` takes). pcs outside
+//! every file (the vDSO) go to `dladdr`, then to a bare address.
+//!
+//! `dladdr` is not used for pcs inside files: it only sees `.dynsym` and takes the
+//! nearest exported symbol below the pc, which misnames every static function of a
+//! stripped library (libjvm's internals, zlib's `longest_match`).
+//!
+//! Symbol tables are read once per library per process (kept: 16 bytes per function
+//! symbol; names are read from the file on demand) and shared by later dumps.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::sync::{Arc, Mutex};
+
+use crate::elf::{
+    executable_mappings, u16_at, u32_at, u64_at, Elf, Load, Mapping, SHT_DYNSYM, SHT_SYMTAB,
+};
+
+/// Names per dump: pc -> name, over one snapshot of the mappings.
+pub struct Symbolizer {
+    maps: Vec<Mapping>,
+    names: HashMap<u64, String>,
+}
+
+impl Default for Symbolizer {
+    fn default() -> Self {
+        Symbolizer::new()
+    }
+}
+
+impl Symbolizer {
+    pub fn new() -> Symbolizer {
+        let _mem = crate::memory::scope(crate::memory::Category::NativeSymbols);
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+        Symbolizer {
+            maps: executable_mappings(&maps),
+            names: HashMap::new(),
+        }
+    }
+
+    /// The name of the function holding `pc`.
+    pub fn name(&mut self, pc: u64) -> &str {
+        let _mem = crate::memory::scope(crate::memory::Category::NativeSymbols);
+        if !self.names.contains_key(&pc) {
+            let name = self.lookup(pc);
+            self.names.insert(pc, name);
+        }
+        self.names.get(&pc).map_or("", |s| s.as_str())
+    }
+
+    fn lookup(&self, pc: u64) -> String {
+        let Some(m) = self.maps.iter().find(|m| m.start <= pc && pc < m.end) else {
+            return dladdr_name(pc).unwrap_or_else(|| format!("0x{pc:x}"));
+        };
+        let lib = m.path.rsplit('/').next().unwrap_or(&m.path);
+        match table_of(&m.path) {
+            Some(t) => {
+                let vaddr = t.vaddr_of(pc, m);
+                match t.symbol_at(vaddr) {
+                    Some(raw) => demangle(&raw),
+                    None => format!("{lib}+0x{vaddr:x}"),
+                }
+            }
+            None => format!("{lib}+0x{:x}", pc - m.start + m.offset),
+        }
+    }
+}
+
+/// `dladdr`'s symbol for a pc no file mapping holds (the vDSO is in the link map).
+fn dladdr_name(pc: u64) -> Option<String> {
+    // SAFETY: dladdr only reads the link map and fills `info`; a zeroed Dl_info is valid.
+    let info = unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        if libc::dladdr(pc as *const libc::c_void, &mut info) == 0 || info.dli_sname.is_null() {
+            return None;
+        }
+        info
+    };
+    // SAFETY: dli_sname is a NUL-terminated string of the loaded object's string table.
+    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_sname) }.to_string_lossy();
+    Some(demangle(&name))
+}
+
+// ---------------------------------------------------------------------------------------
+// ELF symbol tables
+// ---------------------------------------------------------------------------------------
+
+/// Function symbols of one ELF file, sorted by address; names stay in the file.
+pub struct Table {
+    file: File,
+    strtab_offset: u64,
+    strtab_size: u64,
+    /// (address, size, name offset in the string table).
+    syms: Vec<(u64, u32, u32)>,
+    loads: Vec<Load>,
+}
+
+static TABLES: Mutex<Option<HashMap<String, Option<Arc<Table>>>>> = Mutex::new(None);
+
+/// The table of the file at `path`, read on first use (None: not a readable ELF file).
+fn table_of(path: &str) -> Option<Arc<Table>> {
+    let mut tables = TABLES.lock().unwrap_or_else(|e| e.into_inner());
+    tables
+        .get_or_insert_with(HashMap::new)
+        .entry(path.to_string())
+        .or_insert_with(|| Table::read(path).map(Arc::new))
+        .clone()
+}
+
+const STT_FUNC: u8 = 2;
+const STT_GNU_IFUNC: u8 = 10;
+/// Longest symbol name read back (C++ template names can be long).
+const MAX_NAME: usize = 4096;
+
+impl Table {
+    /// Reads a 64-bit little-endian ELF file's loadable segments and function symbols.
+    pub fn read(path: &str) -> Option<Table> {
+        let elf = Elf::open(path)?;
+        // .symtab when the file has one (every function), else .dynsym (exports only).
+        let pick = |want: u32| elf.sections.iter().copied().find(|s| s.kind == want);
+        let syms_section = pick(SHT_SYMTAB).or_else(|| pick(SHT_DYNSYM))?;
+        let strings = *elf.sections.get(syms_section.link as usize)?;
+        let (off, size, entsize) = (syms_section.offset, syms_section.size, syms_section.entsize);
+        let (str_off, str_size) = (strings.offset, strings.size);
+        if entsize < 24 {
+            return None;
+        }
+        let data = elf.read(off, size)?;
+        let mut syms: Vec<(u64, u32, u32)> = data
+            .chunks_exact(entsize as usize)
+            .filter_map(|e| {
+                let name = u32_at(e, 0)?;
+                let info = *e.get(4)?;
+                let shndx = u16_at(e, 6)?;
+                let value = u64_at(e, 8)?;
+                let size = u64_at(e, 16)?;
+                let t = info & 0xf;
+                let func = t == STT_FUNC || t == STT_GNU_IFUNC;
+                (func && shndx != 0 && value != 0 && size != 0 && name != 0).then_some((
+                    value,
+                    size.min(u32::MAX as u64) as u32,
+                    name,
+                ))
+            })
+            .collect();
+        syms.sort_unstable();
+        syms.dedup_by_key(|s| s.0);
+        Some(Table {
+            loads: elf.loads,
+            file: elf.file,
+            strtab_offset: str_off,
+            strtab_size: str_size,
+            syms,
+        })
+    }
+
+    /// The ELF virtual address of `pc` in mapping `m` of this file: through the loadable
+    /// segment that holds the mapping's file offset (bias = load address - vaddr).
+    fn vaddr_of(&self, pc: u64, m: &Mapping) -> u64 {
+        let file_offset = pc - m.start + m.offset;
+        self.loads
+            .iter()
+            .find(|l| l.offset <= file_offset && file_offset < l.offset.saturating_add(l.filesz))
+            .map_or(file_offset, |l| {
+                l.vaddr.wrapping_add(file_offset - l.offset)
+            })
+    }
+
+    /// The raw (mangled) name of the function whose `[value, value + size)` holds `vaddr`.
+    pub fn symbol_at(&self, vaddr: u64) -> Option<String> {
+        let i = self.syms.partition_point(|s| s.0 <= vaddr).checked_sub(1)?;
+        let (value, size, name) = *self.syms.get(i)?;
+        if vaddr >= value.saturating_add(u64::from(size)) {
+            return None;
+        }
+        self.name_at(name)
+    }
+
+    fn name_at(&self, offset: u32) -> Option<String> {
+        let offset = u64::from(offset);
+        if offset >= self.strtab_size {
+            return None;
+        }
+        let len = (self.strtab_size - offset).min(MAX_NAME as u64);
+        let mut buf = vec![0u8; len as usize];
+        let n = self
+            .file
+            .read_at(&mut buf, self.strtab_offset + offset)
+            .ok()?;
+        let bytes = buf.get(..n)?;
+        let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
+        let name = String::from_utf8_lossy(bytes.get(..end)?).into_owned();
+        (!name.is_empty()).then_some(name)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Demangling
+// ---------------------------------------------------------------------------------------
+
+/// The function name of a mangled symbol: C++ (Itanium ABI) without parameters, template
+/// arguments or return type (the contract cuts arguments), legacy Rust without its hash;
+/// anything else, or anything this small parser does not follow, as it is. Written here
+/// rather than taken from a demangling crate: a name is all a frame needs.
+pub fn demangle(raw: &str) -> String {
+    // A parser bug must not fail a dump: a panic keeps the raw name.
+    std::panic::catch_unwind(|| itanium::name(raw))
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| raw.to_string())
+}
+
+/// The `<name>` part of an Itanium `_Z<encoding>`, as `a::b::c`.
+mod itanium {
+    /// `_Z` [`L`] (`N` nested `E` | `St` name | name).
+    pub fn name(raw: &str) -> Option<String> {
+        // What follows the name (parameters, clone suffixes like `.cold`) is never read.
+        let mut p = Parser {
+            s: raw.strip_prefix("_Z")?.as_bytes(),
+            at: 0,
+            parts: Vec::new(),
+            subs: Vec::new(),
+        };
+        p.eat(b'L'); // internal linkage
+        match p.peek()? {
+            b'N' => {
+                p.at += 1;
+                p.nested()?;
+            }
+            b'S' if p.s.get(p.at + 1) == Some(&b't') => {
+                p.at += 2;
+                p.parts.push("std".into());
+                p.unqualified()?;
+            }
+            _ => p.unqualified()?,
+        }
+        let rust_hash = p.parts.last().is_some_and(|l| {
+            l.len() == 17 && l.starts_with('h') && l[1..].bytes().all(|b| b.is_ascii_hexdigit())
+        });
+        if rust_hash && p.parts.len() > 1 {
+            p.parts.pop();
+        }
+        (!p.parts.is_empty()).then(|| {
+            p.parts
+                .iter()
+                .map(|s| rust_unescape(s))
+                .collect::<Vec<_>>()
+                .join("::")
+        })
+    }
+
+    struct Parser<'a> {
+        s: &'a [u8],
+        at: usize,
+        parts: Vec<String>,
+        /// Substitution candidates: the prefixes seen so far.
+        subs: Vec<Vec<String>>,
+    }
+
+    impl Parser<'_> {
+        fn peek(&self) -> Option<u8> {
+            self.s.get(self.at).copied()
+        }
+
+        fn eat(&mut self, b: u8) -> bool {
+            let yes = self.peek() == Some(b);
+            self.at += yes as usize;
+            yes
+        }
+
+        fn number(&mut self) -> Option<usize> {
+            let start = self.at;
+            while self.peek().is_some_and(|b| b.is_ascii_digit()) {
+                self.at += 1;
+            }
+            std::str::from_utf8(&self.s[start..self.at])
+                .ok()?
+                .parse()
+                .ok()
+        }
+
+        fn source_name(&mut self) -> Option<String> {
+            let n = self.number()?;
+            let id = self.s.get(self.at..self.at.checked_add(n)?)?;
+            self.at += n;
+            Some(String::from_utf8_lossy(id).into_owned())
+        }
+
+        /// `N [r V K] [R O] <prefix>* <unqualified-name> E`.
+        fn nested(&mut self) -> Option<()> {
+            while matches!(self.peek()?, b'r' | b'V' | b'K' | b'R' | b'O') {
+                self.at += 1;
+            }
+            loop {
+                match self.peek()? {
+                    b'E' => {
+                        self.at += 1;
+                        return Some(());
+                    }
+                    b'S' => self.substitution()?,
+                    b'I' => self.skip_template_args()?,
+                    _ => self.unqualified()?,
+                }
+                self.subs.push(self.parts.clone());
+            }
+        }
+
+        /// `S_`, `S<base-36>_`, `St` and the `Sa`-style abbreviations.
+        fn substitution(&mut self) -> Option<()> {
+            self.at += 1;
+            let abbreviation = match self.peek()? {
+                b't' => Some("std"),
+                b'a' => Some("std::allocator"),
+                b'b' => Some("std::basic_string"),
+                b's' => Some("std::string"),
+                b'i' => Some("std::istream"),
+                b'o' => Some("std::ostream"),
+                b'd' => Some("std::iostream"),
+                _ => None,
+            };
+            if let Some(a) = abbreviation {
+                self.at += 1;
+                self.parts.push(a.into());
+                return Some(());
+            }
+            let mut index = 0usize;
+            while self.peek()? != b'_' {
+                let d = self.peek()?;
+                let v = match d {
+                    b'0'..=b'9' => d - b'0',
+                    b'A'..=b'Z' => d - b'A' + 10,
+                    _ => return None,
+                } as usize;
+                index = index.checked_mul(36)?.checked_add(v)?;
+                self.at += 1;
+            }
+            self.at += 1;
+            let seq = if self.s[self.at - 2] == b'S' {
+                0
+            } else {
+                index + 1
+            };
+            self.parts = self.subs.get(seq)?.clone();
+            Some(())
+        }
+
+        /// A source name, constructor, destructor or operator, with its ABI tags.
+        fn unqualified(&mut self) -> Option<()> {
+            let part = match self.peek()? {
+                b'0'..=b'9' => self.source_name()?,
+                b'C' => {
+                    self.at += 1;
+                    self.eat(b'I');
+                    self.at += 1; // C1, C2, C3
+                    self.parts.last()?.clone()
+                }
+                b'D' if matches!(self.s.get(self.at + 1), Some(b'0'..=b'2')) => {
+                    self.at += 2;
+                    format!("~{}", self.parts.last()?)
+                }
+                b'a'..=b'z' => {
+                    let op = self.s.get(self.at..self.at + 2)?;
+                    self.at += 2;
+                    format!("operator{}", operator(op)?)
+                }
+                _ => return None,
+            };
+            self.parts.push(part);
+            // ABI tags: B<source-name>, dropped.
+            while self.eat(b'B') {
+                self.source_name()?;
+            }
+            Some(())
+        }
+
+        /// `I <args> E`, skipped: names come out without template arguments.
+        fn skip_template_args(&mut self) -> Option<()> {
+            let mut depth = 0usize;
+            loop {
+                let b = self.peek()?;
+                match b {
+                    b'0'..=b'9' => {
+                        self.source_name()?;
+                        continue;
+                    }
+                    // A literal of a builtin type: L <type> <value> E.
+                    b'L' if self
+                        .s
+                        .get(self.at + 1)
+                        .is_some_and(|c| c.is_ascii_lowercase()) =>
+                    {
+                        while self.peek()? != b'E' {
+                            self.at += 1;
+                        }
+                    }
+                    b'I' | b'N' | b'L' | b'X' => depth += 1,
+                    b'E' => {
+                        depth = depth.checked_sub(1)?;
+                        if depth == 0 {
+                            self.at += 1;
+                            return Some(());
+                        }
+                    }
+                    _ => {}
+                }
+                self.at += 1;
+            }
+        }
+    }
+
+    fn operator(code: &[u8]) -> Option<&'static str> {
+        Some(match code {
+            b"nw" => " new",
+            b"na" => " new[]",
+            b"dl" => " delete",
+            b"da" => " delete[]",
+            b"pl" | b"ps" => "+",
+            b"mi" | b"ng" => "-",
+            b"ml" | b"de" => "*",
+            b"dv" => "/",
+            b"rm" => "%",
+            b"an" | b"ad" => "&",
+            b"or" => "|",
+            b"eo" => "^",
+            b"co" => "~",
+            b"aS" => "=",
+            b"pL" => "+=",
+            b"mI" => "-=",
+            b"mL" => "*=",
+            b"dV" => "/=",
+            b"ls" => "<<",
+            b"rs" => ">>",
+            b"eq" => "==",
+            b"ne" => "!=",
+            b"lt" => "<",
+            b"gt" => ">",
+            b"le" => "<=",
+            b"ge" => ">=",
+            b"nt" => "!",
+            b"aa" => "&&",
+            b"oo" => "||",
+            b"pp" => "++",
+            b"mm" => "--",
+            b"cl" => "()",
+            b"ix" => "[]",
+            b"pt" => "->",
+            _ => return None,
+        })
+    }
+
+    /// Legacy Rust escapes in a name component (`$LT$`, `..`, `$u7b$`, ...).
+    fn rust_unescape(part: &str) -> String {
+        if !part.contains('$') && !part.contains("..") {
+            return part.to_string();
+        }
+        let mut out = String::new();
+        let mut rest = part;
+        while !rest.is_empty() {
+            if let Some(r) = rest.strip_prefix("..") {
+                out.push_str("::");
+                rest = r;
+            } else if rest.starts_with('$') {
+                let Some(end) = rest[1..].find('$') else {
+                    out.push_str(rest);
+                    break;
+                };
+                let code = &rest[1..1 + end];
+                let c = match code {
+                    "LT" => Some('<'),
+                    "GT" => Some('>'),
+                    "RF" => Some('&'),
+                    "BP" => Some('*'),
+                    "C" => Some(','),
+                    "SP" => Some('@'),
+                    _ => code
+                        .strip_prefix('u')
+                        .and_then(|h| u32::from_str_radix(h, 16).ok())
+                        .and_then(char::from_u32),
+                };
+                match c {
+                    Some(c) => out.push(c),
+                    None => out.push_str(&rest[..end + 2]),
+                }
+                rest = &rest[end + 2..];
+            } else {
+                let c = rest.chars().next().unwrap_or(' ');
+                out.push(c);
+                rest = &rest[c.len_utf8()..];
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpp_names_lose_their_parameters_and_rust_names_their_hash() {
+        assert_eq!(
+            demangle("_ZN13CompileBroker20compiler_thread_loopEv"),
+            "CompileBroker::compiler_thread_loop"
+        );
+        assert_eq!(demangle("_ZNK6Method9bci_from_EPh"), "Method::bci_from_");
+        assert_eq!(
+            demangle("_ZN7CompileC2EP5ciEnvP8ciMethodi"),
+            "Compile::Compile"
+        );
+        assert_eq!(
+            demangle("_ZN4core3fmt5write17h0123456789abcdefE"),
+            "core::fmt::write"
+        );
+        assert_eq!(demangle("deflate_slow"), "deflate_slow");
+        assert_eq!(demangle("_Zbogus"), "_Zbogus");
+        assert_eq!(
+            demangle("_ZN19java_lang_Throwable19fill_in_stack_traceE6HandleRK12methodHandleP10JavaThread"),
+            "java_lang_Throwable::fill_in_stack_trace"
+        );
+        assert_eq!(demangle("_ZL12print_helperv"), "print_helper");
+        assert_eq!(
+            demangle("_ZN12MemAllocatorD2Ev"),
+            "MemAllocator::~MemAllocator"
+        );
+        assert_eq!(
+            demangle("_ZNSt6vectorIiSaIiEE9push_backERKi"),
+            "std::vector::push_back"
+        );
+        assert_eq!(
+            demangle("_ZN9__gnu_cxx13new_allocatorIcE8allocateEmPKv"),
+            "__gnu_cxx::new_allocator::allocate"
+        );
+        assert_eq!(demangle("_ZN8GrowableIiEixEi"), "Growable::operator[]");
+        assert_eq!(
+            demangle("_ZNSt8ios_base4InitC1Ev.cold"),
+            "std::ios_base::Init::Init"
+        );
+        assert_eq!(
+            demangle("_ZNKSt6vectorIiSaIiEE4sizeEv"),
+            "std::vector::size"
+        );
+        assert_eq!(demangle("_ZN6Thread3runEv.part.0"), "Thread::run");
+        assert_eq!(
+            demangle(
+                "_ZN4core3ptr46drop_in_place$LT$alloc..vec..Vec$LT$u8$GT$$GT$17h0123456789abcdefE"
+            ),
+            "core::ptr::drop_in_place<alloc::vec::Vec<u8>>"
+        );
+        assert_eq!(demangle("_ZN3FooC1ILi5EEEv"), "Foo::Foo");
+    }
+
+    #[test]
+    fn names_a_function_of_this_process_from_its_symbol_table() {
+        #[inline(never)]
+        extern "C" fn ddprof_symbols_probe() -> u64 {
+            std::hint::black_box(42)
+        }
+        let pc = ddprof_symbols_probe as *const () as usize as u64;
+        let mut s = Symbolizer::new();
+        let name = s.name(pc + 1).to_string();
+        assert!(name.contains("ddprof_symbols_probe"), "{name}");
+    }
+
+    #[test]
+    fn a_pc_in_no_file_is_an_address() {
+        let mut s = Symbolizer {
+            maps: Vec::new(),
+            names: HashMap::new(),
+        };
+        assert_eq!(s.name(0x10), "0x10");
+    }
+
+    #[test]
+    fn table_lookup_respects_symbol_sizes() {
+        let exe = std::env::current_exe().unwrap();
+        let t = Table::read(exe.to_str().unwrap()).expect("test binary is ELF");
+        assert!(!t.syms.is_empty());
+        let (value, size, _) = t.syms[t.syms.len() / 2];
+        assert!(t.symbol_at(value).is_some());
+        assert!(t.symbol_at(value + u64::from(size) - 1).is_some());
+        // Just below the lowest function: nothing.
+        assert_eq!(t.symbol_at(t.syms[0].0 - 1), None);
+    }
+}

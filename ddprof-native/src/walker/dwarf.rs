@@ -1,0 +1,953 @@
+//! Unwinding rules from DWARF call-frame information (`.eh_frame`), for native code built
+//! without frame pointers (libc, zlib, most distribution libraries), where the frame-pointer
+//! chain of `walker/native.rs` skips or breaks.
+//!
+//! At start (never in a signal), every executable file mapped into the process except
+//! libjvm (whose frame pointers are reliable, and whose `.eh_frame` is the largest) has its
+//! `.eh_frame` interpreted into rows: from a pc on, the canonical frame address (CFA) is
+//! `rsp` or `rbp` plus an offset, the return address is at `CFA - 8`, and `rbp` is either
+//! unchanged or saved at `CFA + offset`. Rows are sorted by runtime address; rows with an
+//! equal rule are merged. The handler finds a row with two binary searches over a table
+//! that never changes once published. Every start and every dump checks the mapped
+//! libraries again; when they changed, a new table is published and the old one is freed
+//! once no handler can still hold it (see [`read`]).
+//!
+//! Rules the rows cannot express (a CFA computed by a DWARF expression, as in PLT entries; a
+//! saved `rbp` found by expression) are stored as "unknown": the walker falls back to frame
+//! pointers there. Libraries loaded after a start or dump have no rows until the next one.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use crate::elf::{executable_mappings, u32_at, Elf};
+
+/// Where the CFA is computed from.
+pub const CFA_RSP: u8 = 0;
+pub const CFA_RBP: u8 = 1;
+/// No usable rule at this pc.
+pub const CFA_UNKNOWN: u8 = 2;
+/// `fp_off` of a frame that leaves rbp as its caller had it.
+pub const FP_SAME: i16 = i16::MIN;
+
+/// From `pc` on (until the next row): CFA = `cfa_reg + cfa_off`; return address at
+/// `CFA - 8`; caller's rbp at `CFA + fp_off`, or unchanged (`FP_SAME`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Row {
+    pub pc: u64,
+    pub cfa_off: i32,
+    pub fp_off: i16,
+    pub cfa_reg: u8,
+}
+
+impl Row {
+    fn same_rule(&self, o: &Row) -> bool {
+        self.cfa_reg == o.cfa_reg && self.cfa_off == o.cfa_off && self.fp_off == o.fp_off
+    }
+}
+
+struct Lib {
+    start: u64,
+    end: u64,
+    rows: Vec<Row>,
+}
+
+/// The rows of every covered library, by address.
+pub struct Table {
+    libs: Vec<Lib>,
+    /// The (path, start) pairs it was built from, to tell whether a start must rebuild.
+    key: Vec<(String, u64)>,
+}
+
+impl Table {
+    /// The rule for `pc`, if a covered library has a usable one. Signal-safe.
+    pub fn rule(&self, pc: u64) -> Option<Row> {
+        let i = self
+            .libs
+            .partition_point(|l| l.start <= pc)
+            .checked_sub(1)?;
+        let lib = self.libs.get(i)?;
+        if pc >= lib.end {
+            return None;
+        }
+        let j = lib.rows.partition_point(|r| r.pc <= pc).checked_sub(1)?;
+        let row = *lib.rows.get(j)?;
+        (row.cfa_reg != CFA_UNKNOWN).then_some(row)
+    }
+
+    /// Bytes the rows take (for the gauge).
+    pub fn bytes(&self) -> usize {
+        self.libs
+            .iter()
+            .map(|l| l.rows.capacity() * std::mem::size_of::<Row>())
+            .sum()
+    }
+}
+
+#[cfg(test)]
+impl Table {
+    /// One library's rows (tests).
+    pub fn single(start: u64, end: u64, rows: Vec<Row>) -> Table {
+        Table {
+            libs: vec![Lib { start, end, rows }],
+            key: Vec::new(),
+        }
+    }
+}
+
+static TABLE: AtomicPtr<Table> = AtomicPtr::new(std::ptr::null_mut());
+static BUILD: Mutex<()> = Mutex::new(());
+/// Handlers reading the table, by the parity of `EPOCH` when they entered.
+static READERS: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
+/// Bumped after each publication: readers of the retired parity are the only ones that may
+/// hold the retired table.
+static EPOCH: AtomicUsize = AtomicUsize::new(0);
+/// How long a replacement waits for handlers still reading the old table before it gives
+/// up and leaks it (a handler reads it for microseconds).
+const RETIRE_WAIT_MS: u64 = 1000;
+
+/// A handler's hold on the published table; dropping it releases the hold. Signal-safe.
+pub struct Hold {
+    parity: usize,
+    table: *const Table,
+}
+
+impl Hold {
+    /// The table held. Signal-safe.
+    pub fn table(&self) -> Option<&Table> {
+        // SAFETY: the table stays allocated while this hold is counted (see `refresh`).
+        unsafe { self.table.as_ref() }
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        if let Some(r) = READERS.get(self.parity) {
+            r.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Takes a hold on the published table (none published: `table()` is None).
+/// Signal-safe: two atomic increments/loads.
+pub fn read() -> Hold {
+    let parity = EPOCH.load(Ordering::SeqCst) & 1;
+    if let Some(r) = READERS.get(parity) {
+        r.fetch_add(1, Ordering::SeqCst);
+    }
+    Hold {
+        parity,
+        table: TABLE.load(Ordering::SeqCst),
+    }
+}
+
+/// Publishes `new`, then frees the table it replaces once every handler that may hold it
+/// has left: a handler holds a table only between `read` and the drop of its `Hold`, and
+/// one that entered after the epoch moved loads the new pointer (stored before the move).
+fn publish(new: Box<Table>) {
+    let old = TABLE.swap(Box::into_raw(new), Ordering::SeqCst);
+    let retired = EPOCH.fetch_add(1, Ordering::SeqCst) & 1;
+    if old.is_null() {
+        return;
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(RETIRE_WAIT_MS);
+    while READERS
+        .get(retired)
+        .is_some_and(|r| r.load(Ordering::SeqCst) != 0)
+    {
+        if std::time::Instant::now() > deadline {
+            crate::log::warn(
+                "DWARF unwind rules: a handler held the old table too long; it is leaked",
+            );
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    // SAFETY: `old` came from Box::into_raw in an earlier publish, was swapped out above,
+    // and no handler holds it any more (its parity's readers drained).
+    drop(unsafe { Box::from_raw(old) });
+}
+
+/// Builds and publishes the rows of the libraries mapped now, unless the published table
+/// already covers exactly these. Not signal-safe (reads files, allocates). Returns the
+/// bytes of the published table.
+pub fn refresh() -> usize {
+    let _mem = crate::memory::scope(crate::memory::Category::NativeSymbols);
+    let _guard = BUILD.lock().unwrap_or_else(|e| e.into_inner());
+    let started = std::time::Instant::now();
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let libs = executable_files(&maps);
+    let key: Vec<(String, u64)> = libs.iter().map(|l| (l.path.clone(), l.start)).collect();
+    {
+        let current = read();
+        if let Some(t) = current.table() {
+            if t.key == key {
+                return t.bytes();
+            }
+        }
+    }
+    let mut built: Vec<Lib> = libs
+        .iter()
+        .filter(|l| !l.path.ends_with("/libjvm.so"))
+        .filter_map(|l| {
+            let rows = rows_of_file(&l.path, l.exec_start, l.exec_offset)?;
+            (!rows.is_empty()).then_some(Lib {
+                start: l.start,
+                end: l.end,
+                rows,
+            })
+        })
+        .collect();
+    built.sort_by_key(|l| l.start);
+    let table = Box::new(Table { libs: built, key });
+    let bytes = table.bytes();
+    crate::log::info(&format!(
+        "DWARF unwind rules: {} libraries, {} rows, {} bytes, built in {} ms",
+        table.libs.len(),
+        table.libs.iter().map(|l| l.rows.len()).sum::<usize>(),
+        bytes,
+        started.elapsed().as_millis()
+    ));
+    publish(table);
+    bytes
+}
+
+/// An executable file as mapped: the span of its executable mappings and the first one.
+struct MappedFile {
+    path: String,
+    start: u64,
+    end: u64,
+    exec_start: u64,
+    exec_offset: u64,
+}
+
+fn executable_files(maps: &str) -> Vec<MappedFile> {
+    let mut out: Vec<MappedFile> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for m in executable_mappings(maps) {
+        match index.get(&m.path) {
+            Some(&i) => {
+                if let Some(f) = out.get_mut(i) {
+                    f.start = f.start.min(m.start);
+                    f.end = f.end.max(m.end);
+                }
+            }
+            None => {
+                index.insert(m.path.clone(), out.len());
+                out.push(MappedFile {
+                    start: m.start,
+                    end: m.end,
+                    exec_start: m.start,
+                    exec_offset: m.offset,
+                    path: m.path,
+                });
+            }
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// Reading .eh_frame from an ELF file
+// ---------------------------------------------------------------------------------------
+
+/// The rows of one file mapped with its executable segment at `exec_start` (file offset
+/// `exec_offset`), in runtime addresses.
+fn rows_of_file(path: &str, exec_start: u64, exec_offset: u64) -> Option<Vec<Row>> {
+    let elf = Elf::open(path)?;
+    // bias = runtime address - ELF vaddr, through the PT_LOAD holding the mapping's offset.
+    let load = elf.load_of_offset(exec_offset)?;
+    let bias = exec_start.wrapping_sub(load.vaddr.wrapping_add(exec_offset - load.offset));
+    let eh = elf.section_named(".eh_frame")?;
+    let data = elf.read(eh.offset, eh.size)?;
+    Some(rows_of_eh_frame(&data, eh.addr, bias))
+}
+
+/// Every row of an `.eh_frame` section whose first byte is at ELF address `vaddr`, moved
+/// by `bias` to runtime addresses, sorted and merged.
+pub fn rows_of_eh_frame(data: &[u8], vaddr: u64, bias: u64) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let mut cies: HashMap<usize, Cie> = HashMap::new();
+    let mut pos = 0usize;
+    while let Some(len) = u32_at(data, pos) {
+        if len == 0 {
+            break; // terminator
+        }
+        if len == u32::MAX {
+            break; // 64-bit DWARF: not produced for .eh_frame on Linux
+        }
+        let body = pos + 4;
+        let Some(end) = body.checked_add(len as usize).filter(|e| *e <= data.len()) else {
+            break;
+        };
+        let Some(id) = u32_at(data, body) else { break };
+        if id == 0 {
+            if let Some(cie) = Cie::parse(data, body + 4, end, vaddr) {
+                cies.insert(pos, cie);
+            }
+        } else if let Some(cie_pos) = body.checked_sub(id as usize) {
+            let cie = match cies.get(&cie_pos) {
+                Some(c) => Some(c.clone()),
+                None => parse_cie_at(data, cie_pos, vaddr),
+            };
+            if let Some(cie) = cie {
+                fde_rows(data, body + 4, end, vaddr, bias, &cie, &mut rows);
+                cies.entry(cie_pos).or_insert(cie);
+            }
+        }
+        pos = end;
+    }
+    // At one pc, a function's first row wins over the end marker of the one before it.
+    rows.sort_by_key(|r| (r.pc, r.cfa_reg != CFA_UNKNOWN));
+    rows.dedup_by(|later, earlier| {
+        later.pc == earlier.pc && {
+            *earlier = *later;
+            true
+        }
+    });
+    rows.dedup_by(|later, earlier| later.same_rule(earlier));
+    rows.shrink_to_fit();
+    rows
+}
+
+fn parse_cie_at(data: &[u8], pos: usize, vaddr: u64) -> Option<Cie> {
+    let len = u32_at(data, pos)? as usize;
+    let body = pos + 4;
+    let end = body.checked_add(len).filter(|e| *e <= data.len())?;
+    (u32_at(data, body)? == 0).then_some(())?;
+    Cie::parse(data, body + 4, end, vaddr)
+}
+
+#[derive(Clone, Debug)]
+struct Cie {
+    code_align: u64,
+    data_align: i64,
+    fde_encoding: u8,
+    has_augmentation_data: bool,
+    initial: (usize, usize),
+}
+
+struct Reader<'a> {
+    data: &'a [u8],
+    pos: usize,
+    end: usize,
+}
+
+impl Reader<'_> {
+    fn u8(&mut self) -> Option<u8> {
+        if self.pos >= self.end {
+            return None;
+        }
+        let v = *self.data.get(self.pos)?;
+        self.pos += 1;
+        Some(v)
+    }
+    fn uleb(&mut self) -> Option<u64> {
+        let mut v = 0u64;
+        let mut shift = 0;
+        loop {
+            let b = self.u8()?;
+            if shift < 64 {
+                v |= u64::from(b & 0x7f) << shift;
+            }
+            shift += 7;
+            if b & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+    }
+    fn sleb(&mut self) -> Option<i64> {
+        let mut v = 0i64;
+        let mut shift = 0;
+        loop {
+            let b = self.u8()?;
+            if shift < 64 {
+                v |= i64::from(b & 0x7f) << shift;
+            }
+            shift += 7;
+            if b & 0x80 == 0 {
+                if shift < 64 && b & 0x40 != 0 {
+                    v |= -1i64 << shift;
+                }
+                return Some(v);
+            }
+        }
+    }
+    fn bytes(&mut self, n: usize) -> Option<&[u8]> {
+        let end = self.pos.checked_add(n).filter(|e| *e <= self.end)?;
+        let s = self.data.get(self.pos..end)?;
+        self.pos = end;
+        Some(s)
+    }
+    /// A pointer in `.eh_frame` encoding `enc`; `section_vaddr` places pc-relative ones.
+    fn encoded(&mut self, enc: u8, section_vaddr: u64) -> Option<u64> {
+        if enc == 0xff {
+            return None;
+        }
+        let field = section_vaddr.wrapping_add(self.pos as u64);
+        let v = match enc & 0x0f {
+            0x00 => u64::from_le_bytes(self.bytes(8)?.try_into().ok()?),
+            0x01 => self.uleb()?,
+            0x02 => u64::from(u16::from_le_bytes(self.bytes(2)?.try_into().ok()?)),
+            0x03 => u64::from(u32::from_le_bytes(self.bytes(4)?.try_into().ok()?)),
+            0x04 => u64::from_le_bytes(self.bytes(8)?.try_into().ok()?),
+            0x09 => self.sleb()? as u64,
+            0x0a => i16::from_le_bytes(self.bytes(2)?.try_into().ok()?) as i64 as u64,
+            0x0b => i32::from_le_bytes(self.bytes(4)?.try_into().ok()?) as i64 as u64,
+            0x0c => u64::from_le_bytes(self.bytes(8)?.try_into().ok()?),
+            _ => return None,
+        };
+        match enc & 0x70 {
+            0x00 => Some(v),
+            0x10 => Some(field.wrapping_add(v)),
+            _ => None, // datarel, textrel, funcrel: not used for code addresses on Linux
+        }
+    }
+}
+
+impl Cie {
+    fn parse(data: &[u8], pos: usize, end: usize, vaddr: u64) -> Option<Cie> {
+        let mut r = Reader { data, pos, end };
+        let version = r.u8()?;
+        let mut aug = Vec::new();
+        loop {
+            match r.u8()? {
+                0 => break,
+                c => aug.push(c),
+            }
+        }
+        if aug.windows(2).any(|w| w == b"eh") {
+            return None; // obsolete GCC augmentation
+        }
+        if version >= 4 {
+            r.u8()?; // address size
+            r.u8()?; // segment selector size
+        }
+        let code_align = r.uleb()?;
+        let data_align = r.sleb()?;
+        if version == 1 {
+            r.u8()?;
+        } else {
+            r.uleb()?;
+        }
+        let mut fde_encoding = 0u8;
+        let z = aug.first() == Some(&b'z');
+        if z {
+            let len = r.uleb()? as usize;
+            let after = r.pos.checked_add(len)?;
+            for c in aug.iter().skip(1) {
+                match c {
+                    b'R' => fde_encoding = r.u8()?,
+                    b'P' => {
+                        let enc = r.u8()?;
+                        r.encoded(enc & 0x7f, vaddr)?;
+                    }
+                    b'L' => {
+                        r.u8()?;
+                    }
+                    _ => {}
+                }
+            }
+            r.pos = after;
+        }
+        Some(Cie {
+            code_align,
+            data_align,
+            fde_encoding,
+            has_augmentation_data: z,
+            initial: (r.pos, end),
+        })
+    }
+}
+
+/// x86_64 DWARF register numbers.
+const DW_RBP: u64 = 6;
+const DW_RSP: u64 = 7;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FpRule {
+    Same,
+    At(i64),
+    Unknown,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct State {
+    cfa_reg: u64,
+    cfa_off: i64,
+    cfa_known: bool,
+    fp: FpRule,
+}
+
+impl State {
+    fn row(&self, pc: u64) -> Row {
+        let unknown = Row {
+            pc,
+            cfa_off: 0,
+            fp_off: 0,
+            cfa_reg: CFA_UNKNOWN,
+        };
+        let cfa_reg = match self.cfa_reg {
+            DW_RSP => CFA_RSP,
+            DW_RBP => CFA_RBP,
+            _ => return unknown,
+        };
+        let fp_off = match self.fp {
+            FpRule::Same => FP_SAME,
+            FpRule::At(o) => match i16::try_from(o) {
+                Ok(o) if o != FP_SAME => o,
+                _ => return unknown,
+            },
+            FpRule::Unknown => return unknown,
+        };
+        match i32::try_from(self.cfa_off) {
+            Ok(cfa_off) if self.cfa_known => Row {
+                pc,
+                cfa_off,
+                fp_off,
+                cfa_reg,
+            },
+            _ => unknown,
+        }
+    }
+}
+
+/// Runs one CFA program. `emit` gets (pc, state) before every advance and at the end.
+fn run_program(
+    r: &mut Reader,
+    cie: &Cie,
+    state: &mut State,
+    initial: &State,
+    loc: &mut u64,
+    vaddr: u64,
+    mut emit: impl FnMut(u64, &State),
+) -> Option<()> {
+    let mut stack: Vec<State> = Vec::new();
+    while r.pos < r.end {
+        let op = r.u8()?;
+        let advance =
+            |loc: &mut u64, delta: u64, state: &State, emit: &mut dyn FnMut(u64, &State)| {
+                emit(*loc, state);
+                *loc = loc.wrapping_add(delta.wrapping_mul(cie.code_align));
+            };
+        match op >> 6 {
+            1 => {
+                advance(loc, u64::from(op & 0x3f), state, &mut emit);
+                continue;
+            }
+            2 => {
+                let off = (r.uleb()? as i64).wrapping_mul(cie.data_align);
+                if u64::from(op & 0x3f) == DW_RBP {
+                    state.fp = FpRule::At(off);
+                }
+                continue;
+            }
+            3 => {
+                if u64::from(op & 0x3f) == DW_RBP {
+                    state.fp = initial.fp;
+                }
+                continue;
+            }
+            _ => {}
+        }
+        match op {
+            0x00 => {}
+            0x01 => {
+                let to = r.encoded(cie.fde_encoding, vaddr)?;
+                emit(*loc, state);
+                *loc = to;
+            }
+            0x02 => {
+                let d = u64::from(r.u8()?);
+                advance(loc, d, state, &mut emit);
+            }
+            0x03 => {
+                let d = u64::from(u16::from_le_bytes(r.bytes(2)?.try_into().ok()?));
+                advance(loc, d, state, &mut emit);
+            }
+            0x04 => {
+                let d = u64::from(u32::from_le_bytes(r.bytes(4)?.try_into().ok()?));
+                advance(loc, d, state, &mut emit);
+            }
+            0x05 => {
+                let reg = r.uleb()?;
+                let off = (r.uleb()? as i64).wrapping_mul(cie.data_align);
+                if reg == DW_RBP {
+                    state.fp = FpRule::At(off);
+                }
+            }
+            0x06 => {
+                if r.uleb()? == DW_RBP {
+                    state.fp = initial.fp;
+                }
+            }
+            0x07 | 0x08 => {
+                let reg = r.uleb()?;
+                if reg == DW_RBP {
+                    state.fp = if op == 0x08 {
+                        FpRule::Same
+                    } else {
+                        FpRule::Unknown
+                    };
+                }
+            }
+            0x09 => {
+                let reg = r.uleb()?;
+                r.uleb()?;
+                if reg == DW_RBP {
+                    state.fp = FpRule::Unknown;
+                }
+            }
+            0x0a => stack.push(*state),
+            0x0b => *state = stack.pop()?,
+            0x0c => {
+                state.cfa_reg = r.uleb()?;
+                state.cfa_off = r.uleb()? as i64;
+                state.cfa_known = true;
+            }
+            0x0d => {
+                state.cfa_reg = r.uleb()?;
+                state.cfa_known = true;
+            }
+            0x0e => state.cfa_off = r.uleb()? as i64,
+            0x0f => {
+                let n = r.uleb()? as usize;
+                r.bytes(n)?;
+                state.cfa_known = false;
+            }
+            0x10 | 0x16 => {
+                let reg = r.uleb()?;
+                let n = r.uleb()? as usize;
+                r.bytes(n)?;
+                if reg == DW_RBP {
+                    state.fp = FpRule::Unknown;
+                }
+            }
+            0x11 => {
+                let reg = r.uleb()?;
+                let off = r.sleb()?.wrapping_mul(cie.data_align);
+                if reg == DW_RBP {
+                    state.fp = FpRule::At(off);
+                }
+            }
+            0x12 => {
+                state.cfa_reg = r.uleb()?;
+                state.cfa_off = r.sleb()?.wrapping_mul(cie.data_align);
+                state.cfa_known = true;
+            }
+            0x13 => state.cfa_off = r.sleb()?.wrapping_mul(cie.data_align),
+            0x14 | 0x15 => {
+                let reg = r.uleb()?;
+                if op == 0x14 {
+                    r.uleb()?;
+                } else {
+                    r.sleb()?;
+                }
+                if reg == DW_RBP {
+                    state.fp = FpRule::Unknown;
+                }
+            }
+            0x2e => {
+                r.uleb()?;
+            }
+            0x2f => {
+                let reg = r.uleb()?;
+                let off = (r.uleb()? as i64)
+                    .wrapping_neg()
+                    .wrapping_mul(cie.data_align);
+                if reg == DW_RBP {
+                    state.fp = FpRule::At(off);
+                }
+            }
+            _ => return None, // unknown opcode: the rest cannot be decoded
+        }
+    }
+    Some(())
+}
+
+fn fde_rows(
+    data: &[u8],
+    pos: usize,
+    end: usize,
+    vaddr: u64,
+    bias: u64,
+    cie: &Cie,
+    rows: &mut Vec<Row>,
+) {
+    let mut r = Reader { data, pos, end };
+    let Some(begin) = r.encoded(cie.fde_encoding, vaddr) else {
+        return;
+    };
+    let Some(range) = r.encoded(cie.fde_encoding & 0x0f, vaddr) else {
+        return;
+    };
+    if cie.has_augmentation_data {
+        let Some(n) = r.uleb() else { return };
+        if r.bytes(n as usize).is_none() {
+            return;
+        }
+    }
+    if begin == 0 || range == 0 {
+        return; // discarded function (section garbage-collected by the linker)
+    }
+    // The CIE's initial instructions give the state every FDE starts from.
+    let mut initial = State {
+        cfa_reg: DW_RSP,
+        cfa_off: 8,
+        cfa_known: true,
+        fp: FpRule::Same,
+    };
+    let mut loc = begin;
+    let mut ci = Reader {
+        data,
+        pos: cie.initial.0,
+        end: cie.initial.1,
+    };
+    let start_state = initial;
+    if run_program(
+        &mut ci,
+        cie,
+        &mut initial,
+        &start_state,
+        &mut loc,
+        vaddr,
+        |_, _| {},
+    )
+    .is_none()
+    {
+        return;
+    }
+    let mut state = initial;
+    let mut loc = begin;
+    let fde_end = begin.wrapping_add(range);
+    let start = rows.len();
+    let ok = run_program(
+        &mut r,
+        cie,
+        &mut state,
+        &initial,
+        &mut loc,
+        vaddr,
+        |pc, s| {
+            if pc < fde_end {
+                rows.push(s.row(pc.wrapping_add(bias)));
+            }
+        },
+    );
+    if ok.is_none() {
+        // Undecodable program: no rule for any of its pcs.
+        rows.truncate(start);
+        rows.push(Row {
+            pc: begin.wrapping_add(bias),
+            cfa_off: 0,
+            fp_off: 0,
+            cfa_reg: CFA_UNKNOWN,
+        });
+    } else if loc < fde_end {
+        rows.push(state.row(loc.wrapping_add(bias)));
+    }
+    // Past the function: no rule (unless the next function starts right here).
+    rows.push(Row {
+        pc: fde_end.wrapping_add(bias),
+        cfa_off: 0,
+        fp_off: 0,
+        cfa_reg: CFA_UNKNOWN,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One CIE (zR, pcrel|sdata4, code align 1, data align -8, CFA = rsp+8, ra at CFA-8)
+    /// and one FDE of a classic `push rbp; mov rbp, rsp; ... leave; ret` function at ELF
+    /// address 0x1000, size 0x40, in a section at address 0x2000.
+    fn section() -> Vec<u8> {
+        let mut d = Vec::new();
+        // CIE
+        let cie: Vec<u8> = [
+            &0u32.to_le_bytes()[..],
+            &[1],          // version
+            b"zR\0",       // augmentation
+            &[1],          // code align
+            &[0x78],       // data align -8
+            &[16],         // return address register
+            &[1, 0x1b],    // augmentation data: R = pcrel|sdata4
+            &[0x0c, 7, 8], // def_cfa rsp+8
+            &[0x90, 1],    // offset r16 (ra) at cfa-8
+            &[0, 0],       // padding
+        ]
+        .concat();
+        d.extend_from_slice(&(cie.len() as u32).to_le_bytes());
+        d.extend_from_slice(&cie);
+        // FDE
+        let fde_pos = d.len();
+        let mut fde = Vec::new();
+        fde.extend_from_slice(&((fde_pos + 4) as u32).to_le_bytes()); // CIE pointer
+        let field_vaddr = 0x2000 + (fde_pos + 8) as i64;
+        fde.extend_from_slice(&((0x1000 - field_vaddr) as i32).to_le_bytes());
+        fde.extend_from_slice(&0x40u32.to_le_bytes());
+        fde.push(0); // augmentation data length
+        fde.extend_from_slice(&[
+            0x41, // advance 1 (after push rbp)
+            0x0e, 16, // def_cfa_offset 16
+            0x86, 2,    // rbp at cfa-16
+            0x43, // advance 3 (after mov rbp, rsp)
+            0x0d, 6, // def_cfa_register rbp
+            0x02, 0x30, // advance1 0x30 (at leave+1... ret)
+            0x0c, 7, 8, // def_cfa rsp+8
+        ]);
+        while (fde.len() + 4) % 8 != 0 {
+            fde.push(0);
+        }
+        d.extend_from_slice(&(fde.len() as u32).to_le_bytes());
+        d.extend_from_slice(&fde);
+        d.extend_from_slice(&0u32.to_le_bytes());
+        d
+    }
+
+    #[test]
+    fn a_frame_pointer_function_gives_four_rules_and_an_end() {
+        let rows = rows_of_eh_frame(&section(), 0x2000, 0x10_0000);
+        let b = 0x10_0000u64;
+        let want = [
+            (b + 0x1000, CFA_RSP, 8, FP_SAME),
+            (b + 0x1001, CFA_RSP, 16, -16),
+            (b + 0x1004, CFA_RBP, 16, -16),
+            (b + 0x1034, CFA_RSP, 8, -16),
+            (b + 0x1040, CFA_UNKNOWN, 0, 0),
+        ];
+        let got: Vec<_> = rows
+            .iter()
+            .map(|r| (r.pc, r.cfa_reg, r.cfa_off, r.fp_off))
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn table_lookup_finds_the_rule_in_force() {
+        let rows = rows_of_eh_frame(&section(), 0x2000, 0);
+        let t = Table {
+            libs: vec![Lib {
+                start: 0x1000,
+                end: 0x2000,
+                rows,
+            }],
+            key: Vec::new(),
+        };
+        assert_eq!(t.rule(0x1000).map(|r| r.cfa_off), Some(8));
+        assert_eq!(
+            t.rule(0x1002).map(|r| (r.cfa_reg, r.cfa_off)),
+            Some((CFA_RSP, 16))
+        );
+        assert_eq!(t.rule(0x1010).map(|r| r.cfa_reg), Some(CFA_RBP));
+        assert_eq!(t.rule(0x103f).map(|r| r.cfa_off), Some(8));
+        assert_eq!(t.rule(0x1040), None, "past the function");
+        assert_eq!(t.rule(0xfff), None, "before the library");
+        assert_eq!(t.rule(0x2000), None, "after the library");
+    }
+
+    /// Damaged sections (cut short, bytes flipped, noise) give fewer rows, never a panic.
+    #[test]
+    fn damaged_sections_never_panic() {
+        let good = section();
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for cut in 0..good.len() {
+            rows_of_eh_frame(&good[..cut], 0x2000, 0);
+        }
+        for _ in 0..2000 {
+            let mut d = good.clone();
+            for _ in 0..1 + next() % 4 {
+                let i = (next() as usize) % d.len();
+                d[i] = next() as u8;
+            }
+            rows_of_eh_frame(&d, next(), next());
+            let noise: Vec<u8> = (0..next() % 200).map(|_| next() as u8).collect();
+            rows_of_eh_frame(&noise, next(), next());
+        }
+    }
+
+    /// A table replaced while a handler holds it stays readable until the hold is dropped;
+    /// holds taken after the replacement see the new table.
+    #[test]
+    fn a_replaced_table_is_freed_only_after_its_holders_left() {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Arc;
+        let row = |off| Row {
+            pc: 0x1000,
+            cfa_off: off,
+            fp_off: FP_SAME,
+            cfa_reg: CFA_RSP,
+        };
+        publish(Box::new(Table::single(0x1000, 0x2000, vec![row(8)])));
+        let hold = read();
+        let done = Arc::new(AtomicBool::new(false));
+        let replacer = {
+            let done = done.clone();
+            std::thread::spawn(move || {
+                publish(Box::new(Table::single(0x1000, 0x2000, vec![row(16)])));
+                done.store(true, Ordering::SeqCst);
+            })
+        };
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(
+            !done.load(Ordering::SeqCst),
+            "the old table was retired under a hold"
+        );
+        assert_eq!(
+            hold.table().and_then(|t| t.rule(0x1000)).map(|r| r.cfa_off),
+            Some(8)
+        );
+        drop(hold);
+        replacer.join().unwrap();
+        assert!(done.load(Ordering::SeqCst));
+        assert_eq!(
+            read()
+                .table()
+                .and_then(|t| t.rule(0x1000))
+                .map(|r| r.cfa_off),
+            Some(16)
+        );
+    }
+
+    /// libc of this process: at the first instruction of any function, CFA = rsp + 8.
+    #[test]
+    fn libc_rows_say_cfa_is_rsp_plus_8_at_function_entry() {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let files = executable_files(&maps);
+        let libc = files
+            .iter()
+            .find(|f| f.path.contains("/libc.so"))
+            .expect("libc is mapped");
+        let rows =
+            rows_of_file(&libc.path, libc.exec_start, libc.exec_offset).expect("libc .eh_frame");
+        assert!(rows.len() > 1000, "rows: {}", rows.len());
+        let t = Table {
+            libs: vec![Lib {
+                start: libc.start,
+                end: libc.end,
+                rows,
+            }],
+            key: Vec::new(),
+        };
+        let sym = |name: &std::ffi::CStr| {
+            // SAFETY: dlsym only reads the link map; `name` is NUL-terminated.
+            unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) as u64 }
+        };
+        for f in [sym(c"getpid"), sym(c"qsort")] {
+            assert_ne!(f, 0);
+            let r = t.rule(f).expect("a rule at function entry");
+            assert_eq!(
+                (r.cfa_reg, r.cfa_off, r.fp_off),
+                (CFA_RSP, 8, FP_SAME),
+                "at {f:#x}"
+            );
+        }
+    }
+}
