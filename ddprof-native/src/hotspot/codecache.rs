@@ -20,6 +20,8 @@ use super::vmstructs::{
     NMethodGroup,
 };
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 // Every read of VM memory here may race with the code cache changing under us.
 use crate::signal::safe_access::{load_i32, load_u16, load_u32, load_u8, load_usize};
 
@@ -45,6 +47,7 @@ pub struct Blob {
 
 /// Reads a scalar field at `base + field.offset`, sign- or zero-extended as its type
 /// says. Signal-safe.
+#[inline]
 pub fn load_field(base: usize, field: Field) -> Option<i64> {
     let addr = base.checked_add(field.offset)?;
     Some(match (field.size, field.signed) {
@@ -60,6 +63,7 @@ pub fn load_field(base: usize, field: Field) -> Option<i64> {
 }
 
 /// Reads a pointer field at `base + offset`. Signal-safe.
+#[inline]
 fn load_ptr(base: usize, offset: usize) -> Option<usize> {
     load_usize(base.checked_add(offset)?)
 }
@@ -83,11 +87,32 @@ fn sane_range(begin: usize, end: usize) -> Option<(usize, usize)> {
 // The code cache: bounds, heaps, segment maps, stubs.
 // ---------------------------------------------------------------------------------------
 
-/// Where a pc stands relative to one code heap.
-enum InHeap {
-    Outside,
-    /// Inside the heap: the used block holding it, or None (free or unreadable).
-    Inside(Option<Blob>),
+/// The parts of one code heap that never change: the `CodeHeap*`, the start of its
+/// memory, its segment map and its segment size.
+#[derive(Clone, Copy, Debug, Default)]
+struct HeapView {
+    heap: usize,
+    low: usize,
+    segmap: usize,
+    shift: u32,
+}
+
+/// What a stack walk needs to know about the code cache, read by
+/// [`CodeCacheGroup::view`] instead of once per frame: the cache's reserved bounds, each
+/// heap's start, segment map and segment size, the interpreter's code range and the call
+/// stub's return address. HotSpot sets all of them up before the first Java code runs
+/// and never changes them; the one moving part, a heap's committed end (it grows), is
+/// read at each lookup. So a view read once the JVM runs stays right for the life of the
+/// process: the walker reads one when it is set up (per layout, never a global), and
+/// tests read their own over synthetic memory. Signal-safe.
+#[derive(Clone, Copy, Debug)]
+pub struct CodeCacheView {
+    low: usize,
+    high: usize,
+    heaps: [HeapView; MAX_HEAPS as usize],
+    len: usize,
+    interpreter: (usize, usize),
+    call_stub: Option<usize>,
 }
 
 impl CodeCacheGroup {
@@ -99,60 +124,77 @@ impl CodeCacheGroup {
     }
 
     /// The used blob whose heap block holds `pc`, found through the heap's segment map.
-    /// Signal-safe.
+    /// Signal-safe. A walk asks [`CodeCacheView::find_blob`] instead, to read the heaps
+    /// once.
     pub fn find_blob(&self, pc: usize) -> Option<Blob> {
-        if !self.contains(pc) {
-            return None;
+        self.view().find_blob(self, pc)
+    }
+
+    /// Reads what a walk needs of the code cache (see [`CodeCacheView`]): about four
+    /// protected loads per heap plus seven. Unreadable parts leave the view empty there
+    /// (no heap, no interpreter, no call stub), so lookups answer "unknown"
+    /// ([`CodeCacheView::complete`] tells). Signal-safe.
+    pub fn view(&self) -> CodeCacheView {
+        let mut view = CodeCacheView {
+            low: load_usize(self.low_bound_addr).unwrap_or(0),
+            high: load_usize(self.high_bound_addr).unwrap_or(0),
+            heaps: [HeapView::default(); MAX_HEAPS as usize],
+            len: 0,
+            interpreter: self.interpreter_range().unwrap_or((0, 0)),
+            call_stub: self.call_stub_return_address(),
+        };
+        if view.low == 0 || view.low >= view.high {
+            view.low = 0;
+            view.high = 0;
+            return view;
         }
-        let array = load_usize(self.heaps_addr).filter(non_null)?;
-        let len = load_field(array, self.array_len)?.clamp(0, MAX_HEAPS) as usize;
-        let data = load_ptr(array, self.array_data).filter(non_null)?;
-        for i in 0..len {
-            // The heaps are in no particular order (facts.md 3.1): try each.
-            let Some(heap) = load_usize(data.checked_add(i * 8)?) else {
+        let array = load_usize(self.heaps_addr).filter(non_null);
+        let len = array.and_then(|a| load_field(a, self.array_len));
+        let data = array.and_then(|a| load_ptr(a, self.array_data).filter(non_null));
+        let (Some(len), Some(data)) = (len, data) else {
+            return view;
+        };
+        // The heaps are in no particular order (facts.md 3.1): keep each readable one.
+        for i in 0..len.clamp(0, MAX_HEAPS) as usize {
+            let Some(heap) = data.checked_add(i * 8).and_then(load_usize) else {
                 continue;
             };
-            if let InHeap::Inside(blob) = self.lookup_in_heap(heap, pc) {
-                return blob;
+            if let (Some(h), Some(slot)) = (self.heap_view(heap), view.heaps.get_mut(view.len)) {
+                *slot = h;
+                view.len += 1;
             }
         }
-        None
+        view
     }
 
-    fn lookup_in_heap(&self, heap: usize, pc: usize) -> InHeap {
-        let Some(memory) = heap.checked_add(self.heap_memory) else {
-            return InHeap::Outside;
-        };
-        let (Some(low), Some(high)) = (
-            load_ptr(memory, self.vs_low),
-            load_ptr(memory, self.vs_high),
-        ) else {
-            return InHeap::Outside;
-        };
-        if low == 0 || pc < low || pc >= high {
-            return InHeap::Outside;
-        }
-        InHeap::Inside(self.blob_in_heap(heap, low, pc))
-    }
-
-    /// Segment-map walk (facts.md 3.2): the map holds one byte per segment, 0xFF for a
-    /// free segment, else the distance back towards the block's first segment (0).
-    fn blob_in_heap(&self, heap: usize, low: usize, pc: usize) -> Option<Blob> {
+    fn heap_view(&self, heap: usize) -> Option<HeapView> {
+        let memory = heap.checked_add(self.heap_memory)?;
+        let low = load_ptr(memory, self.vs_low).filter(non_null)?;
         let segmap = load_ptr(heap.checked_add(self.heap_segmap)?, self.vs_low)?;
         let shift = load_field(heap, self.heap_log2_segment_size)?;
         if !(0..32).contains(&shift) {
             return None;
         }
-        let shift = shift as u32;
-        let mut index = (pc - low) >> shift;
-        for _ in 0..MAX_SEGMAP_HOPS {
-            match load_u8(segmap.checked_add(index)?)? {
-                FREE_SEGMENT => return None,
-                0 => return self.used_block(low.checked_add(index << shift)?, shift, pc),
-                hop => index = index.checked_sub(usize::from(hop))?,
-            }
-        }
-        None
+        Some(HeapView {
+            heap,
+            low,
+            segmap,
+            shift: shift as u32,
+        })
+    }
+
+    /// A heap's committed end (`_memory._high`), which grows as code is added.
+    fn heap_high(&self, heap: usize) -> Option<usize> {
+        load_ptr(heap.checked_add(self.heap_memory)?, self.vs_high)
+    }
+
+    /// `[begin, end)` of the interpreter's code: `AbstractInterpreter::_code`, a StubQueue
+    /// covering `[_stub_buffer, _stub_buffer + _buffer_limit)`.
+    fn interpreter_range(&self) -> Option<(usize, usize)> {
+        let queue = load_usize(self.interpreter_code_addr).filter(non_null)?;
+        let begin = load_ptr(queue, self.stub_queue_buffer).filter(non_null)?;
+        let limit = usize::try_from(load_field(queue, self.stub_queue_buffer_limit)?).ok()?;
+        (limit > 0).then_some((begin, begin.checked_add(limit)?))
     }
 
     /// The blob in the block starting at `block`, if the block is used and covers `pc`.
@@ -170,15 +212,8 @@ impl CodeCacheGroup {
     /// Whether `pc` is in the template interpreter's code: `AbstractInterpreter::_code`,
     /// a StubQueue covering `[_stub_buffer, _stub_buffer + _buffer_limit)`. Signal-safe.
     pub fn is_interpreter(&self, pc: usize) -> bool {
-        let Some(queue) = load_usize(self.interpreter_code_addr).filter(non_null) else {
-            return false;
-        };
-        let buffer = load_ptr(queue, self.stub_queue_buffer);
-        let limit = load_field(queue, self.stub_queue_buffer_limit);
-        match (buffer, limit) {
-            (Some(b), Some(l)) if b != 0 && l > 0 => pc >= b && pc - b < l as usize,
-            _ => false,
-        }
+        self.interpreter_range()
+            .is_some_and(|(begin, end)| begin <= pc && pc < end)
     }
 
     /// The return address into the call stub (an entry frame's pc). Signal-safe.
@@ -190,6 +225,68 @@ impl CodeCacheGroup {
     /// Signal-safe.
     pub fn continuation_return_pc(&self) -> Option<usize> {
         load_usize(self.continuation_return_pc_addr?).filter(non_null)
+    }
+}
+
+impl CodeCacheView {
+    /// Whether everything a walk needs was readable: bounds, at least one heap, the
+    /// interpreter and the call stub. Signal-safe.
+    pub fn complete(&self) -> bool {
+        self.low != 0 && self.len > 0 && self.interpreter.0 != 0 && self.call_stub.is_some()
+    }
+
+    /// Whether `pc` is inside the code cache's bounds. Signal-safe.
+    pub fn contains(&self, pc: usize) -> bool {
+        self.low <= pc && pc < self.high
+    }
+
+    /// The used blob whose heap block holds `pc`, found through the heap's segment map;
+    /// `group` is the layout the view was read with. One protected load (the heap's
+    /// committed end) plus the segment-map walk. Signal-safe.
+    pub fn find_blob(&self, group: &CodeCacheGroup, pc: usize) -> Option<Blob> {
+        if !self.contains(pc) {
+            return None;
+        }
+        // Heaps do not overlap: the one that starts last at or below pc is the only
+        // candidate (they are in no particular order, facts.md 3.1).
+        let heap = self
+            .heaps
+            .get(..self.len)?
+            .iter()
+            .filter(|h| h.low <= pc)
+            .max_by_key(|h| h.low)?;
+        if pc >= group.heap_high(heap.heap)? {
+            return None;
+        }
+        Self::blob_in_heap(group, heap, pc)
+    }
+
+    /// Segment-map walk (facts.md 3.2): the map holds one byte per segment, 0xFF for a
+    /// free segment, else the distance back towards the block's first segment (0).
+    fn blob_in_heap(group: &CodeCacheGroup, heap: &HeapView, pc: usize) -> Option<Blob> {
+        let shift = heap.shift;
+        let mut index = (pc - heap.low) >> shift;
+        for _ in 0..MAX_SEGMAP_HOPS {
+            match load_u8(heap.segmap.checked_add(index)?)? {
+                FREE_SEGMENT => return None,
+                0 => {
+                    let block = heap.low.checked_add(index << shift)?;
+                    return group.used_block(block, shift, pc);
+                }
+                hop => index = index.checked_sub(usize::from(hop))?,
+            }
+        }
+        None
+    }
+
+    /// Whether `pc` is in the template interpreter's code. Signal-safe.
+    pub fn is_interpreter(&self, pc: usize) -> bool {
+        self.interpreter.0 <= pc && pc < self.interpreter.1
+    }
+
+    /// The return address into the call stub (an entry frame's pc). Signal-safe.
+    pub fn call_stub_return_address(&self) -> Option<usize> {
+        self.call_stub
     }
 }
 
@@ -213,14 +310,8 @@ impl CodeBlobGroup {
 
     /// Whether the name is exactly `expected` (false if unreadable). Signal-safe.
     pub fn name_eq(&self, blob: Blob, expected: &[u8]) -> bool {
-        let Some(name) = self.name_ptr(blob) else {
-            return false;
-        };
-        c_string_starts_with(name, expected)
-            && name
-                .checked_add(expected.len())
-                .and_then(load_u8)
-                .is_some_and(|b| b == 0)
+        self.name_ptr(blob)
+            .is_some_and(|name| c_string_eq(name, expected))
     }
 
     /// `CodeBlob::_size`: the whole blob in bytes, header included. Signal-safe.
@@ -273,6 +364,55 @@ impl CodeBlobGroup {
             }
         }
     }
+
+    /// [`is_nmethod`](Self::is_nmethod), remembering in `names` the name pointers that
+    /// spelled an nmethod name: every nmethod's `_name` is one of two string literals in
+    /// libjvm, so after the first of each kind an nmethod costs one load and a compare
+    /// instead of a byte-by-byte compare (up to 17 protected loads). Other names are
+    /// still compared (they differ at the first byte). Signal-safe.
+    pub fn is_nmethod_cached(&self, blob: Blob, names: &NmethodNames) -> bool {
+        if !matches!(self.kind, BlobKind::Name) {
+            return self.is_nmethod(blob);
+        }
+        let Some(name) = self.name_ptr(blob) else {
+            return false;
+        };
+        if names
+            .known
+            .iter()
+            .any(|k| k.load(Ordering::Relaxed) == name)
+        {
+            return true;
+        }
+        let slot = if c_string_eq(name, b"nmethod") {
+            &names.known[0]
+        } else if c_string_eq(name, b"native nmethod") {
+            &names.known[1]
+        } else {
+            return false;
+        };
+        slot.store(name, Ordering::Relaxed);
+        true
+    }
+}
+
+/// Name pointers known to spell "nmethod" and "native nmethod" (see
+/// [`CodeBlobGroup::is_nmethod_cached`]), 0 until seen. Owned by whoever owns the layout
+/// (the walker), so a test's synthetic layout starts with its own empty set. The
+/// pointers name string literals in libjvm, which stays loaded for the life of the
+/// process. Signal-safe (relaxed atomics).
+#[derive(Debug, Default)]
+pub struct NmethodNames {
+    known: [AtomicUsize; 2],
+}
+
+/// Whether the C string at `addr` is exactly `expected`. Signal-safe.
+fn c_string_eq(addr: usize, expected: &[u8]) -> bool {
+    c_string_starts_with(addr, expected)
+        && addr
+            .checked_add(expected.len())
+            .and_then(load_u8)
+            .is_some_and(|b| b == 0)
 }
 
 /// Whether the C string at `addr` starts with `prefix`, byte by byte through protected
@@ -818,6 +958,110 @@ mod tests {
         mem.word(g.name, 0);
         assert_eq!(g.name_ptr(blob), None);
         assert!(!g.is_nmethod(blob));
+    }
+
+    #[test]
+    fn nmethod_names_are_remembered_per_cache() {
+        let layout = layout_of(JDK17);
+        let g = layout.code_blob.clone().unwrap();
+        let mut mem = Mem::new(BLOB_BYTES);
+        let blob = Blob { addr: mem.base() };
+        let names = NmethodNames::default();
+        // Two copies of each name: a byte compare accepts both, the cache keeps the one
+        // it saw until another copy comes along.
+        let (nm, nm2) = (c"nmethod", std::ffi::CString::new("nmethod").unwrap());
+        let native = c"native nmethod";
+        for (name, expected) in [
+            (nm.as_ptr(), true),
+            (nm2.as_ptr(), true),
+            (native.as_ptr(), true),
+            (c"StubRoutines (1)".as_ptr(), false),
+            (c"nmethods".as_ptr(), false),
+            (nm.as_ptr(), true),
+        ] {
+            mem.word(g.name, name as usize);
+            assert_eq!(g.is_nmethod_cached(blob, &names), expected);
+            assert_eq!(g.is_nmethod(blob), expected);
+        }
+        let known: Vec<usize> = names
+            .known
+            .iter()
+            .map(|k| k.load(Ordering::Relaxed))
+            .collect();
+        assert_eq!(known, [nm.as_ptr() as usize, native.as_ptr() as usize]);
+        // A cached pointer is trusted without reading the string again.
+        let mut own = *b"nmethod\0";
+        mem.word(g.name, own.as_ptr() as usize);
+        assert!(g.is_nmethod_cached(blob, &names));
+        own[0] = b'x';
+        mem.word(g.name, own.as_ptr() as usize);
+        assert!(g.is_nmethod_cached(blob, &names));
+        assert!(!g.is_nmethod(blob));
+        // A fresh cache (another layout) starts empty.
+        let other = NmethodNames::default();
+        assert!(other.known.iter().all(|k| k.load(Ordering::Relaxed) == 0));
+        mem.word(g.name, 0);
+        assert!(!g.is_nmethod_cached(blob, &names));
+    }
+
+    #[test]
+    fn kind_field_layouts_ignore_the_name_cache() {
+        let layout = layout_of(JDK25);
+        let g = layout.code_blob.clone().unwrap();
+        let BlobKind::Field { kind, nmethod } = g.kind else {
+            panic!("25 has CodeBlob::_kind");
+        };
+        let mut mem = Mem::new(BLOB_BYTES);
+        let blob = Blob { addr: mem.base() };
+        let names = NmethodNames::default();
+        mem.field(0, kind, nmethod)
+            .word(g.name, c"native nmethod".as_ptr() as usize);
+        assert!(g.is_nmethod_cached(blob, &names));
+        mem.field(0, kind, 6);
+        assert!(!g.is_nmethod_cached(blob, &names));
+        assert!(names.known.iter().all(|k| k.load(Ordering::Relaxed) == 0));
+    }
+
+    #[test]
+    fn a_view_is_read_once_and_answers_like_the_group() {
+        let layout = layout_of(JDK21);
+        let mut c = FakeCache::new(&layout, &[40, 40, 40]);
+        let a = c.block(0, 1, 2, true);
+        let b = c.block(2, 5, 3, true);
+        let g = c.group.clone();
+        let mut queue = Mem::new(64);
+        let interp = c.addr(1, 4, 0);
+        queue
+            .word(g.stub_queue_buffer, interp)
+            .field(0, g.stub_queue_buffer_limit, SEG as i64);
+        c.statics.word(S_INTERP, queue.base());
+        c.statics.word(S_CALL_STUB, c.addr(1, 9, 3));
+        let view = c.group.view();
+        assert_eq!(view.find_blob(&c.group, c.addr(0, 2, 7)), Some(a));
+        assert_eq!(view.find_blob(&c.group, c.addr(2, 7, 0)), Some(b));
+        assert_eq!(view.find_blob(&c.group, c.addr(1, 0, 0)), None);
+        assert!(view.is_interpreter(interp) && !view.is_interpreter(interp + SEG));
+        assert_eq!(view.call_stub_return_address(), Some(c.addr(1, 9, 3)));
+        // The view keeps what it read: the statics changing later (they do not, in a
+        // JVM) does not change its answers, while the group reads them again.
+        c.statics.word(S_HEAPS, 0).word(S_CALL_STUB, 0);
+        assert_eq!(view.find_blob(&c.group, c.addr(0, 2, 7)), Some(a));
+        assert_eq!(c.group.find_blob(c.addr(0, 2, 7)), None);
+        // A heap's committed end is read at lookup time: a pc past it is not code.
+        let (memory, high) = (g.heap_memory + g.vs_high, c.addr(2, 6, 0));
+        c.heap_structs[2].word(memory, high);
+        assert_eq!(view.find_blob(&c.group, c.addr(2, 7, 0)), None);
+        assert_eq!(view.find_blob(&c.group, c.addr(2, 5, 40)), Some(b));
+        // Blocks are still read through the segment map at lookup time.
+        c.block(0, 1, 2, false);
+        assert_eq!(view.find_blob(&c.group, c.addr(0, 2, 7)), None);
+        assert!(view.complete());
+        // Unreadable bounds give an empty view.
+        c.statics.word(S_LOW, 0);
+        let empty = c.group.view();
+        assert!(!empty.complete());
+        assert!(!empty.contains(c.addr(0, 2, 7)));
+        assert_eq!(empty.find_blob(&c.group, c.addr(0, 2, 7)), None);
     }
 
     #[test]

@@ -4,8 +4,8 @@
 //! The signal-handler walker uses them to turn a pc inside compiled code into the inlined Java
 //! frames (`Method*`, bci) it stands for; dump-time code uses the same stream for line tables
 //! (`linetable.rs`). Every read of VM memory goes through [`Memory`], which the walker backs with
-//! crash-protected loads and tests back with byte arrays ([`Bytes`]). Nothing here allocates,
-//! locks, panics or calls into the JVM; every loop is bounded.
+//! crash-protected loads and tests back with byte arrays ([`Bytes`]). Nothing here allocates
+//! (except [`PcDescCache::new`]), locks, panics or calls into the JVM; every loop is bounded.
 //!
 //! Where the inputs come from (the caller reads them from VMStructs, facts.md 3.4):
 //! - the `PcDesc` array `[begin, end)` and its field offsets (`PcDesc::_pc_offset`,
@@ -13,6 +13,8 @@
 //! - the scopes data (a compressed stream) and the nmethod's metadata array;
 //! - `InvocationEntryBci` (an int constant, -1 on every JDK) and the JDK feature version, which
 //!   picks the stream [`Encoding`].
+
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 /// Reads VM memory. The walker implements it with crash-protected loads; a `None` is a load
 /// that faulted (or, for [`Bytes`], fell outside the array). Values are in native byte order.
@@ -254,6 +256,108 @@ pub fn find_pc_desc<M: Memory>(
         pc_offset: pc_at(lo)?,
         scope_decode_offset: mem.read_u32(addr.wrapping_add(layout.scope_decode_offset))? as i32,
     })
+}
+
+/// Whether `addr` is the entry that [`find_pc_desc`] would return for `pc_offset` in the
+/// sorted table `[begin, end)`: an entry of the table whose pc offset is at least
+/// `pc_offset` while its predecessor's is below. HotSpot writes PcDescs with strictly
+/// increasing pc offsets, so exactly one entry passes. Three reads instead of a binary
+/// search; used to check an address remembered by a [`PcDescCache`]. Signal-safe.
+pub fn check_pc_desc<M: Memory>(
+    mem: &M,
+    layout: &PcDescLayout,
+    begin: usize,
+    end: usize,
+    pc_offset: usize,
+    addr: usize,
+) -> Option<PcDesc> {
+    if !layout.is_sane() || addr < begin || addr >= end {
+        return None;
+    }
+    if !(addr - begin).is_multiple_of(layout.size) || end.wrapping_sub(addr) < layout.size {
+        return None;
+    }
+    let target = i32::try_from(pc_offset).ok()?;
+    let pc_at = |a: usize| {
+        mem.read_u32(a.wrapping_add(layout.pc_offset))
+            .map(|v| v as i32)
+    };
+    let pc = pc_at(addr)?;
+    if pc < target || (addr > begin && pc_at(addr - layout.size)? >= target) {
+        return None;
+    }
+    Some(PcDesc {
+        addr,
+        pc_offset: pc,
+        scope_decode_offset: mem.read_u32(addr.wrapping_add(layout.scope_decode_offset))? as i32,
+    })
+}
+
+/// Slots of a [`PcDescCache`] (a power of two): 16 KiB.
+pub const PC_DESC_CACHE_SLOTS: usize = 1024;
+
+/// Remembers which PcDesc answered a pc, across walks: a stack samples the same return
+/// addresses again and again, and the binary search over an nmethod's PcDescs costs
+/// about ten reads where a check costs three (HotSpot keeps a similar cache in each
+/// nmethod). Entries are hints, never trusted: [`check_pc_desc`] validates each against
+/// the table of the blob found for the pc now, so a freed and reused nmethod, or two
+/// handlers writing one slot at once (a torn pair), can only cost a search. Owned by the
+/// walker (one per layout). Signal-safe: relaxed atomics, no allocation after `new`.
+pub struct PcDescCache {
+    slots: Box<[PcDescSlot]>,
+}
+
+#[derive(Default)]
+struct PcDescSlot {
+    pc: AtomicUsize,
+    desc: AtomicUsize,
+}
+
+impl PcDescCache {
+    /// An empty cache (allocates; not signal-safe).
+    pub fn new() -> PcDescCache {
+        PcDescCache {
+            slots: core::iter::repeat_with(PcDescSlot::default)
+                .take(PC_DESC_CACHE_SLOTS)
+                .collect(),
+        }
+    }
+
+    fn slot(&self, pc: usize) -> Option<&PcDescSlot> {
+        let i = pc.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - 10);
+        self.slots.get(i % PC_DESC_CACHE_SLOTS)
+    }
+
+    /// [`find_pc_desc`] for `pc_offset` in the nmethod whose code starts at
+    /// `code_begin`, through the cache. Signal-safe.
+    pub fn find<M: Memory>(
+        &self,
+        mem: &M,
+        layout: &PcDescLayout,
+        nmethod: &NmethodDebugInfo,
+        code_begin: usize,
+        pc_offset: usize,
+    ) -> Option<PcDesc> {
+        let (begin, end) = (nmethod.pcs_begin, nmethod.pcs_end);
+        let key = code_begin.wrapping_add(pc_offset);
+        let slot = self.slot(key)?;
+        if key != 0 && slot.pc.load(Ordering::Relaxed) == key {
+            let hint = slot.desc.load(Ordering::Relaxed);
+            if let Some(pd) = check_pc_desc(mem, layout, begin, end, pc_offset, hint) {
+                return Some(pd);
+            }
+        }
+        let pd = find_pc_desc(mem, layout, begin, end, pc_offset)?;
+        slot.pc.store(key, Ordering::Relaxed);
+        slot.desc.store(pd.addr, Ordering::Relaxed);
+        Some(pd)
+    }
+}
+
+impl Default for PcDescCache {
+    fn default() -> Self {
+        PcDescCache::new()
+    }
 }
 
 /// Per-VM facts the scope decoder needs (read once from VMStructs and the JDK version).
@@ -963,6 +1067,102 @@ mod tests {
             assert_eq!(pd.pc_offset as usize, target.div_ceil(4) * 4);
             assert!(mem.1.get() <= 20, "{} reads", mem.1.get());
         }
+    }
+
+    #[test]
+    fn a_checked_pc_desc_is_the_one_the_search_finds() {
+        let bytes = pcs(&TABLE);
+        let base = 0x4000;
+        let mem = Bytes { base, data: &bytes };
+        let end = base + bytes.len();
+        for target in 0..260usize {
+            let found = find_pc_desc(&mem, &LAYOUT, base, end, target);
+            for i in 0..TABLE.len() + 1 {
+                let addr = base + i * LAYOUT.size;
+                let checked = check_pc_desc(&mem, &LAYOUT, base, end, target, addr);
+                if found.is_some_and(|f| f.addr == addr) {
+                    assert_eq!(checked, found, "target {target}");
+                } else {
+                    assert_eq!(checked, None, "target {target}, entry {i}");
+                }
+            }
+            // Misaligned, outside and below-the-table addresses are refused.
+            for addr in [base + 3, base - LAYOUT.size, end, 0] {
+                assert_eq!(check_pc_desc(&mem, &LAYOUT, base, end, target, addr), None);
+            }
+        }
+    }
+
+    #[test]
+    fn the_pc_desc_cache_is_a_validated_hint() {
+        struct Counting<'a>(Bytes<'a>, core::cell::Cell<u32>);
+        impl Memory for Counting<'_> {
+            fn read_u8(&self, a: usize) -> Option<u8> {
+                self.0.read_u8(a)
+            }
+            fn read_u32(&self, a: usize) -> Option<u32> {
+                self.1.set(self.1.get() + 1);
+                self.0.read_u32(a)
+            }
+            fn read_usize(&self, a: usize) -> Option<usize> {
+                self.0.read_usize(a)
+            }
+        }
+        let entries: Vec<(i32, i32)> = (0..1000).map(|i| (i * 4, i + 1)).collect();
+        let (a, b) = (pcs(&entries), pcs(&entries[..500]));
+        let info = |bytes: &[u8]| NmethodDebugInfo {
+            pcs_begin: 0x10000,
+            pcs_end: 0x10000 + bytes.len(),
+            scopes: NmethodScopes {
+                data: 0,
+                data_len: 0,
+                metadata: 0,
+                metadata_len: 0,
+            },
+        };
+        let cache = PcDescCache::new();
+        let code = 0x7000_0000;
+        let mem = Counting(
+            Bytes {
+                base: 0x10000,
+                data: &a,
+            },
+            Default::default(),
+        );
+        let first = cache.find(&mem, &LAYOUT, &info(&a), code, 2001).unwrap();
+        assert_eq!(first.pc_offset, 2004);
+        let searched = mem.1.replace(0);
+        let again = cache.find(&mem, &LAYOUT, &info(&a), code, 2001).unwrap();
+        assert_eq!(again, first);
+        assert!(
+            mem.1.get() <= 3 && searched > 3,
+            "{searched} then {}",
+            mem.1.get()
+        );
+        // Another nmethod at the same code address (the old one was freed): its shorter
+        // table does not hold the remembered entry, and a fresh search answers.
+        let mem = Bytes {
+            base: 0x10000,
+            data: &b,
+        };
+        let fresh = find_pc_desc(&mem, &LAYOUT, 0x10000, 0x10000 + b.len(), 2001);
+        assert_eq!(fresh, None);
+        assert_eq!(cache.find(&mem, &LAYOUT, &info(&b), code, 2001), fresh);
+        assert_eq!(
+            cache.find(&mem, &LAYOUT, &info(&b), code, 1001),
+            find_pc_desc(&mem, &LAYOUT, 0x10000, 0x10000 + b.len(), 1001)
+        );
+        // Same table, other pc offsets at the same entry address: refused, searched.
+        let shifted: Vec<(i32, i32)> = entries.iter().map(|&(pc, s)| (pc + 2, s)).collect();
+        let c = pcs(&shifted);
+        let mem = Bytes {
+            base: 0x10000,
+            data: &c,
+        };
+        let got = cache.find(&mem, &LAYOUT, &info(&c), code, 2001).unwrap();
+        assert_eq!((got.pc_offset, got.addr), (2002, first.addr - LAYOUT.size));
+        let got = cache.find(&mem, &LAYOUT, &info(&c), code, 2003).unwrap();
+        assert_eq!(got.pc_offset, 2006);
     }
 
     const FORMAT_17: ScopeFormat = ScopeFormat {

@@ -17,12 +17,15 @@ pub mod vmstructs;
 pub struct SafeMemory;
 
 impl debuginfo::Memory for SafeMemory {
+    #[inline]
     fn read_u8(&self, addr: usize) -> Option<u8> {
         crate::signal::safe_access::load_u8(addr)
     }
+    #[inline]
     fn read_u32(&self, addr: usize) -> Option<u32> {
         crate::signal::safe_access::load_u32(addr)
     }
+    #[inline]
     fn read_usize(&self, addr: usize) -> Option<usize> {
         crate::signal::safe_access::load_usize(addr)
     }

@@ -11,9 +11,9 @@ use std::sync::OnceLock;
 use super::regs::{op, Regs};
 use super::{native, SignalContext, StackWalker, Walk};
 use crate::counters::Counter;
-use crate::hotspot::codecache::{load_field, Blob};
+use crate::hotspot::codecache::{load_field, Blob, CodeCacheView, NmethodNames};
 use crate::hotspot::debuginfo::{
-    self, ChainEnd, Encoding, NmethodScopes, PcDescLayout, ScopeFormat, ScopeFrame,
+    self, ChainEnd, Encoding, NmethodScopes, PcDescCache, PcDescLayout, ScopeFormat, ScopeFrame,
 };
 use crate::hotspot::vmstructs::{self, VmLayout};
 use crate::hotspot::SafeMemory;
@@ -53,6 +53,15 @@ pub struct VmWalker {
     layout: &'static VmLayout,
     format: ScopeFormat,
     pc_desc: PcDescLayout,
+    /// Blob name pointers known to be nmethods (JDK <= 22), for this layout.
+    nmethod_names: NmethodNames,
+    /// jmethodIDs found by earlier walks (validated on every use).
+    ids: method::IdCache,
+    /// PcDescs found by earlier walks (validated on every use).
+    pc_descs: PcDescCache,
+    /// The code heaps, interpreter and call stub, read once (they never move); None if
+    /// that read came up short, and then each walk reads them.
+    code: Option<CodeCacheView>,
 }
 
 static WALKER: OnceLock<Option<VmWalker>> = OnceLock::new();
@@ -81,6 +90,14 @@ impl VmWalker {
                         pc_offset: pcd.pc_offset.offset,
                         scope_decode_offset: pcd.scope_decode_offset.offset,
                     },
+                    nmethod_names: NmethodNames::default(),
+                    ids: method::IdCache::new(),
+                    pc_descs: PcDescCache::new(),
+                    code: layout
+                        .code_cache
+                        .as_ref()
+                        .map(|cc| cc.view())
+                        .filter(CodeCacheView::complete),
                 })
             })
             .as_ref()
@@ -116,9 +133,30 @@ struct Cursor {
 struct Out<'a> {
     frames: &'a mut [Frame],
     n: usize,
+    /// How the methods met so far in this walk were recorded (see [`MethodCache`]).
+    methods: MethodCache,
+    /// Compiled frames already decoded in this walk, by pc (see [`Out::repeat_chain`]).
+    chains: [Chain; CHAIN_SLOTS],
+    /// Frame counts, added to their counters once at the end of the walk: one atomic
+    /// add per walk rather than one per frame (the counter's cache line moves between
+    /// the CPUs that sample).
+    ids: i64,
+    raw: i64,
+    untaggable: i64,
 }
 
-impl Out<'_> {
+impl<'a> Out<'a> {
+    fn new(frames: &'a mut [Frame]) -> Self {
+        Out {
+            frames,
+            n: 0,
+            methods: MethodCache::new(),
+            chains: [Chain::default(); CHAIN_SLOTS],
+            ids: 0,
+            raw: 0,
+            untaggable: 0,
+        }
+    }
     fn full(&self) -> bool {
         self.n >= self.frames.len()
     }
@@ -126,6 +164,138 @@ impl Out<'_> {
         if let Some(slot) = self.frames.get_mut(self.n) {
             *slot = f;
             self.n += 1;
+        }
+    }
+    /// Pushes again the frames that the compiled frame with the same pc pushed earlier
+    /// in this walk, if it did and they all fit. A recursive stack returns to the same
+    /// pc again and again, and each of those frames would decode the same inline chain
+    /// (about five loads per scope). Within one walk the chain cannot differ: same pc,
+    /// same nmethod, same PcDesc. Never kept across walks.
+    fn repeat_chain(&mut self, key: usize) -> bool {
+        let Some(&c) = self.chains.get(Chain::slot(key)) else {
+            return false;
+        };
+        let (first, count) = (c.first as usize, c.count as usize);
+        if key == 0 || c.key != key || first + count > self.n {
+            return false;
+        }
+        if self.frames.len() - self.n < count {
+            return false;
+        }
+        for i in 0..count {
+            let Some(&f) = self.frames.get(first + i) else {
+                return false;
+            };
+            self.push(f);
+        }
+        self.ids += i64::from(c.ids);
+        self.raw += i64::from(c.raw);
+        self.untaggable += i64::from(c.untaggable);
+        true
+    }
+
+    /// Remembers that the frames from `before` (the state before the compiled frame
+    /// `key` was pushed) to now are that frame's chain.
+    fn remember_chain(&mut self, key: usize, before: (usize, i64, i64, i64)) {
+        let (n, ids, raw, untaggable) = before;
+        let count = |d: i64| u32::try_from(d).unwrap_or(0);
+        if let Some(slot) = self.chains.get_mut(Chain::slot(key)) {
+            *slot = Chain {
+                key,
+                first: n as u32,
+                count: (self.n - n) as u32,
+                ids: count(self.ids - ids),
+                raw: count(self.raw - raw),
+                untaggable: count(self.untaggable - untaggable),
+            };
+        }
+    }
+
+    fn counts(&self) -> (usize, i64, i64, i64) {
+        (self.n, self.ids, self.raw, self.untaggable)
+    }
+
+    fn flush_counts(&self) {
+        for (c, n) in [
+            (Counter::WalkvmFramesId, self.ids),
+            (Counter::WalkvmFramesRaw, self.raw),
+            (Counter::WalkvmRawFrameUntaggable, self.untaggable),
+        ] {
+            if n != 0 {
+                c.add(n);
+            }
+        }
+    }
+}
+
+/// Slots of the per-walk chain memo (a power of two).
+const CHAIN_SLOTS: usize = 8;
+
+/// Where the frames of one decoded compiled frame went in this walk's buffer.
+#[derive(Clone, Copy, Default)]
+struct Chain {
+    /// The pc the PcDesc was looked up for (0: empty slot).
+    key: usize,
+    first: u32,
+    count: u32,
+    ids: u32,
+    raw: u32,
+    untaggable: u32,
+}
+
+impl Chain {
+    fn slot(key: usize) -> usize {
+        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - 3)) % CHAIN_SLOTS
+    }
+}
+
+/// How a `Method*` is recorded: its jmethodID, raw, raw with a lazy-mode tag, or (lazy
+/// mode, no tag readable) as an error frame.
+#[derive(Clone, Copy)]
+enum MethodKind {
+    Id(usize),
+    Raw,
+    Tagged(tags::Tag),
+    Untaggable,
+}
+
+/// Slots of the per-walk method cache (a power of two).
+const METHOD_CACHE_SLOTS: usize = 32;
+
+/// The methods of one walk and how each was recorded. A stack repeats few methods many
+/// times (recursion, the same caller on every path, inlined helpers), and finding a
+/// jmethodID costs eight protected loads on cold metadata: asking once per distinct
+/// method makes the walk cheaper. Direct-mapped; a collision only costs a new lookup.
+/// It lives for one walk and is never shared: between two walks a class can unload
+/// and its `Method*` be reused, so nothing is kept across samples.
+struct MethodCache {
+    slots: [(usize, MethodKind); METHOD_CACHE_SLOTS],
+}
+
+impl MethodCache {
+    fn new() -> Self {
+        // Key 0 never matches: a null Method* is never looked up.
+        MethodCache {
+            slots: [(0, MethodKind::Raw); METHOD_CACHE_SLOTS],
+        }
+    }
+
+    fn slot(m: usize) -> usize {
+        // Method*s are 8-byte aligned metaspace addresses: mix the bits above the
+        // alignment (Fibonacci hashing) and keep the top five.
+        ((m >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - 5)) % METHOD_CACHE_SLOTS
+    }
+
+    fn get(&self, m: usize) -> Option<MethodKind> {
+        match self.slots.get(Self::slot(m)) {
+            Some(&(key, kind)) if key == m && m != 0 => Some(kind),
+            _ => None,
+        }
+    }
+
+    fn put(&mut self, m: usize, kind: MethodKind) {
+        if let Some(slot) = self.slots.get_mut(Self::slot(m)) {
+            *slot = (m, kind);
         }
     }
 }
@@ -158,8 +328,9 @@ impl StackWalker for VmWalker {
 
     /// Signal-safe.
     fn walk(&self, uc: SignalContext, frames: &mut [Frame]) -> Walk {
-        let mut out = Out { frames, n: 0 };
+        let mut out = Out::new(frames);
         let end = self.walk_into(uc, &mut out);
+        out.flush_counts();
         if let Err(r) = end {
             count(r);
             // A failure below Java frames already recorded keeps them and marks the gap.
@@ -191,10 +362,19 @@ impl VmWalker {
             return Err(reason::UNAVAILABLE);
         };
         let regs = Regs::from_context(uc).ok_or(reason::UNAVAILABLE)?;
+        // The code heaps, interpreter and call stub: read at setup, else once per walk.
+        let fresh;
+        let code = match &self.code {
+            Some(view) => view,
+            None => {
+                fresh = cc.view();
+                &fresh
+            }
+        };
         // Native frames (walker/native.rs): pcs outside the code cache are unwound by DWARF
         // rules and frame pointers; with cstack=vmx they are recorded, and threads without
         // Java frames give their native stack.
-        let in_code = |pc: usize| cc.contains(pc);
+        let in_code = |pc: usize| code.contains(pc);
         let top = native::Cursor {
             pc: regs.pc,
             sp: regs.sp,
@@ -239,7 +419,7 @@ impl VmWalker {
             cur = self.resume_at_anchor(anchor).ok_or(reason::NO_JAVA_FRAME)?;
             anchor_used = true;
         }
-        let call_stub = cc.call_stub_return_address();
+        let call_stub = code.call_stub_return_address();
         let mut depth = 0usize;
         // Stubs add no frame: bound the steps, not only the frames.
         let max_steps = out.frames.len().saturating_mul(2).saturating_add(64);
@@ -255,10 +435,14 @@ impl VmWalker {
             }
             let step = if Some(cur.pc) == call_stub {
                 self.entry_frame(cur)
-            } else if let Some(blob) = cc.find_blob(cur.pc) {
-                if cc.is_interpreter(cur.pc) {
+            } else if let Some(blob) = code.find_blob(cc, cur.pc) {
+                if code.is_interpreter(cur.pc) {
                     self.interpreted_frame(cur, depth, &regs, out)
-                } else if l.code_blob.as_ref().is_some_and(|b| b.is_nmethod(blob)) {
+                } else if l
+                    .code_blob
+                    .as_ref()
+                    .is_some_and(|b| b.is_nmethod_cached(blob, &self.nmethod_names))
+                {
                     self.compiled_frame(blob, cur, depth, out)
                 } else {
                     self.stub_frame(blob, cur, depth)
@@ -329,25 +513,52 @@ impl VmWalker {
         let Some(mg) = self.layout.method.as_ref() else {
             return;
         };
-        if let Some(id) = method::jmethod_id(mg, m) {
-            Counter::WalkvmFramesId.inc();
-            out.push(Frame::java(id as u64, bci, frame_type));
-            return;
-        }
-        if !lazy::is_active() {
-            Counter::WalkvmFramesRaw.inc();
-            out.push(Frame::raw(m as u64, bci, frame_type));
-            return;
-        }
-        match lazy::tag_of(mg, m).and_then(|t| tags::tagged_frame(m as u64, bci, frame_type, t)) {
-            Some(f) => {
-                Counter::WalkvmFramesRaw.inc();
+        let kind = match out.methods.get(m) {
+            Some(kind) => kind,
+            None => {
+                let kind = self.method_kind(mg, m);
+                out.methods.put(m, kind);
+                kind
+            }
+        };
+        let frame = match kind {
+            MethodKind::Id(id) => Some(Frame::java(id as u64, bci, frame_type)),
+            MethodKind::Raw => Some(Frame::raw(m as u64, bci, frame_type)),
+            // The bci is part of the tagged encoding and may not fit.
+            MethodKind::Tagged(t) => tags::tagged_frame(m as u64, bci, frame_type, t),
+            MethodKind::Untaggable => None,
+        };
+        match (frame, kind) {
+            (Some(f), MethodKind::Id(_)) => {
+                out.ids += 1;
                 out.push(f);
             }
-            None => {
-                Counter::WalkvmRawFrameUntaggable.inc();
+            (Some(f), _) => {
+                out.raw += 1;
+                out.push(f);
+            }
+            (None, _) => {
+                out.untaggable += 1;
                 out.push(Frame::error(reason::UNTAGGABLE));
             }
+        }
+    }
+
+    /// How `m` is recorded, from VM metadata (protected loads). Signal-safe.
+    fn method_kind(&self, mg: &vmstructs::MethodGroup, m: usize) -> MethodKind {
+        if let Some(id) = self.ids.get(m) {
+            return MethodKind::Id(id);
+        }
+        if let Some(id) = method::jmethod_id(mg, m) {
+            self.ids.put(m, id);
+            return MethodKind::Id(id);
+        }
+        if !lazy::is_active() {
+            return MethodKind::Raw;
+        }
+        match lazy::tag_of(mg, m) {
+            Some(t) => MethodKind::Tagged(t),
+            None => MethodKind::Untaggable,
         }
     }
 
@@ -438,11 +649,16 @@ impl VmWalker {
             .frame_complete_offset(blob)
             .map_or(code_begin, |o| code_begin.wrapping_add(o as usize));
 
-        if method::is_native(mg, m) {
-            self.push_method(out, m, -1, FRAME_NATIVE);
-        } else if depth == 0 && cur.pc < complete {
+        // Native wrappers are told by their Method's flags, but only where the debug
+        // info has nothing to say (they have no PcDescs): a compiled Java frame then
+        // never touches its Method, whose jmethodID usually comes from the cache.
+        if depth == 0 && cur.pc < complete {
             // Prologue: no debug info for these pcs; the method itself is running.
-            self.push_method(out, m, 0, frame_type);
+            if method::is_native(mg, m) {
+                self.push_method(out, m, -1, FRAME_NATIVE);
+            } else {
+                self.push_method(out, m, 0, frame_type);
+            }
         } else {
             self.push_scopes(blob, m, cur.pc, code_begin, depth, frame_type, out);
         }
@@ -462,7 +678,8 @@ impl VmWalker {
         }
     }
 
-    /// Frames of one nmethod pc, innermost inlined scope first.
+    /// Frames of one nmethod pc, innermost inlined scope first; a native wrapper (no
+    /// debug info) gives its one native frame.
     #[allow(clippy::too_many_arguments)]
     fn push_scopes(
         &self,
@@ -477,6 +694,16 @@ impl VmWalker {
         let Some(nm) = self.layout.nmethod.as_ref() else {
             return;
         };
+        // The top frame's pc is arbitrary: like AsyncGetCallTrace, take the first PcDesc
+        // after it. Return addresses have an exact PcDesc.
+        let offset = pc
+            .wrapping_sub(code_begin)
+            .wrapping_add((depth == 0) as usize);
+        let key = code_begin.wrapping_add(offset);
+        if out.repeat_chain(key) {
+            return;
+        }
+        let before = out.counts();
         let debug = (|| {
             let (pcs_begin, pcs_end) = nm.pc_desc_range(blob)?;
             let data = nm.scopes_data_begin(blob)?;
@@ -493,28 +720,36 @@ impl VmWalker {
             })
         })();
         let mut scopes = [ScopeFrame { method: 0, bci: 0 }; MAX_SCOPES];
-        // The top frame's pc is arbitrary: like AsyncGetCallTrace, take the first PcDesc
-        // after it. Return addresses have an exact PcDesc.
-        let offset = pc
-            .wrapping_sub(code_begin)
-            .wrapping_add((depth == 0) as usize);
-        let chain = match debug {
-            Some(d) => debuginfo::decode_at_pc(
+        let pc_desc = debug.as_ref().and_then(|d| {
+            self.pc_descs
+                .find(&SafeMemory, &self.pc_desc, d, code_begin, offset)
+        });
+        let chain = match (debug, pc_desc) {
+            (Some(d), Some(pd)) => debuginfo::decode_scopes(
                 &SafeMemory,
-                &self.pc_desc,
                 &self.format,
-                &d,
-                offset,
+                &d.scopes,
+                pd.scope_decode_offset,
                 &mut scopes,
             ),
-            None => debuginfo::ScopeChain {
+            _ => debuginfo::ScopeChain {
                 count: 0,
                 end: ChainEnd::NoPcDesc,
             },
         };
         if chain.count == 0 || !matches!(chain.end, ChainEnd::Complete | ChainEnd::Truncated) {
-            Counter::WalkvmNoScope.inc();
-            self.push_method(out, m, 0, frame_type);
+            if self
+                .layout
+                .method
+                .as_ref()
+                .is_some_and(|mg| method::is_native(mg, m))
+            {
+                // A native wrapper: HotSpot gives them an empty PcDesc table.
+                self.push_method(out, m, -1, FRAME_NATIVE);
+            } else {
+                Counter::WalkvmNoScope.inc();
+                self.push_method(out, m, 0, frame_type);
+            }
             return;
         }
         let last = chain.count - 1;
@@ -523,6 +758,7 @@ impl VmWalker {
             let sm = if s.method == 0 { m } else { s.method };
             self.push_method(out, sm, s.bci.max(0), t);
         }
+        out.remember_chain(key, before);
     }
 
     /// The top compiled frame caught in its prologue or epilogue, where the frame is
@@ -649,3 +885,34 @@ impl VmWalker {
 /// Interpreter frame slots below fp, in words (facts.md 4.2; x86_64, JDK 11+).
 const INTERP_METHOD_SLOT: usize = 3;
 const INTERP_BCP_SLOT: usize = 8;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn method_cache_is_direct_mapped_and_per_walk() {
+        let mut c = MethodCache::new();
+        assert!(c.get(0).is_none(), "a null Method* never hits");
+        let methods: Vec<usize> = (1..=200).map(|i| 0x7f00_0000_0000 + i * 88).collect();
+        for &m in &methods {
+            c.put(m, MethodKind::Id(m + 1));
+            assert!(matches!(c.get(m), Some(MethodKind::Id(id)) if id == m + 1));
+        }
+        // Later entries evict earlier ones in the same slot; whatever hits is right.
+        let hits = methods
+            .iter()
+            .filter(|&&m| match c.get(m) {
+                Some(MethodKind::Id(id)) => {
+                    assert_eq!(id, m + 1);
+                    true
+                }
+                Some(_) => panic!("wrong kind"),
+                None => false,
+            })
+            .count();
+        assert!(hits > 0 && hits <= METHOD_CACHE_SLOTS, "{hits}");
+        // Each walk starts empty.
+        assert!(methods.iter().all(|&m| MethodCache::new().get(m).is_none()));
+    }
+}
