@@ -249,15 +249,18 @@ mod tests {
             })
             .collect();
         let results: Vec<Vec<u32>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
-        for r in &results[1..] {
-            assert_eq!(r, &results[0]);
+        // Every id holds the trace it was returned for.
+        for r in &results {
+            for (k, id) in r.iter().enumerate() {
+                assert_eq!(
+                    t.get(*id).unwrap(),
+                    &trace(k as u64 % 200, 1 + k % 200 % 7)[..]
+                );
+            }
         }
-        assert_eq!(t.len(), 200);
-        for (k, id) in results[0].iter().enumerate() {
-            assert_eq!(
-                t.get(*id).unwrap(),
-                &trace(k as u64 % 200, 1 + k % 200 % 7)[..]
-            );
-        }
+        // A writer waits only so long for a slot another one is filling (a signal
+        // handler must not wait on a preempted thread), so on a loaded host the same
+        // trace can, rarely, take a second slot: a little more than 200, never fewer.
+        assert!((200..=240).contains(&t.len()), "{} traces", t.len());
     }
 }
