@@ -1037,21 +1037,23 @@ mod tests {
         assert_eq!((pd.pc_offset, pd.scope_decode_offset, pd.addr), (20, 9, 24));
     }
 
+    /// Bytes that count their 32-bit reads (PcDesc entries are read as u32s).
+    struct Counting<'a>(Bytes<'a>, core::cell::Cell<u32>);
+    impl Memory for Counting<'_> {
+        fn read_u8(&self, a: usize) -> Option<u8> {
+            self.0.read_u8(a)
+        }
+        fn read_u32(&self, a: usize) -> Option<u32> {
+            self.1.set(self.1.get() + 1);
+            self.0.read_u32(a)
+        }
+        fn read_usize(&self, a: usize) -> Option<usize> {
+            self.0.read_usize(a)
+        }
+    }
+
     #[test]
     fn pc_desc_search_is_logarithmic_over_large_tables() {
-        struct Counting<'a>(Bytes<'a>, core::cell::Cell<u32>);
-        impl Memory for Counting<'_> {
-            fn read_u8(&self, a: usize) -> Option<u8> {
-                self.0.read_u8(a)
-            }
-            fn read_u32(&self, a: usize) -> Option<u32> {
-                self.1.set(self.1.get() + 1);
-                self.0.read_u32(a)
-            }
-            fn read_usize(&self, a: usize) -> Option<usize> {
-                self.0.read_usize(a)
-            }
-        }
         let entries: Vec<(i32, i32)> = (0..100_000).map(|i| (i * 4, i + 1)).collect();
         let bytes = pcs(&entries);
         let mem = Counting(
@@ -1095,19 +1097,6 @@ mod tests {
 
     #[test]
     fn the_pc_desc_cache_is_a_validated_hint() {
-        struct Counting<'a>(Bytes<'a>, core::cell::Cell<u32>);
-        impl Memory for Counting<'_> {
-            fn read_u8(&self, a: usize) -> Option<u8> {
-                self.0.read_u8(a)
-            }
-            fn read_u32(&self, a: usize) -> Option<u32> {
-                self.1.set(self.1.get() + 1);
-                self.0.read_u32(a)
-            }
-            fn read_usize(&self, a: usize) -> Option<usize> {
-                self.0.read_usize(a)
-            }
-        }
         let entries: Vec<(i32, i32)> = (0..1000).map(|i| (i * 4, i + 1)).collect();
         let (a, b) = (pcs(&entries), pcs(&entries[..500]));
         let info = |bytes: &[u8]| NmethodDebugInfo {
