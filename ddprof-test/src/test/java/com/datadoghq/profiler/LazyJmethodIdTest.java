@@ -136,10 +136,11 @@ class LazyJmethodIdTest {
                     continue;
                 }
                 String owner = f.getMethod().getType().getName();
-                // What unload-worker ran besides the unloaded class: its Runnable in LazyMain, Thread,
-                // and the CPU-time clock the spin loop reads (ThreadMXBean).
+                // What unload-worker ran besides the unloaded class: its Runnable in LazyMain, Thread
+                // and its exit path (ThreadGroup), and the CPU-time clock the spin loop reads.
                 boolean expected = owner.equals(LazyMain.class.getName()) || owner.startsWith(LazyMain.class.getName() + "$$Lambda")
-                        || owner.equals("java.lang.Thread") || owner.startsWith("java.lang.System")
+                        || owner.equals("java.lang.Thread") || owner.equals("java.lang.ThreadGroup")
+                        || owner.startsWith("java.lang.System")
                         || owner.startsWith("jdk.internal.misc.") || owner.startsWith("sun.management.")
                         || owner.startsWith("java.lang.management.");
                 if (!expected) {

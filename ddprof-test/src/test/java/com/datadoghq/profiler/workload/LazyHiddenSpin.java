@@ -1,5 +1,7 @@
 package com.datadoghq.profiler.workload;
 
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.util.function.LongUnaryOperator;
 
 /**
@@ -11,9 +13,12 @@ public final class LazyHiddenSpin implements LongUnaryOperator {
 
     @Override
     public long applyAsLong(long millis) {
-        long deadline = System.nanoTime() + millis * 1_000_000L;
+        // CPU time, as LazySpin: a loaded host still yields the samples a test counts on.
+        ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+        long cpuEnd = mx.getCurrentThreadCpuTime() + millis * 1_000_000L;
+        long wallEnd = System.nanoTime() + 20 * millis * 1_000_000L;
         long acc = 0;
-        while (System.nanoTime() < deadline) {
+        while (mx.getCurrentThreadCpuTime() < cpuEnd && System.nanoTime() < wallEnd) {
             acc += spinLoop(acc);
         }
         sink = acc;
