@@ -15,6 +15,7 @@ import java.util.TreeSet;
 import java.util.function.Predicate;
 import java.util.stream.Collectors;
 
+import com.datadoghq.profiler.workload.CpuBudget;
 import com.datadoghq.profiler.workload.LazyHiddenSpin;
 import com.datadoghq.profiler.workload.LazyMain;
 import com.datadoghq.profiler.workload.LazyReload;
@@ -137,12 +138,12 @@ class LazyJmethodIdTest {
                 }
                 String owner = f.getMethod().getType().getName();
                 // What unload-worker ran besides the unloaded class: its Runnable in LazyMain, Thread
-                // and its exit path (ThreadGroup), and the CPU-time clock the spin loop reads.
+                // and its exit path (ThreadGroup), and the CPU-time budget the spin loop reads (CpuBudget).
                 boolean expected = owner.equals(LazyMain.class.getName()) || owner.startsWith(LazyMain.class.getName() + "$$Lambda")
                         || owner.equals("java.lang.Thread") || owner.equals("java.lang.ThreadGroup")
                         || owner.startsWith("java.lang.System")
-                        || owner.startsWith("jdk.internal.misc.") || owner.startsWith("sun.management.")
-                        || owner.startsWith("java.lang.management.");
+                        || owner.startsWith("jdk.internal.misc.") || owner.equals(CpuBudget.class.getName())
+                        || owner.startsWith("sun.management.") || owner.startsWith("java.lang.management.");
                 if (!expected) {
                     foreign.add(owner + "." + f.getMethod().getName());
                 }

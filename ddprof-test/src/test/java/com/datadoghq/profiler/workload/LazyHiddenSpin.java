@@ -1,7 +1,5 @@
 package com.datadoghq.profiler.workload;
 
-import java.lang.management.ManagementFactory;
-import java.lang.management.ThreadMXBean;
 import java.util.function.LongUnaryOperator;
 
 /**
@@ -13,12 +11,9 @@ public final class LazyHiddenSpin implements LongUnaryOperator {
 
     @Override
     public long applyAsLong(long millis) {
-        // CPU time, as LazySpin: a loaded host still yields the samples a test counts on.
-        ThreadMXBean mx = ManagementFactory.getThreadMXBean();
-        long cpuEnd = mx.getCurrentThreadCpuTime() + millis * 1_000_000L;
-        long wallEnd = System.nanoTime() + 20 * millis * 1_000_000L;
+        CpuBudget budget = CpuBudget.of(millis);
         long acc = 0;
-        while (mx.getCurrentThreadCpuTime() < cpuEnd && System.nanoTime() < wallEnd) {
+        while (budget.left()) {
             acc += spinLoop(acc);
         }
         sink = acc;

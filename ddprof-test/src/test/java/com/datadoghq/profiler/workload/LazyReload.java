@@ -11,9 +11,9 @@ public final class LazyReload implements LongUnaryOperator {
 
     @Override
     public long applyAsLong(long millis) {
-        long deadline = System.nanoTime() + millis * 1_000_000L;
+        CpuBudget budget = CpuBudget.of(millis);
         long acc = 0;
-        while (System.nanoTime() < deadline) {
+        while (budget.left()) {
             acc += spinLoop(acc);
         }
         sink = acc;

@@ -1,14 +1,11 @@
 package com.datadoghq.profiler.workload;
 
-import java.lang.management.ManagementFactory;
-import java.lang.management.ThreadMXBean;
 import java.util.function.LongUnaryOperator;
 
 /**
  * CPU work in a class meant to be loaded afresh by an {@link IsolatingLoader} (or defined as a
  * hidden class): {@code applyAsLong(millis)} spins in {@link #spinLoop} for that much of this
- * thread's CPU time (so a loaded host still yields the samples a test counts on), or 20 times as
- * long in wall time, whichever comes first. Loaded after the profiler started in the lazy mode, its
+ * thread's CPU time ({@link CpuBudget}). Loaded after the profiler started in the lazy mode, its
  * methods have no jmethodIDs when sampled.
  */
 public final class LazySpin implements LongUnaryOperator {
@@ -16,11 +13,9 @@ public final class LazySpin implements LongUnaryOperator {
 
     @Override
     public long applyAsLong(long millis) {
-        ThreadMXBean mx = ManagementFactory.getThreadMXBean();
-        long cpuEnd = mx.getCurrentThreadCpuTime() + millis * 1_000_000L;
-        long wallEnd = System.nanoTime() + 20 * millis * 1_000_000L;
+        CpuBudget budget = CpuBudget.of(millis);
         long acc = 0;
-        while (mx.getCurrentThreadCpuTime() < cpuEnd && System.nanoTime() < wallEnd) {
+        while (budget.left()) {
             acc += spinLoop(acc);
         }
         sink = acc;
