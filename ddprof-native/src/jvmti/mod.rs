@@ -459,39 +459,35 @@ impl Jvmti {
 /// reference made after it is deleted by [`pop_local_frame`]. False when it failed (out of
 /// memory; the pending exception is cleared).
 pub fn push_local_frame(jni: *mut JNIEnv, capacity: jint) -> bool {
-    if jni.is_null() {
-        return false;
-    }
-    // SAFETY: `jni` is the current thread's JNIEnv.
-    unsafe {
-        let Some(f) = (**jni).PushLocalFrame else {
-            return false;
-        };
-        let ok = f(jni, capacity) == 0;
-        if !ok {
-            clear_exception(jni);
-        }
-        ok
-    }
+    // SAFETY: `jni` is the current thread's JNIEnv (checked non-null by `jni_succeeds`).
+    jni_succeeds(jni, |t| unsafe {
+        t.PushLocalFrame.map(|f| f(jni, capacity))
+    })
 }
 
 /// JNI EnsureLocalCapacity: room for `capacity` more local references in the current
 /// frame. False when it failed (the pending exception is cleared).
 pub fn ensure_local_capacity(jni: *mut JNIEnv, capacity: jint) -> bool {
+    // SAFETY: as above.
+    jni_succeeds(jni, |t| unsafe {
+        t.EnsureLocalCapacity.map(|f| f(jni, capacity))
+    })
+}
+
+/// Runs a JNI call that returns 0 on success; a failure's pending exception is cleared.
+fn jni_succeeds(
+    jni: *mut JNIEnv,
+    call: impl FnOnce(&jni::sys::JNINativeInterface_) -> Option<jint>,
+) -> bool {
     if jni.is_null() {
         return false;
     }
-    // SAFETY: `jni` is the current thread's JNIEnv.
-    unsafe {
-        let Some(f) = (**jni).EnsureLocalCapacity else {
-            return false;
-        };
-        let ok = f(jni, capacity) == 0;
-        if !ok {
-            clear_exception(jni);
-        }
-        ok
+    // SAFETY: a non-null JNIEnv of the current thread points at its function table.
+    let ok = call(unsafe { &**jni }) == Some(0);
+    if !ok {
+        clear_exception(jni);
     }
+    ok
 }
 
 /// JNI PopLocalFrame for a frame pushed by [`push_local_frame`]: deletes its references.
