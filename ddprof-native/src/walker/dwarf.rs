@@ -17,7 +17,7 @@
 //! pointers there. Libraries loaded after a start or dump have no rows until the next one.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::elf::{executable_mappings, u32_at, Elf};
@@ -105,6 +105,10 @@ static EPOCH: AtomicUsize = AtomicUsize::new(0);
 /// How long a replacement waits for handlers still reading the old table before it gives
 /// up and leaks it (a handler reads it for microseconds).
 const RETIRE_WAIT_MS: u64 = 1000;
+/// Set when a publication leaked its table instead of waiting longer.
+static LEAKED: AtomicBool = AtomicBool::new(false);
+/// The parity of a hold on no table.
+const NO_PARITY: usize = 2;
 
 /// A handler's hold on the published table; dropping it releases the hold. Signal-safe.
 pub struct Hold {
@@ -128,41 +132,53 @@ impl Drop for Hold {
     }
 }
 
-/// Takes a hold on the published table (none published: `table()` is None).
-/// Signal-safe: two atomic increments/loads.
+/// Takes a hold on the published table (none published, or publications racing: `table()`
+/// is None and the walk uses frame pointers). Signal-safe: atomic loads and increments.
+///
+/// The hold counts under the parity of the epoch it saw, and keeps the table only if the
+/// epoch did not move meanwhile: the publication that next moves it then sees this hold
+/// and waits, whichever of the two tables (before or after its swap) was loaded.
 pub fn read() -> Hold {
-    let parity = EPOCH.load(Ordering::SeqCst) & 1;
-    if let Some(r) = READERS.get(parity) {
-        r.fetch_add(1, Ordering::SeqCst);
+    for _ in 0..3 {
+        let epoch = EPOCH.load(Ordering::SeqCst);
+        let parity = epoch & 1;
+        READERS[parity].fetch_add(1, Ordering::SeqCst);
+        let table = TABLE.load(Ordering::SeqCst);
+        if EPOCH.load(Ordering::SeqCst) == epoch {
+            return Hold { parity, table };
+        }
+        READERS[parity].fetch_sub(1, Ordering::SeqCst);
     }
     Hold {
-        parity,
-        table: TABLE.load(Ordering::SeqCst),
+        parity: NO_PARITY,
+        table: std::ptr::null(),
     }
 }
 
 /// Publishes `new`, then frees the table it replaces once every handler that may hold it
-/// has left: a handler holds a table only between `read` and the drop of its `Hold`, and
-/// one that entered after the epoch moved loads the new pointer (stored before the move).
+/// has left (see `read`). Publications are serialised by `BUILD`. After a publication
+/// gave up waiting and leaked its table, a handler of the other parity may still hold the
+/// table that publication installed, so the next one waits for both parities.
 fn publish(new: Box<Table>) {
     let old = TABLE.swap(Box::into_raw(new), Ordering::SeqCst);
     let retired = EPOCH.fetch_add(1, Ordering::SeqCst) & 1;
     if old.is_null() {
         return;
     }
+    let both = LEAKED.load(Ordering::SeqCst);
+    let held = |p: usize| READERS[p].load(Ordering::SeqCst) != 0;
     let deadline = std::time::Instant::now() + std::time::Duration::from_millis(RETIRE_WAIT_MS);
-    while READERS
-        .get(retired)
-        .is_some_and(|r| r.load(Ordering::SeqCst) != 0)
-    {
+    while held(retired) || (both && held(retired ^ 1)) {
         if std::time::Instant::now() > deadline {
             crate::log::warn(
                 "DWARF unwind rules: a handler held the old table too long; it is leaked",
             );
+            LEAKED.store(true, Ordering::SeqCst);
             return;
         }
         std::thread::sleep(std::time::Duration::from_micros(200));
     }
+    LEAKED.store(false, Ordering::SeqCst);
     // SAFETY: `old` came from Box::into_raw in an earlier publish, was swapped out above,
     // and no handler holds it any more (its parity's readers drained).
     drop(unsafe { Box::from_raw(old) });
