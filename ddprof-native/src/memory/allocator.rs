@@ -94,12 +94,12 @@ mod listed {
         find(addr).map(|i| category_at(TABLE[i].load(Ordering::Relaxed) & 0xf))
     }
 
-    /// Moves a listed block's entry to its new address (never fails: one out, one in).
-    pub fn replace(old: usize, new: usize, category: Category) {
+    /// Lists again a block whose entry its owner took out for a realloc. Never refused:
+    /// the entry was counted before, and the slots past `MAX_USED` leave room for every
+    /// realloc in flight.
+    pub fn put_back(addr: usize, category: Category) {
         let _held = lock();
-        if new != old && remove_locked(old).is_some() {
-            insert_locked(new, category);
-        }
+        insert_locked(addr, category);
     }
 
     /// False when the table is full (the block must then be tagged).
@@ -281,16 +281,23 @@ unsafe impl GlobalAlloc for CountingAllocator {
             }
         };
         category::note_allocation();
-        // Released before the call: afterwards the old block may be gone.
+        // Released, and unlisted, before the call: once the block moves, its old address
+        // is malloc's to hand out again, and must not find our entry.
         charge(category, base, old_request, -1);
-        let nb = libc::realloc(base as *mut libc::c_void, new_request) as *mut u8;
-        if nb.is_null() {
-            charge(category, base, old_request, 1);
-            return nb;
-        }
-        charge(category, nb, new_request, 1);
         if listed.is_some() {
-            listed::replace(p as usize, nb as usize, category);
+            listed::remove(p as usize);
+        }
+        let nb = libc::realloc(base as *mut libc::c_void, new_request) as *mut u8;
+        let (kept, request) = if nb.is_null() {
+            (base, old_request)
+        } else {
+            (nb, new_request)
+        };
+        charge(category, kept, request, 1);
+        if listed.is_some() {
+            listed::put_back(kept as usize, category);
+        }
+        if nb.is_null() || listed.is_some() {
             nb
         } else {
             nb.add(TAG)
@@ -400,7 +407,9 @@ mod tests {
             let want = (i % 3 != 0).then(|| Category::ALL[i % Category::ALL.len()]);
             assert_eq!(listed::get(*a), want, "addr {a:#x}");
         }
-        listed::replace(addrs[1], 4000, Category::Dictionary);
+        // A realloc that moves a listed block: out at the old address, back at the new.
+        assert!(listed::remove(addrs[1]).is_some());
+        listed::put_back(4000, Category::Dictionary);
         assert_eq!(listed::get(addrs[1]), None);
         assert_eq!(listed::get(4000), Some(Category::Dictionary));
         assert_eq!(listed::remove(4000), Some(Category::Dictionary));
