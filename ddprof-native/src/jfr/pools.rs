@@ -154,9 +154,13 @@ impl Pools {
         u32::try_from(next).unwrap_or(0)
     }
 
-    /// The pool key of trace-table id `key`.
+    /// The pool key of trace-table id `key`; 0 (no trace) stays 0.
     pub fn trace_ref(&self, key: u64) -> u64 {
-        key + u64::from(self.base)
+        if key == 0 {
+            0
+        } else {
+            key + u64::from(self.base)
+        }
     }
 
     pub fn intern_class(&mut self, class_name: &str) -> u32 {
@@ -525,6 +529,7 @@ mod tests {
         let s = p.strings.intern("y");
         assert!([m, c, a, s].iter().all(|id| *id > 1000), "{m} {c} {a} {s}");
         assert_eq!(p.trace_ref(7), 1007);
+        assert_eq!(p.trace_ref(0), 0, "no trace stays no trace");
         p.add_stack_trace(
             7,
             false,

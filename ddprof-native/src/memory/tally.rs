@@ -73,6 +73,8 @@ pub fn consistent<T>(mut read: impl FnMut() -> T) -> T {
             continue;
         }
         value = read();
+        // The cell reads are relaxed: keep them before the re-check (weakly ordered CPUs).
+        std::sync::atomic::fence(Ordering::Acquire);
         if IN_FLIGHT.load(Ordering::SeqCst) == 0 && PUBLISHED.load(Ordering::SeqCst) == before {
             break;
         }
