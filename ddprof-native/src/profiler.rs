@@ -353,6 +353,7 @@ pub fn stop(jni: *mut JNIEnv) -> Result<(), Error> {
     // Appended: `start` emptied the file, `dump` restarted it, and `resume` keeps the
     // chunks written before it. No samples follow a stop: IDs made after it would serve
     // nobody, and the thread that makes them is not started during VMDeath.
+    crate::methods::lazy::ids::discard();
     let result = write_chunk(jni, session, &file, true, false);
     *guard = None;
     result

@@ -94,6 +94,15 @@ pub fn release() {
     }
 }
 
+/// Forgets what is queued and not yet taken by the thread (at `stop`: no sample follows,
+/// so those IDs would serve nobody).
+pub fn discard() {
+    let mut q = QUEUE.lock();
+    q.pending.clear();
+    q.queued = None;
+    q.ready = false;
+}
+
 /// Starts the thread the first time; false if it could not start or attach.
 fn ensure_started() -> bool {
     match STATE.load(Ordering::Acquire) {
@@ -116,8 +125,12 @@ fn ensure_started() -> bool {
                 serve(jni);
             }
         });
-    // The thread says whether it attached; until then no request is accepted.
-    let ok = spawned.is_ok() && rx.recv().unwrap_or(false);
+    // The thread says whether it attached; until then no request is accepted. The dump
+    // waits on it holding the profiler's lock, so not for ever (an attach during VM exit).
+    let ok = spawned.is_ok()
+        && rx
+            .recv_timeout(std::time::Duration::from_secs(1))
+            .unwrap_or(false);
     STATE.store(if ok { RUNNING } else { FAILED }, Ordering::Release);
     if !ok {
         crate::log::warn("lazy mode: the jmethodID thread could not start; dumps make the IDs");
@@ -168,8 +181,11 @@ fn serve(jni: *mut JNIEnv) {
         }
         let mut q = QUEUE.lock();
         if let Some(queued) = q.queued.as_mut() {
-            for (klass, _) in &batch {
-                queued.remove(klass);
+            for (klass, id) in &batch {
+                // A newer request for a reused Klass* (another trace ID) stays queued.
+                if queued.get(klass) == Some(id) {
+                    queued.remove(klass);
+                }
             }
         }
     }
