@@ -130,7 +130,8 @@ fn run_calibration(jni: *mut JNIEnv) -> Result<usize, String> {
     let mut name = String::from("Ljava/lang/Void;");
     for _ in 0..CALIBRATION_CLASSES {
         name.insert(0, '[');
-        refs.push(find_class(jni, &name));
+        let c = std::ffi::CString::new(name.as_str()).expect("no NUL in a class name");
+        refs.push(crate::jvmti::find_class(jni, &c));
     }
     let result = snapshot_all(m, &refs).and_then(|s| find_offset(&s).map_err(|e| e.to_string()));
     for r in refs {
@@ -156,20 +157,6 @@ fn snapshot_all(m: &MethodGroup, refs: &[jclass]) -> Result<Vec<Vec<u64>>, Strin
                 .ok_or_else(|| "a Klass is unreadable".to_string())
         })
         .collect()
-}
-
-fn find_class(jni: *mut JNIEnv, name: &str) -> jclass {
-    let Ok(c) = std::ffi::CString::new(name) else {
-        return std::ptr::null_mut();
-    };
-    // SAFETY: `jni` is the current thread's env; a failed lookup leaves an exception we clear.
-    unsafe {
-        let class = ((**jni).FindClass.expect("JNI table"))(jni, c.as_ptr());
-        if ((**jni).ExceptionCheck.expect("JNI table"))(jni) != 0 {
-            ((**jni).ExceptionClear.expect("JNI table"))(jni);
-        }
-        class
-    }
 }
 
 #[cfg(test)]

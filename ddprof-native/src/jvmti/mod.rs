@@ -233,18 +233,13 @@ impl Jvmti {
 
     /// Creates the jmethodIDs of every method of `class` (GetClassMethods allocates them).
     pub fn load_method_ids(&self, class: jclass) -> Result<usize, JvmtiError> {
-        let mut count: jint = 0;
-        let mut methods: *mut jmethodID = ptr::null_mut();
-        check(call!(
-            self,
-            GET_CLASS_METHODS,
-            fn(jclass, *mut jint, *mut *mut jmethodID),
-            class,
-            &mut count,
-            &mut methods
-        ))?;
-        self.deallocate(methods);
-        Ok(count.max(0) as usize)
+        self.class_methods(class).map(|ids| ids.len())
+    }
+
+    /// GetClassStatus says ARRAY or PRIMITIVE: a class with no methods of its own.
+    pub fn is_array_or_primitive(&self, class: jclass) -> bool {
+        self.class_status(class)
+            .is_ok_and(|s| s & (CLASS_STATUS_ARRAY | CLASS_STATUS_PRIMITIVE) != 0)
     }
 
     /// The jmethodIDs of every method of `class` (GetClassMethods creates any missing).
@@ -503,7 +498,8 @@ pub fn pop_local_frame(jni: *mut JNIEnv) {
     }
 }
 
-fn clear_exception(jni: *mut JNIEnv) {
+/// Clears the current thread's pending exception, if any.
+pub fn clear_exception(jni: *mut JNIEnv) {
     // SAFETY: `jni` is the current thread's JNIEnv.
     unsafe {
         if let (Some(check), Some(clear)) = ((**jni).ExceptionCheck, (**jni).ExceptionClear) {
@@ -512,6 +508,22 @@ fn clear_exception(jni: *mut JNIEnv) {
             }
         }
     }
+}
+
+/// JNI FindClass; null (and no pending exception) when the class is not found.
+pub fn find_class(jni: *mut JNIEnv, name: &std::ffi::CStr) -> jclass {
+    if jni.is_null() {
+        return ptr::null_mut();
+    }
+    // SAFETY: `jni` is the current thread's JNIEnv; `name` is NUL-terminated.
+    let class = unsafe {
+        match (**jni).FindClass {
+            Some(f) => f(jni, name.as_ptr()),
+            None => ptr::null_mut(),
+        }
+    };
+    clear_exception(jni);
+    class
 }
 
 /// Deletes a JNI local ref (null-safe).

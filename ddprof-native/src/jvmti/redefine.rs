@@ -174,8 +174,7 @@ fn klass_of(m: &MethodGroup, jvmti: Option<Jvmti>, class: jclass) -> Option<usiz
         return klass::is_instance_klass(m, k).then_some(k);
     }
     let jvmti = jvmti?;
-    let status = jvmti.class_status(class).ok()?;
-    if status & (super::CLASS_STATUS_ARRAY | super::CLASS_STATUS_PRIMITIVE) != 0 {
+    if jvmti.is_array_or_primitive(class) {
         return None;
     }
     let ids = jvmti.class_methods(class).ok()?;

@@ -99,7 +99,7 @@ pub struct Resolver {
 impl Resolver {
     /// `defer_ids`: see [`LazyResolver::new`].
     pub fn new(jvmti: Jvmti, jni: *mut JNIEnv, defer_ids: bool) -> Resolver {
-        let thread_class = find_class(jni, c"java/lang/Thread");
+        let thread_class = jvmti::find_class(jni, c"java/lang/Thread");
         Resolver {
             jvmti,
             jni,
@@ -282,17 +282,6 @@ fn internal_class_name_of(jvmti: Jvmti, class: jclass) -> Option<String> {
         .class_signature(class)
         .ok()
         .map(|s| internal_class_name(&s))
-}
-
-fn find_class(jni: *mut JNIEnv, name: &std::ffi::CStr) -> jclass {
-    // SAFETY: valid env of the current thread; a failed lookup leaves an exception we clear.
-    unsafe {
-        let class = ((**jni).FindClass.expect("JNI table"))(jni, name.as_ptr());
-        if ((**jni).ExceptionCheck.expect("JNI table"))(jni) != 0 {
-            ((**jni).ExceptionClear.expect("JNI table"))(jni);
-        }
-        class
-    }
 }
 
 #[cfg(test)]

@@ -98,7 +98,7 @@ impl Refs for JniRefs {
         let f = self.env().NewWeakGlobalRef?;
         // SAFETY: valid env; `class` is a live class reference of this thread.
         let w = unsafe { f(self.0, class as jobject) };
-        clear_exception(self.0);
+        jvmti::clear_exception(self.0);
         (!w.is_null()).then_some(w as usize)
     }
     fn delete_weak(&self, weak: usize) {
@@ -136,17 +136,8 @@ impl Refs for JniRefs {
         let f = self.env().NewLocalRef?;
         // SAFETY: valid env and weak ref; null comes back once the referent is collected.
         let l = unsafe { f(self.0, weak as jobject) };
-        clear_exception(self.0);
+        jvmti::clear_exception(self.0);
         (!l.is_null()).then_some(l as usize)
-    }
-}
-
-fn clear_exception(jni: *mut JNIEnv) {
-    // SAFETY: valid env of the current thread.
-    unsafe {
-        if ((**jni).ExceptionCheck.expect("JNI table"))(jni) != 0 {
-            ((**jni).ExceptionClear.expect("JNI table"))(jni);
-        }
     }
 }
 
@@ -172,7 +163,7 @@ pub fn register_class(jvmti: Jvmti, jni: *mut JNIEnv, class: jclass) {
         if !klass::is_instance_klass(m, k) {
             return;
         }
-    } else if is_array_or_primitive(jvmti, class) {
+    } else if jvmti.is_array_or_primitive(class) {
         return;
     }
     let result = klass
@@ -211,11 +202,4 @@ pub fn sweep_registry(jni: *mut JNIEnv) {
         r.sweep(&JniRefs(jni), registry::SWEEP_PER_DUMP);
         publish_gauges();
     }
-}
-
-/// JVMTI GetClassStatus: ARRAY (16) or PRIMITIVE (32).
-fn is_array_or_primitive(jvmti: Jvmti, class: jclass) -> bool {
-    jvmti
-        .class_status(class)
-        .is_ok_and(|s| s & (jvmti::CLASS_STATUS_ARRAY | jvmti::CLASS_STATUS_PRIMITIVE) != 0)
 }
