@@ -341,31 +341,10 @@ fn jvm_start_ms() -> i64 {
 /// Executable file mappings of the process: (path, lowest address, highest address).
 fn native_libraries() -> Vec<(String, u64, u64)> {
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
-    let mut libs: Vec<(String, u64, u64)> = Vec::new();
-    for line in maps.lines() {
-        let mut parts = line.split_whitespace();
-        let (Some(range), Some(perms)) = (parts.next(), parts.next()) else {
-            continue;
-        };
-        let Some(path) = parts.nth(3) else { continue };
-        if !perms.contains('x') || !path.starts_with('/') {
-            continue;
-        }
-        let Some((a, b)) = range.split_once('-') else {
-            continue;
-        };
-        let (Ok(a), Ok(b)) = (u64::from_str_radix(a, 16), u64::from_str_radix(b, 16)) else {
-            continue;
-        };
-        match libs.iter_mut().find(|l| l.0 == path) {
-            Some(l) => {
-                l.1 = l.1.min(a);
-                l.2 = l.2.max(b);
-            }
-            None => libs.push((path.to_string(), a, b)),
-        }
-    }
-    libs
+    crate::elf::executable_files(&maps)
+        .into_iter()
+        .map(|f| (f.path, f.start, f.end))
+        .collect()
 }
 
 /// Names every distinct frame once and writes the StackTrace pool. Returns the ids of

@@ -3,6 +3,7 @@
 //! and dump time by the DWARF unwinder (`walker/dwarf.rs`) and the native-frame namer
 //! (`symbols.rs`); never in a signal handler.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
@@ -63,6 +64,43 @@ pub fn executable_mappings(maps: &str) -> Vec<Mapping> {
             offset,
             path: path.to_string(),
         });
+    }
+    out
+}
+
+/// An executable file as mapped: the span of its executable mappings and the first one.
+pub struct MappedFile {
+    pub path: String,
+    pub start: u64,
+    pub end: u64,
+    /// The first executable mapping: its address and file offset.
+    pub exec_start: u64,
+    pub exec_offset: u64,
+}
+
+/// The executable files of a `/proc/<pid>/maps` text, once each, in order of first mapping.
+pub fn executable_files(maps: &str) -> Vec<MappedFile> {
+    let mut out: Vec<MappedFile> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for m in executable_mappings(maps) {
+        match index.get(&m.path) {
+            Some(&i) => {
+                if let Some(f) = out.get_mut(i) {
+                    f.start = f.start.min(m.start);
+                    f.end = f.end.max(m.end);
+                }
+            }
+            None => {
+                index.insert(m.path.clone(), out.len());
+                out.push(MappedFile {
+                    start: m.start,
+                    end: m.end,
+                    exec_start: m.start,
+                    exec_offset: m.offset,
+                    path: m.path,
+                });
+            }
+        }
     }
     out
 }

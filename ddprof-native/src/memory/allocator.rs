@@ -35,10 +35,6 @@ fn charge(category: Category, base: *mut u8, request: usize, sign: i64) {
     tally::add(category, sign * request as i64, sign * slack as i64, sign);
 }
 
-fn category_at(raw: usize) -> Category {
-    Category::ALL.get(raw).copied().unwrap_or(Category::Misc)
-}
-
 /// Large blocks: malloc'd address (16-aligned, so the low 4 bits hold the category).
 /// Open addressing, linear probing, backward-shift deletion; a spin lock, since the
 /// allocator cannot use a lock that might allocate. 8192 slots: 64 KiB of bss.
@@ -91,7 +87,7 @@ mod listed {
     /// The category of a listed block.
     pub fn get(addr: usize) -> Option<Category> {
         let _held = lock();
-        find(addr).map(|i| category_at(TABLE[i].load(Ordering::Relaxed) & 0xf))
+        find(addr).map(|i| Category::from_raw((TABLE[i].load(Ordering::Relaxed) & 0xf) as u8))
     }
 
     /// Lists again a block whose entry its owner took out for a realloc. Never refused:
@@ -130,7 +126,7 @@ mod listed {
 
     fn remove_locked(addr: usize) -> Option<Category> {
         let mut hole = find(addr)?;
-        let category = category_at(TABLE[hole].load(Ordering::Relaxed) & 0xf);
+        let category = Category::from_raw((TABLE[hole].load(Ordering::Relaxed) & 0xf) as u8);
         // Backward shift: move later entries of the cluster into the hole when their
         // home does not lie cyclically in (hole, j].
         let mut j = hole;
@@ -252,7 +248,7 @@ unsafe impl GlobalAlloc for CountingAllocator {
             }
             None => {
                 let base = p.sub(offset(&layout));
-                let c = category_at(*p.sub(TAG) as usize);
+                let c = Category::from_raw(*p.sub(TAG));
                 charge(c, base, offset(&layout) + layout.size(), -1);
                 base
             }
@@ -273,7 +269,7 @@ unsafe impl GlobalAlloc for CountingAllocator {
             Some(c) if may_list(&new_layout) => (p, c, layout.size(), new_size),
             Some(c) => return self.moved(p, layout, new_layout, c),
             None => {
-                let c = category_at(*p.sub(TAG) as usize);
+                let c = Category::from_raw(*p.sub(TAG));
                 if layout.align() > TAG || may_list(&new_layout) {
                     return self.moved(p, layout, new_layout, c);
                 }
@@ -341,7 +337,7 @@ mod tests {
             }
         }
         // SAFETY: addr is a live tagged block whose tag byte is TAG bytes below.
-        category_at(unsafe { *((addr - TAG) as *const u8) } as usize)
+        Category::from_raw(unsafe { *((addr - TAG) as *const u8) })
     }
 
     #[test]

@@ -13,6 +13,11 @@ macro_rules! categories {
         impl Category {
             pub const ALL: &'static [Category] = &[$(Category::$variant,)*];
 
+            /// The category of a stored discriminant; misc for anything out of range.
+            pub fn from_raw(raw: u8) -> Category {
+                Category::ALL.get(raw as usize).copied().unwrap_or(Category::Misc)
+            }
+
             /// The suffix of the `native_mem_*` gauges (upstream's names where it has one).
             pub const fn name(self) -> &'static str {
                 match self { $(Category::$variant => $name,)* }
@@ -81,10 +86,7 @@ pub fn thread_allocations() -> u64 {
 #[inline]
 pub fn current() -> Category {
     let raw = CURRENT.try_with(|c| c.get()).unwrap_or(0);
-    Category::ALL
-        .get(raw as usize)
-        .copied()
-        .unwrap_or(Category::Misc)
+    Category::from_raw(raw)
 }
 
 /// Charges this thread's allocations to `category` until the guard drops.

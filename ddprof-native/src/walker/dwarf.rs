@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use crate::elf::{executable_mappings, u32_at, Elf};
+use crate::elf::{executable_files, u32_at, Elf};
 
 /// Where the CFA is computed from.
 pub const CFA_RSP: u8 = 0;
@@ -226,41 +226,6 @@ pub fn refresh() -> usize {
     ));
     publish(table);
     bytes
-}
-
-/// An executable file as mapped: the span of its executable mappings and the first one.
-struct MappedFile {
-    path: String,
-    start: u64,
-    end: u64,
-    exec_start: u64,
-    exec_offset: u64,
-}
-
-fn executable_files(maps: &str) -> Vec<MappedFile> {
-    let mut out: Vec<MappedFile> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
-    for m in executable_mappings(maps) {
-        match index.get(&m.path) {
-            Some(&i) => {
-                if let Some(f) = out.get_mut(i) {
-                    f.start = f.start.min(m.start);
-                    f.end = f.end.max(m.end);
-                }
-            }
-            None => {
-                index.insert(m.path.clone(), out.len());
-                out.push(MappedFile {
-                    start: m.start,
-                    end: m.end,
-                    exec_start: m.start,
-                    exec_offset: m.offset,
-                    path: m.path,
-                });
-            }
-        }
-    }
-    out
 }
 
 // ---------------------------------------------------------------------------------------
