@@ -46,16 +46,6 @@ pub enum Mode {
     Lazy = 3,
 }
 
-impl Mode {
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Preload => "true",
-            Mode::Partial => "false",
-            Mode::Lazy => "lazy",
-        }
-    }
-}
-
 /// The mode of the last session started, `None` before the first start.
 pub fn current() -> Option<Mode> {
     match MODE.load(Ordering::Acquire) {

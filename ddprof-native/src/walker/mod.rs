@@ -1,6 +1,6 @@
 //! Java stack walkers. Each turns the interrupted context of the current thread into
-//! frames, leaf first. `AsyncGetCallTrace` is the only one today; the VMStructs walker
-//! (`cstack=vm`) implements the same trait.
+//! frames, leaf first: our VMStructs walker (`vm.rs`, `cstack=vm|vmx`, with native
+//! unwinding in `native.rs` and `dwarf.rs`) and AsyncGetCallTrace (`agct.rs`).
 
 pub mod agct;
 pub mod compare;
