@@ -1,28 +1,18 @@
 package com.datadoghq.profiler;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
-import java.util.TreeMap;
-import java.util.function.Predicate;
 import java.util.stream.Collectors;
 
+import com.datadoghq.profiler.WalkerProfile.Frame;
 import com.datadoghq.profiler.workload.CpuBurner;
 import com.datadoghq.profiler.workload.FrameKindsMain;
-import jdk.jfr.consumer.RecordedEvent;
-import jdk.jfr.consumer.RecordedFrame;
-import jdk.jfr.consumer.RecordedMethod;
-import jdk.jfr.consumer.RecordedStackTrace;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -42,7 +32,7 @@ class VmWalkerFrameKindsTest {
 
     @Test
     void interpreterOnlyGivesInterpretedFrames() throws Exception {
-        Profile p = profile("xint", "chain", 2000, "-Xint");
+        WalkerProfile p = profile("xint", "chain", 2000, "-Xint");
         List<Frame> chain = p.frames(f -> f.of(CpuBurner.class) && CHAIN.contains(f.method));
         assertTrue(p.samplesWith(CpuBurner.class, "chainC") >= 50,
                 "samples in chainC under -Xint: " + p.samplesWith(CpuBurner.class, "chainC") + p.show());
@@ -55,7 +45,7 @@ class VmWalkerFrameKindsTest {
 
     @Test
     void defaultOptionsGiveJitCompiledAndInlinedFrames() throws Exception {
-        Profile p = profile("default", "chain", 3000);
+        WalkerProfile p = profile("default", "chain", 3000);
         Map<String, Integer> types = p.typesOf(f -> f.of(CpuBurner.class) && CHAIN.contains(f.method));
         assertTrue(types.getOrDefault("JIT compiled", 0) >= 20,
                 "frames of the hot chain compiled by C2 (JIT compiled): " + types + p.show());
@@ -73,7 +63,7 @@ class VmWalkerFrameKindsTest {
 
     @Test
     void tieredStopAtLevel1GivesC1CompiledFrames() throws Exception {
-        Profile p = profile("c1", "chain", 2000, "-XX:TieredStopAtLevel=1");
+        WalkerProfile p = profile("c1", "chain", 2000, "-XX:TieredStopAtLevel=1");
         Map<String, Integer> types = p.typesOf(f -> f.of(CpuBurner.class) && CHAIN.contains(f.method));
         assertTrue(types.getOrDefault("C1 compiled", 0) >= 20, "C1 compiled frames of the hot chain: " + types + p.show());
         assertEquals(0, (int) types.getOrDefault("JIT compiled", 0),
@@ -83,7 +73,7 @@ class VmWalkerFrameKindsTest {
 
     @Test
     void jdkNativeMethodGivesNativeFrames() throws Exception {
-        Profile p = profile("deflate", "deflate", 2000);
+        WalkerProfile p = profile("deflate", "deflate", 2000);
         Map<String, Integer> types = p.typesOf(VmWalkerFrameKindsTest::isDeflateNative);
         assertTrue(types.getOrDefault("Native", 0) >= 20,
                 "frames of java.util.zip.Deflater.deflateBytes* (the native method) typed Native: " + types + p.show());
@@ -110,7 +100,7 @@ class VmWalkerFrameKindsTest {
      */
     @Test
     void nativeMethodCalledByTheInterpreterIsNative() throws Exception {
-        Profile p = profile("deflate-xint", "deflate", 1500, "-Xint");
+        WalkerProfile p = profile("deflate-xint", "deflate", 1500, "-Xint");
         Map<String, Integer> types = p.typesOf(VmWalkerFrameKindsTest::isDeflateNative);
         int all = types.values().stream().mapToInt(Integer::intValue).sum();
         assertTrue(all >= 20, "frames of java.util.zip.Deflater.deflateBytes* under -Xint: " + types + p.show());
@@ -124,7 +114,7 @@ class VmWalkerFrameKindsTest {
     }
 
     /** chainC, chainB, chainA stand leaf first wherever all three are sampled. */
-    private static void assertOrderKept(Profile p) {
+    private static void assertOrderKept(WalkerProfile p) {
         int full = 0;
         for (List<Frame> s : p.stacks) {
             int c = index(s, "chainC");
@@ -149,127 +139,11 @@ class VmWalkerFrameKindsTest {
     }
 
     /** Runs FrameKindsMain {@code mode} under the agent with cstack=vm, and reads the worker's samples. */
-    private Profile profile(String name, String mode, long millis, String... jvmOptions) throws Exception {
-        Path file = dir.resolve(name + ".jfr");
-        List<String> options = new ArrayList<>(Arrays.asList(jvmOptions));
-        options.add("-agentpath:" + TestEnv.nativeLib() + "=start,cpu=1ms,cstack=vm,file=" + file);
-        ChildJvm.Result r = new ChildJvm()
-                .jvmArgs(options.toArray(new String[0]))
-                .main(FrameKindsMain.class, mode, Long.toString(millis))
-                .timeout(TIMEOUT)
-                .run(dir);
-        assertFalse(r.timedOut, "child JVM hung:\n" + r.describe());
-        assertEquals(0, r.exitCode, "child JVM failed:\n" + r.describe());
-        assertTrue(r.stdout.contains("workload done: " + mode), "workload did not finish:\n" + r.describe());
-        assertTrue(Files.isRegularFile(file), "no recording at " + file + ":\n" + r.describe());
-
-        List<RecordedEvent> events = JfrReader.readAll(file);
-        Optional<RecordedEvent> walker = JfrReader.ofType(events, JfrReader.ACTIVE_SETTING).stream()
-                .filter(e -> "stackwalker".equals(e.getString("name"))).findFirst();
-        assertTrue(walker.isPresent(), "no stackwalker setting in the recording");
-        assertEquals("vm", walker.get().getString("value"), "the walker that ran under cstack=vm");
-
-        List<RecordedEvent> samples = JfrReader.onThread(JfrReader.ofType(events, JfrReader.EXECUTION_SAMPLE), WORKER);
-        assertTrue(samples.size() >= 50, "samples on " + WORKER + ": " + samples.size() + "\n" + r.describe());
-        Map<String, Long> counters = JfrReader.ofType(events, JfrReader.PROFILER_COUNTER).stream()
-                .filter(e -> e.getString("name").startsWith("walkvm"))
-                .collect(Collectors.toMap(e -> e.getString("name"), e -> e.getLong("count"), (a, b) -> b, TreeMap::new));
-        Profile p = new Profile(name, samples, counters);
-        System.out.println(name + ": " + samples.size() + " samples; worker frame types " + p.typesOf(f -> true)
-                + "; counters " + counters);
+    private WalkerProfile profile(String name, String mode, long millis, String... jvmOptions) throws Exception {
+        WalkerProfile p = WalkerProfile.record(dir, name, "vm", FrameKindsMain.class, mode, millis, TIMEOUT, WORKER,
+                jvmOptions);
+        assertTrue(p.stacks.size() >= 50, "samples on " + WORKER + ": " + p.stacks.size() + "\n" + p.child);
+        System.out.println(name + ": worker frame types " + p.typesOf(f -> true));
         return p;
-    }
-
-    /** A frame as plain values (the JFR objects are slow to query over and over). */
-    private static final class Frame {
-        final String owner;
-        final String method;
-        final String type;
-        final int line;
-        final int bci;
-
-        Frame(RecordedFrame f) {
-            RecordedMethod m = f.getMethod();
-            this.owner = m == null || m.getType() == null ? "?" : m.getType().getName();
-            this.method = m == null ? "?" : m.getName();
-            this.type = f.getType();
-            this.line = f.getLineNumber();
-            this.bci = f.getBytecodeIndex();
-        }
-
-        boolean of(Class<?> c) {
-            return c.getName().equals(owner);
-        }
-
-        @Override
-        public String toString() {
-            return owner + "." + method + ":" + line + "@" + bci + "[" + type + "]";
-        }
-    }
-
-    /** The worker's samples, one stack (leaf first) per sample. */
-    private static final class Profile {
-        final String name;
-        final List<List<Frame>> stacks = new ArrayList<>();
-        final List<Frame> roots = new ArrayList<>();
-        final Map<String, Long> counters;
-
-        Profile(String name, List<RecordedEvent> samples, Map<String, Long> counters) {
-            this.name = name;
-            this.counters = counters;
-            Map<RecordedStackTrace, List<Frame>> seen = new IdentityHashMap<>();
-            for (RecordedEvent e : samples) {
-                RecordedStackTrace st = e.getStackTrace();
-                List<Frame> s = st == null ? new ArrayList<>() : seen.computeIfAbsent(st,
-                        k -> k.getFrames().stream().map(Frame::new).collect(Collectors.toList()));
-                stacks.add(s);
-                if (!s.isEmpty()) {
-                    roots.add(s.get(s.size() - 1));
-                }
-            }
-        }
-
-        /** Frames matching {@code which}, over all samples (a frame counts once per sample it is in). */
-        List<Frame> frames(Predicate<Frame> which) {
-            List<Frame> out = new ArrayList<>();
-            for (List<Frame> s : stacks) {
-                for (Frame f : s) {
-                    if (which.test(f)) {
-                        out.add(f);
-                    }
-                }
-            }
-            return out;
-        }
-
-        Map<String, Integer> typesOf(Predicate<Frame> which) {
-            Map<String, Integer> types = new TreeMap<>();
-            frames(which).forEach(f -> types.merge(f.type, 1, Integer::sum));
-            return types;
-        }
-
-        Map<String, Integer> methodsOf(Predicate<Frame> which) {
-            Map<String, Integer> methods = new TreeMap<>();
-            frames(which).forEach(f -> methods.merge(f.owner + "." + f.method + "[" + f.type + "]", 1, Integer::sum));
-            return methods;
-        }
-
-        long samplesWith(Class<?> owner, String method) {
-            return stacks.stream().filter(s -> s.stream().anyMatch(f -> f.of(owner) && method.equals(f.method))).count();
-        }
-
-        /** For assertion messages: the counters and the commonest stacks. */
-        String show() {
-            Map<String, Integer> common = new TreeMap<>();
-            for (List<Frame> s : stacks) {
-                common.merge(s.subList(0, Math.min(6, s.size())).toString(), 1, Integer::sum);
-            }
-            String top = common.entrySet().stream()
-                    .sorted(Map.Entry.<String, Integer>comparingByValue().reversed())
-                    .limit(8)
-                    .map(e -> e.getValue() + " x " + e.getKey())
-                    .collect(Collectors.joining("\n  ", "\n  ", ""));
-            return "\n[" + name + "] " + stacks.size() + " samples; counters " + counters + "; commonest stacks (leaf first):" + top;
-        }
     }
 }

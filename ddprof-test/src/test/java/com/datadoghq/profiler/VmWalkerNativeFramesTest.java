@@ -4,24 +4,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.IdentityHashMap;
 import java.util.List;
-import java.util.Map;
-import java.util.Optional;
-import java.util.TreeMap;
-import java.util.function.Predicate;
 import java.util.stream.Collectors;
 
+import com.datadoghq.profiler.WalkerProfile.Frame;
 import com.datadoghq.profiler.workload.NativeFramesMain;
-import jdk.jfr.consumer.RecordedEvent;
-import jdk.jfr.consumer.RecordedFrame;
-import jdk.jfr.consumer.RecordedMethod;
-import jdk.jfr.consumer.RecordedStackTrace;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -44,7 +33,7 @@ class VmWalkerNativeFramesTest {
      */
     @Test
     void vmxShowsVmFramesAboveTheJavaFrames() throws Exception {
-        Profile p = profile("throw-vmx", "vmx", "throw", 2000);
+        WalkerProfile p = profile("throw-vmx", "vmx", "throw", 2000);
         List<List<Frame>> withNative = p.stacks.stream().filter(s -> !s.isEmpty() && s.get(0).isNative())
                 .collect(Collectors.toList());
         assertTrue(withNative.size() * 2 >= p.stacks.size(),
@@ -94,7 +83,7 @@ class VmWalkerNativeFramesTest {
      */
     @Test
     void vmxRecordsLeafCallsWithoutAnchorAboveTheirJavaCaller() throws Exception {
-        Profile p = profile("nanotime-vmx", "vmx", "nanotime", 2000);
+        WalkerProfile p = profile("nanotime-vmx", "vmx", "nanotime", 2000);
         long above = p.stacks.stream().filter(s -> {
             int java = firstJava(s);
             return java > 0 && s.get(0).isNative() && s.get(java).is(NativeFramesMain.class.getName(), "nanoLoop");
@@ -112,7 +101,7 @@ class VmWalkerNativeFramesTest {
      */
     @Test
     void vmFindsTheJavaCallerWithoutRecordingNativeFrames() throws Exception {
-        Profile p = profile("nanotime-vm", "vm", "nanotime", 2000);
+        WalkerProfile p = profile("nanotime-vm", "vm", "nanotime", 2000);
         List<Frame> natives = p.frames(Frame::isNative);
         assertTrue(natives.isEmpty(), "native frames under cstack=vm: " + p.names(Frame::isNative) + p.show());
         long inLoop = p.stacks.stream().filter(s -> indexOf(s, NativeFramesMain.class.getName(), "nanoLoop") >= 0)
@@ -138,7 +127,7 @@ class VmWalkerNativeFramesTest {
      */
     @Test
     void vmxUnwindsLibrariesWithoutFramePointersByDwarf() throws Exception {
-        Profile p = profile("deflate-vmx", "vmx", "deflate", 2000);
+        WalkerProfile p = profile("deflate-vmx", "vmx", "deflate", 2000);
         long through = p.stacks.stream().filter(s -> {
             int java = firstJava(s);
             return java >= 3 && s.get(java).owner.equals("java.util.zip.Deflater")
@@ -153,7 +142,7 @@ class VmWalkerNativeFramesTest {
     /** Compiler threads have no Java frame at all: vmx records their native stack. */
     @Test
     void vmxGivesCompilerThreadsTheirNativeStack() throws Exception {
-        Profile p = profile("xcomp-vmx", "vmx", "throw", 500, "-Xcomp");
+        WalkerProfile p = profile("xcomp-vmx", "vmx", "throw", 500, "-Xcomp");
         List<List<Frame>> compiler = p.stacksOf(t -> t != null && t.contains("CompilerThre"));
         assertTrue(compiler.size() >= 10, "samples of compiler threads under -Xcomp: " + compiler.size() + p.show());
         long nativeStacks = compiler.stream()
@@ -185,139 +174,14 @@ class VmWalkerNativeFramesTest {
     }
 
     /** Runs NativeFramesMain {@code mode} under the agent with the given cstack. */
-    private Profile profile(String name, String cstack, String mode, long millis, String... jvmOptions)
+    private WalkerProfile profile(String name, String cstack, String mode, long millis, String... jvmOptions)
             throws Exception {
-        Path file = dir.resolve(name + ".jfr");
-        List<String> options = new ArrayList<>(Arrays.asList(jvmOptions));
-        options.add("-agentpath:" + TestEnv.nativeLib() + "=start,cpu=1ms,cstack=" + cstack + ",file=" + file);
-        ChildJvm.Result r = new ChildJvm()
-                .jvmArgs(options.toArray(new String[0]))
-                .main(NativeFramesMain.class, mode, Long.toString(millis))
-                .timeout(TIMEOUT)
-                .run(dir);
-        assertFalse(r.timedOut, "child JVM hung:\n" + r.describe());
-        assertEquals(0, r.exitCode, "child JVM failed:\n" + r.describe());
-        assertTrue(r.stdout.contains("workload done: " + mode), "workload did not finish:\n" + r.describe());
-        assertTrue(Files.isRegularFile(file), "no recording at " + file + ":\n" + r.describe());
-
-        List<RecordedEvent> events = JfrReader.readAll(file);
-        Optional<RecordedEvent> walker = JfrReader.ofType(events, JfrReader.ACTIVE_SETTING).stream()
-                .filter(e -> "stackwalker".equals(e.getString("name"))).findFirst();
-        assertTrue(walker.isPresent(), "no stackwalker setting in the recording");
-        assertEquals(cstack, walker.get().getString("value"), "the walker that ran under cstack=" + cstack);
-
-        List<RecordedEvent> samples = JfrReader.ofType(events, JfrReader.EXECUTION_SAMPLE);
-        Map<String, Long> counters = JfrReader.ofType(events, JfrReader.PROFILER_COUNTER).stream()
-                .filter(e -> e.getString("name").startsWith("walkvm"))
-                .collect(Collectors.toMap(e -> e.getString("name"), e -> e.getLong("count"), (a, b) -> b, TreeMap::new));
-        Profile p = new Profile(name, samples, counters);
+        WalkerProfile p = WalkerProfile.record(dir, name, cstack, NativeFramesMain.class, mode, millis, TIMEOUT,
+                WORKER, jvmOptions);
         boolean workerRuns = !"-Xcomp".equals(jvmOptions.length > 0 ? jvmOptions[0] : "");
         if (workerRuns) {
-            assertTrue(p.stacks.size() >= 50, "samples on " + WORKER + ": " + p.stacks.size() + "\n" + r.describe());
+            assertTrue(p.stacks.size() >= 50, "samples on " + WORKER + ": " + p.stacks.size() + "\n" + p.child);
         }
-        System.out.println(name + ": " + p.stacks.size() + " worker samples; counters " + counters);
         return p;
-    }
-
-    /** A frame as plain values. */
-    private static final class Frame {
-        final String owner;
-        final String method;
-        final String type;
-
-        Frame(RecordedFrame f) {
-            RecordedMethod m = f.getMethod();
-            this.owner = m == null || m.getType() == null ? "?" : m.getType().getName();
-            this.method = m == null ? "?" : m.getName();
-            this.type = f.getType();
-        }
-
-        /** A native frame of the walker: class "" and type Native (a Java native method has its class). */
-        boolean isNative() {
-            return owner.isEmpty() && "Native".equals(type);
-        }
-
-        /** Named by a symbol rather than {@code lib+0xoffset} or a bare address. */
-        boolean isSymbol() {
-            return !method.isEmpty() && !method.contains("+0x") && !method.startsWith("0x");
-        }
-
-        boolean is(String owner, String method) {
-            return owner.equals(this.owner) && method.equals(this.method);
-        }
-
-        @Override
-        public String toString() {
-            return owner + "." + method + "[" + type + "]";
-        }
-    }
-
-    /** The worker's stacks, and every sample by thread name. */
-    private static final class Profile {
-        final String name;
-        final List<List<Frame>> stacks = new ArrayList<>();
-        final Map<String, List<List<Frame>>> byThread = new TreeMap<>();
-        final Map<String, Long> counters;
-
-        Profile(String name, List<RecordedEvent> samples, Map<String, Long> counters) {
-            this.name = name;
-            this.counters = counters;
-            Map<RecordedStackTrace, List<Frame>> seen = new IdentityHashMap<>();
-            for (RecordedEvent e : samples) {
-                RecordedStackTrace st = e.getStackTrace();
-                List<Frame> s = st == null ? new ArrayList<>() : seen.computeIfAbsent(st,
-                        k -> k.getFrames().stream().map(Frame::new).collect(Collectors.toList()));
-                String thread = String.valueOf(JfrReader.threadName(e));
-                byThread.computeIfAbsent(thread, t -> new ArrayList<>()).add(s);
-                if (WORKER.equals(thread)) {
-                    stacks.add(s);
-                }
-            }
-        }
-
-        long counter(String name) {
-            return counters.getOrDefault(name, -1L);
-        }
-
-        List<List<Frame>> stacksOf(Predicate<String> thread) {
-            return byThread.entrySet().stream().filter(e -> thread.test(e.getKey()))
-                    .flatMap(e -> e.getValue().stream()).collect(Collectors.toList());
-        }
-
-        /** Frames of the worker matching {@code which}, over all its samples. */
-        List<Frame> frames(Predicate<Frame> which) {
-            List<Frame> out = new ArrayList<>();
-            for (List<Frame> s : stacks) {
-                for (Frame f : s) {
-                    if (which.test(f)) {
-                        out.add(f);
-                    }
-                }
-            }
-            return out;
-        }
-
-        Map<String, Integer> names(Predicate<Frame> which) {
-            Map<String, Integer> names = new TreeMap<>();
-            frames(which).forEach(f -> names.merge(f.method, 1, Integer::sum));
-            return names;
-        }
-
-        /** For assertion messages: the counters, threads and the commonest worker stacks. */
-        String show() {
-            Map<String, Integer> common = new TreeMap<>();
-            for (List<Frame> s : stacks) {
-                common.merge(s.subList(0, Math.min(10, s.size())).toString(), 1, Integer::sum);
-            }
-            String top = common.entrySet().stream()
-                    .sorted(Map.Entry.<String, Integer>comparingByValue().reversed())
-                    .limit(6)
-                    .map(e -> e.getValue() + " x " + e.getKey())
-                    .collect(Collectors.joining("\n  ", "\n  ", ""));
-            Map<String, Integer> threads = new TreeMap<>();
-            byThread.forEach((t, l) -> threads.put(t, l.size()));
-            return "\n[" + name + "] " + stacks.size() + " worker samples; threads " + threads + "; counters "
-                    + counters + "; commonest worker stacks (leaf first):" + top;
-        }
     }
 }
