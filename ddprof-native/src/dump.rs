@@ -11,16 +11,18 @@ use crate::counters;
 use crate::jfr::{
     self, ActiveRecording, ChunkBuilder, ChunkStart, FrameRef, ProfilerConfig, Sample,
 };
-use crate::methods::lazy::tags;
 use crate::methods::resolve::{MethodInfo, Resolver};
 use crate::profiler::{PendingSetting, Session, VERSION};
-use crate::sampler::TICKS_PER_SECOND;
-use crate::traces::{kind, Frame, Generation};
+use crate::sample::frame::{frame_type, kind, Frame};
+use crate::sample::handler::TICKS_PER_SECOND;
+use crate::sample::tags;
+use crate::sample::record::EventKind;
+use crate::sample::traces::Generation;
 use crate::{threads, vm};
 
 const STATE_RUNNABLE: u8 = 2;
 const MODE_UNKNOWN: u8 = 0;
-const FRAME_NATIVE: u8 = 3;
+
 const LOG_WARN: u8 = 3;
 // jfr mask bits (the `jfr=` option).
 const NO_SYSTEM_INFO: u32 = 1;
@@ -59,7 +61,7 @@ pub fn build_chunk(
         &args.attributes,
     )
     .with_id_base(end.id_base);
-    let me = threads::gettid() as i64;
+    let me = crate::sample::context::gettid() as i64;
     write_settings(&mut chunk, session, start_ticks, me);
     write_system_info(&mut chunk, args, start_ticks);
     for w in &session.warnings {
@@ -85,13 +87,16 @@ pub fn build_chunk(
         if s.trace_id == 0 || unnamed.contains(&s.trace_id) {
             unnamed_samples += 1;
         }
+        // Every kind the handler records today is CPU time (`sample::record::EventKind`);
+        // a new kind gets its own event type here.
+        debug_assert_eq!(EventKind::from_raw(s.event), Some(EventKind::Cpu));
         chunk.execution_sample(&Sample {
             ticks: s.ticks,
             tid: s.tid as i64,
             trace_key: chunk.trace_ref(s.trace_id as u64),
             state: STATE_RUNNABLE,
             mode: MODE_UNKNOWN,
-            weight: 1,
+            weight: s.weight as i64,
             correlation_id: 0,
             span_id: s.span_id as i64,
             local_root_span_id: s.root_span_id as i64,
@@ -388,7 +393,7 @@ fn write_traces(
         let root_is_java = trace
             .frames
             .last()
-            .is_some_and(|f| f.kind != kind::ERROR && f.frame_type != FRAME_NATIVE);
+            .is_some_and(|f| f.kind != kind::ERROR && f.frame_type != frame_type::NATIVE);
         let truncated = if root_is_java {
             !root_is_entry
         } else {
@@ -453,7 +458,7 @@ fn frame_ref(
         }
     };
     let named = !info.class_name.is_empty();
-    let line = if f.frame_type == FRAME_NATIVE {
+    let line = if f.frame_type == frame_type::NATIVE {
         0
     } else {
         info.line_of(tags::bci(f).max(0)) // AGCT reports bci -1 at method entry: use bci 0

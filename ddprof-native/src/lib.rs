@@ -7,6 +7,7 @@ pub mod args;
 pub mod context;
 pub mod counters;
 pub mod dump;
+pub mod eh_frame;
 pub mod elf;
 pub mod engine;
 pub mod hotspot;
@@ -16,13 +17,10 @@ pub mod log;
 pub mod memory;
 pub mod methods;
 pub mod profiler;
-pub mod sampler;
-pub mod signal;
+pub mod sample;
 pub mod symbols;
 pub mod threads;
-pub mod traces;
 pub mod vm;
-pub mod walker;
 
 /// Every Rust allocation of the core is charged to a memory category (memory/).
 #[global_allocator]

@@ -12,13 +12,15 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::args::{self, Action, Args, CStack, CpuEngine as EngineChoice, FjMethodId};
 use crate::counters;
-use crate::engine::{ctimer::CTimer, itimer::ITimer, CpuEngine};
-use crate::hotspot::{current_thread, trace_id};
+use crate::engine::{ctimer::CTimer, itimer::ITimer, Engine};
+use crate::hotspot::{trace_id, vmstructs};
 use crate::methods::{lazy, preload};
-use crate::sampler::{self, EngineKind, WalkerKind};
-use crate::signal::safe_access;
-use crate::walker::agct::Agct;
-use crate::walker::vm::VmWalker;
+use crate::sample::handler::{self, WalkerKind};
+use crate::sample::safe_access;
+use crate::sample::signal::SigactionFailed;
+use crate::sample::vm::current_thread;
+use crate::sample::walk::agct::Agct;
+use crate::sample::walk::vm::VmWalker;
 use crate::{dump, log, threads, vm};
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -45,7 +47,7 @@ impl std::fmt::Display for Error {
 /// A running recording.
 pub struct Session {
     pub args: Args,
-    pub engine: Arc<dyn CpuEngine>,
+    pub engine: Arc<dyn Engine>,
     pub file: PathBuf,
     pub started: Instant,
     pub started_epoch_ms: i64,
@@ -69,7 +71,7 @@ pub struct PendingSetting {
 
 static SESSION: Mutex<Option<Session>> = Mutex::new(None);
 /// The armed engine, for thread start/end callbacks (which must not wait for a dump).
-static ENGINE: RwLock<Option<Arc<dyn CpuEngine>>> = RwLock::new(None);
+static ENGINE: RwLock<Option<Arc<dyn Engine>>> = RwLock::new(None);
 static PENDING_SETTINGS: Mutex<Vec<PendingSetting>> = Mutex::new(Vec::new());
 /// Counts chunk boundaries; thread names are kept until the chunk after their end.
 static EPOCH: AtomicU64 = AtomicU64::new(0);
@@ -144,12 +146,12 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
             "'{option}' is accepted but not yet sampled by this version of ddprof"
         ));
     }
-    if args.jstackdepth as usize > sampler::MAX_DEPTH {
+    if args.jstackdepth as usize > handler::MAX_DEPTH {
         warnings.push(format!(
             "jstackdepth={} is above the maximum {}; using {}",
             args.jstackdepth,
-            sampler::MAX_DEPTH,
-            sampler::MAX_DEPTH
+            handler::MAX_DEPTH,
+            handler::MAX_DEPTH
         ));
     }
     Agct::find().ok_or_else(|| {
@@ -157,14 +159,17 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
             "AsyncGetCallTrace is not exported by this JVM; cannot walk Java stacks".into(),
         )
     })?;
-    let recorder = sampler::init().map_err(Error::State)?;
+    let recorder = handler::init().map_err(|e| Error::State(sigaction_message(e)))?;
     // Without it AGCT still works on JDK 17+ but not on 11: the walker then records
     // every sample as a non-Java thread, which the counters show.
-    let _ = current_thread::init(jni);
+    if let Err(Some(e)) = current_thread::init(jni) {
+        log::warn(&format!("current-thread lookup unavailable: {e}"));
+    }
     // Both walkers read VM memory (at least the current JavaThread) through it.
     if let Err(e) = safe_access::install() {
         warnings.push(format!(
-            "crash protection unavailable ({e}); VM reads use process_vm_readv"
+            "crash protection unavailable ({}); VM reads use process_vm_readv",
+            sigaction_message(e)
         ));
     }
     if reset {
@@ -184,23 +189,28 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     // started before us and JVMTI ThreadStart will never report it.
     register_current_thread(jni);
 
-    let (engine, kind): (Arc<dyn CpuEngine>, EngineKind) = match args.cpu_engine {
-        EngineChoice::CTimer => (Arc::new(CTimer::default()), EngineKind::CTimer),
-        EngineChoice::ITimer => (Arc::new(ITimer), EngineKind::ITimer),
+    let engine: Arc<dyn Engine> = match args.cpu_engine {
+        EngineChoice::CTimer => Arc::new(CTimer::default()),
+        EngineChoice::ITimer => Arc::new(ITimer),
     };
     // cstack=vmx: the VM walker also records native frames (walker/native.rs).
     let mixed = walker == WalkerKind::Vm && args.cstack == CStack::Vmx;
-    crate::walker::native::set_mixed(mixed);
+    crate::sample::walk::native::set_mixed(mixed);
     if walker == WalkerKind::Vm {
         // DWARF rules for the libraries mapped now (rebuilt when they change, at starts
         // and dumps).
-        let bytes = crate::walker::dwarf::refresh();
+        let bytes = crate::eh_frame::refresh();
         counters::Counter::NativeUnwindTableBytes.set(bytes as i64);
     }
-    sampler::arm(kind, walker, args.walkcompare, args.jstackdepth as usize);
+    handler::arm(
+        engine.signal_source(),
+        walker,
+        args.walkcompare,
+        args.jstackdepth as usize,
+    );
     *ENGINE.write() = Some(engine.clone());
     if let Err(e) = engine.start(interval) {
-        sampler::disarm();
+        handler::disarm();
         *ENGINE.write() = None;
         return Err(Error::State(format!(
             "Failed to start the {} engine: {e}",
@@ -224,7 +234,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         started: Instant::now(),
         started_epoch_ms: epoch_nanos() / 1_000_000,
         chunk_start_nanos: epoch_nanos(),
-        chunk_start_ticks: sampler::ticks(),
+        chunk_start_ticks: handler::ticks(),
         walker: match walker {
             WalkerKind::Vm if mixed => "vmx",
             WalkerKind::Vm => "vm",
@@ -233,6 +243,16 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         warnings,
     });
     Ok(out)
+}
+
+/// What a failed `sigaction` tells the user.
+fn sigaction_message(e: SigactionFailed) -> String {
+    format!(
+        "sigaction({}) {} failed: {}",
+        e.signal,
+        e.step,
+        std::io::Error::from_raw_os_error(e.errno)
+    )
 }
 
 /// `fjmethodid` as the resolved walker allows (contract section 5): raw frames need the
@@ -285,6 +305,7 @@ fn resolve_walker(args: &Args, warnings: &mut Vec<String>) -> WalkerKind {
         return WalkerKind::Agct;
     }
     let ready = safe_access::install()
+        .map_err(sigaction_message)
         .and_then(|_| {
             if current_thread::available() {
                 Ok(())
@@ -292,7 +313,13 @@ fn resolve_walker(args: &Args, warnings: &mut Vec<String>) -> WalkerKind {
                 Err("the current JavaThread cannot be found from a signal handler".into())
             }
         })
-        .and_then(|_| VmWalker::init(vm::java_feature_version()).map(drop));
+        .and_then(|_| match VmWalker::init(vm::java_feature_version()) {
+            Some(_) => Ok(()),
+            None => Err(match vmstructs::missing() {
+                [] => "VMStructs are not available".to_string(),
+                missing => format!("VMStructs entries missing: {}", missing.join(", ")),
+            }),
+        });
     match ready {
         Ok(()) => WalkerKind::Vm,
         Err(e) => {
@@ -336,7 +363,7 @@ fn register_current_thread(jni: *mut JNIEnv) {
     let Some(jvmti) = vm::jvmti() else { return };
     let _mem = crate::memory::scope(crate::memory::Category::ThreadInfo);
     if let Some((name, id)) = vm::describe_thread(jvmti, jni, std::ptr::null_mut()) {
-        threads::register_java_thread(threads::gettid(), name, id);
+        threads::register_java_thread(crate::sample::context::gettid(), name, id);
     }
 }
 
@@ -347,7 +374,7 @@ pub fn stop(jni: *mut JNIEnv) -> Result<(), Error> {
         return Err(Error::State("Profiler is not active".into()));
     };
     session.engine.stop();
-    sampler::disarm();
+    handler::disarm();
     *ENGINE.write() = None;
     let file = session.file.clone();
     // Appended: `start` emptied the file, `dump` restarted it, and `resume` keeps the
@@ -392,16 +419,16 @@ fn write_chunk(
 ) -> Result<(), Error> {
     let t0 = Instant::now();
     let recorder =
-        sampler::recorder().ok_or_else(|| Error::State("profiler buffers missing".into()))?;
+        handler::recorder().ok_or_else(|| Error::State("profiler buffers missing".into()))?;
     let old = recorder.flip();
     let end_nanos = epoch_nanos();
-    let end_ticks = sampler::ticks();
+    let end_ticks = handler::ticks();
     let epoch = EPOCH.fetch_add(1, Ordering::AcqRel);
     let settings = std::mem::take(&mut *PENDING_SETTINGS.lock());
     let allocations = crate::memory::thread_allocations();
     if session.walker != "asgct" {
         // Libraries loaded since the last check get their DWARF rules.
-        let bytes = crate::walker::dwarf::refresh();
+        let bytes = crate::eh_frame::refresh();
         counters::Counter::NativeUnwindTableBytes.set(bytes as i64);
     }
     let id_base = if append {
@@ -473,8 +500,8 @@ fn status_line() -> String {
 
 pub fn record_setting(name: String, value: String, unit: String) {
     PENDING_SETTINGS.lock().push(PendingSetting {
-        ticks: sampler::ticks(),
-        tid: threads::gettid() as i64,
+        ticks: handler::ticks(),
+        tid: crate::sample::context::gettid() as i64,
         name,
         value,
         unit,

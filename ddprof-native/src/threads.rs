@@ -1,86 +1,26 @@
-//! What the profiler knows per thread: the trace context a thread sets for itself
-//! (read by the signal handler through a pthread key) and thread names for the JFR
-//! thread pool (filled at ThreadStart, at registration, or from /proc at dump).
+//! What the profiler knows per thread: thread names for the JFR thread pool (filled at
+//! ThreadStart, at registration, or from /proc at dump), and the creation of a thread's
+//! trace context (the context itself, read by signal handlers, is `crate::sample::context`).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 use std::sync::OnceLock;
 
 use parking_lot::Mutex;
 
 use crate::counters::Counter;
 use crate::memory::{self, Category};
-
-/// Per-thread trace context. Written by its own thread (JNI), read by signal handlers
-/// interrupting that same thread.
-#[derive(Default)]
-pub struct ThreadContext {
-    pub span_id: AtomicU64,
-    pub root_span_id: AtomicU64,
-    /// Registered with `addThread()` (the wall-clock thread filter).
-    pub filtered_in: AtomicBool,
-    /// Context attribute values (AttributeValue dictionary ids; 0 = unset).
-    pub attrs: [AtomicU32; MAX_ATTRIBUTES],
-}
-
-pub const MAX_ATTRIBUTES: usize = 10;
-
-static KEY: OnceLock<libc::pthread_key_t> = OnceLock::new();
-
-unsafe extern "C" fn free_context(p: *mut libc::c_void) {
-    if !p.is_null() {
-        // glibc has already set this thread's value to NULL, so a signal arriving now
-        // sees no context rather than freed memory.
-        // SAFETY: the pointer came from Box::into_raw in `current_context`.
-        drop(unsafe { Box::from_raw(p as *mut ThreadContext) });
-    }
-}
-
-/// Creates the pthread key. Called once at library load, outside any signal handler.
-pub fn init() {
-    KEY.get_or_init(|| {
-        let mut key: libc::pthread_key_t = 0;
-        // SAFETY: plain libc call with a valid out pointer and destructor.
-        let rc = unsafe { libc::pthread_key_create(&mut key, Some(free_context)) };
-        assert_eq!(rc, 0, "pthread_key_create failed");
-        key
-    });
-}
+use crate::sample::context::{self, ThreadContext};
 
 /// The calling thread's context, created on first use. Not signal-safe (allocates).
 pub fn current_context() -> &'static ThreadContext {
-    init();
-    let key = *KEY.get().expect("key initialised");
-    // SAFETY: key is valid; the value is either null or a leaked Box<ThreadContext>
-    // that lives until the thread exits.
-    unsafe {
-        let p = libc::pthread_getspecific(key) as *const ThreadContext;
-        if !p.is_null() {
-            return &*p;
-        }
-        let p = {
-            let _mem = memory::scope(Category::ThreadInfo);
-            Box::into_raw(Box::<ThreadContext>::default())
-        };
-        libc::pthread_setspecific(key, p as *const libc::c_void);
-        &*p
+    if let Some(c) = context::current() {
+        return c;
     }
-}
-
-/// The interrupted thread's context, if it ever set one. Signal-safe: a pthread key
-/// read, no allocation.
-#[inline]
-pub fn context_for_signal() -> Option<&'static ThreadContext> {
-    let key = *KEY.get()?;
-    // SAFETY: see `current_context`; the handler runs on the thread owning the value.
-    unsafe { (libc::pthread_getspecific(key) as *const ThreadContext).as_ref() }
-}
-
-/// The kernel thread id of the caller. Signal-safe (a raw syscall).
-#[inline]
-pub fn gettid() -> i32 {
-    // SAFETY: gettid has no arguments and cannot fail.
-    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+    let c = {
+        let _mem = memory::scope(Category::ThreadInfo);
+        Box::<ThreadContext>::default()
+    };
+    context::install(c)
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -74,7 +74,7 @@ pub unsafe fn init(vm: *mut JavaVM) -> Result<Jvmti, String> {
             .enable_event(event)
             .map_err(|e| format!("JVMTI SetEventNotificationMode({event}) failed: {e}"))?;
     }
-    threads::init();
+    crate::sample::context::init();
     // libjvm's VMStructs tables are filled by its static initialisers, so they are
     // readable from Agent_OnLoad on.
     crate::hotspot::vmstructs::init();
@@ -132,7 +132,7 @@ unsafe extern "C" fn on_vm_death(_env: *mut JvmtiEnvPtr, jni: *mut JNIEnv) {
 unsafe extern "C" fn on_thread_start(_env: *mut JvmtiEnvPtr, jni: *mut JNIEnv, thread: jthread) {
     let _ = std::panic::catch_unwind(|| {
         let _mem = crate::memory::scope(crate::memory::Category::ThreadInfo);
-        let tid = threads::gettid();
+        let tid = crate::sample::context::gettid();
         if let Some(jvmti) = jvmti() {
             if let Some((name, id)) = describe_thread(jvmti, jni, thread) {
                 threads::register_java_thread(tid, name, id);
@@ -143,7 +143,7 @@ unsafe extern "C" fn on_thread_start(_env: *mut JvmtiEnvPtr, jni: *mut JNIEnv, t
 }
 
 unsafe extern "C" fn on_thread_end(_env: *mut JvmtiEnvPtr, _jni: *mut JNIEnv, _thread: jthread) {
-    let _ = std::panic::catch_unwind(|| profiler::thread_ended(threads::gettid()));
+    let _ = std::panic::catch_unwind(|| profiler::thread_ended(crate::sample::context::gettid()));
 }
 
 unsafe extern "C" fn on_class_load(

@@ -2,7 +2,9 @@
 //! must not allocate: the library's counting global allocator proves it for this thread.
 
 use javaProfiler::memory::thread_allocations;
-use javaProfiler::traces::{Frame, Recorder, SampleRecord};
+use javaProfiler::sample::frame::Frame;
+use javaProfiler::sample::record::{record, Context, Event, EventKind};
+use javaProfiler::sample::traces::Recorder;
 
 // The library's own counting allocator (memory/) counts per thread.
 
@@ -19,12 +21,18 @@ fn recording_samples_and_traces_allocates_nothing() {
     let before = thread_allocations();
     for round in 0..20 {
         for (i, t) in traces.iter().enumerate() {
-            recorder.record(t, false, |id| SampleRecord {
-                ticks: round,
-                tid: i as i32,
-                trace_id: id,
-                ..Default::default()
-            });
+            record(
+                &recorder,
+                &Event {
+                    kind: EventKind::Cpu,
+                    weight: 1,
+                    ticks: round,
+                    tid: i as i32,
+                    context: Context::of_current_thread(),
+                    frames: t,
+                    truncated: false,
+                },
+            );
         }
     }
     let after = thread_allocations();
@@ -36,8 +44,8 @@ fn recording_samples_and_traces_allocates_nothing() {
 
 #[test]
 fn tagging_raw_frames_allocates_nothing() {
-    use javaProfiler::hotspot::trace_id;
-    use javaProfiler::methods::lazy::tags::{self, Tag};
+    use javaProfiler::sample::tags::{self, Tag};
+    use javaProfiler::sample::vm::trace_id;
     let klass = Box::new([0u64; 64]);
     let before = thread_allocations();
     let mut n = 0;
@@ -64,7 +72,7 @@ fn tagging_raw_frames_allocates_nothing() {
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn native_unwinding_allocates_nothing() {
-    use javaProfiler::walker::native::{self, Bounds, Cursor, End};
+    use javaProfiler::sample::walk::native::{self, Bounds, Cursor, End};
     // "Code": call sites (E8 rel32) whose return addresses the frames hold.
     let mut code = vec![0x90u8; 256];
     for end in [0x20usize, 0x40, 0x60] {
@@ -95,7 +103,7 @@ fn native_unwinding_allocates_nothing() {
     let mut frames = vec![Frame::default(); 16];
     native::set_mixed(true);
     // Rules of the libraries mapped now: the lookups run (heap "code" has none).
-    assert!(javaProfiler::walker::dwarf::refresh() > 0);
+    assert!(javaProfiler::eh_frame::refresh() > 0);
     let before = thread_allocations();
     let mut ends = 0;
     for _ in 0..1000 {

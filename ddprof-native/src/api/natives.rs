@@ -188,11 +188,11 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_setContextValue0
     guarded(&mut env, (), |env| {
         let slot = usize::try_from(slot)
             .ok()
-            .filter(|s| *s < threads::MAX_ATTRIBUTES)
+            .filter(|s| *s < crate::sample::context::MAX_ATTRIBUTES)
             .ok_or_else(|| {
                 Error::Argument(format!(
                     "context slot {slot} is out of range 0..{}",
-                    threads::MAX_ATTRIBUTES
+                    crate::sample::context::MAX_ATTRIBUTES
                 ))
             })?;
         let value = optional_string(env, &value);
@@ -211,7 +211,7 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_getTid0(
     _env: JNIEnv,
     _class: JClass,
 ) -> jint {
-    threads::gettid()
+    crate::sample::context::gettid()
 }
 
 /// Test helper: the JFR class trace ID of `class` as the calibrated offset reads it, -1
@@ -224,9 +224,9 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_getClassTraceId0
 ) -> jlong {
     guarded(&mut env, -1, |env| {
         let _ = crate::hotspot::trace_id::calibrate(env.get_raw());
-        let id = crate::hotspot::vmstructs::layout()
+        let id = crate::sample::vm::layout::get()
             .and_then(|l| l.method.as_ref())
-            .and_then(|m| crate::hotspot::klass::of_class_ref(m, of.as_raw()))
+            .and_then(|m| crate::sample::vm::klass::of_class_ref(m, of.as_raw()))
             .and_then(crate::hotspot::trace_id::trace_id);
         Ok(id.map_or(-1, |i| i as jlong))
     })

@@ -10,9 +10,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
-use super::{timespec, CpuEngine, TIMER_SIGNAL_MAGIC};
+use super::{timespec, Engine};
 use crate::counters::Counter;
-use crate::signal::SAMPLING_SIGNAL;
+use crate::sample::handler::SignalSource;
+use crate::sample::signal::{SAMPLING_SIGNAL, TIMER_SIGNAL_MAGIC};
 
 const SIGEV_THREAD_ID: i32 = 4;
 const CPUCLOCK_PERTHREAD_SCHED: i32 = 6;
@@ -106,7 +107,7 @@ impl CTimer {
     }
 }
 
-impl CpuEngine for CTimer {
+impl Engine for CTimer {
     fn name(&self) -> &'static str {
         "CTimer"
     }
@@ -153,8 +154,8 @@ impl CpuEngine for CTimer {
         }
     }
 
-    fn owns_signal(&self, code: i32, value: u64) -> bool {
-        code == libc::SI_TIMER && value == TIMER_SIGNAL_MAGIC
+    fn signal_source(&self) -> SignalSource {
+        SignalSource::Timer
     }
 }
 
@@ -171,7 +172,8 @@ mod tests {
 
     #[test]
     fn timer_on_own_thread_can_be_created_and_deleted() {
-        let id = create_timer(crate::threads::gettid(), 1_000_000_000).expect("timer_create");
+        let id =
+            create_timer(crate::sample::context::gettid(), 1_000_000_000).expect("timer_create");
         delete_timer(id);
     }
 }

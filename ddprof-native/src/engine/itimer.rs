@@ -1,7 +1,8 @@
 //! `itimer`: one process-wide `setitimer(ITIMER_PROF)`; the kernel sends SIGPROF to
 //! whichever thread is running when the process has used `interval` of CPU.
 
-use super::{timespec, CpuEngine};
+use super::{timespec, Engine};
+use crate::sample::handler::SignalSource;
 
 #[derive(Default)]
 pub struct ITimer;
@@ -28,7 +29,7 @@ fn set(interval_ns: u64) -> Result<(), String> {
     }
 }
 
-impl CpuEngine for ITimer {
+impl Engine for ITimer {
     fn name(&self) -> &'static str {
         "ITimer"
     }
@@ -41,7 +42,7 @@ impl CpuEngine for ITimer {
         let _ = set(0);
     }
 
-    fn owns_signal(&self, code: i32, _value: u64) -> bool {
-        code == libc::SI_KERNEL
+    fn signal_source(&self) -> SignalSource {
+        SignalSource::Kernel
     }
 }

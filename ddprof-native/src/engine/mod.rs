@@ -1,14 +1,12 @@
 //! CPU sampling engines: they decide when SIGPROF reaches which thread. The handler
-//! itself is engine-independent (`crate::sampler`).
+//! itself is engine-independent (`crate::sample::handler`).
 
 pub mod ctimer;
 pub mod itimer;
 
-/// Value carried by our own timer signals (`si_value` of SI_TIMER), to tell them from
-/// anyone else's SIGPROF.
-pub const TIMER_SIGNAL_MAGIC: u64 = 0x6464_7072_6f66_0001;
+use crate::sample::handler::SignalSource;
 
-pub trait CpuEngine: Send + Sync {
+pub trait Engine: Send + Sync {
     /// Name reported in status, `cpuEngine` setting and config event.
     fn name(&self) -> &'static str;
     /// Arms sampling at `interval_ns` of CPU time.
@@ -19,8 +17,8 @@ pub trait CpuEngine: Send + Sync {
     fn thread_started(&self, _tid: i32) {}
     /// A thread is ending (JVMTI ThreadEnd, on that thread).
     fn thread_ended(&self, _tid: i32) {}
-    /// Whether `si_code`/`si_value` mark a signal this engine sent.
-    fn owns_signal(&self, code: i32, value: u64) -> bool;
+    /// How the handler recognises this engine's signals.
+    fn signal_source(&self) -> SignalSource;
 }
 
 pub fn timespec(ns: u64) -> libc::timespec {

@@ -9,7 +9,7 @@
 //! followed by two signed compressed values (bci delta, line delta; see
 //! [`CompressedStream::read_signed_int`]). A zero byte ends the table.
 
-use super::debuginfo::{CompressedStream, Encoding, Memory};
+use crate::sample::vm::debuginfo::{CompressedStream, Encoding, Memory};
 
 /// One `(start bci, line)` pair, as JVMTI `GetLineNumberTable` reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,7 +146,7 @@ pub fn line_for_bci<M: Memory>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hotspot::debuginfo::{fixture, Bytes};
+    use crate::sample::vm::debuginfo::{fixture, Bytes};
 
     fn decode(bytes: &[u8], encoding: Encoding) -> (Vec<(i32, i32)>, bool) {
         let mem = Bytes {

@@ -1,5 +1,6 @@
-//! JFR's class trace ID (`Klass::_trace_id`), which VMStructs does not export: its offset
-//! is found at run time by calibration (facts.md 5.6) and never hard-coded.
+//! Calibration of JFR's class trace ID offset (`Klass::_trace_id`), which VMStructs does
+//! not export: found at run time (facts.md 5.6) and never hard-coded. The signal path reads
+//! the ID through `crate::sample::vm::trace_id`, where the offset is published.
 //!
 //! Calibration: six array classes of `java.lang.Void` (`[Ljava/lang/Void;` up to six
 //! dimensions) are created back to back through JNI `FindClass`, so HotSpot gives them
@@ -7,30 +8,25 @@
 //! one must hold, in all six, a non-zero `counter << 16` value whose counters strictly
 //! increase by small steps (other classes may be created in between). No match, or more
 //! than one, is a failure: the lazy method-ID mode is then unavailable.
-//!
-//! The low 16 bits of the word are JFR's tag, epoch and meta bits: the ID is `value >> 16`.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use jni::sys::{jclass, JNIEnv};
 
-use super::klass;
-use super::vmstructs::{self, MethodGroup};
-use crate::signal::safe_access::load_u64;
+use crate::sample::safe_access::load_u64;
+use crate::sample::vm::klass;
+use crate::sample::vm::layout;
+use crate::sample::vm::layout::MethodGroup;
+pub use crate::sample::vm::trace_id::{offset, trace_id, ID_SHIFT};
 
 /// Array classes created for calibration.
 pub const CALIBRATION_CLASSES: usize = 6;
 /// Largest step between the counters of two classes created back to back.
 pub const MAX_STEP: u64 = 64;
-/// The low bits of `_trace_id` that are JFR's tags, not the ID.
-pub const ID_SHIFT: u32 = 16;
 /// A counter of classes cannot reach 2^30 (a billion classes); a larger `value >> 16` is
 /// a pointer (user-space mmap addresses near 2^47 give about 2^31) or other data.
 const MAX_ID: u64 = 1 << 30;
 
-/// The calibrated offset; 0 until calibration succeeded. Read by signal handlers.
-static OFFSET: AtomicUsize = AtomicUsize::new(0);
 static CALIBRATION: OnceLock<Result<usize, String>> = OnceLock::new();
 
 /// Why calibration failed (the pure part).
@@ -93,7 +89,7 @@ pub fn calibrate(jni: *mut JNIEnv) -> Result<usize, String> {
             let result = run_calibration(jni);
             match &result {
                 Ok(offset) => {
-                    OFFSET.store(*offset, Ordering::Release);
+                    crate::sample::vm::trace_id::publish_offset(*offset);
                     crate::log::info(&format!("JFR trace ID at Klass+{offset}"));
                 }
                 Err(e) => crate::log::info(&format!("trace ID calibration failed: {e}")),
@@ -103,24 +99,8 @@ pub fn calibrate(jni: *mut JNIEnv) -> Result<usize, String> {
         .clone()
 }
 
-/// The calibrated offset; 0 if calibration has not run or failed. Signal-safe.
-pub fn offset() -> usize {
-    OFFSET.load(Ordering::Acquire)
-}
-
-/// The JFR trace ID of `klass` (`_trace_id >> 16`); `None` before calibration, when the
-/// word is unreadable or 0. Signal-safe.
-pub fn trace_id(klass: usize) -> Option<u64> {
-    let offset = offset();
-    if offset == 0 || klass == 0 {
-        return None;
-    }
-    let id = load_u64(klass.checked_add(offset)?)? >> ID_SHIFT;
-    (id != 0).then_some(id)
-}
-
 fn run_calibration(jni: *mut JNIEnv) -> Result<usize, String> {
-    let m = vmstructs::layout()
+    let m = layout::get()
         .and_then(|l| l.method.as_ref())
         .ok_or("the VMStructs method group is unavailable")?;
     if jni.is_null() {

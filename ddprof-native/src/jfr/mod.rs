@@ -50,14 +50,8 @@ pub const TYPE_UNWIND_FAILURE: i64 = metadata::T_UNWIND_FAILURE;
 pub const TYPE_NATIVE_MEMORY_ALLOCATION: i64 = metadata::T_NATIVE_MEMORY_ALLOCATION;
 pub const TYPE_NATIVE_SOCKET_EVENT: i64 = metadata::T_NATIVE_SOCKET_EVENT;
 
-/// `FrameRef::frame_type` values (FrameType pool keys).
-pub const FRAME_INTERPRETED: u8 = 0;
-pub const FRAME_JIT_COMPILED: u8 = 1;
-pub const FRAME_INLINED: u8 = 2;
-pub const FRAME_NATIVE: u8 = 3;
-pub const FRAME_CPP: u8 = 4;
-pub const FRAME_KERNEL: u8 = 5;
-pub const FRAME_C1_COMPILED: u8 = 6;
+/// `FrameRef::frame_type` values: the FrameType pool keys.
+pub use crate::sample::frame::frame_type;
 
 /// `Sample::state` values (ThreadState pool keys).
 pub const STATE_UNKNOWN: u8 = 0;

@@ -118,31 +118,31 @@ pub fn sample_chunk_with(socket: bool) -> Vec<u8> {
                 method: hash,
                 line: 2301,
                 bci: 17,
-                frame_type: FRAME_INLINED,
+                frame_type: frame_type::INLINED,
             },
             FrameRef {
                 method: compute,
                 line: 42,
                 bci: 5,
-                frame_type: FRAME_JIT_COMPILED,
+                frame_type: frame_type::JIT_COMPILED,
             },
             FrameRef {
                 method: accessor,
                 line: 0,
                 bci: 3,
-                frame_type: FRAME_JIT_COMPILED,
+                frame_type: frame_type::JIT_COMPILED,
             },
             FrameRef {
                 method: lambda,
                 line: 0,
                 bci: 0,
-                frame_type: FRAME_C1_COMPILED,
+                frame_type: frame_type::C1_COMPILED,
             },
             FrameRef {
                 method: run,
                 line: 10,
                 bci: 0,
-                frame_type: FRAME_INTERPRETED,
+                frame_type: frame_type::INTERPRETED,
             },
         ],
     );
@@ -153,7 +153,7 @@ pub fn sample_chunk_with(socket: bool) -> Vec<u8> {
             method: main,
             line: 7,
             bci: 12,
-            frame_type: FRAME_INTERPRETED,
+            frame_type: frame_type::INTERPRETED,
         }],
     );
     b.add_stack_trace(
@@ -164,13 +164,13 @@ pub fn sample_chunk_with(socket: bool) -> Vec<u8> {
                 method: memcpy,
                 line: 0,
                 bci: 0,
-                frame_type: FRAME_NATIVE,
+                frame_type: frame_type::NATIVE,
             },
             FrameRef {
                 method: clone,
                 line: 0,
                 bci: 0,
-                frame_type: FRAME_KERNEL,
+                frame_type: frame_type::KERNEL,
             },
         ],
     );
@@ -723,7 +723,7 @@ fn many_stack_traces_and_methods() {
                 method: m,
                 line: i as i32,
                 bci: -1,
-                frame_type: FRAME_JIT_COMPILED,
+                frame_type: frame_type::JIT_COMPILED,
             }],
         );
         b.execution_sample(&Sample {

@@ -26,9 +26,9 @@ use parking_lot::Mutex;
 
 use super::{Jvmti, JvmtiEnvPtr, JvmtiError};
 use crate::counters::Counter;
-use crate::hotspot::vmstructs::{self, MethodGroup};
-use crate::hotspot::{klass, method, trace_id};
-use crate::signal::safe_access::load_usize;
+use crate::sample::safe_access::load_usize;
+use crate::sample::vm::layout::{self, MethodGroup};
+use crate::sample::vm::{klass, method, trace_id};
 
 // Function numbers from the JVMTI specification (table index = number - 1).
 const REDEFINE_CLASSES: usize = 87;
@@ -184,7 +184,7 @@ fn klass_of(m: &MethodGroup, jvmti: Option<Jvmti>, class: jclass) -> Option<usiz
 
 /// Marks every class it can identify; returns them for [`finish`].
 fn mark_all(classes: &[jclass]) -> Vec<(usize, jclass)> {
-    let Some(m) = vmstructs::layout().and_then(|l| l.method.as_ref()) else {
+    let Some(m) = layout::get().and_then(|l| l.method.as_ref()) else {
         return Vec::new();
     };
     let jvmti = own_env();

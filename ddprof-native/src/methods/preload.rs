@@ -62,7 +62,7 @@ pub fn current() -> Option<Mode> {
 pub fn apply(mode: Mode, jvmti: Jvmti, jni: *mut JNIEnv) {
     remember_loaders(jni);
     MODE.store(mode as u8, Ordering::Release);
-    lazy::set_active(mode == Mode::Lazy);
+    crate::sample::tags::set_active(mode == Mode::Lazy);
     match mode {
         Mode::Preload if !ALL_LOADED.swap(true, Ordering::AcqRel) => {
             load_existing(jvmti, jni, |_| true)

@@ -5,13 +5,13 @@
 //! so; `fjmethodid=false` only keeps raw frames of classes that never unload).
 
 use super::resolve::{internal_class_name, is_entry_point, MethodInfo};
-use crate::hotspot::codecache::load_field;
-use crate::hotspot::debuginfo::Encoding;
 use crate::hotspot::linetable::LineNumbers;
-use crate::hotspot::method::{self, symbol};
-use crate::hotspot::vmstructs::{self, MethodGroup};
-use crate::hotspot::SafeMemory;
-use crate::signal::safe_access::load_usize;
+use crate::sample::safe_access::load_usize;
+use crate::sample::vm::codecache::load_field;
+use crate::sample::vm::debuginfo::Encoding;
+use crate::sample::vm::layout::{self, MethodGroup};
+use crate::sample::vm::method::{self, symbol};
+use crate::sample::vm::SafeMemory;
 
 /// Superclass hops before giving up (a stale chain must not loop).
 const MAX_SUPERS: usize = 64;
@@ -96,7 +96,7 @@ pub fn method_parts(m: &MethodGroup, method: usize, encoding: Encoding) -> Optio
 
 /// Reads what JFR needs about `method`. None when any read fails.
 pub fn resolve(method: usize, encoding: Encoding) -> Option<MethodInfo> {
-    let m = vmstructs::layout()?.method.as_ref()?;
+    let m = layout::get()?.method.as_ref()?;
     let parts = method_parts(m, method, encoding)?;
     let holder = method::holder(m, method)?;
     let class_name = internal_class_name(&klass_name(m, holder)?);

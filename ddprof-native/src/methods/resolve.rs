@@ -7,12 +7,12 @@ use std::collections::HashMap;
 use jni::sys::{jclass, JNIEnv};
 
 use super::lazy::resolve::{LazyResolver, WordMap, NO_ID_KEY};
-use super::lazy::tags;
 use super::raw::MethodParts;
 use crate::counters::Counter;
 use crate::jvmti::{self, Jvmti};
 use crate::memory::{self, Category};
-use crate::traces::{kind, Frame};
+use crate::sample::frame::{kind, Frame};
+use crate::sample::tags;
 
 #[derive(Clone, Debug)]
 pub struct MethodInfo {
@@ -173,7 +173,7 @@ impl Resolver {
             Counter::RawFrameResolveCacheHits.inc();
         }
         self.raw_cache.entry(method).or_insert_with(|| {
-            let encoding = crate::walker::vm::VmWalker::get().map(|w| w.encoding());
+            let encoding = crate::sample::walk::vm::VmWalker::get().map(|w| w.encoding());
             encoding
                 .and_then(|e| super::raw::resolve(method as usize, e))
                 .unwrap_or_else(|| {

@@ -1,5 +1,6 @@
 //! `fjmethodid=lazy`: no jmethodID is created up front. A sampled method without one is
-//! recorded as a raw `Method*` tagged with its holder's JFR class trace ID (`tags.rs`);
+//! recorded as a raw `Method*` tagged with its holder's JFR class trace ID
+//! (`crate::sample::tags`);
 //! at dump time the frame is proven live against the class registry (`registry.rs`) and
 //! only then given a jmethodID (`resolve.rs`). Redefined classes are refused
 //! (`crate::jvmti::redefine`). docs/architecture.md, "Lazy method IDs", has the whole story.
@@ -14,22 +15,19 @@ pub mod ids;
 pub mod prefetch;
 pub mod registry;
 pub mod resolve;
-pub mod tags;
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 use jni::sys::{jclass, jobject, JNIEnv};
 
 use self::registry::{Refs, Registered, Registry};
-use self::tags::Tag;
 use crate::counters::Counter;
-use crate::hotspot::vmstructs::{self, MethodGroup};
-use crate::hotspot::{klass, method, trace_id};
+use crate::hotspot::trace_id;
 use crate::jvmti::{self, Jvmti};
+use crate::sample::tags;
+use crate::sample::vm::klass;
+use crate::sample::vm::layout::{self};
 
-/// The walker tags raw frames (a lazy session is running or was the last one).
-static ACTIVE: AtomicBool = AtomicBool::new(false);
 static REGISTRY: OnceLock<Registry> = OnceLock::new();
 
 /// Highest JDK whose jmethodIDs are pointers to a `Method*` slot (JDK-8268406 made them
@@ -40,27 +38,15 @@ pub fn registry() -> &'static Registry {
     REGISTRY.get_or_init(Registry::new)
 }
 
-/// Whether raw frames are tagged. Signal-safe.
-pub fn is_active() -> bool {
-    ACTIVE.load(Ordering::Acquire)
-}
-
-pub fn set_active(on: bool) {
-    ACTIVE.store(on, Ordering::Release);
-}
-
 /// Why the lazy mode cannot run here, if it cannot: it needs the VM walker, the
 /// `InstanceKlass::_methods` field (the method group of the layout), jmethodIDs that are
 /// pointers (JDK <= 25), the redefinition hooks, and a calibrated trace-ID offset.
 /// Runs the calibration the first time. On a JVM thread.
 pub fn prerequisites(jni: *mut JNIEnv, java_feature: u32) -> Result<(), String> {
-    if crate::walker::vm::VmWalker::get().is_none() {
+    if crate::sample::walk::vm::VmWalker::get().is_none() {
         return Err("the VMStructs stack walker is unavailable".into());
     }
-    if vmstructs::layout()
-        .and_then(|l| l.method.as_ref())
-        .is_none()
-    {
+    if layout::get().and_then(|l| l.method.as_ref()).is_none() {
         return Err("VMStructs lack the Klass/Method fields it reads".into());
     }
     if java_feature > MAX_FEATURE_VERSION {
@@ -74,13 +60,6 @@ pub fn prerequisites(jni: *mut JNIEnv, java_feature: u32) -> Result<(), String> 
     trace_id::calibrate(jni)
         .map(drop)
         .map_err(|e| format!("the JFR class trace ID offset could not be calibrated ({e})"))
-}
-
-/// The tag of a method's holder: `None` when the holder or its trace ID cannot be read.
-/// Signal-safe.
-pub fn tag_of(m: &MethodGroup, method: usize) -> Option<Tag> {
-    let holder = method::holder(m, method)?;
-    trace_id::trace_id(holder).map(Tag::of_trace_id)
 }
 
 /// JNI behind the registry, on the calling thread's env.
@@ -155,7 +134,7 @@ pub fn register_loaded(jvmti: Jvmti, jni: *mut JNIEnv) {
 /// skipped (they have no methods). If the class cannot be registered, its jmethodIDs are
 /// created now so that its frames never need the registry.
 pub fn register_class(jvmti: Jvmti, jni: *mut JNIEnv, class: jclass) {
-    let Some(m) = vmstructs::layout().and_then(|l| l.method.as_ref()) else {
+    let Some(m) = layout::get().and_then(|l| l.method.as_ref()) else {
         return;
     };
     let klass = klass::of_class_ref(m, class);

@@ -36,18 +36,18 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use jni::sys::{jclass, JNIEnv};
 
-use super::tags::{self, Tag};
 use super::JniRefs;
 use crate::counters::Counter;
-use crate::hotspot::codecache::load_field;
-use crate::hotspot::debuginfo::Encoding;
-use crate::hotspot::klass::{self, Contains};
-use crate::hotspot::vmstructs::{self, MethodGroup};
-use crate::hotspot::{method, trace_id};
 use crate::jvmti::{self, redefine, Jvmti};
 use crate::methods::raw::{self, MethodParts};
-use crate::signal::safe_access::load_usize;
-use crate::traces::Frame;
+use crate::sample::frame::Frame;
+use crate::sample::safe_access::load_usize;
+use crate::sample::tags::{self, Tag};
+use crate::sample::vm::codecache::load_field;
+use crate::sample::vm::debuginfo::Encoding;
+use crate::sample::vm::klass::{self, Contains};
+use crate::sample::vm::layout::{self, MethodGroup};
+use crate::sample::vm::{method, trace_id};
 
 /// Largest class whose methods array is scanned when the idnum slot does not match.
 pub const SCAN_CAP: usize = 256;
@@ -178,7 +178,7 @@ impl LazyResolver {
             classes: WordMap::default(),
             frames: WordMap::default(),
             parts: WordMap::default(),
-            encoding: crate::walker::vm::VmWalker::get().map(|w| w.encoding()),
+            encoding: crate::sample::walk::vm::VmWalker::get().map(|w| w.encoding()),
             defer_ids,
             local_capacity: 0,
             pinned: 0,
@@ -193,7 +193,7 @@ impl LazyResolver {
             Counter::RawFrameResolveCacheHits.inc();
             return *a;
         }
-        let result = vmstructs::layout()
+        let result = layout::get()
             .and_then(|l| l.method.as_ref())
             .ok_or(Refused::Unloaded)
             .and_then(|m| self.checked_id(m, method as usize, tag));
@@ -298,7 +298,7 @@ impl LazyResolver {
     /// Warms the cache for the distinct tagged frames the dump is about to check
     /// (`prefetch.rs`), in the order it will meet them.
     pub fn warm<'a>(&mut self, frames: impl Iterator<Item = &'a Frame>) {
-        let Some(m) = vmstructs::layout().and_then(|l| l.method.as_ref()) else {
+        let Some(m) = layout::get().and_then(|l| l.method.as_ref()) else {
             return;
         };
         let mut seen: WordMap<u64, ()> = WordMap::default();

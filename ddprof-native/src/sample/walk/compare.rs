@@ -2,9 +2,9 @@
 //! we count how often they name the same methods in the same order. Signal-safe.
 
 use crate::counters::Counter;
-use crate::methods::lazy::tags;
-use crate::signal::safe_access::load_usize;
-use crate::traces::{kind, Frame};
+use crate::sample::frame::{kind, Frame};
+use crate::sample::safe_access::load_usize;
+use crate::sample::tags;
 
 /// The Method* a frame stands for: a jmethodID points at a slot holding it.
 fn method_of(f: &Frame) -> Option<usize> {

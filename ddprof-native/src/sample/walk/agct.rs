@@ -10,8 +10,8 @@ use jni::sys::{jint, jmethodID, JNIEnv};
 
 use super::{SignalContext, StackWalker, Walk};
 use crate::counters::Counter;
-use crate::hotspot::current_thread;
-use crate::traces::Frame;
+use crate::sample::frame::{frame_type, Frame};
+use crate::sample::vm::current_thread;
 
 #[repr(C)]
 struct CallFrame {
@@ -29,10 +29,7 @@ struct CallTrace {
 
 type AsyncGetCallTraceFn = unsafe extern "C" fn(*mut CallTrace, jint, *mut c_void);
 
-/// JFR frame type of a native Java method.
-const FRAME_NATIVE: u8 = 3;
-/// AsyncGetCallTrace gives no frame type; upstream reports "JIT compiled".
-const FRAME_JIT: u8 = 1;
+/// The bci AsyncGetCallTrace gives the frame of a native Java method.
 const BCI_NATIVE: jint = -3;
 /// AGCT's own code for "not a live Java thread" (ticks_thread_exit).
 const NOT_JAVA_THREAD: jint = -8;
@@ -143,7 +140,12 @@ impl StackWalker for Agct {
             unsafe {
                 let cf = raw.add(i).read();
                 let native = cf.lineno == BCI_NATIVE;
-                let frame_type = if native { FRAME_NATIVE } else { FRAME_JIT };
+                // AsyncGetCallTrace gives no frame type; upstream reports "JIT compiled".
+                let frame_type = if native {
+                    frame_type::NATIVE
+                } else {
+                    frame_type::JIT_COMPILED
+                };
                 let bci = if native { -1 } else { cf.lineno };
                 (raw.add(i) as *mut Frame).write(Frame::java(cf.method_id as u64, bci, frame_type));
             }

@@ -5,8 +5,8 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::codecache::load_field;
-use super::vmstructs::MethodGroup;
-use crate::signal::safe_access::{load_u8, load_usize};
+use super::layout::MethodGroup;
+use crate::sample::safe_access::{load_u8, load_usize};
 
 /// ACC_NATIVE in `Method::_access_flags`.
 const ACC_NATIVE: i64 = 0x0100;

@@ -1,188 +1,19 @@
-//! Unwinding rules from DWARF call-frame information (`.eh_frame`), for native code built
-//! without frame pointers (libc, zlib, most distribution libraries), where the frame-pointer
-//! chain of `walker/native.rs` skips or breaks.
-//!
-//! At start (never in a signal), every executable file mapped into the process except
-//! libjvm (whose frame pointers are reliable, and whose `.eh_frame` is the largest) has its
-//! `.eh_frame` interpreted into rows: from a pc on, the canonical frame address (CFA) is
-//! `rsp` or `rbp` plus an offset, the return address is at `CFA - 8`, and `rbp` is either
-//! unchanged or saved at `CFA + offset`. Rows are sorted by runtime address; rows with an
-//! equal rule are merged. The handler finds a row with two binary searches over a table
-//! that never changes once published. Every start and every dump checks the mapped
-//! libraries again; when they changed, a new table is published and the old one is freed
-//! once no handler can still hold it (see [`read`]).
-//!
-//! Rules the rows cannot express (a CFA computed by a DWARF expression, as in PLT entries; a
-//! saved `rbp` found by expression) are stored as "unknown": the walker falls back to frame
-//! pointers there. Libraries loaded after a start or dump have no rows until the next one.
+//! Building the walker's DWARF unwind rows from `.eh_frame` (never in a signal): every
+//! executable file mapped into the process except libjvm (whose frame pointers are
+//! reliable, and whose `.eh_frame` is the largest) has its call-frame information
+//! interpreted into rows (`crate::sample::walk::dwarf::Row`), sorted by runtime address,
+//! rows with an equal rule merged, and published for the handler. Every start and every
+//! dump checks the mapped libraries again; libraries loaded after a start or dump have no
+//! rows until the next one.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::elf::{executable_files, u32_at, Elf};
+use crate::sample::walk::dwarf::{self, Lib, Row, Table, CFA_RBP, CFA_RSP, CFA_UNKNOWN, FP_SAME};
 
-/// Where the CFA is computed from.
-pub const CFA_RSP: u8 = 0;
-pub const CFA_RBP: u8 = 1;
-/// No usable rule at this pc.
-pub const CFA_UNKNOWN: u8 = 2;
-/// `fp_off` of a frame that leaves rbp as its caller had it.
-pub const FP_SAME: i16 = i16::MIN;
-
-/// From `pc` on (until the next row): CFA = `cfa_reg + cfa_off`; return address at
-/// `CFA - 8`; caller's rbp at `CFA + fp_off`, or unchanged (`FP_SAME`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Row {
-    pub pc: u64,
-    pub cfa_off: i32,
-    pub fp_off: i16,
-    pub cfa_reg: u8,
-}
-
-impl Row {
-    fn same_rule(&self, o: &Row) -> bool {
-        self.cfa_reg == o.cfa_reg && self.cfa_off == o.cfa_off && self.fp_off == o.fp_off
-    }
-}
-
-struct Lib {
-    start: u64,
-    end: u64,
-    rows: Vec<Row>,
-}
-
-/// The rows of every covered library, by address.
-pub struct Table {
-    libs: Vec<Lib>,
-    /// The (path, start) pairs it was built from, to tell whether a start must rebuild.
-    key: Vec<(String, u64)>,
-}
-
-impl Table {
-    /// The rule for `pc`, if a covered library has a usable one. Signal-safe.
-    pub fn rule(&self, pc: u64) -> Option<Row> {
-        let i = self
-            .libs
-            .partition_point(|l| l.start <= pc)
-            .checked_sub(1)?;
-        let lib = self.libs.get(i)?;
-        if pc >= lib.end {
-            return None;
-        }
-        let j = lib.rows.partition_point(|r| r.pc <= pc).checked_sub(1)?;
-        let row = *lib.rows.get(j)?;
-        (row.cfa_reg != CFA_UNKNOWN).then_some(row)
-    }
-
-    /// Bytes the rows take (for the gauge).
-    pub fn bytes(&self) -> usize {
-        self.libs
-            .iter()
-            .map(|l| l.rows.capacity() * std::mem::size_of::<Row>())
-            .sum()
-    }
-}
-
-#[cfg(test)]
-impl Table {
-    /// One library's rows (tests).
-    pub fn single(start: u64, end: u64, rows: Vec<Row>) -> Table {
-        Table {
-            libs: vec![Lib { start, end, rows }],
-            key: Vec::new(),
-        }
-    }
-}
-
-static TABLE: AtomicPtr<Table> = AtomicPtr::new(std::ptr::null_mut());
+/// Serialises builds and publications.
 static BUILD: Mutex<()> = Mutex::new(());
-/// Handlers reading the table, by the parity of `EPOCH` when they entered.
-static READERS: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
-/// Bumped after each publication: readers of the retired parity are the only ones that may
-/// hold the retired table.
-static EPOCH: AtomicUsize = AtomicUsize::new(0);
-/// How long a replacement waits for handlers still reading the old table before it gives
-/// up and leaks it (a handler reads it for microseconds).
-const RETIRE_WAIT_MS: u64 = 1000;
-/// Set when a publication leaked its table instead of waiting longer.
-static LEAKED: AtomicBool = AtomicBool::new(false);
-/// The parity of a hold on no table.
-const NO_PARITY: usize = 2;
-
-/// A handler's hold on the published table; dropping it releases the hold. Signal-safe.
-pub struct Hold {
-    parity: usize,
-    table: *const Table,
-}
-
-impl Hold {
-    /// The table held. Signal-safe.
-    pub fn table(&self) -> Option<&Table> {
-        // SAFETY: the table stays allocated while this hold is counted (see `refresh`).
-        unsafe { self.table.as_ref() }
-    }
-}
-
-impl Drop for Hold {
-    fn drop(&mut self) {
-        if let Some(r) = READERS.get(self.parity) {
-            r.fetch_sub(1, Ordering::SeqCst);
-        }
-    }
-}
-
-/// Takes a hold on the published table (none published, or publications racing: `table()`
-/// is None and the walk uses frame pointers). Signal-safe: atomic loads and increments.
-///
-/// The hold counts under the parity of the epoch it saw, and keeps the table only if the
-/// epoch did not move meanwhile: the publication that next moves it then sees this hold
-/// and waits, whichever of the two tables (before or after its swap) was loaded.
-pub fn read() -> Hold {
-    for _ in 0..3 {
-        let epoch = EPOCH.load(Ordering::SeqCst);
-        let parity = epoch & 1;
-        READERS[parity].fetch_add(1, Ordering::SeqCst);
-        let table = TABLE.load(Ordering::SeqCst);
-        if EPOCH.load(Ordering::SeqCst) == epoch {
-            return Hold { parity, table };
-        }
-        READERS[parity].fetch_sub(1, Ordering::SeqCst);
-    }
-    Hold {
-        parity: NO_PARITY,
-        table: std::ptr::null(),
-    }
-}
-
-/// Publishes `new`, then frees the table it replaces once every handler that may hold it
-/// has left (see `read`). Publications are serialised by `BUILD`. After a publication
-/// gave up waiting and leaked its table, a handler of the other parity may still hold the
-/// table that publication installed, so the next one waits for both parities.
-fn publish(new: Box<Table>) {
-    let old = TABLE.swap(Box::into_raw(new), Ordering::SeqCst);
-    let retired = EPOCH.fetch_add(1, Ordering::SeqCst) & 1;
-    if old.is_null() {
-        return;
-    }
-    let both = LEAKED.load(Ordering::SeqCst);
-    let held = |p: usize| READERS[p].load(Ordering::SeqCst) != 0;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(RETIRE_WAIT_MS);
-    while held(retired) || (both && held(retired ^ 1)) {
-        if std::time::Instant::now() > deadline {
-            crate::log::warn(
-                "DWARF unwind rules: a handler held the old table too long; it is leaked",
-            );
-            LEAKED.store(true, Ordering::SeqCst);
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_micros(200));
-    }
-    LEAKED.store(false, Ordering::SeqCst);
-    // SAFETY: `old` came from Box::into_raw in an earlier publish, was swapped out above,
-    // and no handler holds it any more (its parity's readers drained).
-    drop(unsafe { Box::from_raw(old) });
-}
 
 /// Builds and publishes the rows of the libraries mapped now, unless the published table
 /// already covers exactly these. Not signal-safe (reads files, allocates). Returns the
@@ -195,14 +26,14 @@ pub fn refresh() -> usize {
     let libs = executable_files(&maps);
     let key: Vec<(String, u64)> = libs.iter().map(|l| (l.path.clone(), l.start)).collect();
     {
-        let current = read();
+        let current = dwarf::read();
         if let Some(t) = current.table() {
-            if t.key == key {
+            if t.key() == key.as_slice() {
                 return t.bytes();
             }
         }
     }
-    let mut built: Vec<Lib> = libs
+    let built: Vec<Lib> = libs
         .iter()
         .filter(|l| !l.path.ends_with("/libjvm.so"))
         .filter_map(|l| {
@@ -214,17 +45,18 @@ pub fn refresh() -> usize {
             })
         })
         .collect();
-    built.sort_by_key(|l| l.start);
-    let table = Box::new(Table { libs: built, key });
+    let table = Box::new(Table::new(built, key));
     let bytes = table.bytes();
     crate::log::info(&format!(
         "DWARF unwind rules: {} libraries, {} rows, {} bytes, built in {} ms",
-        table.libs.len(),
-        table.libs.iter().map(|l| l.rows.len()).sum::<usize>(),
+        table.libs().len(),
+        table.libs().iter().map(|l| l.rows.len()).sum::<usize>(),
         bytes,
         started.elapsed().as_millis()
     ));
-    publish(table);
+    if !dwarf::publish(table) {
+        crate::log::warn("DWARF unwind rules: a handler held the old table too long; it is leaked");
+    }
     bytes
 }
 
@@ -739,6 +571,8 @@ fn fde_rows(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sample::walk::dwarf::{publish, read};
+    use std::sync::atomic::Ordering;
 
     /// One CIE (zR, pcrel|sdata4, code align 1, data align -8, CFA = rsp+8, ra at CFA-8)
     /// and one FDE of a classic `push rbp; mov rbp, rsp; ... leave; ret` function at ELF
@@ -808,14 +642,7 @@ mod tests {
     #[test]
     fn table_lookup_finds_the_rule_in_force() {
         let rows = rows_of_eh_frame(&section(), 0x2000, 0);
-        let t = Table {
-            libs: vec![Lib {
-                start: 0x1000,
-                end: 0x2000,
-                rows,
-            }],
-            key: Vec::new(),
-        };
+        let t = Table::single(0x1000, 0x2000, rows);
         assert_eq!(t.rule(0x1000).map(|r| r.cfa_off), Some(8));
         assert_eq!(
             t.rule(0x1002).map(|r| (r.cfa_reg, r.cfa_off)),
@@ -909,14 +736,7 @@ mod tests {
         let rows =
             rows_of_file(&libc.path, libc.exec_start, libc.exec_offset).expect("libc .eh_frame");
         assert!(rows.len() > 1000, "rows: {}", rows.len());
-        let t = Table {
-            libs: vec![Lib {
-                start: libc.start,
-                end: libc.end,
-                rows,
-            }],
-            key: Vec::new(),
-        };
+        let t = Table::single(libc.start, libc.end, rows);
         let sym = |name: &std::ffi::CStr| {
             // SAFETY: dlsym only reads the link map; `name` is NUL-terminated.
             unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) as u64 }

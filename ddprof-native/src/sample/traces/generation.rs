@@ -7,6 +7,7 @@ use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use super::super::context::MAX_ATTRIBUTES;
 use super::table::TraceTable;
 use super::Frame;
 use crate::counters::Counter;
@@ -19,11 +20,15 @@ pub struct SampleRecord {
     pub ticks: i64,
     pub span_id: u64,
     pub root_span_id: u64,
+    /// In the event kind's unit (`crate::sample::record::Event::weight`).
+    pub weight: u64,
     pub tid: i32,
     /// 0 when the trace could not be stored.
     pub trace_id: u32,
     /// Context attribute ids (`crate::context`), 0 = unset.
-    pub attrs: [u32; crate::threads::MAX_ATTRIBUTES],
+    pub attrs: [u32; MAX_ATTRIBUTES],
+    /// `crate::sample::record::EventKind` as a byte: every bit pattern stays a valid record.
+    pub event: u8,
 }
 
 #[repr(transparent)]

@@ -15,15 +15,15 @@
 //! the tests, which build layouts over synthetic memory), and thin wrappers
 //! ([`find_blob`], [`Blob::size`], ...) that fetch the global layout themselves.
 
-use super::vmstructs::{
-    layout, BlobKind, CodeAddr, CodeBlobGroup, CodeCacheGroup, DebugInfo, EntryAddr, Field,
+use super::layout::{
+    self, BlobKind, CodeAddr, CodeBlobGroup, CodeCacheGroup, DebugInfo, EntryAddr, Field,
     NMethodGroup,
 };
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 // Every read of VM memory here may race with the code cache changing under us.
-use crate::signal::safe_access::{load_i32, load_u16, load_u32, load_u8, load_usize};
+use crate::sample::safe_access::{load_i32, load_u16, load_u32, load_u8, load_usize};
 
 /// HotSpot has one code heap, or three when segmented; a larger count is a stale read.
 const MAX_HEAPS: i64 = 16;
@@ -535,15 +535,15 @@ impl NMethodGroup {
 // ---------------------------------------------------------------------------------------
 
 fn code_cache() -> Option<&'static CodeCacheGroup> {
-    layout()?.code_cache.as_ref()
+    layout::get()?.code_cache.as_ref()
 }
 
 fn code_blob() -> Option<&'static CodeBlobGroup> {
-    layout()?.code_blob.as_ref()
+    layout::get()?.code_blob.as_ref()
 }
 
 fn nmethod() -> Option<&'static NMethodGroup> {
-    layout()?.nmethod.as_ref()
+    layout::get()?.nmethod.as_ref()
 }
 
 /// Whether `pc` is inside the code cache's bounds. Signal-safe.
@@ -662,11 +662,12 @@ impl Blob {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hotspot::vmstructs::{VmLayout, VmTables};
+    use crate::hotspot::vmstructs::VmTables;
+    use crate::sample::vm::layout::{self, VmLayout};
 
-    const JDK17: &str = include_str!("fixtures/vmstructs-jdk17.txt");
-    const JDK21: &str = include_str!("fixtures/vmstructs-jdk21.txt");
-    const JDK25: &str = include_str!("fixtures/vmstructs-jdk25.txt");
+    const JDK17: &str = include_str!("../../hotspot/fixtures/vmstructs-jdk17.txt");
+    const JDK21: &str = include_str!("../../hotspot/fixtures/vmstructs-jdk21.txt");
+    const JDK25: &str = include_str!("../../hotspot/fixtures/vmstructs-jdk25.txt");
 
     fn layout_of(dump: &str) -> VmLayout {
         let layout = VmLayout::resolve(&VmTables::from_dump(dump));
@@ -1220,7 +1221,7 @@ mod tests {
     #[test]
     fn global_wrappers_without_layout_answer_nothing() {
         // No JVM in unit tests: init() never ran, so the wrappers must degrade quietly.
-        if layout().is_some() {
+        if layout::get().is_some() {
             return;
         }
         assert!(!is_in_code_cache(0x1000));

@@ -11,8 +11,8 @@
 use jni::sys::jobject;
 
 use super::codecache::load_field;
-use super::vmstructs::MethodGroup;
-use crate::signal::safe_access::{load_i32, load_usize};
+use super::layout::MethodGroup;
+use crate::sample::safe_access::{load_i32, load_usize};
 
 /// JNI global and weak global handles carry a type tag in their low bits on recent JDKs.
 const HANDLE_TAG_MASK: usize = 0b11;

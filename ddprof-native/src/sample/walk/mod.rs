@@ -11,7 +11,7 @@ pub mod native;
 pub mod regs;
 pub mod vm;
 
-use crate::traces::Frame;
+use crate::sample::frame::Frame;
 
 /// Outcome of one walk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 //! as it was when sampled. At dump time the tag tells whether the `Klass*` read back from
 //! the (possibly stale) `Method*` is still the class that was sampled.
 //!
-//! The tag lives in bits a raw frame does not use (`traces::Frame` is not widened):
+//! The tag lives in bits a raw frame does not use (`Frame` is not widened):
 //! - bits 0..16 of the tag in the top 16 bits of `method`: x86_64 user-space addresses
 //!   are below 2^47, so a `Method*` has them clear;
 //! - bits 16..26 of the tag (the marker is tag bit 25) in bits 16..26 of `bci`: real
@@ -14,9 +14,33 @@
 //! `bci` are either all clear with bit 25 clear, or all set. A frame is tagged exactly
 //! when `bci >> 25 == 1`, so the marker decides, not the mode the profiler runs in now.
 //!
-//! All functions are pure and signal-safe.
+//! All functions are signal-safe; all but [`tag_of`] are pure.
 
-use crate::traces::{kind, Frame};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::frame::{kind, Frame};
+use super::vm::layout::MethodGroup;
+use super::vm::{method, trace_id};
+
+/// The walker tags raw frames (a lazy session is running or was the last one).
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+
+/// Whether raw frames are tagged. Signal-safe.
+pub fn is_active() -> bool {
+    ACTIVE.load(Ordering::Acquire)
+}
+
+/// Switched by the profiler at start (lazy mode) and never from a handler.
+pub fn set_active(on: bool) {
+    ACTIVE.store(on, Ordering::Release);
+}
+
+/// The tag of a method's holder: `None` when the holder or its trace ID cannot be read.
+/// Signal-safe.
+pub fn tag_of(m: &MethodGroup, method: usize) -> Option<Tag> {
+    let holder = method::holder(m, method)?;
+    trace_id::trace_id(holder).map(Tag::of_trace_id)
+}
 
 /// Bits of the trace ID kept in a tag. Two live classes whose IDs agree in these bits
 /// (possible only after 2^25 classes were created) cannot be told apart by the tag.

@@ -1,20 +1,22 @@
 //! The sampling signal handler and the state it reads. Everything reachable from
 //! `on_signal` is signal-safe: atomics, preallocated buffers, the walker and the
 //! lock-free recorder. The profiler lifecycle (`crate::profiler`) arms and disarms it
-//! through the atomics here.
+//! through the atomics here, naming the engine's [`SignalSource`] so the handler can tell
+//! the engine's signals from anyone else's.
 
 use std::cell::UnsafeCell;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
+use super::context::gettid;
+use super::frame::Frame;
+use super::record::{self, Context, Event, EventKind};
+use super::signal::{self, ErrnoGuard, TIMER_SIGNAL_MAGIC};
+use super::traces::Recorder;
+use super::walk::{agct::Agct, compare, vm::VmWalker, SignalContext, StackWalker};
 use crate::counters::Counter;
-use crate::engine::TIMER_SIGNAL_MAGIC;
 use crate::memory::{Category, Mapped, Zeroable};
-use crate::signal::{self, ErrnoGuard};
-use crate::threads;
-use crate::traces::{Frame, Recorder, SampleRecord};
-use crate::walker::{agct::Agct, compare, vm::VmWalker, SignalContext, StackWalker};
 
 /// Deepest stack a walk records; `jstackdepth` is clamped to it.
 pub const MAX_DEPTH: usize = 4096;
@@ -26,16 +28,18 @@ const TRACE_SLOTS: usize = 1 << 16;
 const TRACE_FRAMES: usize = 1 << 20;
 const SAMPLES: usize = 1 << 18;
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+/// How an engine's signals are told from anyone else's SIGPROF (`si_code`, `si_value`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
-pub enum EngineKind {
-    None = 0,
-    CTimer = 1,
-    ITimer = 2,
+pub enum SignalSource {
+    /// A POSIX timer of ours: `SI_TIMER` carrying [`TIMER_SIGNAL_MAGIC`] (ctimer).
+    Timer = 1,
+    /// The kernel's interval timer: `SI_KERNEL` (itimer).
+    Kernel = 2,
 }
 
 static RUNNING: AtomicBool = AtomicBool::new(false);
-static ENGINE: AtomicU8 = AtomicU8::new(EngineKind::None as u8);
+static SOURCE: AtomicU8 = AtomicU8::new(SignalSource::Timer as u8);
 static DEPTH: AtomicUsize = AtomicUsize::new(2048);
 static WALKER: AtomicU8 = AtomicU8::new(WalkerKind::Agct as u8);
 static COMPARE: AtomicBool = AtomicBool::new(false);
@@ -65,7 +69,7 @@ struct State {
 static STATE: OnceLock<State> = OnceLock::new();
 
 /// Allocates the handler's buffers (once, outside any signal) and installs the handler.
-pub fn init() -> Result<&'static Recorder, String> {
+pub fn init() -> Result<&'static Recorder, signal::SigactionFailed> {
     let state = STATE.get_or_init(|| State {
         // Straight into a mapping: 1 MiB would not fit on a JNI thread's stack.
         stripes: Mapped::new(STRIPES, Category::SampleBuffers),
@@ -81,11 +85,11 @@ pub fn recorder() -> Option<&'static Recorder> {
 
 /// Opens the gate: signals from now on are sampled.
 /// `compare`: also run AsyncGetCallTrace on every VM-walked sample and count agreement.
-pub fn arm(engine: EngineKind, walker: WalkerKind, compare: bool, depth: usize) {
+pub fn arm(source: SignalSource, walker: WalkerKind, compare: bool, depth: usize) {
     WALKER.store(walker as u8, Ordering::Relaxed);
     COMPARE.store(compare && walker == WalkerKind::Vm, Ordering::Relaxed);
     DEPTH.store(depth.clamp(1, MAX_DEPTH), Ordering::Relaxed);
-    ENGINE.store(engine as u8, Ordering::Relaxed);
+    SOURCE.store(source as u8, Ordering::Relaxed);
     RUNNING.store(true, Ordering::Release);
 }
 
@@ -94,10 +98,10 @@ pub fn disarm() {
     RUNNING.store(false, Ordering::Release);
 }
 
+/// Whether a signal came from the armed engine. Signal-safe.
 fn owns(code: c_int, value: u64) -> bool {
-    match ENGINE.load(Ordering::Relaxed) {
-        x if x == EngineKind::CTimer as u8 => code == libc::SI_TIMER && value == TIMER_SIGNAL_MAGIC,
-        x if x == EngineKind::ITimer as u8 => code == libc::SI_KERNEL,
+    match SOURCE.load(Ordering::Relaxed) {
+        x if x == SignalSource::Kernel as u8 => code == libc::SI_KERNEL,
         _ => code == libc::SI_TIMER && value == TIMER_SIGNAL_MAGIC,
     }
 }
@@ -153,7 +157,7 @@ fn sample(uc: SignalContext) {
         }
     };
     let start = monotonic_nanos();
-    let tid = threads::gettid();
+    let tid = gettid();
     let first = (tid as usize) % STRIPES;
     let Some(stripe) = state
         .stripes
@@ -189,29 +193,16 @@ fn sample(uc: SignalContext) {
     if walk.truncated {
         Counter::WalkTruncated.inc();
     }
-    let mut attrs = [0u32; threads::MAX_ATTRIBUTES];
-    let (span_id, root_span_id) = match threads::context_for_signal() {
-        Some(c) => {
-            for (a, v) in attrs.iter_mut().zip(c.attrs.iter()) {
-                *a = v.load(Ordering::Relaxed);
-            }
-            (
-                c.span_id.load(Ordering::Relaxed),
-                c.root_span_id.load(Ordering::Relaxed),
-            )
-        }
-        None => (0, 0),
-    };
-    let recorded = state.recorder.record(
-        frames.get(..walk.frames).unwrap_or(&[]),
-        walk.truncated,
-        |trace_id| SampleRecord {
+    let recorded = record::record(
+        &state.recorder,
+        &Event {
+            kind: EventKind::Cpu,
+            weight: 1,
             ticks: start,
-            span_id,
-            root_span_id,
             tid,
-            trace_id,
-            attrs,
+            context: Context::of_current_thread(),
+            frames: frames.get(..walk.frames).unwrap_or(&[]),
+            truncated: walk.truncated,
         },
     );
     stripe.busy.store(false, Ordering::Release);

@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 
 use jni::sys::JNIEnv;
 
-use crate::signal::safe_access::load_usize;
+use crate::sample::safe_access::load_usize;
 
 #[derive(Debug)]
 struct Layout {
@@ -27,16 +27,15 @@ static LAYOUT: OnceLock<Option<Layout>> = OnceLock::new();
 
 /// Learns the layout from the calling Java thread. Not signal-safe; idempotent.
 /// Returns a reason when the facts could not be established.
-pub fn init(jni: *mut JNIEnv) -> Result<(), String> {
-    let layout = LAYOUT.get_or_init(|| {
-        probe(jni)
-            .map_err(|e| crate::log::warn(&format!("current-thread lookup unavailable: {e}")))
-            .ok()
-    });
-    layout
-        .as_ref()
-        .map(|_| ())
-        .ok_or_else(|| "current-thread lookup unavailable".to_string())
+/// Only the first call probes: it alone returns the reason of a failure (for the log);
+/// later calls fail with `None`.
+pub fn init(jni: *mut JNIEnv) -> Result<(), Option<String>> {
+    let mut reason = None;
+    let layout = LAYOUT.get_or_init(|| probe(jni).map_err(|e| reason = Some(e)).ok());
+    match layout {
+        Some(_) => Ok(()),
+        None => Err(reason),
+    }
 }
 
 fn probe(jni: *mut JNIEnv) -> Result<Layout, String> {

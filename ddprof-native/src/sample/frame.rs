@@ -1,14 +1,26 @@
-//! Signal-safe storage of what the handler records: interned call traces and sample
-//! records, in two generations so that a dump reads one while signals write the other.
-//!
-//! Contract: `Recorder::record` is signal-safe (no allocation, no lock; bounded spins
-//! only). Everything else runs on JVM threads, serialised by the profiler lock.
+//! The frame format every walker writes and the dump reads: what a slot holds (`kind`),
+//! the JFR frame type (`frame_type`), and the 16-byte `Frame` itself.
 
-mod generation;
-mod table;
-
-pub use generation::{Generation, Recorder, SampleRecord};
-pub use table::{TraceTable, TraceView};
+/// JFR frame types: the keys of the FrameType constant pool, and their names.
+pub mod frame_type {
+    pub const INTERPRETED: u8 = 0;
+    pub const JIT_COMPILED: u8 = 1;
+    pub const INLINED: u8 = 2;
+    pub const NATIVE: u8 = 3;
+    pub const CPP: u8 = 4;
+    pub const KERNEL: u8 = 5;
+    pub const C1_COMPILED: u8 = 6;
+    /// Names as JFR readers expect them, indexed by type.
+    pub const NAMES: [&str; 7] = [
+        "Interpreted",
+        "JIT compiled",
+        "Inlined",
+        "Native",
+        "C++",
+        "Kernel",
+        "C1 compiled",
+    ];
+}
 
 /// What a frame slot holds (`Frame::kind`). A plain byte rather than an enum so that every
 /// bit pattern is a valid `Frame`: walkers may fill the buffer through foreign calls.
@@ -31,7 +43,7 @@ pub struct Frame {
     pub method: u64,
     pub bci: i32,
     pub kind: u8,
-    /// JFR frame type (0 Interpreted, 1 JIT compiled, 2 Inlined, 3 Native, 6 C1 compiled).
+    /// JFR frame type, one of [`frame_type`].
     pub frame_type: u8,
     pub _pad: u16,
 }
@@ -61,7 +73,7 @@ impl Frame {
             method: pc,
             bci: 0,
             kind: kind::NATIVE_PC,
-            frame_type: 3,
+            frame_type: frame_type::NATIVE,
             _pad: 0,
         }
     }
@@ -70,7 +82,7 @@ impl Frame {
             method: 0,
             bci: reason,
             kind: kind::ERROR,
-            frame_type: 1,
+            frame_type: frame_type::JIT_COMPILED,
             _pad: 0,
         }
     }

@@ -34,8 +34,9 @@
 //! the x86_64 file (see its header for the instruction sequence).
 
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use super::signal::{self, Previous, SigactionFailed};
 
 #[cfg(target_arch = "x86_64")]
 #[path = "safe_access_x86_64.rs"]
@@ -81,21 +82,6 @@ static INSTALLED: AtomicBool = AtomicBool::new(false);
 static FAULTS_RECOVERED: AtomicU64 = AtomicU64::new(0);
 
 /// The disposition that was in place before ours, for one signal.
-struct Previous {
-    /// `sa_sigaction` / `sa_handler` (the same field), or `SIG_DFL` / `SIG_IGN`.
-    action: AtomicUsize,
-    flags: AtomicI32,
-}
-
-impl Previous {
-    const fn new() -> Previous {
-        Previous {
-            action: AtomicUsize::new(libc::SIG_DFL),
-            flags: AtomicI32::new(0),
-        }
-    }
-}
-
 static PREVIOUS_SEGV: Previous = Previous::new();
 static PREVIOUS_BUS: Previous = Previous::new();
 
@@ -236,9 +222,7 @@ pub fn is_installed() -> bool {
 
 /// Installs our SIGSEGV and SIGBUS handler in front of the current ones, which it chains
 /// to. Idempotent; never undone. Call it after the JVM has installed its handlers.
-pub fn install() -> Result<(), String> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+pub fn install() -> Result<(), SigactionFailed> {
     if INSTALLED.load(Ordering::Acquire) {
         return Ok(());
     }
@@ -248,55 +232,30 @@ pub fn install() -> Result<(), String> {
     Ok(())
 }
 
-fn install_one(sig: c_int, previous: &Previous) -> Result<(), String> {
+fn install_one(sig: c_int, previous: &Previous) -> Result<(), SigactionFailed> {
     let ours = on_fault as extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) as usize;
-    let name = if sig == libc::SIGSEGV {
-        "SIGSEGV"
-    } else {
-        "SIGBUS"
-    };
-    let failed = |what: &str| {
-        format!(
-            "sigaction({name}) {what} failed: {}",
-            std::io::Error::last_os_error()
-        )
-    };
-    // SAFETY: sigaction reads and fills plain C structs that we own.
-    unsafe {
-        let mut old: libc::sigaction = std::mem::zeroed();
-        if libc::sigaction(sig, std::ptr::null(), &mut old) != 0 {
-            return Err(failed("query"));
-        }
-        if old.sa_sigaction == ours {
-            // Ours already (an earlier install that failed on the other signal).
-            return Ok(());
-        }
-        // Record the previous disposition before ours can run.
-        previous.action.store(old.sa_sigaction, Ordering::Release);
-        previous.flags.store(old.sa_flags, Ordering::Release);
-
-        let mut new: libc::sigaction = std::mem::zeroed();
-        new.sa_sigaction = ours;
-        // Block what the previous handler blocked, so it runs under the mask it asked for
-        // (HotSpot's: everything except the synchronous error signals). Keep its flags
-        // (SA_RESTART, SA_ONSTACK if it had it); we need SA_SIGINFO for the ucontext, and
-        // SA_NODEFER so a protected load still recovers if it runs while this signal is
-        // being handled. SA_RESETHAND is emulated in `forward`.
-        new.sa_mask = old.sa_mask;
-        new.sa_flags = (old.sa_flags & !(libc::SA_RESETHAND | SA_RESTORER))
-            | libc::SA_SIGINFO
-            | libc::SA_NODEFER;
-        let mut replaced: libc::sigaction = std::mem::zeroed();
-        if libc::sigaction(sig, &new, &mut replaced) != 0 {
-            return Err(failed("install"));
-        }
-        // Someone changed the disposition between our two calls: chain to theirs.
-        if replaced.sa_sigaction != old.sa_sigaction && replaced.sa_sigaction != ours {
-            previous
-                .action
-                .store(replaced.sa_sigaction, Ordering::Release);
-            previous.flags.store(replaced.sa_flags, Ordering::Release);
-        }
+    let old = signal::query(sig)?;
+    if old.sa_sigaction == ours {
+        // Ours already (an earlier install that failed on the other signal).
+        return Ok(());
+    }
+    // Record the previous disposition before ours can run.
+    previous.record(&old);
+    // SAFETY: a zeroed sigaction is a valid value to fill.
+    let mut new: libc::sigaction = unsafe { std::mem::zeroed() };
+    new.sa_sigaction = ours;
+    // Block what the previous handler blocked, so it runs under the mask it asked for
+    // (HotSpot's: everything except the synchronous error signals). Keep its flags
+    // (SA_RESTART, SA_ONSTACK if it had it); we need SA_SIGINFO for the ucontext, and
+    // SA_NODEFER so a protected load still recovers if it runs while this signal is
+    // being handled. SA_RESETHAND is emulated by `Previous::call`.
+    new.sa_mask = old.sa_mask;
+    new.sa_flags =
+        (old.sa_flags & !(libc::SA_RESETHAND | SA_RESTORER)) | libc::SA_SIGINFO | libc::SA_NODEFER;
+    let replaced = signal::replace(sig, &new)?;
+    // Someone changed the disposition between our two calls: chain to theirs.
+    if replaced.sa_sigaction != old.sa_sigaction && replaced.sa_sigaction != ours {
+        previous.record(&replaced);
     }
     Ok(())
 }
@@ -325,8 +284,7 @@ fn forward(sig: c_int, info: *mut libc::siginfo_t, uc: *mut c_void) {
     } else {
         &PREVIOUS_SEGV
     };
-    let action = previous.action.load(Ordering::Acquire);
-    let flags = previous.flags.load(Ordering::Acquire);
+    let action = previous.action();
     // si_code > 0: raised by the kernel for a faulting instruction, which re-executes
     // when we return. <= 0: sent by kill/tgkill/sigqueue, which happens only once.
     let from_kernel = if info.is_null() {
@@ -355,23 +313,7 @@ fn forward(sig: c_int, info: *mut libc::siginfo_t, uc: *mut c_void) {
         }
         return;
     }
-    if flags & libc::SA_RESETHAND != 0 {
-        // A one-shot handler: the kernel would have reset the disposition on delivery.
-        previous.action.store(libc::SIG_DFL, Ordering::Release);
-        previous.flags.store(0, Ordering::Release);
-    }
-    // SAFETY: `action` is the handler someone else installed for this signal, of the
-    // kind its SA_SIGINFO flag says; we pass the kernel's own arguments through.
-    unsafe {
-        if flags & libc::SA_SIGINFO != 0 {
-            let handler: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) =
-                std::mem::transmute(action);
-            handler(sig, info, uc);
-        } else {
-            let handler: extern "C" fn(c_int) = std::mem::transmute(action);
-            handler(sig);
-        }
-    }
+    previous.call(sig, info, uc);
 }
 
 #[inline(always)]
@@ -391,6 +333,7 @@ mod tests {
     use super::*;
     use std::os::unix::process::ExitStatusExt;
     use std::process::Command;
+    use std::sync::atomic::AtomicI32;
 
     const PAGE: usize = 4096;
 
@@ -595,7 +538,7 @@ mod tests {
     fn run_child(mode: &str) -> std::process::Output {
         Command::new(std::env::current_exe().unwrap())
             .args([
-                "signal::safe_access::tests::child_process_entry",
+                "sample::safe_access::tests::child_process_entry",
                 "--exact",
                 "--nocapture",
                 "--test-threads=1",

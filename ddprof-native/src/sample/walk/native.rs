@@ -28,10 +28,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::dwarf;
 use crate::counters::Counter;
-use crate::hotspot::debuginfo::Memory;
-use crate::hotspot::SafeMemory;
-use crate::signal::safe_access::load_usize;
-use crate::traces::Frame;
+use crate::sample::frame::Frame;
+use crate::sample::safe_access::load_usize;
+use crate::sample::vm::debuginfo::Memory;
+use crate::sample::vm::SafeMemory;
 
 /// Native frames walked at most per sample (recorded or not).
 pub const MAX_NATIVE_FRAMES: usize = 256;
@@ -500,8 +500,8 @@ mod arch {
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
     use super::*;
-    use crate::hotspot::debuginfo::Bytes;
-    use crate::traces::kind;
+    use crate::sample::frame::kind;
+    use crate::sample::vm::debuginfo::Bytes;
 
     const STACK: usize = 0x7000_0000;
     const STACK_LEN: usize = 0x1000;

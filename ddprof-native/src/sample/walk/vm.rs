@@ -11,23 +11,16 @@ use std::sync::OnceLock;
 use super::regs::{op, Regs};
 use super::{native, SignalContext, StackWalker, Walk};
 use crate::counters::Counter;
-use crate::hotspot::codecache::{load_field, Blob, CodeCacheView, NmethodNames};
-use crate::hotspot::debuginfo::{
+use crate::sample::frame::{frame_type, Frame};
+use crate::sample::safe_access::{load_u8, load_usize};
+use crate::sample::tags;
+use crate::sample::vm::codecache::{load_field, Blob, CodeCacheView, NmethodNames};
+use crate::sample::vm::debuginfo::{
     self, ChainEnd, Encoding, NmethodScopes, PcDescCache, PcDescLayout, ScopeFormat, ScopeFrame,
 };
-use crate::hotspot::vmstructs::{self, VmLayout};
-use crate::hotspot::SafeMemory;
-use crate::hotspot::{current_thread, method};
-use crate::methods::lazy::{self, tags};
-use crate::signal::safe_access::{load_u8, load_usize};
-use crate::traces::Frame;
-
-/// JFR frame types.
-const FRAME_INTERPRETED: u8 = 0;
-const FRAME_JIT: u8 = 1;
-const FRAME_INLINED: u8 = 2;
-const FRAME_NATIVE: u8 = 3;
-const FRAME_C1: u8 = 6;
+use crate::sample::vm::layout::{self, VmLayout};
+use crate::sample::vm::SafeMemory;
+use crate::sample::vm::{current_thread, method};
 
 /// Reasons a walk ended early, recorded as the `bci` of an error frame. Negative and
 /// below AsyncGetCallTrace's codes so the two never mix.
@@ -67,13 +60,14 @@ pub struct VmWalker {
 static WALKER: OnceLock<Option<VmWalker>> = OnceLock::new();
 
 impl VmWalker {
-    /// Builds the walker once every layout group it needs resolved. Not signal-safe.
+    /// Builds the walker once every layout group it needs is resolved (`None` if one is
+    /// missing: `crate::hotspot::vmstructs::missing` says which). Not signal-safe.
     /// `java_feature` picks the compressed-stream encoding, the one format fact that
     /// VMStructs does not describe (JDK-8292758 changed it in 20).
-    pub fn init(java_feature: u32) -> Result<&'static VmWalker, String> {
+    pub fn init(java_feature: u32) -> Option<&'static VmWalker> {
         WALKER
             .get_or_init(|| {
-                let layout = vmstructs::layout()?;
+                let layout = layout::get()?;
                 if !layout.complete() {
                     return None;
                 }
@@ -101,14 +95,6 @@ impl VmWalker {
                 })
             })
             .as_ref()
-            .ok_or_else(|| {
-                let missing = vmstructs::missing();
-                if missing.is_empty() {
-                    "VMStructs are not available".to_string()
-                } else {
-                    format!("VMStructs entries missing: {}", missing.join(", "))
-                }
-            })
     }
 
     /// The compressed-stream encoding of this JVM (debug info and line tables).
@@ -545,7 +531,7 @@ impl VmWalker {
     }
 
     /// How `m` is recorded, from VM metadata (protected loads). Signal-safe.
-    fn method_kind(&self, mg: &vmstructs::MethodGroup, m: usize) -> MethodKind {
+    fn method_kind(&self, mg: &layout::MethodGroup, m: usize) -> MethodKind {
         if let Some(id) = self.ids.get(m) {
             return MethodKind::Id(id);
         }
@@ -553,10 +539,10 @@ impl VmWalker {
             self.ids.put(m, id);
             return MethodKind::Id(id);
         }
-        if !lazy::is_active() {
+        if !tags::is_active() {
             return MethodKind::Raw;
         }
-        match lazy::tag_of(mg, m) {
+        match tags::tag_of(mg, m) {
             Some(t) => MethodKind::Tagged(t),
             None => MethodKind::Untaggable,
         }
@@ -581,7 +567,7 @@ impl VmWalker {
             if !method::is_plausible(mg, regs.method) {
                 return Step::Fail(reason::BAD_FRAME);
             }
-            self.push_method(out, regs.method, 0, FRAME_INTERPRETED);
+            self.push_method(out, regs.method, 0, frame_type::INTERPRETED);
             return match load_usize(cur.sp) {
                 Some(pc) => Step::Next(Cursor {
                     pc,
@@ -602,9 +588,14 @@ impl VmWalker {
         }
         if method::is_native(mg, m) {
             // The interpreter's native entry runs native methods that have no wrapper yet.
-            self.push_method(out, m, -1, FRAME_NATIVE);
+            self.push_method(out, m, -1, frame_type::NATIVE);
         } else {
-            self.push_method(out, m, method::bci_of_bcp(mg, m, bcp), FRAME_INTERPRETED);
+            self.push_method(
+                out,
+                m,
+                method::bci_of_bcp(mg, m, bcp),
+                frame_type::INTERPRETED,
+            );
         }
         let Some(f) = self.layout.frame.as_ref() else {
             return Step::Fail(reason::UNAVAILABLE);
@@ -641,8 +632,8 @@ impl VmWalker {
             return Step::Fail(reason::BAD_FRAME);
         };
         let frame_type = match nm.comp_level(blob) {
-            Some(4) | None => FRAME_JIT,
-            Some(_) => FRAME_C1,
+            Some(4) | None => frame_type::JIT_COMPILED,
+            Some(_) => frame_type::C1_COMPILED,
         };
         let frame_bytes = frame_words * 8;
         let complete = cb
@@ -655,7 +646,7 @@ impl VmWalker {
         if depth == 0 && cur.pc < complete {
             // Prologue: no debug info for these pcs; the method itself is running.
             if method::is_native(mg, m) {
-                self.push_method(out, m, -1, FRAME_NATIVE);
+                self.push_method(out, m, -1, frame_type::NATIVE);
             } else {
                 self.push_method(out, m, 0, frame_type);
             }
@@ -745,7 +736,7 @@ impl VmWalker {
                 .is_some_and(|mg| method::is_native(mg, m))
             {
                 // A native wrapper: HotSpot gives them an empty PcDesc table.
-                self.push_method(out, m, -1, FRAME_NATIVE);
+                self.push_method(out, m, -1, frame_type::NATIVE);
             } else {
                 Counter::WalkvmNoScope.inc();
                 self.push_method(out, m, 0, frame_type);
@@ -754,7 +745,11 @@ impl VmWalker {
         }
         let last = chain.count - 1;
         for (i, s) in scopes.iter().take(chain.count).enumerate() {
-            let t = if i == last { frame_type } else { FRAME_INLINED };
+            let t = if i == last {
+                frame_type
+            } else {
+                frame_type::INLINED
+            };
             let sm = if s.method == 0 { m } else { s.method };
             self.push_method(out, sm, s.bci.max(0), t);
         }
@@ -765,8 +760,8 @@ impl VmWalker {
     /// not (or no longer) `frame_bytes` long. None: unwind normally.
     fn unwind_top_compiled(
         &self,
-        nm: &vmstructs::NMethodGroup,
-        cb: &vmstructs::CodeBlobGroup,
+        nm: &layout::NMethodGroup,
+        cb: &layout::CodeBlobGroup,
         blob: Blob,
         cur: Cursor,
         complete: usize,

@@ -1,0 +1,25 @@
+//! The signal wing: everything that runs inside a signal handler or another async
+//! context (a JVMTI callback on an arbitrary thread). Handler entry (`handler`), the one
+//! recording entry every event source uses (`record`), the stack walkers (`walk`), the
+//! HotSpot readers they use (`vm`), the frame format (`frame`, lazy `tags`), the thread's
+//! context (`context`), the call-trace storage (`traces`), signal chaining (`signal`) and
+//! crash-protected loads (`safe_access`).
+//!
+//! Rules (docs/architecture.md, "Rules"): no allocation, lock, JNI or JVMTI on these paths;
+//! stale VM memory only through `safe_access`; every `unsafe` block carries `// SAFETY:`.
+//! Construction (`init`, `new`) may allocate: it runs once, outside any handler.
+//!
+//! The wing imports only itself and the no-allocation basics `crate::counters` and
+//! `crate::memory::{Mapped, Zeroable, Category}` (memory mapped once at start); the test
+//! `tests/signal_wing_imports.rs` fails on anything else, so the rule is kept by the build.
+
+pub mod context;
+pub mod frame;
+pub mod handler;
+pub mod record;
+pub mod safe_access;
+pub mod signal;
+pub mod tags;
+pub mod traces;
+pub mod vm;
+pub mod walk;

@@ -1,0 +1,83 @@
+//! The one recording entry of every event source. A CPU sample from the SIGPROF handler,
+//! and the wall-clock and allocation samples to come, all record through [`record`]: the
+//! event kind, its weight, the thread's context and the walked frames. So they share one
+//! trace table, one sample buffer and one JFR writer (`crate::dump` turns each kind into
+//! its event type); a new source is an engine plus an event kind, never a second pipeline.
+
+use std::sync::atomic::Ordering;
+
+use super::context::{self, MAX_ATTRIBUTES};
+use super::frame::Frame;
+use super::traces::{Recorder, SampleRecord};
+
+/// What a sample measures; stored in `SampleRecord::event`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum EventKind {
+    /// CPU time (`datadog.ExecutionSample`); weight 1 per sampling interval.
+    Cpu = 0,
+}
+
+impl EventKind {
+    /// The kind stored in a record, if it is one this build knows.
+    pub fn from_raw(raw: u8) -> Option<EventKind> {
+        (raw == EventKind::Cpu as u8).then_some(EventKind::Cpu)
+    }
+}
+
+/// The trace context of the sampled thread at the instant of the sample.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Context {
+    pub span_id: u64,
+    pub root_span_id: u64,
+    /// Context attribute ids (`crate::context` dictionary), 0 = unset.
+    pub attrs: [u32; MAX_ATTRIBUTES],
+}
+
+impl Context {
+    /// The calling thread's context; all zero if it never set one. Signal-safe.
+    pub fn of_current_thread() -> Context {
+        let Some(c) = context::context_for_signal() else {
+            return Context::default();
+        };
+        let mut attrs = [0u32; MAX_ATTRIBUTES];
+        for (a, v) in attrs.iter_mut().zip(c.attrs.iter()) {
+            *a = v.load(Ordering::Relaxed);
+        }
+        Context {
+            span_id: c.span_id.load(Ordering::Relaxed),
+            root_span_id: c.root_span_id.load(Ordering::Relaxed),
+            attrs,
+        }
+    }
+}
+
+/// One event as a source hands it over.
+pub struct Event<'a> {
+    pub kind: EventKind,
+    /// In the kind's unit: sampling intervals for CPU.
+    pub weight: u64,
+    /// CLOCK_MONOTONIC nanoseconds ([`super::handler::ticks`]).
+    pub ticks: i64,
+    pub tid: i32,
+    pub context: Context,
+    /// Leaf first.
+    pub frames: &'a [Frame],
+    /// The stack was deeper than `frames`.
+    pub truncated: bool,
+}
+
+/// Interns the event's trace and appends its record. Signal-safe (no allocation, no lock;
+/// bounded spins in the trace table). Returns false when the event was dropped (counted).
+pub fn record(recorder: &Recorder, event: &Event) -> bool {
+    recorder.record(event.frames, event.truncated, |trace_id| SampleRecord {
+        ticks: event.ticks,
+        span_id: event.context.span_id,
+        root_span_id: event.context.root_span_id,
+        weight: event.weight,
+        tid: event.tid,
+        trace_id,
+        attrs: event.context.attrs,
+        event: event.kind as u8,
+    })
+}

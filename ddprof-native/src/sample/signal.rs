@@ -1,0 +1,204 @@
+//! Installing the sampling signal handler, remembering what was there before so that
+//! signals that are not ours reach it.
+
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
+
+pub type Handler = extern "C" fn(c_int, *mut libc::siginfo_t, *mut libc::c_void);
+
+pub const SAMPLING_SIGNAL: c_int = libc::SIGPROF;
+
+/// Value carried by our own timer signals (`si_value` of SI_TIMER), to tell them from
+/// anyone else's SIGPROF.
+pub const TIMER_SIGNAL_MAGIC: u64 = 0x6464_7072_6f66_0001;
+
+/// A `sigaction` call that failed: which signal, which step, and errno. Plain data, so
+/// that the wing never formats; the caller turns it into a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SigactionFailed {
+    pub signal: &'static str,
+    /// "query" or "install".
+    pub step: &'static str,
+    pub errno: c_int,
+}
+
+impl SigactionFailed {
+    fn now(sig: c_int, step: &'static str) -> SigactionFailed {
+        SigactionFailed {
+            signal: match sig {
+                libc::SIGSEGV => "SIGSEGV",
+                libc::SIGBUS => "SIGBUS",
+                libc::SIGPROF => "SIGPROF",
+                _ => "signal",
+            },
+            step,
+            // SAFETY: __errno_location returns this thread's errno slot.
+            errno: unsafe { *libc::__errno_location() },
+        }
+    }
+}
+
+/// The disposition a signal had before ours: the one place that remembers it and calls
+/// it, for the sampling signal and the fault signals alike.
+pub struct Previous {
+    /// `sa_sigaction` / `sa_handler` (the same field), or `SIG_DFL` / `SIG_IGN`.
+    action: AtomicUsize,
+    flags: AtomicI32,
+}
+
+impl Previous {
+    pub const fn new() -> Previous {
+        Previous {
+            action: AtomicUsize::new(libc::SIG_DFL),
+            flags: AtomicI32::new(0),
+        }
+    }
+
+    /// Remembers `old` as the disposition to chain to.
+    pub fn record(&self, old: &libc::sigaction) {
+        self.action.store(old.sa_sigaction, Ordering::Release);
+        self.flags.store(old.sa_flags, Ordering::Release);
+    }
+
+    /// `SIG_DFL`, `SIG_IGN` or a handler's address. Signal-safe.
+    pub fn action(&self) -> usize {
+        self.action.load(Ordering::Acquire)
+    }
+
+    /// Calls the previous handler with the kernel's own arguments, as the kernel would
+    /// have (a one-shot `SA_RESETHAND` handler is forgotten first). Does nothing for
+    /// `SIG_DFL`/`SIG_IGN`: what those mean depends on the signal, so the caller decides.
+    /// Signal-safe.
+    pub fn call(&self, sig: c_int, info: *mut libc::siginfo_t, uc: *mut libc::c_void) {
+        let action = self.action();
+        if action == libc::SIG_DFL || action == libc::SIG_IGN {
+            return;
+        }
+        let flags = self.flags.load(Ordering::Acquire);
+        if flags & libc::SA_RESETHAND != 0 {
+            self.action.store(libc::SIG_DFL, Ordering::Release);
+            self.flags.store(0, Ordering::Release);
+        }
+        // SAFETY: `action` is the handler someone else installed for this signal, of the
+        // kind its SA_SIGINFO flag says; we pass the kernel's own arguments through.
+        unsafe {
+            if flags & libc::SA_SIGINFO != 0 {
+                let f: Handler = std::mem::transmute(action);
+                f(sig, info, uc);
+            } else {
+                let f: extern "C" fn(c_int) = std::mem::transmute(action);
+                f(sig);
+            }
+        }
+    }
+}
+
+impl Default for Previous {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The sampling signal's disposition before ours.
+static PREVIOUS: Previous = Previous::new();
+static INSTALLED: AtomicBool = AtomicBool::new(false);
+
+/// Installs `handler` for the sampling signal once (idempotent; callers are serialised by
+/// the profiler lock).
+pub fn install(handler: Handler) -> Result<(), SigactionFailed> {
+    if INSTALLED.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    // SAFETY: sigaction with zeroed structs filled before use.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = handler as usize;
+        sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        let mut old: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(SAMPLING_SIGNAL, &sa, &mut old) != 0 {
+            return Err(SigactionFailed::now(SAMPLING_SIGNAL, "install"));
+        }
+        if old.sa_sigaction != handler as usize {
+            PREVIOUS.record(&old);
+        }
+    }
+    INSTALLED.store(true, Ordering::Release);
+    Ok(())
+}
+
+/// Passes a signal that is not ours to the handler installed before ours, if any.
+/// Signal-safe.
+pub fn chain(sig: c_int, info: *mut libc::siginfo_t, uc: *mut libc::c_void) {
+    PREVIOUS.call(sig, info, uc);
+}
+
+/// Queries `sig`'s disposition, for installers that build on it. `Err` carries errno.
+pub fn query(sig: c_int) -> Result<libc::sigaction, SigactionFailed> {
+    // SAFETY: sigaction fills a zeroed struct we own; a null new action only queries.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(sig, std::ptr::null(), &mut old) != 0 {
+            return Err(SigactionFailed::now(sig, "query"));
+        }
+        Ok(old)
+    }
+}
+
+/// Sets `sig`'s disposition to `new`, returning the one it replaced.
+pub fn replace(sig: c_int, new: &libc::sigaction) -> Result<libc::sigaction, SigactionFailed> {
+    // SAFETY: as in `query`, with a valid new action.
+    unsafe {
+        let mut replaced: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(sig, new, &mut replaced) != 0 {
+            return Err(SigactionFailed::now(sig, "install"));
+        }
+        Ok(replaced)
+    }
+}
+
+/// Reads `si_code` and, for POSIX timer signals, `si_value` from a siginfo.
+/// Signal-safe.
+///
+/// # Safety
+/// `info` is null or the siginfo the kernel passed to an SA_SIGINFO handler.
+pub unsafe fn code_and_value(info: *const libc::siginfo_t) -> (c_int, u64) {
+    if info.is_null() {
+        return (0, 0);
+    }
+    // SAFETY: the kernel's siginfo is 128 bytes; si_code sits at offset 8 and, for
+    // SI_TIMER, si_value (sigval) at offset 24 (after si_tid and si_overrun).
+    unsafe {
+        let code = (*info).si_code;
+        let value = if code == libc::SI_TIMER {
+            (info as *const u8).add(24).cast::<u64>().read_unaligned()
+        } else {
+            0
+        };
+        (code, value)
+    }
+}
+
+/// Saves errno on creation and restores it on drop, so a handler never changes the
+/// errno the interrupted code sees. Signal-safe.
+pub struct ErrnoGuard(c_int);
+
+impl ErrnoGuard {
+    pub fn new() -> ErrnoGuard {
+        // SAFETY: __errno_location returns this thread's errno slot.
+        ErrnoGuard(unsafe { *libc::__errno_location() })
+    }
+}
+
+impl Default for ErrnoGuard {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for ErrnoGuard {
+    fn drop(&mut self) {
+        // SAFETY: as above.
+        unsafe { *libc::__errno_location() = self.0 };
+    }
+}

@@ -1,0 +1,33 @@
+//! HotSpot readers of the signal path: the VM layout they follow, the code cache and
+//! blobs, nmethod debug info, `Method*`/`Klass*` fields, the current `JavaThread` and the
+//! JFR class trace ID. Every read of VM memory goes through `crate::sample::safe_access`.
+//! The same readers serve the dump (metadata naming), which runs on a JVM thread.
+
+pub mod codecache;
+pub mod current_thread;
+pub mod debuginfo;
+pub mod klass;
+pub mod layout;
+pub mod method;
+pub mod trace_id;
+
+use super::safe_access;
+
+/// VM memory read through the crash-protected loads: what the walker and the dump-time
+/// metadata readers hand to the decoders.
+pub struct SafeMemory;
+
+impl debuginfo::Memory for SafeMemory {
+    #[inline]
+    fn read_u8(&self, addr: usize) -> Option<u8> {
+        safe_access::load_u8(addr)
+    }
+    #[inline]
+    fn read_u32(&self, addr: usize) -> Option<u32> {
+        safe_access::load_u32(addr)
+    }
+    #[inline]
+    fn read_usize(&self, addr: usize) -> Option<usize> {
+        safe_access::load_usize(addr)
+    }
+}
