@@ -6,7 +6,8 @@ use super::values::{parse_non_negative_units, parse_ratio, Reason, Units};
 use super::{DEFAULT_ALLOC_INTERVAL, GENERATIONS_ALLOC_INTERVAL};
 
 /// `memory[=INTERVAL[:FLAGS[:RATIO]]]`: `a` records allocations, `l` liveness, `L` liveness and
-/// heap usage. Flags accumulate over repeated `memory` keys, as upstream.
+/// heap usage. Flags accumulate over repeated `memory` keys, as upstream. ddprof rejects a
+/// malformed or negative interval where upstream does not.
 pub(super) fn memory(d: &mut Draft, value: Option<&str>) -> Result<(), Reason> {
     let (number, flags, ratio) = match value {
         None => (None, None, None),

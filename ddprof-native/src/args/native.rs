@@ -1,6 +1,6 @@
 //! The native engines: `nativemem` (malloc sampling, an interval in bytes) and `natsock`
 //! (socket I/O sampling, an interval in time). Bare or 0 means every event / the engine's
-//! default; negative is rejected.
+//! default; ddprof rejects a malformed or negative interval where upstream does not.
 
 use super::options::Draft;
 use super::values::{parse_non_negative_units, Reason, Units};
