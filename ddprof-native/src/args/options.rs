@@ -1,0 +1,130 @@
+//! The option table: every key of the grammar, lower-case, with the handler that applies its
+//! value. Adding an option means one row here and one handler in the module of its topic; the
+//! parse loop itself never changes.
+
+use super::values::Reason;
+use super::{context, cpu, memory, methods, native, output, stacks, wall};
+use super::{Action, Args, DEFAULT_LIVE_SAMPLES_RATIO};
+
+/// What the handlers build: the `Args` plus the raw values that are only resolved once every
+/// token is seen (upstream resolves them lazily too, so the order of `cpu`, `interval` and
+/// `event` does not matter). `'a` is the command string, which `file=` borrows until expansion.
+pub(super) struct Draft<'a> {
+    pub(super) args: Args,
+    /// `cpu=` as read; 0 means "the default or `interval`".
+    pub(super) cpu: Option<u64>,
+    /// `wall=` as read, without the `~`; 0 as for `cpu`.
+    pub(super) wall: Option<u64>,
+    /// Set by `memory=`, `event=alloc` (0) and `generations=true`.
+    pub(super) memory_interval: Option<u64>,
+    pub(super) record_allocations: bool,
+    pub(super) record_liveness: bool,
+    pub(super) record_heap_usage: bool,
+    pub(super) live_ratio: f64,
+    /// `file=` before `%` expansion.
+    pub(super) file: Option<&'a str>,
+}
+
+impl Draft<'_> {
+    pub(super) fn new() -> Self {
+        Draft {
+            args: Args::default(),
+            cpu: None,
+            wall: None,
+            memory_interval: None,
+            record_allocations: false,
+            record_liveness: false,
+            record_heap_usage: false,
+            live_ratio: DEFAULT_LIVE_SAMPLES_RATIO,
+            file: None,
+        }
+    }
+}
+
+/// Applies one token's value (`None` for a bare key, `Some("")` for `key=`) to the draft, or
+/// says why the value is rejected.
+pub(super) type Handler = for<'a> fn(&mut Draft<'a>, Option<&'a str>) -> Result<(), Reason>;
+
+/// Every option, by its lower-case key. Keys are matched exactly after lower-casing the token's
+/// key (no trimming, no prefixes), so a key missing here is reported as unknown.
+const OPTIONS: &[(&str, Handler)] = &[
+    // Actions: the last one given wins.
+    ("start", start),
+    ("resume", resume),
+    ("stop", stop),
+    ("check", check),
+    ("status", status),
+    ("list", list),
+    ("version", version),
+    // CPU and perf events.
+    ("cpu", cpu::cpu),
+    ("event", cpu::event),
+    ("interval", cpu::interval),
+    ("allkernel", cpu::allkernel),
+    ("alluser", cpu::alluser),
+    // Wall clock.
+    ("wall", wall::wall),
+    ("walltpt", wall::walltpt),
+    ("wallsampler", wall::wallsampler),
+    ("wallprecheck", wall::wallprecheck),
+    // Allocations and liveness.
+    ("memory", memory::memory),
+    ("generations", memory::generations),
+    // Native engines.
+    ("nativemem", native::nativemem),
+    ("natsock", native::natsock),
+    // Stack walking.
+    ("cstack", stacks::cstack),
+    ("jstackdepth", stacks::jstackdepth),
+    ("safemode", stacks::safemode),
+    ("jvmtistacks", stacks::jvmtistacks),
+    ("lightweight", stacks::lightweight),
+    ("remotesym", stacks::remotesym),
+    ("nosanity", stacks::nosanity),
+    ("walkcompare", stacks::walkcompare),
+    // Method IDs.
+    ("fjmethodid", methods::fjmethodid),
+    ("mcleanup", methods::mcleanup),
+    // Context and thread filter.
+    ("attributes", context::attributes),
+    ("filter", context::filter),
+    // Output and logging.
+    ("file", output::file),
+    ("jfr", output::jfr),
+    ("log", output::log),
+    ("loglevel", output::loglevel),
+];
+
+/// The handler of a lower-cased key, `None` for an unknown key.
+pub(super) fn handler(key: &str) -> Option<Handler> {
+    OPTIONS
+        .iter()
+        .find(|(name, _)| *name == key)
+        .map(|&(_, handle)| handle)
+}
+
+/// The table's keys, in table order (for the table's own tests).
+#[cfg(test)]
+pub(super) fn keys() -> impl Iterator<Item = &'static str> {
+    OPTIONS.iter().map(|&(name, _)| name)
+}
+
+/// Action keys take no value (`version=full` is `version`).
+macro_rules! action_handlers {
+    ($($name:ident => $action:ident),* $(,)?) => {$(
+        fn $name(d: &mut Draft, _: Option<&str>) -> Result<(), Reason> {
+            d.args.action = Action::$action;
+            Ok(())
+        }
+    )*};
+}
+
+action_handlers! {
+    start => Start,
+    resume => Resume,
+    stop => Stop,
+    check => Check,
+    status => Status,
+    list => List,
+    version => Version,
+}
