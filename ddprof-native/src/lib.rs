@@ -6,7 +6,7 @@ pub mod api;
 pub mod args;
 pub mod context;
 pub mod counters;
-pub mod dump;
+
 pub mod eh_frame;
 pub mod elf;
 pub mod engine;

@@ -1,6 +1,7 @@
-//! The JVM we live in: the `JavaVM*`, our JVMTI environment, and the JVMTI event
-//! callbacks (class preparation, thread start/end, VM init/death). Set up once, from
-//! whichever entry point runs first (`JNI_OnLoad`, `Agent_OnLoad`, `Agent_OnAttach`).
+//! The JVM we live in: the `JavaVM*`, our JVMTI environment, and what they tell (thread
+//! names, the JDK version). Set up once, from whichever entry point runs first
+//! (`JNI_OnLoad`, `Agent_OnLoad`, `Agent_OnAttach`), with the event callbacks of
+//! `crate::api::events`; this module calls nothing above it.
 
 // JNI/JVMTI handles (jclass, jmethodID, JNIEnv*) are opaque tokens the JVM validates;
 // wrapping every function that passes one through as `unsafe` would add no safety.
@@ -9,16 +10,13 @@
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::OnceLock;
 
-use jni::sys::{jclass, JNIEnv, JavaVM};
-use parking_lot::Mutex;
+use jni::sys::{JNIEnv, JavaVM};
 
-use crate::jvmti::{self, jthread, Capabilities, EventCallbacks, Jvmti, JvmtiEnvPtr};
-use crate::{log, profiler, threads};
+use crate::jvmti::{self, jthread, Capabilities, EventCallbacks, Jvmti};
+use crate::log;
 
 static JVMTI: OnceLock<Jvmti> = OnceLock::new();
 static VM: AtomicPtr<JavaVM> = AtomicPtr::new(std::ptr::null_mut());
-/// Command to run at VMInit (from `-agentpath:...=<options>`).
-static AGENT_COMMAND: Mutex<Option<String>> = Mutex::new(None);
 
 pub fn jvmti() -> Option<Jvmti> {
     JVMTI.get().copied()
@@ -28,11 +26,12 @@ pub fn java_vm() -> *mut JavaVM {
     VM.load(Ordering::Acquire)
 }
 
-/// Gets a JVMTI env, requests capabilities and enables our events. Idempotent.
+/// Gets a JVMTI env, requests capabilities and enables our events, delivered to
+/// `callbacks`. Idempotent.
 ///
 /// # Safety
 /// `vm` must be the process's valid `JavaVM*`.
-pub unsafe fn init(vm: *mut JavaVM) -> Result<Jvmti, String> {
+pub unsafe fn init(vm: *mut JavaVM, callbacks: &EventCallbacks) -> Result<Jvmti, String> {
     if let Some(j) = JVMTI.get() {
         return Ok(*j);
     }
@@ -48,17 +47,8 @@ pub unsafe fn init(vm: *mut JavaVM) -> Result<Jvmti, String> {
             "JVMTI AddCapabilities failed ({e}); line numbers may be missing"
         ));
     }
-    let callbacks = EventCallbacks {
-        vm_init: Some(on_vm_init),
-        vm_death: Some(on_vm_death),
-        thread_start: Some(on_thread_start),
-        thread_end: Some(on_thread_end),
-        class_file_load_hook: None,
-        class_load: Some(on_class_load),
-        class_prepare: Some(on_class_prepare),
-    };
     jvmti
-        .set_event_callbacks(&callbacks)
+        .set_event_callbacks(callbacks)
         .map_err(|e| format!("JVMTI SetEventCallbacks failed: {e}"))?;
     // AsyncGetCallTrace answers -1 (ticks_no_class_load) for every sample unless
     // ClassLoad events are enabled, even with an empty callback.
@@ -84,26 +74,6 @@ pub unsafe fn init(vm: *mut JavaVM) -> Result<Jvmti, String> {
     Ok(jvmti)
 }
 
-/// Remembers the `-agentpath` command, run once the VM is initialised.
-pub fn set_agent_command(command: String) {
-    *AGENT_COMMAND.lock() = Some(command);
-}
-
-/// Runs the agent command: errors go to stderr, never stop the JVM.
-pub fn run_agent_command(jni: *mut JNIEnv) {
-    let Some(cmd) = AGENT_COMMAND.lock().take() else {
-        return;
-    };
-    match profiler::execute(jni, &cmd) {
-        Ok(msg) => {
-            if !msg.is_empty() {
-                log::info(msg.trim_end());
-            }
-        }
-        Err(e) => eprintln!("[ddprof] failed to run agent command '{cmd}': {e}"),
-    }
-}
-
 /// Name and `Thread.getId()` of a thread, through JVMTI and JNI.
 pub fn describe_thread(jvmti: Jvmti, jni: *mut JNIEnv, thread: jthread) -> Option<(String, i64)> {
     let name = jvmti.thread_name(jni, thread)?;
@@ -119,52 +89,6 @@ pub fn describe_thread(jvmti: Jvmti, jni: *mut JNIEnv, thread: jthread) -> Optio
         let _ = env.exception_clear();
     }
     Some((name, id))
-}
-
-unsafe extern "C" fn on_vm_init(_env: *mut JvmtiEnvPtr, jni: *mut JNIEnv, _thread: jthread) {
-    let _ = std::panic::catch_unwind(|| run_agent_command(jni));
-}
-
-unsafe extern "C" fn on_vm_death(_env: *mut JvmtiEnvPtr, jni: *mut JNIEnv) {
-    let _ = std::panic::catch_unwind(|| profiler::on_vm_death(jni));
-}
-
-unsafe extern "C" fn on_thread_start(_env: *mut JvmtiEnvPtr, jni: *mut JNIEnv, thread: jthread) {
-    let _ = std::panic::catch_unwind(|| {
-        let _mem = crate::memory::scope(crate::memory::Category::ThreadInfo);
-        let tid = crate::sample::context::gettid();
-        if let Some(jvmti) = jvmti() {
-            if let Some((name, id)) = describe_thread(jvmti, jni, thread) {
-                threads::register_java_thread(tid, name, id);
-            }
-        }
-        profiler::thread_started(tid);
-    });
-}
-
-unsafe extern "C" fn on_thread_end(_env: *mut JvmtiEnvPtr, _jni: *mut JNIEnv, _thread: jthread) {
-    let _ = std::panic::catch_unwind(|| profiler::thread_ended(crate::sample::context::gettid()));
-}
-
-unsafe extern "C" fn on_class_load(
-    _env: *mut JvmtiEnvPtr,
-    _jni: *mut JNIEnv,
-    _thread: jthread,
-    _class: jclass,
-) {
-}
-
-unsafe extern "C" fn on_class_prepare(
-    _env: *mut JvmtiEnvPtr,
-    jni: *mut JNIEnv,
-    _thread: jthread,
-    class: jclass,
-) {
-    let _ = std::panic::catch_unwind(|| {
-        if let Some(jvmti) = jvmti() {
-            crate::methods::preload::on_class_prepare(jvmti, jni, class);
-        }
-    });
 }
 
 /// The running JDK's feature version (11, 17, 21, 25), 0 if unknown.

@@ -6,6 +6,7 @@ use std::panic::catch_unwind;
 
 use jni::sys::{jint, JavaVM, JNI_ERR, JNI_OK, JNI_VERSION_1_6};
 
+use super::events;
 use crate::vm;
 
 /// Property naming the library that `-agentpath` loaded, so the Java API loads this same
@@ -15,7 +16,7 @@ const AGENT_LIB_PROPERTY: &str = "ddprof.agent.lib";
 #[no_mangle]
 pub extern "system" fn JNI_OnLoad(vm: *mut JavaVM, _reserved: *mut c_void) -> jint {
     // SAFETY: the JVM passes its valid JavaVM*.
-    match catch_unwind(|| unsafe { vm::init(vm) }) {
+    match catch_unwind(|| unsafe { vm::init(vm, &events::callbacks()) }) {
         Ok(Ok(_)) => JNI_VERSION_1_6,
         Ok(Err(e)) => {
             eprintln!("[ddprof] initialisation failed: {e}");
@@ -59,11 +60,11 @@ pub extern "system" fn Agent_OnLoad(
 ) -> jint {
     let result = catch_unwind(|| {
         // SAFETY: the JVM passes its valid JavaVM*.
-        let jvmti = unsafe { vm::init(vm) }?;
+        let jvmti = unsafe { vm::init(vm, &events::callbacks()) }?;
         if let Some(path) = own_path() {
             let _ = jvmti.set_system_property(AGENT_LIB_PROPERTY, &path);
         }
-        vm::set_agent_command(options(opts));
+        events::set_agent_command(options(opts));
         Ok::<(), String>(())
     });
     match result {
@@ -84,12 +85,12 @@ pub extern "system" fn Agent_OnAttach(
 ) -> jint {
     let result = catch_unwind(|| {
         // SAFETY: the JVM passes its valid JavaVM*.
-        unsafe { vm::init(vm) }?;
-        vm::set_agent_command(options(opts));
+        unsafe { vm::init(vm, &events::callbacks()) }?;
+        events::set_agent_command(options(opts));
         let mut env: *mut c_void = std::ptr::null_mut();
         // SAFETY: attach-time calls run on an attached thread, so GetEnv succeeds.
         unsafe { ((**vm).GetEnv.ok_or("no GetEnv")?)(vm, &mut env, JNI_VERSION_1_6) };
-        vm::run_agent_command(env as *mut jni::sys::JNIEnv);
+        events::run_agent_command(env as *mut jni::sys::JNIEnv);
         Ok::<(), String>(())
     });
     match result {

@@ -3,6 +3,7 @@
 //! errors into the Java exceptions the API documents.
 
 mod agent;
+pub mod events;
 mod natives;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};

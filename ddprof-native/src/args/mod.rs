@@ -138,6 +138,36 @@ pub enum FjMethodId {
     Lazy,
 }
 
+impl FjMethodId {
+    /// The option value that names it, as the recording states it.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            FjMethodId::True => "true",
+            FjMethodId::False => "false",
+            FjMethodId::Lazy => "lazy",
+        }
+    }
+
+    /// A byte for an atomic (0 is "none").
+    #[must_use]
+    pub fn to_raw(self) -> u8 {
+        match self {
+            FjMethodId::True => 1,
+            FjMethodId::False => 2,
+            FjMethodId::Lazy => 3,
+        }
+    }
+
+    /// The mode [`FjMethodId::to_raw`] made `raw` from.
+    #[must_use]
+    pub fn from_raw(raw: u8) -> Option<FjMethodId> {
+        [FjMethodId::True, FjMethodId::False, FjMethodId::Lazy]
+            .into_iter()
+            .find(|m| m.to_raw() == raw)
+    }
+}
+
 /// Timer behind CPU sampling.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CpuEngine {

@@ -17,11 +17,12 @@ use jni::sys::{jclass, jobject, JNIEnv};
 use parking_lot::Mutex;
 
 use super::lazy;
+use crate::args::FjMethodId;
 use crate::counters::Counter;
 use crate::jvmti::{self, Jvmti};
 use crate::memory::{self, Category};
 
-/// The `Mode` of the last session started, or `IDLE` before the first one.
+/// The `FjMethodId` in force for the last session started, or `IDLE` before the first one.
 static MODE: AtomicU8 = AtomicU8::new(IDLE);
 const IDLE: u8 = 0;
 /// Every class loaded so far has IDs (a preload-mode start happened, and no class was
@@ -38,41 +39,28 @@ unsafe impl Send for PermanentLoaders {}
 
 static LOADERS: Mutex<Option<PermanentLoaders>> = Mutex::new(None);
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-#[repr(u8)]
-pub enum Mode {
-    Preload = 1,
-    Partial = 2,
-    Lazy = 3,
-}
-
 /// The mode of the last session started, `None` before the first start.
-pub fn current() -> Option<Mode> {
-    match MODE.load(Ordering::Acquire) {
-        1 => Some(Mode::Preload),
-        2 => Some(Mode::Partial),
-        3 => Some(Mode::Lazy),
-        _ => None,
-    }
+pub fn current() -> Option<FjMethodId> {
+    FjMethodId::from_raw(MODE.load(Ordering::Acquire))
 }
 
 /// Applies `mode` for a starting session. Runs on a JVM thread. The mode is switched
 /// before the loaded classes are listed, so a class prepared meanwhile is handled by
 /// one or the other.
-pub fn apply(mode: Mode, jvmti: Jvmti, jni: *mut JNIEnv) {
+pub fn apply(mode: FjMethodId, jvmti: Jvmti, jni: *mut JNIEnv) {
     remember_loaders(jni);
-    MODE.store(mode as u8, Ordering::Release);
-    crate::sample::tags::set_active(mode == Mode::Lazy);
+    MODE.store(mode.to_raw(), Ordering::Release);
+    crate::sample::tags::set_active(mode == FjMethodId::Lazy);
     match mode {
-        Mode::Preload if !ALL_LOADED.swap(true, Ordering::AcqRel) => {
+        FjMethodId::True if !ALL_LOADED.swap(true, Ordering::AcqRel) => {
             load_existing(jvmti, jni, |_| true)
         }
-        Mode::Preload => {}
-        Mode::Partial => {
+        FjMethodId::True => {}
+        FjMethodId::False => {
             ALL_LOADED.store(false, Ordering::Release);
             load_existing(jvmti, jni, |class| can_unload(jvmti, jni, class))
         }
-        Mode::Lazy => {
+        FjMethodId::Lazy => {
             ALL_LOADED.store(false, Ordering::Release);
             let _mem = memory::scope(Category::ClassRegistry);
             lazy::register_loaded(jvmti, jni)
@@ -83,9 +71,9 @@ pub fn apply(mode: Mode, jvmti: Jvmti, jni: *mut JNIEnv) {
 /// JVMTI ClassPrepare.
 pub fn on_class_prepare(jvmti: Jvmti, jni: *mut JNIEnv, class: jclass) {
     let load = match current() {
-        Some(Mode::Preload) => true,
-        Some(Mode::Partial) => can_unload(jvmti, jni, class),
-        Some(Mode::Lazy) => {
+        Some(FjMethodId::True) => true,
+        Some(FjMethodId::False) => can_unload(jvmti, jni, class),
+        Some(FjMethodId::Lazy) => {
             let _mem = memory::scope(Category::ClassRegistry);
             lazy::register_class(jvmti, jni, class);
             lazy::publish_gauges();

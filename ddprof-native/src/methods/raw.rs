@@ -4,7 +4,7 @@
 //! as trustworthy as the `Method*` is live (the lazy mode adds the checks that make it
 //! so; `fjmethodid=false` only keeps raw frames of classes that never unload).
 
-use super::resolve::{internal_class_name, is_entry_point, MethodInfo};
+use super::info::{internal_class_name, is_entry_point, MethodInfo};
 use crate::hotspot::linetable::LineNumbers;
 use crate::sample::safe_access::load_usize;
 use crate::sample::vm::codecache::load_field;

@@ -26,11 +26,11 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use jni::sys::{jclass, JNIEnv, JavaVMAttachArgs, JNI_OK, JNI_VERSION_1_6};
 use parking_lot::{Condvar, Mutex};
 
-use super::resolve::WordMap;
 use super::JniRefs;
 use crate::counters::Counter;
 use crate::hotspot::trace_id;
 use crate::jvmti;
+use crate::methods::word_map::WordMap;
 
 /// The thread's state.
 const NOT_STARTED: u8 = 0;

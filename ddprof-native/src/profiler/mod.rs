@@ -21,7 +21,12 @@ use crate::sample::signal::SigactionFailed;
 use crate::sample::vm::current_thread;
 use crate::sample::walk::agct::Agct;
 use crate::sample::walk::vm::VmWalker;
-use crate::{dump, log, threads, vm};
+use crate::{log, threads, vm};
+
+mod dump;
+mod session;
+
+pub use session::{PendingSetting, Session};
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -42,31 +47,6 @@ impl std::fmt::Display for Error {
             Error::Argument(m) | Error::State(m) | Error::Io(m) => f.write_str(m),
         }
     }
-}
-
-/// A running recording.
-pub struct Session {
-    pub args: Args,
-    pub engine: Arc<dyn Engine>,
-    pub file: PathBuf,
-    pub started: Instant,
-    pub started_epoch_ms: i64,
-    /// Start of the chunk now being collected.
-    pub chunk_start_nanos: i64,
-    pub chunk_start_ticks: i64,
-    /// Name of the walker the requested `cstack` resolved to.
-    pub walker: &'static str,
-    /// Warnings to repeat as log events in the recording.
-    pub warnings: Vec<String>,
-}
-
-/// `recordSetting` calls waiting for the next chunk.
-pub struct PendingSetting {
-    pub ticks: i64,
-    pub tid: i64,
-    pub name: String,
-    pub value: String,
-    pub unit: String,
 }
 
 static SESSION: Mutex<Option<Session>> = Mutex::new(None);
@@ -240,6 +220,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
             WalkerKind::Vm => "vm",
             WalkerKind::Agct => "asgct",
         },
+        fjmethodid: id_mode,
         warnings,
     });
     Ok(out)
@@ -265,35 +246,27 @@ fn resolve_id_mode(
     walker: WalkerKind,
     jni: *mut JNIEnv,
     warnings: &mut Vec<String>,
-) -> preload::Mode {
+) -> FjMethodId {
     match (args.fjmethodid, walker) {
-        (FjMethodId::True, _) => preload::Mode::Preload,
+        (FjMethodId::True, _) => FjMethodId::True,
         (mode, WalkerKind::Agct) => {
-            warnings.push(format!("fjmethodid={} needs the VMStructs stack walker (cstack=vm); jmethodIDs are preloaded as with fjmethodid=true", fjmethodid_name(mode)));
+            warnings.push(format!("fjmethodid={} needs the VMStructs stack walker (cstack=vm); jmethodIDs are preloaded as with fjmethodid=true", mode.name()));
             if mode == FjMethodId::Lazy {
                 counters::Counter::LazyFallback.set(1);
             }
-            preload::Mode::Preload
+            FjMethodId::True
         }
         (FjMethodId::Lazy, WalkerKind::Vm) => {
             match lazy::prerequisites(jni, vm::java_feature_version()) {
-                Ok(()) => preload::Mode::Lazy,
+                Ok(()) => FjMethodId::Lazy,
                 Err(e) => {
                     warnings.push(format!("fjmethodid=lazy is unavailable: {e}; using fjmethodid=false (jmethodIDs only for classes that can unload)"));
                     counters::Counter::LazyFallback.set(1);
-                    preload::Mode::Partial
+                    FjMethodId::False
                 }
             }
         }
-        (FjMethodId::False, WalkerKind::Vm) => preload::Mode::Partial,
-    }
-}
-
-pub fn fjmethodid_name(m: FjMethodId) -> &'static str {
-    match m {
-        FjMethodId::True => "true",
-        FjMethodId::False => "false",
-        FjMethodId::Lazy => "lazy",
+        (FjMethodId::False, WalkerKind::Vm) => FjMethodId::False,
     }
 }
 

@@ -6,17 +6,19 @@ use std::collections::{HashMap, HashSet};
 
 use jni::sys::JNIEnv;
 
+use super::session::{PendingSetting, Session};
+use super::VERSION;
 use crate::args::Args;
 use crate::counters;
 use crate::jfr::{
     self, ActiveRecording, ChunkBuilder, ChunkStart, FrameRef, ProfilerConfig, Sample,
 };
-use crate::methods::resolve::{MethodInfo, Resolver};
-use crate::profiler::{PendingSetting, Session, VERSION};
+use crate::methods::info::MethodInfo;
+use crate::methods::resolve::Resolver;
 use crate::sample::frame::{frame_type, kind, Frame};
 use crate::sample::handler::TICKS_PER_SECOND;
-use crate::sample::tags;
 use crate::sample::record::EventKind;
+use crate::sample::tags;
 use crate::sample::traces::Generation;
 use crate::{threads, vm};
 
@@ -174,7 +176,10 @@ fn write_settings(chunk: &mut ChunkBuilder, session: &Session, ticks: i64, tid: 
         ("tscfrequency", TICKS_PER_SECOND.to_string()),
         (
             "loglevel",
-            format!("{:?}", args.loglevel.unwrap_or(crate::args::LogLevel::Warn)).to_uppercase(),
+            args.loglevel
+                .unwrap_or(crate::args::LogLevel::Warn)
+                .name()
+                .to_string(),
         ),
         ("hotspot", "true".into()),
         ("openj9", "false".into()),
@@ -182,10 +187,7 @@ fn write_settings(chunk: &mut ChunkBuilder, session: &Session, ticks: i64, tid: 
         ("wallEngine", "None".into()),
         ("cstack", args.cstack_requested.clone()),
         ("stackwalker", session.walker.into()),
-        (
-            "fjmethodid",
-            format!("{:?}", args.fjmethodid).to_lowercase(),
-        ),
+        ("fjmethodid", session.fjmethodid.name().to_string()),
     ];
     for (name, value) in &settings {
         chunk.active_setting(ticks, tid, rec, name, value);

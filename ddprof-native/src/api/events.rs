@@ -1,0 +1,95 @@
+//! The JVMTI event callbacks (VM init and death, thread start and end, class load and
+//! preparation) and the `-agentpath` command they run at VMInit. Each catches panics, so
+//! none crosses into the JVM, and hands the event to the profiler.
+
+// JNI/JVMTI handles are opaque tokens the JVM validates.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
+use jni::sys::{jclass, JNIEnv};
+use parking_lot::Mutex;
+
+use crate::jvmti::{jthread, EventCallbacks, JvmtiEnvPtr};
+use crate::vm::{describe_thread, jvmti};
+use crate::{log, profiler, threads};
+
+/// Command to run at VMInit (from `-agentpath:...=<options>`).
+static AGENT_COMMAND: Mutex<Option<String>> = Mutex::new(None);
+
+/// The callbacks `crate::vm::init` registers.
+pub fn callbacks() -> EventCallbacks {
+    EventCallbacks {
+        vm_init: Some(on_vm_init),
+        vm_death: Some(on_vm_death),
+        thread_start: Some(on_thread_start),
+        thread_end: Some(on_thread_end),
+        class_file_load_hook: None,
+        class_load: Some(on_class_load),
+        class_prepare: Some(on_class_prepare),
+    }
+}
+
+/// Remembers the `-agentpath` command, run once the VM is initialised.
+pub fn set_agent_command(command: String) {
+    *AGENT_COMMAND.lock() = Some(command);
+}
+
+/// Runs the agent command: errors go to stderr, never stop the JVM.
+pub fn run_agent_command(jni: *mut JNIEnv) {
+    let Some(cmd) = AGENT_COMMAND.lock().take() else {
+        return;
+    };
+    match profiler::execute(jni, &cmd) {
+        Ok(msg) => {
+            if !msg.is_empty() {
+                log::info(msg.trim_end());
+            }
+        }
+        Err(e) => eprintln!("[ddprof] failed to run agent command '{cmd}': {e}"),
+    }
+}
+
+unsafe extern "C" fn on_vm_init(_env: *mut JvmtiEnvPtr, jni: *mut JNIEnv, _thread: jthread) {
+    let _ = std::panic::catch_unwind(|| run_agent_command(jni));
+}
+
+unsafe extern "C" fn on_vm_death(_env: *mut JvmtiEnvPtr, jni: *mut JNIEnv) {
+    let _ = std::panic::catch_unwind(|| profiler::on_vm_death(jni));
+}
+
+unsafe extern "C" fn on_thread_start(_env: *mut JvmtiEnvPtr, jni: *mut JNIEnv, thread: jthread) {
+    let _ = std::panic::catch_unwind(|| {
+        let _mem = crate::memory::scope(crate::memory::Category::ThreadInfo);
+        let tid = crate::sample::context::gettid();
+        if let Some(jvmti) = jvmti() {
+            if let Some((name, id)) = describe_thread(jvmti, jni, thread) {
+                threads::register_java_thread(tid, name, id);
+            }
+        }
+        profiler::thread_started(tid);
+    });
+}
+
+unsafe extern "C" fn on_thread_end(_env: *mut JvmtiEnvPtr, _jni: *mut JNIEnv, _thread: jthread) {
+    let _ = std::panic::catch_unwind(|| profiler::thread_ended(crate::sample::context::gettid()));
+}
+
+unsafe extern "C" fn on_class_load(
+    _env: *mut JvmtiEnvPtr,
+    _jni: *mut JNIEnv,
+    _thread: jthread,
+    _class: jclass,
+) {
+}
+
+unsafe extern "C" fn on_class_prepare(
+    _env: *mut JvmtiEnvPtr,
+    jni: *mut JNIEnv,
+    _thread: jthread,
+    class: jclass,
+) {
+    let _ = std::panic::catch_unwind(|| {
+        if let Some(jvmti) = jvmti() {
+            crate::methods::preload::on_class_prepare(jvmti, jni, class);
+        }
+    });
+}

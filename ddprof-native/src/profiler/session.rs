@@ -1,0 +1,36 @@
+//! What a running recording is (`Session`) and what waits for its next chunk
+//! (`PendingSetting`): the state the lifecycle (`super`) keeps and the dump reads.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::args::{Args, FjMethodId};
+use crate::engine::Engine;
+
+/// A running recording.
+pub struct Session {
+    pub args: Args,
+    pub engine: Arc<dyn Engine>,
+    pub file: PathBuf,
+    pub started: Instant,
+    pub started_epoch_ms: i64,
+    /// Start of the chunk now being collected.
+    pub chunk_start_nanos: i64,
+    pub chunk_start_ticks: i64,
+    /// Name of the walker the requested `cstack` resolved to.
+    pub walker: &'static str,
+    /// The `fjmethodid` mode in force: the requested one, or the one it fell back to.
+    pub fjmethodid: FjMethodId,
+    /// Warnings to repeat as log events in the recording.
+    pub warnings: Vec<String>,
+}
+
+/// `recordSetting` calls waiting for the next chunk.
+pub struct PendingSetting {
+    pub ticks: i64,
+    pub tid: i64,
+    pub name: String,
+    pub value: String,
+    pub unit: String,
+}
