@@ -109,9 +109,17 @@ counters! {
 
 pub const COUNT: usize = NAMES.len();
 pub const SLOT_BYTES: usize = 128;
-/// Slots after the named counters: the memory gauges, named by `memory::gauge_names`.
-const GAUGES: usize = crate::memory::GAUGES;
-const SLOTS_LEN: usize = COUNT + GAUGES;
+/// Slots after the named counters, for gauges named elsewhere: the memory gauges, whose
+/// names `memory::gauge_names` gives and `crate::vm::init` registers ([`name_gauges`]).
+/// Counters stay below memory accounting this way (memory publishes into them).
+pub const GAUGE_SLOTS: usize = 64;
+const SLOTS_LEN: usize = COUNT + GAUGE_SLOTS;
+static GAUGE_NAMES: OnceLock<fn() -> Vec<String>> = OnceLock::new();
+
+/// Registers the names of the gauge slots (once, at load, before any read of [`names`]).
+pub fn name_gauges(names: fn() -> Vec<String>) {
+    let _ = GAUGE_NAMES.set(names);
+}
 
 #[repr(C, align(128))]
 pub struct Slot(AtomicI64);
@@ -160,15 +168,22 @@ pub fn set_gauge(i: usize, v: i64) {
     }
 }
 
-/// Every slot's name: the table above, then the memory gauges.
+/// Every named slot: the table above, then the registered gauges (none before
+/// [`name_gauges`]).
 pub fn names() -> &'static [String] {
     static ALL: OnceLock<Vec<String>> = OnceLock::new();
-    ALL.get_or_init(|| {
-        let mut v: Vec<String> = NAMES.iter().map(|n| n.to_string()).collect();
-        v.extend(crate::memory::gauge_names());
-        debug_assert_eq!(v.len(), SLOTS_LEN);
-        v
-    })
+    static NAMED: OnceLock<Vec<String>> = OnceLock::new();
+    let named = || NAMES.iter().map(|n| n.to_string()).collect::<Vec<String>>();
+    match GAUGE_NAMES.get() {
+        Some(gauges) => ALL.get_or_init(|| {
+            let mut v = named();
+            v.extend(gauges());
+            debug_assert!(v.len() <= SLOTS_LEN);
+            v.truncate(SLOTS_LEN);
+            v
+        }),
+        None => NAMED.get_or_init(named),
+    }
 }
 
 /// (name, value) of every slot, in slot order.
@@ -192,10 +207,11 @@ mod tests {
     #[test]
     fn slots_are_128_bytes_apart_and_names_unique() {
         assert_eq!(std::mem::size_of::<Slot>(), SLOT_BYTES);
+        name_gauges(crate::memory::gauge_names);
         let mut all = names().to_vec();
-        assert_eq!(all.len(), SLOTS_LEN);
+        assert_eq!(all.len(), COUNT + crate::memory::GAUGES);
         all.sort_unstable();
         all.dedup();
-        assert_eq!(all.len(), SLOTS_LEN);
+        assert_eq!(all.len(), COUNT + crate::memory::GAUGES);
     }
 }

@@ -1,6 +1,6 @@
 //! Context and thread filter: `attributes` and `filter`.
 
-use super::options::Draft;
+use super::draft::Draft;
 use super::values::Reason;
 
 /// `attributes=a;b;c`: context attribute names, accumulated over repeated keys (empty names

@@ -2,7 +2,7 @@
 //! record what was given; `parse` turns it into intervals once every token is seen, because
 //! `interval=` and `event=` may come before or after `cpu`.
 
-use super::options::Draft;
+use super::draft::Draft;
 use super::values::{parse_non_negative_units, parse_units, Reason, Units};
 use super::Ring;
 

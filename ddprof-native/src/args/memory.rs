@@ -1,7 +1,7 @@
 //! Allocation and liveness sampling: `memory` and `generations`. They share the draft's memory
 //! interval and record flags, which `parse` folds into `Args::memory` after the last token.
 
-use super::options::Draft;
+use super::draft::Draft;
 use super::values::{parse_non_negative_units, parse_ratio, Reason, Units};
 use super::{DEFAULT_ALLOC_INTERVAL, GENERATIONS_ALLOC_INTERVAL};
 

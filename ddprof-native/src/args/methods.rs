@@ -1,6 +1,6 @@
 //! Method ID options: `fjmethodid` (when jmethodIDs are created) and `mcleanup`.
 
-use super::options::Draft;
+use super::draft::Draft;
 use super::values::{true_unless_negative, Reason};
 use super::FjMethodId;
 

@@ -20,6 +20,7 @@
 mod context;
 mod cpu;
 mod derived;
+mod draft;
 mod error;
 mod memory;
 mod methods;

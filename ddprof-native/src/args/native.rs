@@ -2,7 +2,7 @@
 //! (socket I/O sampling, an interval in time). Bare or 0 means every event / the engine's
 //! default; ddprof rejects a malformed or negative interval where upstream does not.
 
-use super::options::Draft;
+use super::draft::Draft;
 use super::values::{parse_non_negative_units, Reason, Units};
 
 pub(super) fn nativemem(d: &mut Draft, value: Option<&str>) -> Result<(), Reason> {

@@ -1,7 +1,7 @@
 //! Output and logging: `file` (with `%p`, `%t`, `%{ENV}` expansion), `jfr`, `log`, `loglevel`.
 //! Expansion is pure too: `parse` passes in the environment lookup, the pid and the time.
 
-use super::options::Draft;
+use super::draft::Draft;
 use super::values::{parse_u32_c, Reason};
 use super::LogLevel;
 

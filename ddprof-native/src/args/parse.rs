@@ -3,8 +3,9 @@
 //! then resolve what depends on several options (default event, intervals, memory, file).
 
 use super::cpu::EventKind;
+use super::draft::Draft;
 use super::error::ArgError;
-use super::options::{self, Draft};
+use super::options;
 use super::output::expand_file_pattern;
 use super::{Action, Args, CpuEngine, Memory, DEFAULT_CPU_INTERVAL_NS, DEFAULT_WALL_INTERVAL_NS};
 

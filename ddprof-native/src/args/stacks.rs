@@ -2,7 +2,7 @@
 //! `remotesym`, `nosanity` and ddprof's `walkcompare`. Each boolean keeps upstream's own truth
 //! rule (they differ on purpose: configurations written for upstream must mean the same here).
 
-use super::options::Draft;
+use super::draft::Draft;
 use super::values::{
     first_char_is, parse_positive_decimal, parse_u32_c, true_unless_negative, Reason,
 };

@@ -1,7 +1,7 @@
 //! Wall-clock options: `wall`, `walltpt`, `wallsampler`, `wallprecheck`. As for `cpu`, the
 //! interval itself is resolved by `parse` after the last token.
 
-use super::options::Draft;
+use super::draft::Draft;
 use super::values::{
     first_char_is, parse_non_negative_units, parse_positive_decimal, Reason, Units,
 };

@@ -12,7 +12,8 @@
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use super::category::{self, Category};
+use super::category::Category;
+use super::scope;
 use super::tally;
 
 /// Bytes in front of a tagged block; also keeps malloc's 16-byte alignment.
@@ -193,7 +194,7 @@ fn raw_alloc(layout: &Layout, size: usize, zeroed: bool) -> *mut u8 {
 
 /// Allocates charged to an explicit category.
 pub fn alloc_in(layout: Layout, category: Category, zeroed: bool) -> *mut u8 {
-    category::note_allocation();
+    scope::note_allocation();
     if may_list(&layout) {
         let base = raw_alloc(&layout, layout.size(), zeroed);
         if base.is_null() {
@@ -228,11 +229,11 @@ pub fn alloc_in(layout: Layout, category: Category, zeroed: bool) -> *mut u8 {
 // block's base the same way it was made.
 unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        alloc_in(layout, category::current(), false)
+        alloc_in(layout, scope::current(), false)
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        alloc_in(layout, category::current(), true)
+        alloc_in(layout, scope::current(), true)
     }
 
     unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
@@ -276,7 +277,7 @@ unsafe impl GlobalAlloc for CountingAllocator {
                 (p.sub(TAG), c, TAG + layout.size(), TAG + new_size)
             }
         };
-        category::note_allocation();
+        scope::note_allocation();
         // Released, and unlisted, before the call: once the block moves, its old address
         // is malloc's to hand out again, and must not find our entry.
         charge(category, base, old_request, -1);
@@ -319,7 +320,7 @@ impl CountingAllocator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::category::scope;
+    use crate::memory::scope::scope;
 
     // The test binary runs under this allocator too (lib.rs sets it for every build),
     // so these go through the real path. Tallies are process-wide and other tests run

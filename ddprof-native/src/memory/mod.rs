@@ -9,14 +9,16 @@ mod allocator;
 mod category;
 mod malloc;
 mod mapped;
+mod scope;
 mod tally;
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
 pub use allocator::{CountingAllocator, LARGE, TAG};
-pub use category::{current, scope, thread_allocations, Category, Kind, Scope};
+pub use category::{Category, Kind};
 pub use malloc::{allocator, arena, header, probe_header, Allocator, MallInfo2};
 pub use mapped::{resident, Mapped, Zeroable};
+pub use scope::{current, scope, thread_allocations, Scope};
 pub use tally::{flush, of, snapshot, total, Figures};
 
 use crate::counters::{self, Counter};
@@ -44,6 +46,10 @@ const fn mapped_categories() -> usize {
 
 /// Slots the memory gauges take after the counter table.
 pub const GAUGES: usize = FAMILIES.len() * (1 + category::COUNT) + mapped_categories();
+const _: () = assert!(
+    GAUGES <= counters::GAUGE_SLOTS,
+    "raise counters::GAUGE_SLOTS"
+);
 
 /// Names of the memory gauges, in slot order: each family's total then its categories,
 /// then the resident bytes of each mapped category.
