@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.function.LongUnaryOperator;
 
+import com.datadoghq.profiler.internal.Diagnostics;
 import com.datadoghq.profiler.workload.IsolatingLoader;
 import com.datadoghq.profiler.workload.LazyReload;
 import com.datadoghq.profiler.workload.LazySpin;
@@ -45,7 +46,7 @@ class LazyTraceIdJfrValidationTest {
         }
         Map<Class<?>, Long> expected = new HashMap<>();
         for (Class<?> c : defined) {
-            long id = JavaProfiler.getClassTraceId(c);
+            long id = Diagnostics.getClassTraceId(c);
             assertTrue(id > 0, "no trace ID read for " + c + " (calibration failed?)");
             expected.put(c, id);
         }
@@ -63,7 +64,7 @@ class LazyTraceIdJfrValidationTest {
                     + e.getValue() + "; its ClassDefine ids: " + jfrIds);
         }
         // Array and primitive classes: an array class has an ID too, a primitive one none.
-        assertTrue(JavaProfiler.getClassTraceId(String[].class) > 0, "String[] trace ID");
-        assertEquals(-1, JavaProfiler.getClassTraceId(int.class), "int.class has no Klass");
+        assertTrue(Diagnostics.getClassTraceId(String[].class) > 0, "String[] trace ID");
+        assertEquals(-1, Diagnostics.getClassTraceId(int.class), "int.class has no Klass");
     }
 }
