@@ -14,17 +14,19 @@ import java.util.stream.Collectors;
 import com.datadoghq.profiler.JavaProfiler;
 import com.datadoghq.profiler.testing.CpuBurner;
 import com.datadoghq.profiler.testing.JfrReader;
+import com.datadoghq.profiler.testing.ProfilerExtension;
 import com.datadoghq.profiler.testing.TestEnv;
 import jdk.jfr.consumer.RecordedEvent;
 import jdk.jfr.consumer.RecordedFrame;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
  * CPU samples of a thread running a known call chain name that chain, leaf first, with the
  * thread's name, line numbers, bytecode indices, Java frame types and the RUNNABLE state.
  */
+@ExtendWith(ProfilerExtension.class)
 class CpuSamplingTest {
     private static final String WORKER = "cpu-worker";
     private static final long WORK_MILLIS = 2000;
@@ -32,13 +34,12 @@ class CpuSamplingTest {
     @TempDir
     Path dir;
 
-    private final JavaProfiler profiler = TestEnv.profiler();
+    private final JavaProfiler profiler;
     private long samplesAtStart;
     private long samplesAtEnd;
 
-    @AfterEach
-    void leaveStopped() {
-        TestEnv.stopQuietly(profiler);
+    CpuSamplingTest(JavaProfiler profiler) {
+        this.profiler = profiler;
     }
 
     @Test

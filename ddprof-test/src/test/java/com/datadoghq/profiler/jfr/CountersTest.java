@@ -14,22 +14,23 @@ import java.util.TreeSet;
 import com.datadoghq.profiler.JavaProfiler;
 import com.datadoghq.profiler.testing.CpuBurner;
 import com.datadoghq.profiler.testing.JfrReader;
+import com.datadoghq.profiler.testing.ProfilerExtension;
 import com.datadoghq.profiler.testing.TestEnv;
 import jdk.jfr.consumer.RecordedEvent;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /** getDebugCounters() reports what profiling did, under unique names that the recording repeats. */
+@ExtendWith(ProfilerExtension.class)
 class CountersTest {
     @TempDir
     Path dir;
 
-    private final JavaProfiler profiler = TestEnv.profiler();
+    private final JavaProfiler profiler;
 
-    @AfterEach
-    void leaveStopped() {
-        TestEnv.stopQuietly(profiler);
+    CountersTest(JavaProfiler profiler) {
+        this.profiler = profiler;
     }
 
     @Test

@@ -22,19 +22,21 @@ import java.util.stream.Collectors;
 import com.datadoghq.profiler.JavaProfiler;
 import com.datadoghq.profiler.testing.JfrReader;
 import com.datadoghq.profiler.testing.JmcParser;
+import com.datadoghq.profiler.testing.ProfilerExtension;
 import com.datadoghq.profiler.testing.Spinner;
 import com.datadoghq.profiler.testing.TestEnv;
 import jdk.jfr.consumer.RecordedEvent;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
  * One recording, read by the three parsers users have (RecordingFile, the JDK's jfr tool, JMC),
  * holding the events and values the compatibility contract promises.
  */
+@ExtendWith(ProfilerExtension.class)
 class JfrContractTest {
     private static final String WORKER = "ctx-worker";
     private static final long ROOT_SPAN = 0x1234_5678_9abcL;
@@ -49,8 +51,7 @@ class JfrContractTest {
     private static List<RecordedEvent> events;
 
     @BeforeAll
-    static void record() throws Exception {
-        JavaProfiler profiler = TestEnv.profiler();
+    static void record(JavaProfiler profiler) throws Exception {
         recording = dir.resolve("contract.jfr");
         try {
             TestEnv.start(profiler, "start,cpu=10ms,cstack=vm,file=" + recording);
@@ -71,11 +72,6 @@ class JfrContractTest {
             TestEnv.stopQuietly(profiler);
         }
         events = JfrReader.readAll(recording);
-    }
-
-    @AfterAll
-    static void leaveStopped() {
-        TestEnv.stopQuietly(TestEnv.profiler());
     }
 
     @Test

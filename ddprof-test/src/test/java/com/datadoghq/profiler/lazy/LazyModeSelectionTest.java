@@ -17,12 +17,13 @@ import com.datadoghq.profiler.testing.CpuBurner;
 import com.datadoghq.profiler.testing.CpuWorkloadMain;
 import com.datadoghq.profiler.testing.IsolatingLoader;
 import com.datadoghq.profiler.testing.JfrReader;
+import com.datadoghq.profiler.testing.ProfilerExtension;
 import com.datadoghq.profiler.testing.TestEnv;
 import jdk.jfr.consumer.RecordedEvent;
 import jdk.jfr.consumer.RecordedFrame;
 import jdk.jfr.consumer.RecordedMethod;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -31,15 +32,15 @@ import org.junit.jupiter.api.io.TempDir;
  * behaviour when the trace-ID offset cannot be calibrated. Restarts in other modes keep naming
  * every frame.
  */
+@ExtendWith(ProfilerExtension.class)
 class LazyModeSelectionTest {
     @TempDir
     Path dir;
 
-    private final JavaProfiler profiler = TestEnv.profiler();
+    private final JavaProfiler profiler;
 
-    @AfterEach
-    void leaveStopped() {
-        TestEnv.stopQuietly(profiler);
+    LazyModeSelectionTest(JavaProfiler profiler) {
+        this.profiler = profiler;
     }
 
     @Test

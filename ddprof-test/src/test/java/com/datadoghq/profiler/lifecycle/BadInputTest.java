@@ -11,9 +11,10 @@ import java.nio.file.Path;
 import com.datadoghq.profiler.JavaProfiler;
 import com.datadoghq.profiler.testing.CpuBurner;
 import com.datadoghq.profiler.testing.JfrReader;
+import com.datadoghq.profiler.testing.ProfilerExtension;
 import com.datadoghq.profiler.testing.TestEnv;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -22,15 +23,15 @@ import org.junit.jupiter.params.provider.CsvSource;
  * Bad commands are refused with a message that names the option and the value, and leave the
  * profiler idle and usable; harmless oddities are accepted.
  */
+@ExtendWith(ProfilerExtension.class)
 class BadInputTest {
     @TempDir
     Path dir;
 
-    private final JavaProfiler profiler = TestEnv.profiler();
+    private final JavaProfiler profiler;
 
-    @AfterEach
-    void leaveStopped() {
-        TestEnv.stopQuietly(profiler);
+    BadInputTest(JavaProfiler profiler) {
+        this.profiler = profiler;
     }
 
     @ParameterizedTest(name = "{0}={1}")

@@ -14,23 +14,24 @@ import java.util.List;
 import com.datadoghq.profiler.JavaProfiler;
 import com.datadoghq.profiler.testing.CpuBurner;
 import com.datadoghq.profiler.testing.JfrReader;
+import com.datadoghq.profiler.testing.ProfilerExtension;
 import com.datadoghq.profiler.testing.Spinner;
 import com.datadoghq.profiler.testing.TestEnv;
 import jdk.jfr.consumer.RecordedEvent;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /** start / stop / dump in every order a user may call them. */
+@ExtendWith(ProfilerExtension.class)
 class LifecycleTest {
     @TempDir
     Path dir;
 
-    private final JavaProfiler profiler = TestEnv.profiler();
+    private final JavaProfiler profiler;
 
-    @AfterEach
-    void leaveStopped() {
-        TestEnv.stopQuietly(profiler);
+    LifecycleTest(JavaProfiler profiler) {
+        this.profiler = profiler;
     }
 
     @Test

@@ -20,9 +20,11 @@ import com.datadoghq.profiler.JavaProfiler;
 import com.datadoghq.profiler.testing.CpuBurner;
 import com.datadoghq.profiler.testing.JfrReader;
 import com.datadoghq.profiler.testing.NativeMemoryGauges;
+import com.datadoghq.profiler.testing.ProfilerExtension;
 import com.datadoghq.profiler.testing.TestEnv;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -30,17 +32,21 @@ import org.junit.jupiter.api.io.TempDir;
  * what a user reads in every chunk's {@code datadog.ProfilerCounter} events and in
  * {@code getDebugCounters()} is complete, adds up, and measures what it claims to.
  */
+@ExtendWith(ProfilerExtension.class)
 class NativeMemoryAccountingTest {
     @TempDir
     Path dir;
 
-    private final JavaProfiler profiler = TestEnv.profiler();
+    private final JavaProfiler profiler;
     private final List<CpuBurner> burners = new ArrayList<>();
     private final List<Thread> workers = new ArrayList<>();
 
+    NativeMemoryAccountingTest(JavaProfiler profiler) {
+        this.profiler = profiler;
+    }
+
     @AfterEach
     void cleanUp() throws InterruptedException {
-        TestEnv.stopQuietly(profiler);
         burners.forEach(CpuBurner::stop);
         for (Thread t : workers) {
             t.join();

@@ -27,26 +27,27 @@ import com.datadoghq.profiler.testing.ChildJvm;
 import com.datadoghq.profiler.testing.CpuBurner;
 import com.datadoghq.profiler.testing.JfrReader;
 import com.datadoghq.profiler.testing.NativeMemoryGauges;
+import com.datadoghq.profiler.testing.ProfilerExtension;
 import com.datadoghq.profiler.testing.TestEnv;
 import com.datadoghq.profiler.tools.MemoryBreakdown;
 import jdk.jfr.consumer.RecordedEvent;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
  * {@code report FILE.jfr --memory}: the bounds arithmetic on made-up counters, then the real
  * command on a real two-chunk recording, checked against the counters read independently.
  */
+@ExtendWith(ProfilerExtension.class)
 class ReportMemoryTest {
     @TempDir
     Path dir;
 
-    private final JavaProfiler profiler = TestEnv.profiler();
+    private final JavaProfiler profiler;
 
-    @AfterEach
-    void leaveStopped() {
-        TestEnv.stopQuietly(profiler);
+    ReportMemoryTest(JavaProfiler profiler) {
+        this.profiler = profiler;
     }
 
     /** A complete, made-up counter set: two heap categories, one mapped. */

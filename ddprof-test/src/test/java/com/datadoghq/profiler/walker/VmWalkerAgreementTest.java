@@ -17,13 +17,14 @@ import java.util.stream.Collectors;
 
 import com.datadoghq.profiler.JavaProfiler;
 import com.datadoghq.profiler.testing.JfrReader;
+import com.datadoghq.profiler.testing.ProfilerExtension;
 import com.datadoghq.profiler.testing.TestEnv;
 import jdk.jfr.consumer.RecordedEvent;
 import jdk.jfr.consumer.RecordedFrame;
 import jdk.jfr.consumer.RecordedMethod;
 import jdk.jfr.consumer.RecordedStackTrace;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -32,6 +33,7 @@ import org.junit.jupiter.api.io.TempDir;
  * recursion, a megamorphic call site and inlined helpers; and its frames carry line numbers
  * and bytecode indices.
  */
+@ExtendWith(ProfilerExtension.class)
 class VmWalkerAgreementTest {
     private static final String WORKER = "vm-walker-worker-";
     private static final int THREADS = 2;
@@ -44,11 +46,10 @@ class VmWalkerAgreementTest {
     @TempDir
     Path dir;
 
-    private final JavaProfiler profiler = TestEnv.profiler();
+    private final JavaProfiler profiler;
 
-    @AfterEach
-    void leaveStopped() {
-        TestEnv.stopQuietly(profiler);
+    VmWalkerAgreementTest(JavaProfiler profiler) {
+        this.profiler = profiler;
     }
 
     @Test
