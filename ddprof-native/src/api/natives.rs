@@ -1,4 +1,5 @@
-//! `com.datadoghq.profiler.JavaProfiler` native methods.
+//! `com.datadoghq.profiler.JavaProfiler` native methods, and the test probes of
+//! `com.datadoghq.profiler.internal.Diagnostics` (`getTid0`, `getClassTraceId0`).
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -207,7 +208,7 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_setContextValue0
 }
 
 #[no_mangle]
-pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_getTid0(
+pub extern "system" fn Java_com_datadoghq_profiler_internal_Diagnostics_getTid0(
     _env: JNIEnv,
     _class: JClass,
 ) -> jint {
@@ -217,7 +218,7 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_getTid0(
 /// Test helper: the JFR class trace ID of `class` as the calibrated offset reads it, -1
 /// when it cannot be read (no calibration, primitive class, unreadable Klass).
 #[no_mangle]
-pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_getClassTraceId0(
+pub extern "system" fn Java_com_datadoghq_profiler_internal_Diagnostics_getClassTraceId0(
     mut env: JNIEnv,
     _class: JClass,
     of: JClass,

@@ -279,19 +279,6 @@ public final class JavaProfiler {
         // Intentionally empty: no native support for datadog.QueueTime yet.
     }
 
-    /** The calling thread's OS thread id, as the native core sees it (test helper). */
-    static int getTid() {
-        return getTid0();
-    }
-
-    /**
-     * The JFR class trace ID of {@code c} as the native core reads it through the calibrated
-     * {@code Klass} offset (the lazy method-ID mode's tags), or -1 when it cannot (test helper).
-     */
-    static long getClassTraceId(Class<?> c) {
-        return getClassTraceId0(c);
-    }
-
     // Package-private hooks for park/block instrumentation. Upstream uses them to tell the
     // wall-clock sampler that a thread is parked or blocked. ddprof has no wall-clock engine yet,
     // so there is nothing to tell: they are deliberate no-ops, kept so instrumentation that calls
@@ -312,7 +299,8 @@ public final class JavaProfiler {
     }
 
     // ---- native methods, implemented in ddprof-native/src/api as
-    // ---- Java_com_datadoghq_profiler_JavaProfiler_<name>
+    // ---- Java_com_datadoghq_profiler_JavaProfiler_<name> (the tests' probes are in
+    // ---- internal.Diagnostics)
 
     private native String execute0(String command) throws IllegalArgumentException, IllegalStateException, IOException;
 
@@ -338,8 +326,4 @@ public final class JavaProfiler {
 
     /** A {@code null} value clears the slot. */
     private static native void setContextValue0(int slot, String value);
-
-    private static native int getTid0();
-
-    private static native long getClassTraceId0(Class<?> c);
 }

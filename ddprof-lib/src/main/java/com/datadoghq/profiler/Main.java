@@ -6,7 +6,9 @@ import java.io.PrintStream;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.Properties;
+import java.util.Set;
 
 /**
  * {@code java -jar ddprof-lib.jar <command>}: small tools shipped with the library.
@@ -16,18 +18,30 @@ import java.util.Properties;
  *   report FILE.jfr             top methods and unwalked-stack share of a recording
  *   report FILE.jfr --memory    the profiler's native memory by category, and its share of RSS
  *   version                     the library version
+ *   PROFILER-COMMAND            e.g. start,cpu=10ms,file=out.jfr: runs it in this JVM and prints the reply
  * </pre>
  *
- * This class is compiled for Java 8; {@code demo} and {@code report} live in
+ * <p>Like upstream's {@code Main}, anything that is a profiler command rather than one of the tools
+ * above (it has a {@code =} or a {@code ,}, or is a bare action such as {@code status}) goes to
+ * {@link JavaProfiler#execute}. A session it starts is stopped before exiting, which completes its
+ * {@code file=} recording.
+ *
+ * <p>This class is compiled for Java 8; {@code demo} and {@code report} live in
  * {@code com.datadoghq.profiler.tools} (Java 11, they read JFR with {@code jdk.jfr}) and are
  * reached reflectively, so {@code Main} itself loads everywhere.
  *
- * <p>Exit codes: 0 success, 1 the command failed, 2 bad usage.
+ * <p>Exit codes: 0 success, 1 the command failed, 2 bad usage (an invalid profiler command too).
  */
 public final class Main {
     static final int OK = 0;
     static final int FAILED = 1;
     static final int USAGE = 2;
+    /** {@link JavaProfiler#getStatus()}'s line while profiling (ten spaces). */
+    private static final String RUNNING_LINE = "Running          : true";
+
+    /** The profiler's actions that make a command on their own; {@code version} is the tool's. */
+    private static final Set<String> ACTIONS =
+            new HashSet<>(Arrays.asList("start", "resume", "stop", "check", "status", "list"));
 
     private Main() {
     }
@@ -66,10 +80,57 @@ public final class Main {
                 usage(out);
                 return OK;
             default:
+                if (isProfilerCommand(command)) {
+                    if (rest.length > 0) {
+                        err.println("A profiler command is a single argument (comma-separated, no spaces); got also: "
+                                + String.join(" ", rest));
+                        return USAGE;
+                    }
+                    return runProfilerCommand(command, out, err);
+                }
                 err.println("Unknown command: " + command);
                 usage(err);
                 return USAGE;
         }
+    }
+
+    static boolean isProfilerCommand(String command) {
+        return command.indexOf('=') >= 0 || command.indexOf(',') >= 0 || ACTIONS.contains(command);
+    }
+
+    private static int runProfilerCommand(String command, PrintStream out, PrintStream err) {
+        JavaProfiler profiler;
+        try {
+            profiler = JavaProfiler.getInstance();
+        } catch (IOException | LinkageError e) {
+            err.println("Cannot load the ddprof native library: " + e);
+            return FAILED;
+        }
+        String reply;
+        try {
+            reply = profiler.execute(command);
+        } catch (IllegalArgumentException e) {
+            // The native parser names the option and the value it refused.
+            err.println("Invalid profiler command '" + command + "': " + e.getMessage());
+            return USAGE;
+        } catch (IllegalStateException | IOException e) {
+            err.println("Profiler command '" + command + "' failed: " + e.getMessage());
+            return FAILED;
+        }
+        if (!reply.isEmpty()) {
+            out.print(reply.endsWith("\n") ? reply : reply + "\n");
+        }
+        // This JVM runs nothing else and exits next; stopping here rather than in the exit hook
+        // completes the recording while a failure can still be reported and change the exit code.
+        if (profiler.getStatus().contains(RUNNING_LINE)) {
+            try {
+                profiler.stop();
+            } catch (IllegalStateException e) {
+                err.println("Stopping the profiler failed: " + e.getMessage());
+                return FAILED;
+            }
+        }
+        return OK;
     }
 
     static void usage(PrintStream s) {
@@ -84,8 +145,12 @@ public final class Main {
         s.println("                              per category live, peak, avg, overhead, resident;");
         s.println("                              malloc arenas; lower/upper bounds of its RSS share");
         s.println("  version                     print the library version");
+        s.println("  PROFILER-COMMAND            run a profiler command in this JVM and print its reply,");
+        s.println("                              e.g. start,cpu=10ms,file=out.jfr (stopped again before");
+        s.println("                              exiting, which completes the recording), status, check");
         s.println();
         s.println("demo and report need Java 11 or newer.");
+        s.println("Exit codes: 0 success, 1 the command failed, 2 bad usage or an invalid profiler command.");
     }
 
     /** The version from the jar's {@code ddprof-version.properties}, or "unknown". */

@@ -1,0 +1,35 @@
+package com.datadoghq.profiler.internal;
+
+/**
+ * Reads of the native core's internal state for ddprof's own tests. Not part of the API: it may
+ * change or disappear in any release. It lives apart from {@code JavaProfiler} so that the API
+ * class keeps upstream's shape (public only because the tests that call it live in other
+ * packages).
+ *
+ * <p>The native library must already be loaded ({@code JavaProfiler.getInstance}); before that,
+ * every method here throws {@link UnsatisfiedLinkError}.
+ */
+public final class Diagnostics {
+    private Diagnostics() {
+    }
+
+    /** The calling thread's OS thread id, as the native core sees it. */
+    public static int getTid() {
+        return getTid0();
+    }
+
+    /**
+     * The JFR class trace ID of {@code c} as the native core reads it through the calibrated
+     * {@code Klass} offset (the lazy method-ID mode's tags), or -1 when it cannot.
+     */
+    public static long getClassTraceId(Class<?> c) {
+        return getClassTraceId0(c);
+    }
+
+    // ---- implemented in ddprof-native/src/api/natives.rs as
+    // ---- Java_com_datadoghq_profiler_internal_Diagnostics_<name>
+
+    private static native int getTid0();
+
+    private static native long getClassTraceId0(Class<?> c);
+}

@@ -1,0 +1,90 @@
+package com.datadoghq.profiler.lifecycle;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+import com.datadoghq.profiler.testing.ChildJvm;
+import com.datadoghq.profiler.testing.JfrReader;
+import com.datadoghq.profiler.testing.TestEnv;
+import jdk.jfr.consumer.RecordedEvent;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code java -jar ddprof-lib.jar <profiler command>}, as with upstream's jar: the command runs
+ * through {@code execute} in that JVM, its reply is printed, and the exit code says how it went
+ * (0 ok, 1 failed, 2 invalid); the tool verbs keep their meaning.
+ */
+class MainCommandTest {
+    @TempDir
+    Path dir;
+
+    @Test
+    void startCommandPrintsTheReplyAndLeavesACompleteRecording() throws Exception {
+        Path file = dir.resolve("main.jfr");
+        ChildJvm.Result r = jar("start,cpu=10ms,file=" + file);
+        assertEquals(0, r.exitCode, r.describe());
+        assertTrue(r.stdout.contains("Profiling started"), r.describe());
+        assertTrue(Files.isRegularFile(file), "no recording at " + file + ":\n" + r.describe());
+        List<RecordedEvent> events = JfrReader.readAll(file);
+        assertFalse(JfrReader.ofType(events, JfrReader.PROFILER_CONFIG).isEmpty(),
+                "the recording was not completed (no config event):\n" + r.describe());
+    }
+
+    @Test
+    void bareActionsRunThroughExecute() throws Exception {
+        ChildJvm.Result status = jar("status");
+        assertEquals(0, status.exitCode, status.describe());
+        assertTrue(status.stdout.contains("Profiler is not active"), status.describe());
+        ChildJvm.Result check = jar("check");
+        assertEquals(0, check.exitCode, check.describe());
+        assertEquals("OK", check.stdout.trim(), check.describe());
+    }
+
+    @Test
+    void invalidCommandIsAUsageErrorNamingTheOptionAndValue() throws Exception {
+        Path file = dir.resolve("bad.jfr");
+        ChildJvm.Result r = jar("start,cpu=abc,file=" + file);
+        assertEquals(2, r.exitCode, r.describe());
+        assertTrue(r.stderr.contains("cpu") && r.stderr.contains("abc"), r.describe());
+        assertFalse(Files.exists(file), "a refused command created " + file);
+    }
+
+    @Test
+    void commandThatDoesNotFitTheStateFails() throws Exception {
+        ChildJvm.Result r = jar("stop");
+        assertEquals(1, r.exitCode, r.describe());
+        assertTrue(r.stderr.contains("Profiler is not active"), r.describe());
+    }
+
+    @Test
+    void toolVerbsAndUnknownWordsKeepTheirMeaning() throws Exception {
+        ChildJvm.Result version = jar("version");
+        assertEquals(0, version.exitCode, version.describe());
+        assertTrue(version.stdout.trim().matches("\\d+\\.\\d+\\.\\d+.*"), version.describe());
+        ChildJvm.Result unknown = jar("frobnicate");
+        assertEquals(2, unknown.exitCode, unknown.describe());
+        assertTrue(unknown.stderr.contains("Unknown command: frobnicate"), unknown.describe());
+        ChildJvm.Result extra = jar("status", "now");
+        assertEquals(2, extra.exitCode, extra.describe());
+    }
+
+    private ChildJvm.Result jar(String... args) throws Exception {
+        List<String> cmd = new ArrayList<>(Arrays.asList("-jar", TestEnv.libJar().toString()));
+        cmd.addAll(Arrays.asList(args));
+        ChildJvm.Result r = new ChildJvm()
+                .jvmArgs(cmd.toArray(new String[0]))
+                .timeout(Duration.ofSeconds(60))
+                .run(dir);
+        assertFalse(r.timedOut, "java -jar hung:\n" + r.describe());
+        return r;
+    }
+}

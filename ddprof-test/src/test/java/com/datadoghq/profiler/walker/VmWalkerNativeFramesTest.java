@@ -1,0 +1,187 @@
+package com.datadoghq.profiler.walker;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.stream.Collectors;
+
+import com.datadoghq.profiler.testing.WalkerProfile;
+import com.datadoghq.profiler.testing.WalkerProfile.Frame;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Native frames of the VMStructs walker: samples in VM or native code unwind by frame pointers
+ * to their Java callers; {@code cstack=vmx} records those native frames (type Native, class "",
+ * named by symbol at dump time) and gives threads without Java frames their native stack;
+ * {@code cstack=vm} records none but still finds the Java frames.
+ */
+class VmWalkerNativeFramesTest {
+    private static final String WORKER = "native-worker";
+    private static final Duration TIMEOUT = Duration.ofSeconds(90);
+
+    @TempDir
+    Path dir;
+
+    /**
+     * {@code new Throwable()} spends its time in libjvm below the native method
+     * {@code Throwable.fillInStackTrace}: the VM's frames stand above the Java frames, named.
+     */
+    @Test
+    void vmxShowsVmFramesAboveTheJavaFrames() throws Exception {
+        WalkerProfile p = profile("throw-vmx", "vmx", "throw", 2000);
+        List<List<Frame>> withNative = p.stacks.stream().filter(s -> !s.isEmpty() && s.get(0).isNative())
+                .collect(Collectors.toList());
+        assertTrue(withNative.size() * 2 >= p.stacks.size(),
+                "samples whose leaf is a native frame: " + withNative.size() + p.show());
+
+        // Native frames only at the top: this workload never calls back into Java.
+        for (List<Frame> s : withNative) {
+            int java = firstJava(s);
+            for (int i = java; i >= 0 && i < s.size(); i++) {
+                assertFalse(s.get(i).isNative(), "native frame below a Java frame: " + s);
+            }
+        }
+
+        // The VM's frames of fillInStackTrace, then the Java frames that called it, in order.
+        int proven = 0;
+        for (List<Frame> s : withNative) {
+            boolean vmEntry = s.stream().anyMatch(f -> f.isNative() && f.method.equals("JVM_FillInStackTrace"));
+            int java = firstJava(s);
+            if (!vmEntry || java < 0) {
+                continue;
+            }
+            Frame caller = s.get(java);
+            assertEquals("java.lang.Throwable", caller.owner, "first Java frame below JVM_FillInStackTrace: " + s);
+            assertTrue(caller.method.equals("fillInStackTrace"), "first Java frame below the VM: " + s);
+            int deep = indexOf(s, NativeFramesMain.class.getName(), "deep");
+            int init = indexOf(s, "java.lang.Throwable", "<init>");
+            assertTrue(init > java && deep > init, "Throwable.<init> then NativeFramesMain.deep below " + caller + ": " + s);
+            proven++;
+        }
+        assertTrue(proven >= 20, "samples with JVM_FillInStackTrace above Throwable.fillInStackTrace: " + proven + p.show());
+
+        // Names come from symbols (demangled C++), not bare addresses.
+        List<Frame> natives = p.frames(Frame::isNative);
+        long symbolic = natives.stream().filter(Frame::isSymbol).count();
+        assertTrue(symbolic * 10 >= natives.size() * 8,
+                "native frames named by a symbol: " + symbolic + " of " + natives.size() + "; names "
+                        + p.names(Frame::isNative) + p.show());
+        assertTrue(natives.stream().anyMatch(f -> f.method.contains("java_lang_Throwable::fill_in_stack_trace")),
+                "a demangled C++ frame of the VM: " + p.names(Frame::isNative) + p.show());
+        assertTrue(p.counter("walkvm_native_frames") >= natives.size(),
+                "walkvm_native_frames counts every recorded native frame" + p.show());
+    }
+
+    /**
+     * {@code System.nanoTime()} from compiled code: a leaf call with no frame anchor, so the Java
+     * caller is only found by unwinding the native frames. vmx records them above it.
+     */
+    @Test
+    void vmxRecordsLeafCallsWithoutAnchorAboveTheirJavaCaller() throws Exception {
+        WalkerProfile p = profile("nanotime-vmx", "vmx", "nanotime", 2000);
+        long above = p.stacks.stream().filter(s -> {
+            int java = firstJava(s);
+            return java > 0 && s.get(0).isNative() && s.get(java).is(NativeFramesMain.class.getName(), "nanoLoop");
+        }).count();
+        assertTrue(above * 2 >= p.stacks.size(),
+                "samples with native frames above NativeFramesMain.nanoLoop: " + above + p.show());
+        assertTrue(p.counter("walkvm_native_recovered") > 0, "walks recovered by native unwinding" + p.show());
+        // libc's clock_gettime has no frame pointer: its DWARF rule finds os::javaTimeNanos.
+        assertTrue(p.counter("walkvm_native_dwarf_steps") > 0, "steps taken by DWARF rules" + p.show());
+    }
+
+    /**
+     * The same workload under {@code cstack=vm}: no native frame is recorded, yet the Java
+     * frames are found (before native unwinding, nearly every such sample was one unknown frame).
+     */
+    @Test
+    void vmFindsTheJavaCallerWithoutRecordingNativeFrames() throws Exception {
+        WalkerProfile p = profile("nanotime-vm", "vm", "nanotime", 2000);
+        List<Frame> natives = p.frames(Frame::isNative);
+        assertTrue(natives.isEmpty(), "native frames under cstack=vm: " + p.names(Frame::isNative) + p.show());
+        long inLoop = p.stacks.stream().filter(s -> indexOf(s, NativeFramesMain.class.getName(), "nanoLoop") >= 0)
+                .count();
+        assertTrue(inLoop * 10 >= p.stacks.size() * 8,
+                "samples holding NativeFramesMain.nanoLoop: " + inLoop + p.show());
+        long unknown = p.stacks.stream().filter(s -> s.stream().anyMatch(f -> f.method.equals("unknown"))).count();
+        assertTrue(unknown * 10 < p.stacks.size(), "samples with an unknown frame: " + unknown + p.show());
+        long recovered = p.counter("walkvm_native_recovered");
+        System.out.println("nanotime-vm: " + p.stacks.size() + " worker samples, " + unknown
+                + " with an unknown frame; walkvm_native_recovered " + recovered + ", walkvm_unknown_pc "
+                + p.counter("walkvm_unknown_pc"));
+        assertTrue(recovered * 2 >= p.stacks.size(),
+                "walks that found nanoLoop through native frames (were walkvm_unknown_pc before): " + recovered
+                        + p.show());
+    }
+
+    /**
+     * zlib's frames unwind up to the JNI function of {@code Deflater.deflateBytes*}, which vmx shows
+     * above it: by their DWARF rules (.eh_frame) where zlib is a system library without frame
+     * pointers mapped at start (JDK 17 and 25 here), by frame pointers where the JDK's libzip
+     * bundles a zlib built with them and loads after the start (JDK 11 and 21 here).
+     */
+    @Test
+    void vmxUnwindsLibrariesWithoutFramePointersByDwarf() throws Exception {
+        WalkerProfile p = profile("deflate-vmx", "vmx", "deflate", 2000);
+        long through = p.stacks.stream().filter(s -> {
+            int java = firstJava(s);
+            return java >= 3 && s.get(java).owner.equals("java.util.zip.Deflater")
+                    && s.get(java).method.startsWith("deflateBytes")
+                    && s.get(java - 1).method.startsWith("Java_java_util_zip_Deflater_deflateBytes");
+        }).count();
+        assertTrue(through * 2 >= p.stacks.size(),
+                "samples with at least two zlib frames above Java_java_util_zip_Deflater_deflateBytes* and "
+                        + "Deflater.deflateBytes*: " + through + p.show());
+    }
+
+    /** Compiler threads have no Java frame at all: vmx records their native stack. */
+    @Test
+    void vmxGivesCompilerThreadsTheirNativeStack() throws Exception {
+        WalkerProfile p = profile("xcomp-vmx", "vmx", "throw", 500, "-Xcomp");
+        List<List<Frame>> compiler = p.stacksOf(t -> t != null && t.contains("CompilerThre"));
+        assertTrue(compiler.size() >= 10, "samples of compiler threads under -Xcomp: " + compiler.size() + p.show());
+        long nativeStacks = compiler.stream()
+                .filter(s -> !s.isEmpty() && s.stream().allMatch(Frame::isNative)
+                        && s.stream().anyMatch(f -> f.method.startsWith("CompileBroker::")))
+                .count();
+        assertTrue(nativeStacks * 10 >= compiler.size() * 8,
+                "compiler-thread samples that are native stacks through CompileBroker: " + nativeStacks + " of "
+                        + compiler.size() + "; e.g. " + compiler.subList(0, Math.min(3, compiler.size())) + p.show());
+        assertTrue(p.counter("walkvm_native_only_stacks") >= nativeStacks, "walkvm_native_only_stacks" + p.show());
+    }
+
+    private static int firstJava(List<Frame> s) {
+        for (int i = 0; i < s.size(); i++) {
+            if (!s.get(i).isNative()) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    private static int indexOf(List<Frame> s, String owner, String method) {
+        for (int i = 0; i < s.size(); i++) {
+            if (s.get(i).is(owner, method)) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    /** Runs NativeFramesMain {@code mode} under the agent with the given cstack. */
+    private WalkerProfile profile(String name, String cstack, String mode, long millis, String... jvmOptions)
+            throws Exception {
+        WalkerProfile p = WalkerProfile.record(dir, name, cstack, NativeFramesMain.class, mode, millis, TIMEOUT,
+                WORKER, jvmOptions);
+        boolean workerRuns = !"-Xcomp".equals(jvmOptions.length > 0 ? jvmOptions[0] : "");
+        if (workerRuns) {
+            assertTrue(p.stacks.size() >= 50, "samples on " + WORKER + ": " + p.stacks.size() + "\n" + p.child);
+        }
+        return p;
+    }
+}
