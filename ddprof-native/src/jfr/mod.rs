@@ -24,31 +24,14 @@ mod tests;
 pub use buffer::MAX_STRING_BYTES;
 pub use chunk::ChunkBuilder;
 
-/// Event type ids (contract 3.3).
-pub const TYPE_EXECUTION_SAMPLE: i64 = metadata::T_EXECUTION_SAMPLE;
-pub const TYPE_METHOD_SAMPLE: i64 = metadata::T_METHOD_SAMPLE;
-pub const TYPE_OBJECT_SAMPLE: i64 = metadata::T_OBJECT_SAMPLE;
-pub const TYPE_HEAP_LIVE_OBJECT: i64 = metadata::T_HEAP_LIVE_OBJECT;
-pub const TYPE_CPU_LOAD: i64 = metadata::T_CPU_LOAD;
-pub const TYPE_ACTIVE_RECORDING: i64 = metadata::T_ACTIVE_RECORDING;
-pub const TYPE_ACTIVE_SETTING: i64 = metadata::T_ACTIVE_SETTING;
-pub const TYPE_OS_INFORMATION: i64 = metadata::T_OS_INFORMATION;
-pub const TYPE_CPU_INFORMATION: i64 = metadata::T_CPU_INFORMATION;
-pub const TYPE_JVM_INFORMATION: i64 = metadata::T_JVM_INFORMATION;
-pub const TYPE_INITIAL_SYSTEM_PROPERTY: i64 = metadata::T_INITIAL_SYSTEM_PROPERTY;
-pub const TYPE_NATIVE_LIBRARY: i64 = metadata::T_NATIVE_LIBRARY;
-pub const TYPE_LOG: i64 = metadata::T_LOG;
-pub const TYPE_WALL_CLOCK_SAMPLING_EPOCH: i64 = metadata::T_WALL_CLOCK_EPOCH;
-pub const TYPE_ENDPOINT: i64 = metadata::T_ENDPOINT;
-pub const TYPE_PROFILER_SETTING: i64 = metadata::T_PROFILER_SETTING;
-pub const TYPE_HEAP_USAGE: i64 = metadata::T_HEAP_USAGE;
-pub const TYPE_PROFILER_CONFIG: i64 = metadata::T_PROFILER_CONFIG;
-pub const TYPE_QUEUE_TIME: i64 = metadata::T_QUEUE_TIME;
-pub const TYPE_CLASS_REF_CACHE: i64 = metadata::T_CLASS_REF_CACHE;
-pub const TYPE_PROFILER_COUNTER: i64 = metadata::T_PROFILER_COUNTER;
-pub const TYPE_UNWIND_FAILURE: i64 = metadata::T_UNWIND_FAILURE;
-pub const TYPE_NATIVE_MEMORY_ALLOCATION: i64 = metadata::T_NATIVE_MEMORY_ALLOCATION;
-pub const TYPE_NATIVE_SOCKET_EVENT: i64 = metadata::T_NATIVE_SOCKET_EVENT;
+/// Event type ids (docs/jfr-format.md 7), declared once in the metadata they describe.
+pub use metadata::{
+    T_ACTIVE_RECORDING, T_ACTIVE_SETTING, T_CLASS_REF_CACHE, T_CPU_INFORMATION, T_CPU_LOAD,
+    T_ENDPOINT, T_EXECUTION_SAMPLE, T_HEAP_LIVE_OBJECT, T_HEAP_USAGE, T_INITIAL_SYSTEM_PROPERTY,
+    T_JVM_INFORMATION, T_LOG, T_METHOD_SAMPLE, T_NATIVE_LIBRARY, T_NATIVE_MEMORY_ALLOCATION,
+    T_NATIVE_SOCKET_EVENT, T_OBJECT_SAMPLE, T_OS_INFORMATION, T_PROFILER_CONFIG,
+    T_PROFILER_COUNTER, T_PROFILER_SETTING, T_QUEUE_TIME, T_UNWIND_FAILURE, T_WALL_CLOCK_EPOCH,
+};
 
 /// `FrameRef::frame_type` values: the FrameType pool keys.
 pub use crate::sample::frame::frame_type;

@@ -37,11 +37,11 @@ pub fn sample_chunk_with(socket: bool) -> Vec<u8> {
     let t = START.start_ticks;
 
     // Chunk start: settings and system information.
-    b.active_setting(t, MAIN_TID, TYPE_ACTIVE_RECORDING, "asyncprofiler", "true");
-    b.active_setting(t, MAIN_TID, TYPE_ACTIVE_RECORDING, "cstack", "vm");
-    b.active_setting(t, MAIN_TID, TYPE_EXECUTION_SAMPLE, "enabled", "true");
-    b.active_setting(t, MAIN_TID, TYPE_EXECUTION_SAMPLE, "interval", "10000000");
-    b.active_setting(t, MAIN_TID, TYPE_METHOD_SAMPLE, "interval", "50000000");
+    b.active_setting(t, MAIN_TID, T_ACTIVE_RECORDING, "asyncprofiler", "true");
+    b.active_setting(t, MAIN_TID, T_ACTIVE_RECORDING, "cstack", "vm");
+    b.active_setting(t, MAIN_TID, T_EXECUTION_SAMPLE, "enabled", "true");
+    b.active_setting(t, MAIN_TID, T_EXECUTION_SAMPLE, "interval", "10000000");
+    b.active_setting(t, MAIN_TID, T_METHOD_SAMPLE, "interval", "50000000");
     b.os_information(t, "uname: Linux 6.1.0 #1 SMP x86_64");
     b.cpu_information(t, "x86_64", "Test CPU @ 3.0GHz", 8, 16);
     b.jvm_information(
@@ -325,13 +325,7 @@ pub fn sample_chunk_with(socket: bool) -> Vec<u8> {
     let long_value = "v".repeat(9000);
     b.profiler_setting(t + 20_000, MAIN_TID, "big.setting", &long_value, "");
     b.profiler_setting(t + 20_000, MAIN_TID, "upload.period", "60", "seconds");
-    b.active_setting(
-        t + 20_000,
-        MAIN_TID,
-        TYPE_OBJECT_SAMPLE,
-        "interval",
-        "262144",
-    );
+    b.active_setting(t + 20_000, MAIN_TID, T_OBJECT_SAMPLE, "interval", "262144");
     b.profiler_config(&ProfilerConfig {
         ticks: t + 20_000,
         tid: MAIN_TID,
@@ -635,8 +629,8 @@ fn full_chunk_event_values() {
             )
         })
         .collect();
-    assert!(settings.contains(&(TYPE_ACTIVE_RECORDING, "cstack".into(), "vm".into())));
-    assert!(settings.contains(&(TYPE_EXECUTION_SAMPLE, "interval".into(), "10000000".into())));
+    assert!(settings.contains(&(T_ACTIVE_RECORDING, "cstack".into(), "vm".into())));
+    assert!(settings.contains(&(T_EXECUTION_SAMPLE, "interval".into(), "10000000".into())));
 }
 
 #[test]

@@ -169,7 +169,7 @@ pub fn build_chunk(
 
 fn write_settings(chunk: &mut ChunkBuilder, session: &Session, ticks: i64, tid: i64) {
     let args = &session.args;
-    let rec = jfr::TYPE_ACTIVE_RECORDING;
+    let rec = jfr::T_ACTIVE_RECORDING;
     let settings: [(&str, String); 11] = [
         ("asyncprofiler", "true".into()),
         ("version", VERSION.into()),
@@ -199,32 +199,32 @@ fn write_settings(chunk: &mut ChunkBuilder, session: &Session, ticks: i64, tid: 
     chunk.active_setting(
         ticks,
         tid,
-        jfr::TYPE_EXECUTION_SAMPLE,
+        jfr::T_EXECUTION_SAMPLE,
         "enabled",
         &cpu.is_some().to_string(),
     );
     chunk.active_setting(
         ticks,
         tid,
-        jfr::TYPE_EXECUTION_SAMPLE,
+        jfr::T_EXECUTION_SAMPLE,
         "interval",
         &cpu.unwrap_or(0).to_string(),
     );
     // Engines that do not exist yet: the request is echoed, `enabled` says the truth.
-    chunk.active_setting(ticks, tid, jfr::TYPE_METHOD_SAMPLE, "enabled", "false");
+    chunk.active_setting(ticks, tid, jfr::T_METHOD_SAMPLE, "enabled", "false");
     chunk.active_setting(
         ticks,
         tid,
-        jfr::TYPE_METHOD_SAMPLE,
+        jfr::T_METHOD_SAMPLE,
         "interval",
         &args.wall_interval_ns.unwrap_or(50_000_000).to_string(),
     );
-    chunk.active_setting(ticks, tid, jfr::TYPE_OBJECT_SAMPLE, "enabled", "false");
-    chunk.active_setting(ticks, tid, jfr::TYPE_HEAP_LIVE_OBJECT, "enabled", "false");
+    chunk.active_setting(ticks, tid, jfr::T_OBJECT_SAMPLE, "enabled", "false");
+    chunk.active_setting(ticks, tid, jfr::T_HEAP_LIVE_OBJECT, "enabled", "false");
     chunk.active_setting(
         ticks,
         tid,
-        jfr::TYPE_NATIVE_MEMORY_ALLOCATION,
+        jfr::T_NATIVE_MEMORY_ALLOCATION,
         "enabled",
         "false",
     );
@@ -232,7 +232,7 @@ fn write_settings(chunk: &mut ChunkBuilder, session: &Session, ticks: i64, tid: 
         chunk.active_setting(
             ticks,
             tid,
-            jfr::TYPE_NATIVE_MEMORY_ALLOCATION,
+            jfr::T_NATIVE_MEMORY_ALLOCATION,
             "nativemem",
             &n.to_string(),
         );
@@ -241,7 +241,7 @@ fn write_settings(chunk: &mut ChunkBuilder, session: &Session, ticks: i64, tid: 
         chunk.active_setting(
             ticks,
             tid,
-            jfr::TYPE_OBJECT_SAMPLE,
+            jfr::T_OBJECT_SAMPLE,
             "interval",
             &m.interval.to_string(),
         );

@@ -16,6 +16,7 @@
 pub mod context;
 pub mod frame;
 pub mod handler;
+pub mod hint_cache;
 pub mod record;
 pub mod safe_access;
 pub mod signal;

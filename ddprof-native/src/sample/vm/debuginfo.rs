@@ -14,7 +14,7 @@
 //! - `InvocationEntryBci` (an int constant, -1 on every JDK) and the JDK feature version, which
 //!   picks the stream [`Encoding`].
 
-use core::sync::atomic::{AtomicUsize, Ordering};
+use super::super::hint_cache::HintCache;
 
 /// Reads VM memory. The walker implements it with crash-protected loads; a `None` is a load
 /// that faulted (or, for [`Bytes`], fell outside the array). Values are in native byte order.
@@ -293,9 +293,6 @@ pub fn check_pc_desc<M: Memory>(
     })
 }
 
-/// Slots of a [`PcDescCache`] (a power of two): 16 KiB.
-pub const PC_DESC_CACHE_SLOTS: usize = 1024;
-
 /// Remembers which PcDesc answered a pc, across walks: a stack samples the same return
 /// addresses again and again, and the binary search over an nmethod's PcDescs costs
 /// about ten reads where a check costs three (HotSpot keeps a similar cache in each
@@ -304,28 +301,15 @@ pub const PC_DESC_CACHE_SLOTS: usize = 1024;
 /// handlers writing one slot at once (a torn pair), can only cost a search. Owned by the
 /// walker (one per layout). Signal-safe: relaxed atomics, no allocation after `new`.
 pub struct PcDescCache {
-    slots: Box<[PcDescSlot]>,
-}
-
-#[derive(Default)]
-struct PcDescSlot {
-    pc: AtomicUsize,
-    desc: AtomicUsize,
+    pairs: HintCache,
 }
 
 impl PcDescCache {
     /// An empty cache (allocates; not signal-safe).
     pub fn new() -> PcDescCache {
         PcDescCache {
-            slots: core::iter::repeat_with(PcDescSlot::default)
-                .take(PC_DESC_CACHE_SLOTS)
-                .collect(),
+            pairs: HintCache::new(),
         }
-    }
-
-    fn slot(&self, pc: usize) -> Option<&PcDescSlot> {
-        let i = pc.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - 10);
-        self.slots.get(i % PC_DESC_CACHE_SLOTS)
     }
 
     /// [`find_pc_desc`] for `pc_offset` in the nmethod whose code starts at
@@ -340,16 +324,13 @@ impl PcDescCache {
     ) -> Option<PcDesc> {
         let (begin, end) = (nmethod.pcs_begin, nmethod.pcs_end);
         let key = code_begin.wrapping_add(pc_offset);
-        let slot = self.slot(key)?;
-        if key != 0 && slot.pc.load(Ordering::Relaxed) == key {
-            let hint = slot.desc.load(Ordering::Relaxed);
+        if let Some(hint) = self.pairs.get(key) {
             if let Some(pd) = check_pc_desc(mem, layout, begin, end, pc_offset, hint) {
                 return Some(pd);
             }
         }
         let pd = find_pc_desc(mem, layout, begin, end, pc_offset)?;
-        slot.pc.store(key, Ordering::Relaxed);
-        slot.desc.store(pd.addr, Ordering::Relaxed);
+        self.pairs.put(key, pd.addr);
         Some(pd)
     }
 }

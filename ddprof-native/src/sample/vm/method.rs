@@ -2,8 +2,7 @@
 //! made), and at dump time its names and line table. Every read goes through the
 //! crash-protected loads: a `Method*` from a stack is a lookup key until proven live.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
+use super::super::hint_cache::HintCache;
 use super::codecache::load_field;
 use super::layout::MethodGroup;
 use crate::sample::safe_access::{load_u8, load_usize};
@@ -49,10 +48,6 @@ pub fn jmethod_id(m: &MethodGroup, method: usize) -> Option<usize> {
     (id != 0 && load_usize(id)? == method).then_some(id)
 }
 
-/// Slots of an [`IdCache`] (a power of two): 16 KiB, more than the methods that show up
-/// in most profiles.
-pub const ID_CACHE_SLOTS: usize = 1024;
-
 /// `Method*` -> jmethodID pairs found by [`jmethod_id`], shared by every walk of one
 /// layout: the walker owns it. A hit costs one protected load instead of eight, and
 /// touches one line of metadata instead of six.
@@ -66,48 +61,27 @@ pub const ID_CACHE_SLOTS: usize = 1024;
 /// may write one slot at once, and a reader may see the method of one and the ID of the
 /// other. Signal-safe: relaxed atomics, no allocation after `new`.
 pub struct IdCache {
-    slots: Box<[IdSlot]>,
-}
-
-#[derive(Default)]
-struct IdSlot {
-    method: AtomicUsize,
-    id: AtomicUsize,
+    pairs: HintCache,
 }
 
 impl IdCache {
     /// An empty cache (allocates; not signal-safe).
     pub fn new() -> IdCache {
         IdCache {
-            slots: std::iter::repeat_with(IdSlot::default)
-                .take(ID_CACHE_SLOTS)
-                .collect(),
+            pairs: HintCache::new(),
         }
-    }
-
-    fn slot(&self, method: usize) -> Option<&IdSlot> {
-        // Method*s are 8-byte aligned: mix the bits above the alignment (Fibonacci
-        // hashing) and keep the top ten.
-        let i = (method >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - 10);
-        self.slots.get(i % ID_CACHE_SLOTS)
     }
 
     /// `method`'s jmethodID, if a pair for it is cached and still holds. Signal-safe.
     pub fn get(&self, method: usize) -> Option<usize> {
-        let slot = self.slot(method)?;
-        if method == 0 || slot.method.load(Ordering::Relaxed) != method {
-            return None;
-        }
-        let id = slot.id.load(Ordering::Relaxed);
-        (id != 0 && load_usize(id)? == method).then_some(id)
+        // Method*s are 8-byte aligned: the bits above the alignment are the key.
+        let id = self.pairs.get(method >> 3)?;
+        (method != 0 && id != 0 && load_usize(id)? == method).then_some(id)
     }
 
     /// Remembers a pair [`jmethod_id`] returned. Signal-safe.
     pub fn put(&self, method: usize, id: usize) {
-        if let Some(slot) = self.slot(method) {
-            slot.method.store(method, Ordering::Relaxed);
-            slot.id.store(id, Ordering::Relaxed);
-        }
+        self.pairs.put(method >> 3, id);
     }
 }
 
