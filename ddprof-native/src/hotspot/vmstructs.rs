@@ -414,22 +414,19 @@ impl<'a> Lookup<'a> {
         self.missing.push(names.join(" | "));
     }
 
-    /// The first non-static field among `names` (alternative spellings), with the index
-    /// of the spelling that matched. Does not record a miss.
-    fn find(&self, names: &[&str]) -> Option<(usize, &'a FieldEntry)> {
-        names.iter().enumerate().find_map(|(i, n)| {
-            self.tables
-                .field(n)
-                .filter(|e| !e.is_static)
-                .map(|e| (i, e))
-        })
+    /// The first non-static field among `names` (alternative spellings). Does not record
+    /// a miss.
+    fn find(&self, names: &[&str]) -> Option<&'a FieldEntry> {
+        names
+            .iter()
+            .find_map(|n| self.tables.field(n).filter(|e| !e.is_static))
     }
 
     /// Offset of a non-static field (pointer or embedded struct); 0 and a recorded miss
     /// if none of the spellings exists.
     fn offset(&mut self, names: &[&str]) -> usize {
         match self.find(names) {
-            Some((_, e)) => e.offset,
+            Some(e) => e.offset,
             None => {
                 self.note_missing(names);
                 0
@@ -438,15 +435,15 @@ impl<'a> Lookup<'a> {
     }
 
     /// A non-static field that is not required.
-    fn optional_offset(&self, names: &[&str]) -> Option<usize> {
-        self.find(names).map(|(_, e)| e.offset)
+    fn optional_offset(&mut self, names: &[&str]) -> Option<usize> {
+        self.find(names).map(|e| e.offset)
     }
 
     /// A scalar field with the width of its declared type; `fallback` (size, signed) is
     /// used only when libjvm does not name the type or the type is unknown.
     fn scalar(&mut self, names: &[&str], fallback: (u8, bool)) -> Field {
         match self.find(names) {
-            Some((_, e)) => self.scalar_of(names, e, fallback),
+            Some(e) => self.scalar_of(names, e, fallback),
             None => {
                 self.note_missing(names);
                 Field {
@@ -475,35 +472,34 @@ impl<'a> Lookup<'a> {
         }
     }
 
-    /// Address of a static variable; 0 and a recorded miss if absent.
-    fn static_addr(&mut self, names: &[&str]) -> usize {
-        let found = names.iter().find_map(|n| {
+    fn find_static(&self, names: &[&str]) -> Option<usize> {
+        names.iter().find_map(|n| {
             self.tables
                 .field(n)
                 .filter(|e| e.is_static && e.address != 0)
-        });
-        match found {
-            Some(e) => e.address,
-            None => {
-                self.note_missing(names);
-                0
-            }
-        }
+                .map(|e| e.address)
+        })
     }
 
-    fn optional_static_addr(&self, name: &str) -> Option<usize> {
-        self.tables
-            .field(name)
-            .filter(|e| e.is_static && e.address != 0)
-            .map(|e| e.address)
+    /// Address of a static variable; 0 and a recorded miss if absent.
+    fn static_addr(&mut self, names: &[&str]) -> usize {
+        self.find_static(names).unwrap_or_else(|| {
+            self.note_missing(names);
+            0
+        })
+    }
+
+    fn optional_static_addr(&mut self, names: &[&str]) -> Option<usize> {
+        self.find_static(names)
     }
 
     /// sizeof a type; 0 and a recorded miss if absent.
-    fn type_size(&mut self, name: &str) -> usize {
-        match self.tables.type_info(name) {
+    fn type_size(&mut self, names: &[&str]) -> usize {
+        match names.iter().find_map(|n| self.tables.type_info(n)) {
             Some(t) => t.size as usize,
             None => {
-                self.note_missing(&[&format!("sizeof({name})")]);
+                let sizeofs: Vec<String> = names.iter().map(|n| format!("sizeof({n})")).collect();
+                self.missing.push(sizeofs.join(" | "));
                 0
             }
         }
@@ -520,10 +516,11 @@ impl<'a> Lookup<'a> {
         }
     }
 
-    fn constant_i32(&mut self, name: &str) -> i32 {
-        let v = self.constant(&[name]);
+    fn constant_i32(&mut self, names: &[&str]) -> i32 {
+        let v = self.constant(names);
         i32::try_from(v).unwrap_or_else(|_| {
-            self.missing.push(format!("{name} (out of range: {v})"));
+            self.missing
+                .push(format!("{} (out of range: {v})", names.join(" | ")));
             0
         })
     }
@@ -533,96 +530,173 @@ const INT: (u8, bool) = (4, true);
 const U2: (u8, bool) = (2, false);
 const U1: (u8, bool) = (1, false);
 
-fn threads_group(l: &mut Lookup) -> ThreadsGroup {
-    ThreadsGroup {
-        anchor: l.offset(&["JavaThread::_anchor"]),
-        thread_state: l.scalar(&["JavaThread::_thread_state"], INT),
-        vframe_array_head: l.offset(&["JavaThread::_vframe_array_head"]),
-        osthread: l.offset(&["JavaThread::_osthread", "Thread::_osthread"]),
-        osthread_thread_id: l.scalar(&["OSThread::_thread_id"], INT),
-        stack_base: l.offset(&["JavaThread::_stack_base", "Thread::_stack_base"]),
-        stack_size: l.offset(&["JavaThread::_stack_size", "Thread::_stack_size"]),
-        anchor_sp: l.offset(&["JavaFrameAnchor::_last_Java_sp"]),
-        anchor_pc: l.offset(&["JavaFrameAnchor::_last_Java_pc"]),
-        anchor_fp: l.offset(&["JavaFrameAnchor::_last_Java_fp"]),
-        call_wrapper_anchor: l.offset(&["JavaCallWrapper::_anchor"]),
-        cont_entry: l.optional_offset(&["JavaThread::_cont_entry"]),
-        states: ThreadStates {
-            uninitialized: l.constant_i32("_thread_uninitialized"),
-            new: l.constant_i32("_thread_new"),
-            new_trans: l.constant_i32("_thread_new_trans"),
-            in_native: l.constant_i32("_thread_in_native"),
-            in_native_trans: l.constant_i32("_thread_in_native_trans"),
-            in_vm: l.constant_i32("_thread_in_vm"),
-            in_vm_trans: l.constant_i32("_thread_in_vm_trans"),
-            in_java: l.constant_i32("_thread_in_Java"),
-            in_java_trans: l.constant_i32("_thread_in_Java_trans"),
-            blocked: l.constant_i32("_thread_blocked"),
-            blocked_trans: l.constant_i32("_thread_blocked_trans"),
-        },
-    }
+/// How a group reads in [`VmLayout::summary`]: `field=value` for each of its fields.
+trait Summary {
+    fn summary(&self) -> String;
 }
 
-fn code_cache_group(l: &mut Lookup) -> CodeCacheGroup {
-    CodeCacheGroup {
-        heaps_addr: l.static_addr(&["CodeCache::_heaps"]),
-        low_bound_addr: l.static_addr(&["CodeCache::_low_bound"]),
-        high_bound_addr: l.static_addr(&["CodeCache::_high_bound"]),
-        array_len: l.scalar(
-            &["GrowableArrayBase::_len", "GenericGrowableArray::_len"],
-            INT,
-        ),
-        array_data: l.offset(&["GrowableArray<int>::_data"]),
-        heap_memory: l.offset(&["CodeHeap::_memory"]),
-        heap_segmap: l.offset(&["CodeHeap::_segmap"]),
-        heap_log2_segment_size: l.scalar(&["CodeHeap::_log2_segment_size"], INT),
-        vs_low: l.offset(&["VirtualSpace::_low"]),
-        vs_high: l.offset(&["VirtualSpace::_high"]),
-        heap_block_size: l.type_size("HeapBlock"),
-        block_length: l.scalar(&["HeapBlock::Header::_length"], (8, false)),
-        block_used: l.scalar(&["HeapBlock::Header::_used"], U1),
-        call_stub_return_address_addr: l.static_addr(&["StubRoutines::_call_stub_return_address"]),
-        interpreter_code_addr: l.static_addr(&["AbstractInterpreter::_code"]),
-        stub_queue_buffer: l.offset(&["StubQueue::_stub_buffer"]),
-        stub_queue_buffer_limit: l.scalar(&["StubQueue::_buffer_limit"], INT),
-        continuation_return_pc_addr: l.optional_static_addr("ContinuationEntry::_return_pc"),
-    }
+/// Declares how one layout struct is resolved, one row per field:
+/// `field: kind "Type::_spelling" | "Alt::_spelling",` where `kind` names the [`Lookup`]
+/// method that reads it (`scalar(fallback)` passes the fallback width), or
+/// `field: nested(build),` / `field: shape(build),` for a sub-struct or an enum that a
+/// hand-written `build` resolves. Expands to `fn $build(&mut Lookup) -> $Struct`, resolving
+/// the rows in order (the order misses are reported in), and to the struct's [`Summary`].
+macro_rules! vm_group {
+    ($build:ident -> $Struct:ident {
+        $($field:ident: $kind:ident $(($arg:expr))? $($name:literal)|*,)*
+    }) => {
+        fn $build(l: &mut Lookup) -> $Struct {
+            $Struct {
+                $($field: vm_lookup!(l, $kind $(($arg))?, [$($name),*]),)*
+            }
+        }
+
+        impl Summary for $Struct {
+            fn summary(&self) -> String {
+                [$(format!(
+                    concat!(stringify!($field), "={}"),
+                    vm_show!($kind, &self.$field)
+                )),*]
+                .join(" ")
+            }
+        }
+    };
 }
 
-fn code_blob_group(l: &mut Lookup) -> CodeBlobGroup {
-    let code_begin = match l.find(&["CodeBlob::_code_begin"]) {
-        Some((_, e)) => CodeAddr::Pointer(e.offset),
+macro_rules! vm_lookup {
+    ($l:ident, nested($build:expr), []) => {
+        $build($l)
+    };
+    ($l:ident, shape($build:expr), []) => {
+        $build($l)
+    };
+    ($l:ident, $kind:ident $(($arg:expr))?, [$($name:literal),*]) => {
+        $l.$kind(&[$($name),*] $(, $arg)?)
+    };
+}
+
+macro_rules! vm_show {
+    (scalar, $v:expr) => {
+        $v
+    };
+    (static_addr, $v:expr) => {
+        format_args!("@{:#x}", $v)
+    };
+    (optional_static_addr, $v:expr) => {
+        match $v {
+            Some(a) => format!("@{a:#x}"),
+            None => "None".to_string(),
+        }
+    };
+    (nested, $v:expr) => {
+        format_args!("({})", $v.summary())
+    };
+    ($kind:ident, $v:expr) => {
+        format_args!("{:?}", $v)
+    };
+}
+
+vm_group!(threads_group -> ThreadsGroup {
+    anchor: offset "JavaThread::_anchor",
+    thread_state: scalar(INT) "JavaThread::_thread_state",
+    vframe_array_head: offset "JavaThread::_vframe_array_head",
+    osthread: offset "JavaThread::_osthread" | "Thread::_osthread",
+    osthread_thread_id: scalar(INT) "OSThread::_thread_id",
+    stack_base: offset "JavaThread::_stack_base" | "Thread::_stack_base",
+    stack_size: offset "JavaThread::_stack_size" | "Thread::_stack_size",
+    anchor_sp: offset "JavaFrameAnchor::_last_Java_sp",
+    anchor_pc: offset "JavaFrameAnchor::_last_Java_pc",
+    anchor_fp: offset "JavaFrameAnchor::_last_Java_fp",
+    call_wrapper_anchor: offset "JavaCallWrapper::_anchor",
+    cont_entry: optional_offset "JavaThread::_cont_entry",
+    states: nested(thread_states),
+});
+
+vm_group!(thread_states -> ThreadStates {
+    uninitialized: constant_i32 "_thread_uninitialized",
+    new: constant_i32 "_thread_new",
+    new_trans: constant_i32 "_thread_new_trans",
+    in_native: constant_i32 "_thread_in_native",
+    in_native_trans: constant_i32 "_thread_in_native_trans",
+    in_vm: constant_i32 "_thread_in_vm",
+    in_vm_trans: constant_i32 "_thread_in_vm_trans",
+    in_java: constant_i32 "_thread_in_Java",
+    in_java_trans: constant_i32 "_thread_in_Java_trans",
+    blocked: constant_i32 "_thread_blocked",
+    blocked_trans: constant_i32 "_thread_blocked_trans",
+});
+
+vm_group!(code_cache_group -> CodeCacheGroup {
+    heaps_addr: static_addr "CodeCache::_heaps",
+    low_bound_addr: static_addr "CodeCache::_low_bound",
+    high_bound_addr: static_addr "CodeCache::_high_bound",
+    array_len: scalar(INT) "GrowableArrayBase::_len" | "GenericGrowableArray::_len",
+    array_data: offset "GrowableArray<int>::_data",
+    heap_memory: offset "CodeHeap::_memory",
+    heap_segmap: offset "CodeHeap::_segmap",
+    heap_log2_segment_size: scalar(INT) "CodeHeap::_log2_segment_size",
+    vs_low: offset "VirtualSpace::_low",
+    vs_high: offset "VirtualSpace::_high",
+    heap_block_size: type_size "HeapBlock",
+    block_length: scalar((8, false)) "HeapBlock::Header::_length",
+    block_used: scalar(U1) "HeapBlock::Header::_used",
+    call_stub_return_address_addr: static_addr "StubRoutines::_call_stub_return_address",
+    interpreter_code_addr: static_addr "AbstractInterpreter::_code",
+    stub_queue_buffer: offset "StubQueue::_stub_buffer",
+    stub_queue_buffer_limit: scalar(INT) "StubQueue::_buffer_limit",
+    continuation_return_pc_addr: optional_static_addr "ContinuationEntry::_return_pc",
+});
+
+// The shapes resolve before the plain fields, as they always have: misses are reported in
+// resolution order.
+vm_group!(code_blob_group -> CodeBlobGroup {
+    code_begin: shape(code_begin),
+    code_end: shape(code_end),
+    kind: shape(blob_kind),
+    name: offset "CodeBlob::_name",
+    size: scalar(INT) "CodeBlob::_size",
+    frame_size: scalar(INT) "CodeBlob::_frame_size",
+    frame_complete_offset: scalar(INT) "CodeBlob::_frame_complete_offset",
+});
+
+fn code_begin(l: &mut Lookup) -> CodeAddr {
+    match l.find(&["CodeBlob::_code_begin"]) {
+        Some(e) => CodeAddr::Pointer(e.offset),
         None => CodeAddr::BlobOffset(
             l.scalar(&["CodeBlob::_code_begin", "CodeBlob::_code_offset"], INT),
         ),
-    };
-    let code_end = match l.find(&["CodeBlob::_code_end"]) {
-        Some((_, e)) => CodeAddr::Pointer(e.offset),
+    }
+}
+
+fn code_end(l: &mut Lookup) -> CodeAddr {
+    match l.find(&["CodeBlob::_code_end"]) {
+        Some(e) => CodeAddr::Pointer(e.offset),
         None => {
             CodeAddr::BlobOffset(l.scalar(&["CodeBlob::_code_end", "CodeBlob::_data_offset"], INT))
         }
-    };
-    let kind = match l.find(&["CodeBlob::_kind"]) {
-        Some((_, e)) => BlobKind::Field {
+    }
+}
+
+fn blob_kind(l: &mut Lookup) -> BlobKind {
+    match l.find(&["CodeBlob::_kind"]) {
+        Some(e) => BlobKind::Field {
             kind: l.scalar_of(&["CodeBlob::_kind"], e, U1),
             nmethod: l.constant(&["CodeBlobKind::Nmethod"]),
         },
         None => BlobKind::Name,
-    };
-    CodeBlobGroup {
-        name: l.offset(&["CodeBlob::_name"]),
-        size: l.scalar(&["CodeBlob::_size"], INT),
-        frame_size: l.scalar(&["CodeBlob::_frame_size"], INT),
-        frame_complete_offset: l.scalar(&["CodeBlob::_frame_complete_offset"], INT),
-        code_begin,
-        code_end,
-        kind,
     }
 }
 
-fn nmethod_group(l: &mut Lookup) -> NMethodGroup {
-    let verified_entry = match l.find(&["nmethod::_verified_entry_point"]) {
-        Some((_, e)) => EntryAddr::Pointer(e.offset),
+vm_group!(nmethod_group -> NMethodGroup {
+    verified_entry: shape(verified_entry),
+    method: offset "nmethod::_method" | "CompiledMethod::_method",
+    comp_level: scalar(INT) "nmethod::_comp_level",
+    debug: shape(debug_info),
+});
+
+fn verified_entry(l: &mut Lookup) -> EntryAddr {
+    match l.find(&["nmethod::_verified_entry_point"]) {
+        Some(e) => EntryAddr::Pointer(e.offset),
         None => EntryAddr::CodeOffset(l.scalar(
             &[
                 "nmethod::_verified_entry_point",
@@ -630,12 +704,6 @@ fn nmethod_group(l: &mut Lookup) -> NMethodGroup {
             ],
             U2,
         )),
-    };
-    NMethodGroup {
-        method: l.offset(&["nmethod::_method", "CompiledMethod::_method"]),
-        comp_level: l.scalar(&["nmethod::_comp_level"], INT),
-        verified_entry,
-        debug: debug_info(l),
     }
 }
 
@@ -666,95 +734,61 @@ fn debug_info(l: &mut Lookup) -> DebugInfo {
     }
 }
 
-fn pc_desc_group(l: &mut Lookup) -> PcDescGroup {
-    PcDescGroup {
-        size: l.type_size("PcDesc"),
-        pc_offset: l.scalar(&["PcDesc::_pc_offset"], INT),
-        scope_decode_offset: l.scalar(&["PcDesc::_scope_decode_offset"], INT),
-        obj_decode_offset: l.scalar(&["PcDesc::_obj_decode_offset"], INT),
-        flags: l.scalar(&["PcDesc::_flags"], INT),
-    }
-}
+vm_group!(pc_desc_group -> PcDescGroup {
+    size: type_size "PcDesc",
+    pc_offset: scalar(INT) "PcDesc::_pc_offset",
+    scope_decode_offset: scalar(INT) "PcDesc::_scope_decode_offset",
+    obj_decode_offset: scalar(INT) "PcDesc::_obj_decode_offset",
+    flags: scalar(INT) "PcDesc::_flags",
+});
 
-fn method_group(l: &mut Lookup) -> MethodGroup {
-    MethodGroup {
-        method: MethodFields {
-            size: l.type_size("Method"),
-            const_method: l.offset(&["Method::_constMethod"]),
-            access_flags: l.scalar(&["Method::_access_flags"], INT),
-            code: l.offset(&["Method::_code"]),
-        },
-        const_method: const_method_fields(l),
-        constant_pool: constant_pool_fields(l),
-        symbol: symbol_fields(l),
-        klass: KlassFields {
-            size: l.type_size("Klass"),
-            layout_helper: l.scalar(&["Klass::_layout_helper"], INT),
-            name: l.offset(&["Klass::_name"]),
-            java_mirror: l.offset(&["Klass::_java_mirror"]),
-            super_klass: l.offset(&["Klass::_super"]),
-            class_loader_data: l.offset(&["Klass::_class_loader_data"]),
-            access_flags: l.scalar(&["Klass::_access_flags"], INT),
-        },
-        instance_klass: InstanceKlassFields {
-            size: l.type_size("InstanceKlass"),
-            constants: l.offset(&["InstanceKlass::_constants"]),
-            methods: l.offset(&["InstanceKlass::_methods"]),
-            default_methods: l.offset(&["InstanceKlass::_default_methods"]),
-            methods_jmethod_ids: l.offset(&["InstanceKlass::_methods_jmethod_ids"]),
-            idnum_allocated_count: l.scalar(&["InstanceKlass::_idnum_allocated_count"], U2),
-            init_state: l.scalar(&["InstanceKlass::_init_state"], U1),
-        },
-        array: ArrayFields {
-            length: l.scalar(&["Array<int>::_length"], INT),
-            method_data: l.offset(&["Array<Method*>::_data"]),
-            u2_data: l.offset(&["Array<u2>::_data"]),
-        },
-        class_loader_data: ClassLoaderDataFields {
-            class_loader: l.offset(&["ClassLoaderData::_class_loader"]),
-            klasses: l.offset(&["ClassLoaderData::_klasses"]),
-            next: l.offset(&["ClassLoaderData::_next"]),
-            has_class_mirror_holder: l.scalar(
-                &[
-                    "ClassLoaderData::_has_class_mirror_holder",
-                    "ClassLoaderData::_is_anonymous",
-                ],
-                U1,
-            ),
-        },
-        java_lang_class_klass_offset_addr: l.static_addr(&["java_lang_Class::_klass_offset"]),
-        compressed_klass_base_addr: l.static_addr(&[
-            "CompressedKlassPointers::_base",
-            "CompressedKlassPointers::_narrow_klass._base",
-            "Universe::_narrow_klass._base",
-        ]),
-        compressed_klass_shift_addr: l.static_addr(&[
-            "CompressedKlassPointers::_shift",
-            "CompressedKlassPointers::_narrow_klass._shift",
-            "Universe::_narrow_klass._shift",
-        ]),
-    }
-}
+vm_group!(method_group -> MethodGroup {
+    method: nested(method_fields),
+    const_method: nested(const_method_fields),
+    constant_pool: nested(constant_pool_fields),
+    symbol: nested(symbol_fields),
+    klass: nested(klass_fields),
+    instance_klass: nested(instance_klass_fields),
+    array: nested(array_fields),
+    class_loader_data: nested(class_loader_data_fields),
+    java_lang_class_klass_offset_addr: static_addr "java_lang_Class::_klass_offset",
+    compressed_klass_base_addr: static_addr "CompressedKlassPointers::_base"
+        | "CompressedKlassPointers::_narrow_klass._base"
+        | "Universe::_narrow_klass._base",
+    compressed_klass_shift_addr: static_addr "CompressedKlassPointers::_shift"
+        | "CompressedKlassPointers::_narrow_klass._shift"
+        | "Universe::_narrow_klass._shift",
+});
 
-fn const_method_fields(l: &mut Lookup) -> ConstMethodFields {
-    ConstMethodFields {
-        size: l.type_size("ConstMethod"),
-        constants: l.offset(&["ConstMethod::_constants"]),
-        flags: l.scalar(&["ConstMethod::_flags._flags", "ConstMethod::_flags"], U2),
-        has_linenumber_table: l.constant(&[
-            "ConstMethodFlags::_misc_has_linenumber_table",
-            "ConstMethod::_has_linenumber_table",
-        ]),
-        code_size: l.scalar(&["ConstMethod::_code_size"], U2),
-        name_index: l.scalar(&["ConstMethod::_name_index"], U2),
-        signature_index: l.scalar(&["ConstMethod::_signature_index"], U2),
-        method_idnum: l.scalar(&["ConstMethod::_method_idnum"], U2),
-    }
-}
+vm_group!(method_fields -> MethodFields {
+    size: type_size "Method",
+    const_method: offset "Method::_constMethod",
+    access_flags: scalar(INT) "Method::_access_flags",
+    code: offset "Method::_code",
+});
 
-fn constant_pool_fields(l: &mut Lookup) -> ConstantPoolFields {
-    let source_file_name_index = match l.find(&["ConstantPool::_source_file_name_index"]) {
-        Some((_, e)) => SourceFileIndex::ConstantPool(l.scalar_of(
+vm_group!(const_method_fields -> ConstMethodFields {
+    size: type_size "ConstMethod",
+    constants: offset "ConstMethod::_constants",
+    flags: scalar(U2) "ConstMethod::_flags._flags" | "ConstMethod::_flags",
+    has_linenumber_table: constant "ConstMethodFlags::_misc_has_linenumber_table"
+        | "ConstMethod::_has_linenumber_table",
+    code_size: scalar(U2) "ConstMethod::_code_size",
+    name_index: scalar(U2) "ConstMethod::_name_index",
+    signature_index: scalar(U2) "ConstMethod::_signature_index",
+    method_idnum: scalar(U2) "ConstMethod::_method_idnum",
+});
+
+vm_group!(constant_pool_fields -> ConstantPoolFields {
+    source_file_name_index: shape(source_file_index),
+    size: type_size "ConstantPool",
+    pool_holder: offset "ConstantPool::_pool_holder",
+    length: scalar(INT) "ConstantPool::_length",
+});
+
+fn source_file_index(l: &mut Lookup) -> SourceFileIndex {
+    match l.find(&["ConstantPool::_source_file_name_index"]) {
+        Some(e) => SourceFileIndex::ConstantPool(l.scalar_of(
             &["ConstantPool::_source_file_name_index"],
             e,
             U2,
@@ -766,18 +800,13 @@ fn constant_pool_fields(l: &mut Lookup) -> ConstantPoolFields {
             ],
             U2,
         )),
-    };
-    ConstantPoolFields {
-        size: l.type_size("ConstantPool"),
-        pool_holder: l.offset(&["ConstantPool::_pool_holder"]),
-        length: l.scalar(&["ConstantPool::_length"], INT),
-        source_file_name_index,
     }
 }
 
+/// Hand-written: the length's spelling also decides `length_shift`.
 fn symbol_fields(l: &mut Lookup) -> SymbolFields {
     let (length, length_shift) = match l.find(&["Symbol::_length"]) {
-        Some((_, e)) => (l.scalar_of(&["Symbol::_length"], e, U2), 0),
+        Some(e) => (l.scalar_of(&["Symbol::_length"], e, U2), 0),
         None => {
             let names = ["Symbol::_length", "Symbol::_length_and_refcount"];
             (l.scalar(&names, (4, false)), 16)
@@ -790,15 +819,55 @@ fn symbol_fields(l: &mut Lookup) -> SymbolFields {
     }
 }
 
-fn frame_group(l: &mut Lookup) -> FrameGroup {
-    FrameGroup {
-        entry_frame_call_wrapper_offset: l.constant(&["frame::entry_frame_call_wrapper_offset"]),
-        interpreter_frame_sender_sp_offset: l
-            .constant(&["frame::interpreter_frame_sender_sp_offset"]),
-        interpreter_frame_last_sp_offset: l.constant(&["frame::interpreter_frame_last_sp_offset"]),
-        invocation_entry_bci: l.constant(&["InvocationEntryBci"]),
+impl Summary for SymbolFields {
+    fn summary(&self) -> String {
+        format!(
+            "length={} length_shift={} body={}",
+            self.length, self.length_shift, self.body
+        )
     }
 }
+
+vm_group!(klass_fields -> KlassFields {
+    size: type_size "Klass",
+    layout_helper: scalar(INT) "Klass::_layout_helper",
+    name: offset "Klass::_name",
+    java_mirror: offset "Klass::_java_mirror",
+    super_klass: offset "Klass::_super",
+    class_loader_data: offset "Klass::_class_loader_data",
+    access_flags: scalar(INT) "Klass::_access_flags",
+});
+
+vm_group!(instance_klass_fields -> InstanceKlassFields {
+    size: type_size "InstanceKlass",
+    constants: offset "InstanceKlass::_constants",
+    methods: offset "InstanceKlass::_methods",
+    default_methods: offset "InstanceKlass::_default_methods",
+    methods_jmethod_ids: offset "InstanceKlass::_methods_jmethod_ids",
+    idnum_allocated_count: scalar(U2) "InstanceKlass::_idnum_allocated_count",
+    init_state: scalar(U1) "InstanceKlass::_init_state",
+});
+
+vm_group!(array_fields -> ArrayFields {
+    length: scalar(INT) "Array<int>::_length",
+    method_data: offset "Array<Method*>::_data",
+    u2_data: offset "Array<u2>::_data",
+});
+
+vm_group!(class_loader_data_fields -> ClassLoaderDataFields {
+    class_loader: offset "ClassLoaderData::_class_loader",
+    klasses: offset "ClassLoaderData::_klasses",
+    next: offset "ClassLoaderData::_next",
+    has_class_mirror_holder: scalar(U1) "ClassLoaderData::_has_class_mirror_holder"
+        | "ClassLoaderData::_is_anonymous",
+});
+
+vm_group!(frame_group -> FrameGroup {
+    entry_frame_call_wrapper_offset: constant "frame::entry_frame_call_wrapper_offset",
+    interpreter_frame_sender_sp_offset: constant "frame::interpreter_frame_sender_sp_offset",
+    interpreter_frame_last_sp_offset: constant "frame::interpreter_frame_last_sp_offset",
+    invocation_entry_bci: constant "InvocationEntryBci",
+});
 
 /// Builds one group; on any miss logs one line, records "group: entry" and yields None.
 fn resolve_group<T>(
@@ -820,60 +889,45 @@ fn resolve_group<T>(
     None
 }
 
-impl VmLayout {
-    /// Resolves every group from the lookup maps. Logs one line per disabled group.
-    pub fn resolve(tables: &VmTables) -> VmLayout {
-        let mut missing = Vec::new();
-        let m = &mut missing;
-        VmLayout {
-            threads: resolve_group(tables, "threads", threads_group, m),
-            code_cache: resolve_group(tables, "code_cache", code_cache_group, m),
-            code_blob: resolve_group(tables, "code_blob", code_blob_group, m),
-            nmethod: resolve_group(tables, "nmethod", nmethod_group, m),
-            pc_desc: resolve_group(tables, "pc_desc", pc_desc_group, m),
-            method: resolve_group(tables, "method", method_group, m),
-            frame: resolve_group(tables, "frame", frame_group, m),
-            missing,
+/// The groups of [`VmLayout`], each named by its field: `resolve` builds them in this
+/// order and `summary` prints one line each.
+macro_rules! vm_layout {
+    ($($group:ident: $build:ident,)*) => {
+        impl VmLayout {
+            /// Resolves every group from the lookup maps. Logs one line per disabled group.
+            pub fn resolve(tables: &VmTables) -> VmLayout {
+                let mut missing = Vec::new();
+                VmLayout {
+                    $($group: resolve_group(tables, stringify!($group), $build, &mut missing),)*
+                    missing,
+                }
+            }
+
+            /// One line per group: present with its fields, or absent with what is missing.
+            pub fn summary(&self) -> String {
+                let mut out = String::new();
+                $(self.line(
+                    &mut out,
+                    stringify!($group),
+                    self.$group.as_ref().map(Summary::summary),
+                );)*
+                out
+            }
         }
-    }
+    };
+}
 
-    /// One line per group: present with its key offsets, or absent with what is missing.
-    pub fn summary(&self) -> String {
-        let mut out = String::new();
-        self.line(
-            &mut out,
-            "threads",
-            self.threads.as_ref().map(summarize_threads),
-        );
-        self.line(
-            &mut out,
-            "code_cache",
-            self.code_cache.as_ref().map(summarize_code_cache),
-        );
-        self.line(
-            &mut out,
-            "code_blob",
-            self.code_blob.as_ref().map(summarize_code_blob),
-        );
-        self.line(
-            &mut out,
-            "nmethod",
-            self.nmethod.as_ref().map(summarize_nmethod),
-        );
-        self.line(
-            &mut out,
-            "pc_desc",
-            self.pc_desc.as_ref().map(summarize_pc_desc),
-        );
-        self.line(
-            &mut out,
-            "method",
-            self.method.as_ref().map(summarize_method),
-        );
-        self.line(&mut out, "frame", self.frame.as_ref().map(summarize_frame));
-        out
-    }
+vm_layout! {
+    threads: threads_group,
+    code_cache: code_cache_group,
+    code_blob: code_blob_group,
+    nmethod: nmethod_group,
+    pc_desc: pc_desc_group,
+    method: method_group,
+    frame: frame_group,
+}
 
+impl VmLayout {
     fn line(&self, out: &mut String, group: &str, details: Option<String>) {
         match details {
             Some(d) => {
@@ -890,112 +944,6 @@ impl VmLayout {
             }
         }
     }
-}
-
-fn summarize_threads(t: &ThreadsGroup) -> String {
-    format!(
-        "anchor={} state={} vframe_array_head={} osthread={} tid={} stack_base={} \
-         anchor(sp,pc,fp)=({},{},{}) call_wrapper_anchor={} cont_entry={:?} in_java={}",
-        t.anchor,
-        t.thread_state,
-        t.vframe_array_head,
-        t.osthread,
-        t.osthread_thread_id,
-        t.stack_base,
-        t.anchor_sp,
-        t.anchor_pc,
-        t.anchor_fp,
-        t.call_wrapper_anchor,
-        t.cont_entry,
-        t.states.in_java
-    )
-}
-
-fn summarize_code_cache(c: &CodeCacheGroup) -> String {
-    format!(
-        "heaps=@{:#x} len={} data={} memory={} segmap={} log2seg={} vs(low,high)=({},{}) \
-         heap_block={} length={} used={} call_stub_ret=@{:#x} interpreter=@{:#x} \
-         stub_buffer={} limit={} cont_return_pc={:?}",
-        c.heaps_addr,
-        c.array_len,
-        c.array_data,
-        c.heap_memory,
-        c.heap_segmap,
-        c.heap_log2_segment_size,
-        c.vs_low,
-        c.vs_high,
-        c.heap_block_size,
-        c.block_length,
-        c.block_used,
-        c.call_stub_return_address_addr,
-        c.interpreter_code_addr,
-        c.stub_queue_buffer,
-        c.stub_queue_buffer_limit,
-        c.continuation_return_pc_addr.map(|a| format!("@{a:#x}"))
-    )
-}
-
-fn summarize_code_blob(b: &CodeBlobGroup) -> String {
-    format!(
-        "name={} size={} frame_size={} frame_complete={} code_begin={:?} code_end={:?} kind={:?}",
-        b.name, b.size, b.frame_size, b.frame_complete_offset, b.code_begin, b.code_end, b.kind
-    )
-}
-
-fn summarize_nmethod(n: &NMethodGroup) -> String {
-    format!(
-        "method={} comp_level={} verified_entry={:?} debug={:?}",
-        n.method, n.comp_level, n.verified_entry, n.debug
-    )
-}
-
-fn summarize_pc_desc(p: &PcDescGroup) -> String {
-    format!(
-        "size={} pc_offset={} scope_decode_offset={}",
-        p.size, p.pc_offset, p.scope_decode_offset
-    )
-}
-
-fn summarize_method(m: &MethodGroup) -> String {
-    format!(
-        "Method(size={} constMethod={} code={}) ConstMethod(size={} flags={} lnt_bit={} \
-         name={} sig={} idnum={}) ConstantPool(size={} holder={} source_file={:?}) \
-         Symbol(length={}>>{} body={}) Klass(name={} mirror={} cld={}) \
-         InstanceKlass(methods={} jmethod_ids={} idnum_count={}) Array(method_data={})",
-        m.method.size,
-        m.method.const_method,
-        m.method.code,
-        m.const_method.size,
-        m.const_method.flags,
-        m.const_method.has_linenumber_table,
-        m.const_method.name_index,
-        m.const_method.signature_index,
-        m.const_method.method_idnum,
-        m.constant_pool.size,
-        m.constant_pool.pool_holder,
-        m.constant_pool.source_file_name_index,
-        m.symbol.length,
-        m.symbol.length_shift,
-        m.symbol.body,
-        m.klass.name,
-        m.klass.java_mirror,
-        m.klass.class_loader_data,
-        m.instance_klass.methods,
-        m.instance_klass.methods_jmethod_ids,
-        m.instance_klass.idnum_allocated_count,
-        m.array.method_data
-    )
-}
-
-fn summarize_frame(f: &FrameGroup) -> String {
-    format!(
-        "entry_frame_call_wrapper={} interp_sender_sp={} interp_last_sp={} \
-         invocation_entry_bci={}",
-        f.entry_frame_call_wrapper_offset,
-        f.interpreter_frame_sender_sp_offset,
-        f.interpreter_frame_last_sp_offset,
-        f.invocation_entry_bci
-    )
 }
 
 // ---------------------------------------------------------------------------------------
