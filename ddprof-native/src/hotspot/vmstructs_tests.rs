@@ -1,4 +1,5 @@
 use super::*;
+use std::ffi::c_char;
 use std::mem::offset_of;
 
 const JDK11: &str = include_str!("fixtures/vmstructs-jdk11.txt");
