@@ -173,6 +173,8 @@ macro_rules! vm_group {
     };
 }
 
+/// A row's lookup: builder kinds call their function; every other kind is the `Lookup`
+/// method of that name, so a new kind needs no macro arm.
 macro_rules! vm_lookup {
     ($l:ident, nested($build:expr), []) => {
         $build($l)
@@ -185,6 +187,8 @@ macro_rules! vm_lookup {
     };
 }
 
+/// A row's summary value: statics as hex addresses (they differ per run, offsets do not),
+/// scalars with their width, sub-structs in parentheses, the rest as Debug.
 macro_rules! vm_show {
     (scalar, $v:expr) => {
         $v
