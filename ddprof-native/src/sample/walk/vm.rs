@@ -882,32 +882,5 @@ const INTERP_METHOD_SLOT: usize = 3;
 const INTERP_BCP_SLOT: usize = 8;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn method_cache_is_direct_mapped_and_per_walk() {
-        let mut c = MethodCache::new();
-        assert!(c.get(0).is_none(), "a null Method* never hits");
-        let methods: Vec<usize> = (1..=200).map(|i| 0x7f00_0000_0000 + i * 88).collect();
-        for &m in &methods {
-            c.put(m, MethodKind::Id(m + 1));
-            assert!(matches!(c.get(m), Some(MethodKind::Id(id)) if id == m + 1));
-        }
-        // Later entries evict earlier ones in the same slot; whatever hits is right.
-        let hits = methods
-            .iter()
-            .filter(|&&m| match c.get(m) {
-                Some(MethodKind::Id(id)) => {
-                    assert_eq!(id, m + 1);
-                    true
-                }
-                Some(_) => panic!("wrong kind"),
-                None => false,
-            })
-            .count();
-        assert!(hits > 0 && hits <= METHOD_CACHE_SLOTS, "{hits}");
-        // Each walk starts empty.
-        assert!(methods.iter().all(|&m| MethodCache::new().get(m).is_none()));
-    }
-}
+#[path = "vm_tests.rs"]
+mod tests;

@@ -1,0 +1,180 @@
+use super::*;
+use crate::sample::walk::dwarf::{publish, read};
+use std::sync::atomic::Ordering;
+
+/// One CIE (zR, pcrel|sdata4, code align 1, data align -8, CFA = rsp+8, ra at CFA-8)
+/// and one FDE of a classic `push rbp; mov rbp, rsp; ... leave; ret` function at ELF
+/// address 0x1000, size 0x40, in a section at address 0x2000.
+fn section() -> Vec<u8> {
+    let mut d = Vec::new();
+    // CIE
+    let cie: Vec<u8> = [
+        &0u32.to_le_bytes()[..],
+        &[1],          // version
+        b"zR\0",       // augmentation
+        &[1],          // code align
+        &[0x78],       // data align -8
+        &[16],         // return address register
+        &[1, 0x1b],    // augmentation data: R = pcrel|sdata4
+        &[0x0c, 7, 8], // def_cfa rsp+8
+        &[0x90, 1],    // offset r16 (ra) at cfa-8
+        &[0, 0],       // padding
+    ]
+    .concat();
+    d.extend_from_slice(&(cie.len() as u32).to_le_bytes());
+    d.extend_from_slice(&cie);
+    // FDE
+    let fde_pos = d.len();
+    let mut fde = Vec::new();
+    fde.extend_from_slice(&((fde_pos + 4) as u32).to_le_bytes()); // CIE pointer
+    let field_vaddr = 0x2000 + (fde_pos + 8) as i64;
+    fde.extend_from_slice(&((0x1000 - field_vaddr) as i32).to_le_bytes());
+    fde.extend_from_slice(&0x40u32.to_le_bytes());
+    fde.push(0); // augmentation data length
+    fde.extend_from_slice(&[
+        0x41, // advance 1 (after push rbp)
+        0x0e, 16, // def_cfa_offset 16
+        0x86, 2,    // rbp at cfa-16
+        0x43, // advance 3 (after mov rbp, rsp)
+        0x0d, 6, // def_cfa_register rbp
+        0x02, 0x30, // advance1 0x30 (at leave+1... ret)
+        0x0c, 7, 8, // def_cfa rsp+8
+    ]);
+    while (fde.len() + 4) % 8 != 0 {
+        fde.push(0);
+    }
+    d.extend_from_slice(&(fde.len() as u32).to_le_bytes());
+    d.extend_from_slice(&fde);
+    d.extend_from_slice(&0u32.to_le_bytes());
+    d
+}
+
+#[test]
+fn a_frame_pointer_function_gives_four_rules_and_an_end() {
+    let rows = rows_of_eh_frame(&section(), 0x2000, 0x10_0000);
+    let b = 0x10_0000u64;
+    let want = [
+        (b + 0x1000, CFA_RSP, 8, FP_SAME),
+        (b + 0x1001, CFA_RSP, 16, -16),
+        (b + 0x1004, CFA_RBP, 16, -16),
+        (b + 0x1034, CFA_RSP, 8, -16),
+        (b + 0x1040, CFA_UNKNOWN, 0, 0),
+    ];
+    let got: Vec<_> = rows
+        .iter()
+        .map(|r| (r.pc, r.cfa_reg, r.cfa_off, r.fp_off))
+        .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn table_lookup_finds_the_rule_in_force() {
+    let rows = rows_of_eh_frame(&section(), 0x2000, 0);
+    let t = Table::single(0x1000, 0x2000, rows);
+    assert_eq!(t.rule(0x1000).map(|r| r.cfa_off), Some(8));
+    assert_eq!(
+        t.rule(0x1002).map(|r| (r.cfa_reg, r.cfa_off)),
+        Some((CFA_RSP, 16))
+    );
+    assert_eq!(t.rule(0x1010).map(|r| r.cfa_reg), Some(CFA_RBP));
+    assert_eq!(t.rule(0x103f).map(|r| r.cfa_off), Some(8));
+    assert_eq!(t.rule(0x1040), None, "past the function");
+    assert_eq!(t.rule(0xfff), None, "before the library");
+    assert_eq!(t.rule(0x2000), None, "after the library");
+}
+
+/// Damaged sections (cut short, bytes flipped, noise) give fewer rows, never a panic.
+#[test]
+fn damaged_sections_never_panic() {
+    let good = section();
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for cut in 0..good.len() {
+        rows_of_eh_frame(&good[..cut], 0x2000, 0);
+    }
+    for _ in 0..2000 {
+        let mut d = good.clone();
+        for _ in 0..1 + next() % 4 {
+            let i = (next() as usize) % d.len();
+            d[i] = next() as u8;
+        }
+        rows_of_eh_frame(&d, next(), next());
+        let noise: Vec<u8> = (0..next() % 200).map(|_| next() as u8).collect();
+        rows_of_eh_frame(&noise, next(), next());
+    }
+}
+
+/// A table replaced while a handler holds it stays readable until the hold is dropped;
+/// holds taken after the replacement see the new table.
+#[test]
+fn a_replaced_table_is_freed_only_after_its_holders_left() {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    let row = |off| Row {
+        pc: 0x1000,
+        cfa_off: off,
+        fp_off: FP_SAME,
+        cfa_reg: CFA_RSP,
+    };
+    publish(Box::new(Table::single(0x1000, 0x2000, vec![row(8)])));
+    let hold = read();
+    let done = Arc::new(AtomicBool::new(false));
+    let replacer = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            publish(Box::new(Table::single(0x1000, 0x2000, vec![row(16)])));
+            done.store(true, Ordering::SeqCst);
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert!(
+        !done.load(Ordering::SeqCst),
+        "the old table was retired under a hold"
+    );
+    assert_eq!(
+        hold.table().and_then(|t| t.rule(0x1000)).map(|r| r.cfa_off),
+        Some(8)
+    );
+    drop(hold);
+    replacer.join().unwrap();
+    assert!(done.load(Ordering::SeqCst));
+    assert_eq!(
+        read()
+            .table()
+            .and_then(|t| t.rule(0x1000))
+            .map(|r| r.cfa_off),
+        Some(16)
+    );
+}
+
+/// libc of this process: at the first instruction of any function, CFA = rsp + 8.
+#[test]
+fn libc_rows_say_cfa_is_rsp_plus_8_at_function_entry() {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let files = executable_files(&maps);
+    let libc = files
+        .iter()
+        .find(|f| f.path.contains("/libc.so"))
+        .expect("libc is mapped");
+    let rows = rows_of_file(&libc.path, libc.exec_start, libc.exec_offset).expect("libc .eh_frame");
+    assert!(rows.len() > 1000, "rows: {}", rows.len());
+    let t = Table::single(libc.start, libc.end, rows);
+    let sym = |name: &std::ffi::CStr| {
+        // SAFETY: dlsym only reads the link map; `name` is NUL-terminated.
+        unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) as u64 }
+    };
+    for f in [sym(c"getpid"), sym(c"qsort")] {
+        assert_ne!(f, 0);
+        let r = t.rule(f).expect("a rule at function entry");
+        assert_eq!(
+            (r.cfa_reg, r.cfa_off, r.fp_off),
+            (CFA_RSP, 8, FP_SAME),
+            "at {f:#x}"
+        );
+    }
+}

@@ -1,0 +1,89 @@
+use super::*;
+
+#[test]
+fn cpp_names_lose_their_parameters_and_rust_names_their_hash() {
+    assert_eq!(
+        demangle("_ZN13CompileBroker20compiler_thread_loopEv"),
+        "CompileBroker::compiler_thread_loop"
+    );
+    assert_eq!(demangle("_ZNK6Method9bci_from_EPh"), "Method::bci_from_");
+    assert_eq!(
+        demangle("_ZN7CompileC2EP5ciEnvP8ciMethodi"),
+        "Compile::Compile"
+    );
+    assert_eq!(
+        demangle("_ZN4core3fmt5write17h0123456789abcdefE"),
+        "core::fmt::write"
+    );
+    assert_eq!(demangle("deflate_slow"), "deflate_slow");
+    assert_eq!(demangle("_Zbogus"), "_Zbogus");
+    assert_eq!(
+        demangle(
+            "_ZN19java_lang_Throwable19fill_in_stack_traceE6HandleRK12methodHandleP10JavaThread"
+        ),
+        "java_lang_Throwable::fill_in_stack_trace"
+    );
+    assert_eq!(demangle("_ZL12print_helperv"), "print_helper");
+    assert_eq!(
+        demangle("_ZN12MemAllocatorD2Ev"),
+        "MemAllocator::~MemAllocator"
+    );
+    assert_eq!(
+        demangle("_ZNSt6vectorIiSaIiEE9push_backERKi"),
+        "std::vector::push_back"
+    );
+    assert_eq!(
+        demangle("_ZN9__gnu_cxx13new_allocatorIcE8allocateEmPKv"),
+        "__gnu_cxx::new_allocator::allocate"
+    );
+    assert_eq!(demangle("_ZN8GrowableIiEixEi"), "Growable::operator[]");
+    assert_eq!(
+        demangle("_ZNSt8ios_base4InitC1Ev.cold"),
+        "std::ios_base::Init::Init"
+    );
+    assert_eq!(
+        demangle("_ZNKSt6vectorIiSaIiEE4sizeEv"),
+        "std::vector::size"
+    );
+    assert_eq!(demangle("_ZN6Thread3runEv.part.0"), "Thread::run");
+    assert_eq!(
+        demangle(
+            "_ZN4core3ptr46drop_in_place$LT$alloc..vec..Vec$LT$u8$GT$$GT$17h0123456789abcdefE"
+        ),
+        "core::ptr::drop_in_place<alloc::vec::Vec<u8>>"
+    );
+    assert_eq!(demangle("_ZN3FooC1ILi5EEEv"), "Foo::Foo");
+}
+
+#[test]
+fn names_a_function_of_this_process_from_its_symbol_table() {
+    #[inline(never)]
+    extern "C" fn ddprof_symbols_probe() -> u64 {
+        std::hint::black_box(42)
+    }
+    let pc = ddprof_symbols_probe as *const () as usize as u64;
+    let mut s = Symbolizer::new();
+    let name = s.name(pc + 1).to_string();
+    assert!(name.contains("ddprof_symbols_probe"), "{name}");
+}
+
+#[test]
+fn a_pc_in_no_file_is_an_address() {
+    let mut s = Symbolizer {
+        maps: Vec::new(),
+        names: HashMap::new(),
+    };
+    assert_eq!(s.name(0x10), "0x10");
+}
+
+#[test]
+fn table_lookup_respects_symbol_sizes() {
+    let exe = std::env::current_exe().unwrap();
+    let t = Table::read(exe.to_str().unwrap()).expect("test binary is ELF");
+    assert!(!t.syms.is_empty());
+    let (value, size, _) = t.syms[t.syms.len() / 2];
+    assert!(t.symbol_at(value).is_some());
+    assert!(t.symbol_at(value + u64::from(size) - 1).is_some());
+    // Just below the lowest function: nothing.
+    assert_eq!(t.symbol_at(t.syms[0].0 - 1), None);
+}
