@@ -205,7 +205,7 @@ impl Table {
 // ---------------------------------------------------------------------------------------
 
 /// The function name of a mangled symbol: C++ (Itanium ABI) without parameters, template
-/// arguments or return type (the contract cuts arguments), legacy Rust without its hash;
+/// arguments or return type (upstream names native frames without arguments), legacy Rust without its hash;
 /// anything else, or anything this small parser does not follow, as it is. Written here
 /// rather than taken from a demangling crate: a name is all a frame needs.
 pub fn demangle(raw: &str) -> String {

@@ -69,7 +69,7 @@ pub unsafe fn init(vm: *mut JavaVM, callbacks: &EventCallbacks) -> Result<Jvmti,
     // libjvm's VMStructs tables are filled by its static initialisers, so they are
     // readable from Agent_OnLoad on.
     crate::hotspot::vmstructs::init();
-    // Before any agent can redefine a class through us or others (facts.md 8.4).
+    // Before any agent can redefine a class through us or others (docs/hotspot.md 8.4).
     jvmti::redefine::install(jvmti);
     let _ = JVMTI.set(jvmti);
     Ok(jvmti)

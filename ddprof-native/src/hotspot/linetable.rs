@@ -1,4 +1,4 @@
-//! HotSpot's compressed line number table (facts.md 5.2), read from a `ConstMethod` to turn a
+//! HotSpot's compressed line number table (docs/hotspot.md 5.2), read from a `ConstMethod` to turn a
 //! bci into a source line at dump time.
 //!
 //! The table follows the bytecodes: it starts at `const_method + sizeof(ConstMethod) +

@@ -1,8 +1,8 @@
 //! HotSpot knowledge used off the signal path: reading VMStructs into the typed layout
-//! (`vmstructs`), VM flags, line tables for the dump, and the trace-ID calibration. The
-//! readers the signal handler uses live in the signal wing, `crate::sample::vm`.
+//! (`vmstructs`, which also turns on the VM flags we need), line tables for the dump, and
+//! the trace-ID calibration. The readers the signal handler uses live in the signal wing,
+//! `crate::sample::vm`.
 
-pub mod flags;
 pub mod linetable;
 pub mod trace_id;
 pub mod vmstructs;

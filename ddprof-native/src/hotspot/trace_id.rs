@@ -1,5 +1,5 @@
 //! Calibration of JFR's class trace ID offset (`Klass::_trace_id`), which VMStructs does
-//! not export: found at run time (facts.md 5.6) and never hard-coded. The signal path reads
+//! not export: found at run time (docs/hotspot.md 5.6) and never hard-coded. The signal path reads
 //! the ID through `crate::sample::vm::trace_id`, where the offset is published.
 //!
 //! Calibration: six array classes of `java.lang.Void` (`[Ljava/lang/Void;` up to six

@@ -2,13 +2,13 @@
 //!
 //! libjvm exports four tables for its serviceability agent (`gHotSpotVMStructs`,
 //! `gHotSpotVMTypes`, `gHotSpotVMIntConstants`, `gHotSpotVMLongConstants`), each an array
-//! of entries whose stride and field offsets are exported as well (facts.md 1.1, 1.2).
+//! of entries whose stride and field offsets are exported as well (docs/hotspot.md 1.1, 1.2).
 //! They name every field offset, static address, type size and constant a stack walker
 //! and a method resolver need.
 //!
 //! Rules this module keeps:
 //! - Everything is looked up BY NAME, never by JDK version. Where HotSpot renamed or
-//!   reshaped something, each known spelling is accepted (facts.md 1.3, 1.5): the first
+//!   reshaped something, each known spelling is accepted (docs/hotspot.md 1.3, 1.5): the first
 //!   spelling found wins, and the shape found (pointer vs offset, in-blob vs immutable
 //!   debug data) is recorded as an enum variant.
 //! - Integer widths that changed across JDKs (`int` -> `int16_t`, `size_t` -> `uint32_t`,
@@ -27,6 +27,8 @@ use std::sync::OnceLock;
 
 use crate::sample::vm::layout::{self, *};
 
+#[path = "vmstructs_flags.rs"]
+mod flags;
 #[path = "vmstructs_groups.rs"]
 mod groups;
 #[path = "vmstructs_tables.rs"]
@@ -48,7 +50,7 @@ pub fn init() {
     MISSING.get_or_init(|| {
         let (layout, missing) = match load_tables() {
             Ok(tables) => {
-                if !super::flags::enable_if_default(&tables, "DebugNonSafepoints") {
+                if !flags::enable_if_default(&tables, "DebugNonSafepoints") {
                     crate::log::info("DebugNonSafepoints could not be enabled: compiled frames are located at safepoints only");
                 }
                 let layout = VmLayout::resolve(&tables);

@@ -246,8 +246,8 @@ impl VmTables {
         self.fields.entry(key).or_insert(entry);
     }
 
-    /// Parses the text dumps beside facts.md (`vmstructs-jdkNN.txt`, written by
-    /// prototype/dump.c). Lines:
+    /// Parses text dumps of the tables (`hotspot/fixtures/vmstructs-jdkNN.txt`, listed by a
+    /// JVMTI agent that walks every `gHotSpotVM*` entry). Lines:
     /// `S Type::field off=N type=T`, `S Type::field static type=T`,
     /// `T name super=S size=N oop=0 int=1 uns=1`, `I name = V`, `L name = V (0x..)`;
     /// `#` lines describe the strides and are skipped. Dumps carry no addresses, so each

@@ -1,4 +1,4 @@
-//! The type and event table (contract 3.2/3.3) and its metadata-event form.
+//! The type and event table (docs/jfr-format.md 6, 7) and its metadata-event form.
 //!
 //! Readers take every field layout from this table, so it is the single
 //! source of truth for wire order: the event writers in `chunk.rs` must emit
@@ -69,11 +69,11 @@ pub const T_MEMORY_ADDRESS: i64 = 206;
 pub const T_UNSIGNED: i64 = 207;
 pub const T_PERCENTAGE: i64 = 208;
 
-/// Ids above these thresholds get the matching `superType` (contract 3.1).
+/// Ids above these thresholds get the matching `superType` (docs/jfr-format.md 4).
 const FIRST_EVENT_ID: i64 = 100;
 const FIRST_ANNOTATION_ID: i64 = 200;
 
-/// Unit annotations (contract 3.2, "Unit annotations used on fields").
+/// Unit annotations (docs/jfr-format.md 6, units).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Unit {
     None,
@@ -322,7 +322,7 @@ pub static TYPES: &[TypeDef] = &[
     ty("profiler.types.CounterName", T_COUNTER_NAME, &STRING_VALUE)
         .simple()
         .label("Counter Name"),
-    // Events (contract 3.3).
+    // Events (docs/jfr-format.md 7).
     ty("datadog.ExecutionSample", T_EXECUTION_SAMPLE, SAMPLE_FIELDS)
         .event("CPU Profiling Sample", PROFILING)
         .with_attributes(),

@@ -1,7 +1,7 @@
 //! JFR chunk encoder (pure Rust, std only).
 //!
 //! Produces chunks in the layout of the compatibility contract's JFR schema
-//! (jfr-contract.md, tables 3.1–3.4): a 68-byte header, the metadata event,
+//! (docs/jfr-format.md): a 68-byte header, the metadata event,
 //! the events in the order the caller writes them, and one checkpoint with
 //! every non-empty constant pool. A [`ChunkBuilder`] owns one chunk; dumps and
 //! rotations start a new one, and chunks can simply be concatenated.

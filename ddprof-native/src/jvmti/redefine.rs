@@ -1,4 +1,4 @@
-//! Hooks on JVMTI `RedefineClasses` and `RetransformClasses` (facts.md 8.4).
+//! Hooks on JVMTI `RedefineClasses` and `RetransformClasses` (docs/hotspot.md 8.4).
 //!
 //! Redefinition swaps a class's methods; the old `Method*`s are freed later and their
 //! memory may be reused for methods of the same class, so a raw frame of a redefined
@@ -79,7 +79,7 @@ pub fn install(jvmti: Jvmti) {
     }
     OWN_ENV.store(jvmti.raw() as usize, Ordering::Release);
     // SAFETY: a jvmtiEnv points at the shared function table, an array of function
-    // pointers at least RETRANSFORM_CLASSES long; it is writable (facts.md 8.4). Each
+    // pointers at least RETRANSFORM_CLASSES long; it is writable (docs/hotspot.md 8.4). Each
     // slot is one aligned word, so a concurrent caller reads the old or the new pointer.
     unsafe {
         let table = *jvmti.raw() as *mut usize;

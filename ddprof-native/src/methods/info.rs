@@ -48,7 +48,7 @@ impl MethodInfo {
 }
 
 /// `run()V` of java.lang.Thread or a subclass, or a `main([Ljava/lang/String;)V`: a stack
-/// rooted there is complete (the `truncated` rule of the contract).
+/// rooted there is complete (the `truncated` rule, docs/jfr-format.md 8).
 pub fn is_entry_point(
     name: &str,
     descriptor: &str,

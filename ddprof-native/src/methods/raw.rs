@@ -1,4 +1,4 @@
-//! Naming raw `Method*` frames at dump time by reading VM metadata (facts.md 5.1-5.2):
+//! Naming raw `Method*` frames at dump time by reading VM metadata (docs/hotspot.md 5.1-5.2):
 //! holder class name, method name and signature from the constant pool, modifiers, and
 //! the compressed line number table. All reads are crash-protected; the result is only
 //! as trustworthy as the `Method*` is live (the lazy mode adds the checks that make it

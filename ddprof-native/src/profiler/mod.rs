@@ -112,14 +112,15 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         return Err(Error::State("Profiler already started".into()));
     }
     let jvmti = vm::jvmti().ok_or_else(|| Error::State("JVMTI is not available".into()))?;
-    let file = PathBuf::from(args.file.clone().ok_or_else(|| {
-        Error::Argument("Option 'file' is required to start the profiler".into())
-    })?);
+    // `args::parse` ran the start-time checks (`Args::validate_for_start`): a file is set
+    // and something is asked for. What remains is whether this build samples any of it:
+    // CPU is the only engine today.
+    let file = PathBuf::from(args.file.clone().unwrap_or_default());
     let reset = args.action == Action::Start;
-    open_output(&file, reset)?;
     let interval = args
         .cpu_interval_ns
-        .ok_or_else(|| Error::Argument("No profiling events specified".into()))?;
+        .ok_or_else(|| Error::Argument(args::REASON_NO_EVENTS.into()))?;
+    open_output(&file, reset)?;
 
     for option in args.not_yet_sampled() {
         warnings.push(format!(
@@ -236,7 +237,7 @@ fn sigaction_message(e: SigactionFailed) -> String {
     )
 }
 
-/// `fjmethodid` as the resolved walker allows (contract section 5): raw frames need the
+/// `fjmethodid` as the resolved walker allows (docs/compatibility.md 5): raw frames need the
 /// VM walker, so with AsyncGetCallTrace every mode preloads. `lazy` also needs what
 /// `lazy::prerequisites` checks; without it, it behaves as `false`. Every fallback is a
 /// returned warning (logged and written to the recording) and, for `lazy`, the counter

@@ -1,7 +1,7 @@
 //! Signal-safe questions about HotSpot's code cache, answered from the VMStructs layout:
 //! is this pc in compiled code or a stub, which blob holds it, and what does the blob say
 //! about itself (name, frame, code range, and for nmethods the Method*, compilation level,
-//! PcDescs, scopes data and metadata array) (facts.md 3.1-3.4).
+//! PcDescs, scopes data and metadata array) (docs/hotspot.md 3.1-3.4).
 //!
 //! The code cache changes under a sampled thread: blobs are freed, reused and unloaded,
 //! so every value read may be stale and every pointer may dangle. Hence:
@@ -154,7 +154,7 @@ impl CodeCacheGroup {
         let (Some(len), Some(data)) = (len, data) else {
             return view;
         };
-        // The heaps are in no particular order (facts.md 3.1): keep each readable one.
+        // The heaps are in no particular order (docs/hotspot.md 3.1): keep each readable one.
         for i in 0..len.clamp(0, MAX_HEAPS) as usize {
             let Some(heap) = data.checked_add(i * 8).and_then(load_usize) else {
                 continue;
@@ -248,7 +248,7 @@ impl CodeCacheView {
             return None;
         }
         // Heaps do not overlap: the one that starts last at or below pc is the only
-        // candidate (they are in no particular order, facts.md 3.1).
+        // candidate (they are in no particular order, docs/hotspot.md 3.1).
         let heap = self
             .heaps
             .get(..self.len)?
@@ -261,7 +261,7 @@ impl CodeCacheView {
         Self::blob_in_heap(group, heap, pc)
     }
 
-    /// Segment-map walk (facts.md 3.2): the map holds one byte per segment, 0xFF for a
+    /// Segment-map walk (docs/hotspot.md 3.2): the map holds one byte per segment, 0xFF for a
     /// free segment, else the distance back towards the block's first segment (0).
     fn blob_in_heap(group: &CodeCacheGroup, heap: &HeapView, pc: usize) -> Option<Blob> {
         let shift = heap.shift;

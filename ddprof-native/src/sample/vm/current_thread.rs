@@ -3,7 +3,7 @@
 //! AsyncGetCallTrace needs the interrupted thread's real JNIEnv on JDK 11, where it
 //! derives the thread from `env_id` (later JDKs read HotSpot's TLS and only check the
 //! pointer for null). The handler may not call GetEnv, so we learn three facts once,
-//! on a Java thread with JNI (facts.md section 2.2):
+//! on a Java thread with JNI (docs/hotspot.md 2.2):
 //! 1. HotSpot keeps `Thread::current()` in a pthread key: scan keys for the value
 //!    `java.lang.Thread.eetop` (the JavaThread*) of the calling thread.
 //! 2. The JNIEnv is embedded in JavaThread: `env - thread` is a constant offset.

@@ -1,5 +1,5 @@
 //! Pure decoders for a compiled method's (nmethod's) debug information: HotSpot's compressed
-//! stream, the `PcDesc` table and the chain of inlined `ScopeDesc`s (facts.md 3.4-3.6).
+//! stream, the `PcDesc` table and the chain of inlined `ScopeDesc`s (docs/hotspot.md 3.4-3.6).
 //!
 //! The signal-handler walker uses them to turn a pc inside compiled code into the inlined Java
 //! frames (`Method*`, bci) it stands for; dump-time code uses the same stream for line tables
@@ -7,7 +7,7 @@
 //! crash-protected loads and tests back with byte arrays ([`Bytes`]). Nothing here allocates
 //! (except [`PcDescCache::new`]), locks, panics or calls into the JVM; every loop is bounded.
 //!
-//! Where the inputs come from (the caller reads them from VMStructs, facts.md 3.4):
+//! Where the inputs come from (the caller reads them from VMStructs, docs/hotspot.md 3.4):
 //! - the `PcDesc` array `[begin, end)` and its field offsets (`PcDesc::_pc_offset`,
 //!   `PcDesc::_scope_decode_offset`, type size of `PcDesc`);
 //! - the scopes data (a compressed stream) and the nmethod's metadata array;
@@ -349,7 +349,7 @@ pub struct ScopeFormat {
     pub invocation_entry_bci: i32,
 }
 
-/// Where one nmethod's scopes data and metadata array are (facts.md 3.4).
+/// Where one nmethod's scopes data and metadata array are (docs/hotspot.md 3.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NmethodScopes {
     /// Start of the scopes data; decode offsets are relative to it.

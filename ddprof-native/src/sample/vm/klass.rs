@@ -1,5 +1,5 @@
 //! `Klass*` of a Java class and the few Klass/InstanceKlass fields the lazy method-ID
-//! mode reads (facts.md 5.3). Every read goes through the crash-protected loads.
+//! mode reads (docs/hotspot.md 5.3). Every read goes through the crash-protected loads.
 //!
 //! A JNI class reference leads to the class's mirror oop, and the mirror holds the
 //! `Klass*` at `java_lang_Class::_klass_offset`. Reading an oop through a handle races

@@ -14,7 +14,7 @@ pub struct Field {
     pub signed: bool,
 }
 
-/// JavaThread and its satellites (facts.md 1.3 "Threads and anchors", 2.3).
+/// JavaThread and its satellites (docs/hotspot.md 1.3 "Threads and anchors", 2.3).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ThreadsGroup {
     /// `JavaThread::_anchor` (embedded JavaFrameAnchor).
@@ -59,7 +59,7 @@ pub struct ThreadStates {
 }
 
 /// The code cache: its heaps and segment maps, and the stubs the walker must recognise
-/// (facts.md 3.1, 3.2). Statics are stored as the address of the variable: most are set
+/// (docs/hotspot.md 3.1, 3.2). Statics are stored as the address of the variable: most are set
 /// after the agent loads, so they are read at use.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CodeCacheGroup {
@@ -117,7 +117,7 @@ pub enum BlobKind {
     Name,
 }
 
-/// CodeBlob: what every blob has (facts.md 3.3).
+/// CodeBlob: what every blob has (docs/hotspot.md 3.3).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CodeBlobGroup {
     /// `CodeBlob::_name` (`const char*`).
@@ -135,7 +135,7 @@ pub struct CodeBlobGroup {
     pub kind: BlobKind,
 }
 
-/// Where an nmethod keeps its debug information (facts.md 3.4).
+/// Where an nmethod keeps its debug information (docs/hotspot.md 3.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DebugInfo {
     /// JDK <= 22: everything inside the nmethod.
@@ -185,7 +185,7 @@ pub struct NMethodGroup {
     pub debug: DebugInfo,
 }
 
-/// PcDesc: one entry of an nmethod's pc -> scope table (facts.md 3.5).
+/// PcDesc: one entry of an nmethod's pc -> scope table (docs/hotspot.md 3.5).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PcDescGroup {
     /// sizeof(`PcDesc`).
@@ -199,7 +199,7 @@ pub struct PcDescGroup {
 }
 
 /// Method metadata for resolving a Method* to class, name, signature and line
-/// (facts.md 1.3 "Method metadata", 5).
+/// (docs/hotspot.md 1.3 "Method metadata", 5).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MethodGroup {
     pub method: MethodFields,
@@ -319,7 +319,7 @@ pub struct ClassLoaderDataFields {
     pub has_class_mirror_holder: Field,
 }
 
-/// Frame constants (facts.md 1.3 int constants, 4).
+/// Frame constants (docs/hotspot.md 1.3 int constants, 4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrameGroup {
     /// `frame::entry_frame_call_wrapper_offset`, in words from fp.

@@ -1,7 +1,7 @@
 //! The `AsyncGetCallTrace` walker: HotSpot's own async-safe stack walk, exported from
 //! libjvm.so. It fills jmethodIDs only for methods that already have one, so it is
 //! paired with preloading (`fjmethodid=true`). Failures come back as negative frame
-//! counts (facts.md section 7), recorded as one error frame and a counter.
+//! counts (docs/hotspot.md 7), recorded as one error frame and a counter.
 
 use std::ffi::c_void;
 use std::sync::OnceLock;

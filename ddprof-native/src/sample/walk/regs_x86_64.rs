@@ -1,4 +1,4 @@
-//! Registers of the interrupted context on x86_64 (facts.md 4.1).
+//! Registers of the interrupted context on x86_64 (docs/hotspot.md 4.1).
 
 use super::SignalContext;
 
@@ -33,7 +33,7 @@ impl Regs {
     }
 }
 
-/// Opcodes the prologue/epilogue heuristics look for (facts.md 4.5).
+/// Opcodes the prologue/epilogue heuristics look for (docs/hotspot.md 4.5).
 pub mod op {
     pub const PUSH_RBP: u8 = 0x55;
     pub const POP_RBP: u8 = 0x5d;

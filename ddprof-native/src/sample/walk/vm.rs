@@ -1,6 +1,6 @@
 //! Our own Java stack walker (`cstack=vm`): HotSpot frames read through VMStructs and
 //! crash-protected loads, from inside the signal handler. The walk, in order
-//! (facts.md 4.6): find the JavaThread; start from the interrupted registers when the
+//! (docs/hotspot.md 4.6): find the JavaThread; start from the interrupted registers when the
 //! thread runs Java, else from its frame anchor; then, frame by frame, classify the pc
 //! (interpreter, nmethod, call stub, other stub, outside the code cache) and unwind.
 //! Any doubt ends the walk with an error frame and a `walkvm_*` counter; no read can
@@ -548,7 +548,7 @@ impl VmWalker {
         }
     }
 
-    /// Template interpreter frame (facts.md 4.2).
+    /// Template interpreter frame (docs/hotspot.md 4.2).
     fn interpreted_frame(&self, cur: Cursor, depth: usize, regs: &Regs, out: &mut Out) -> Step {
         let Some(mg) = self.layout.method.as_ref() else {
             return Step::Fail(reason::UNAVAILABLE);
@@ -615,7 +615,7 @@ impl VmWalker {
         }
     }
 
-    /// C1/C2 nmethod or native wrapper (facts.md 3.5-3.7, 4.3, 4.5).
+    /// C1/C2 nmethod or native wrapper (docs/hotspot.md 3.5-3.7, 4.3, 4.5).
     fn compiled_frame(&self, blob: Blob, cur: Cursor, depth: usize, out: &mut Out) -> Step {
         let l = self.layout;
         let (Some(cb), Some(nm), Some(mg)) =
@@ -820,7 +820,7 @@ impl VmWalker {
         }
     }
 
-    /// Stubs and adapters: no Java frame of their own (facts.md 4.5 `unwindStub`).
+    /// Stubs and adapters: no Java frame of their own (docs/hotspot.md 4.5 `unwindStub`).
     fn stub_frame(&self, blob: Blob, cur: Cursor, depth: usize) -> Step {
         let Some(cb) = self.layout.code_blob.as_ref() else {
             return Step::Fail(reason::UNAVAILABLE);
@@ -852,7 +852,7 @@ impl VmWalker {
     }
 
     /// The call stub: Java called from the VM. The JavaCallWrapper's saved anchor says
-    /// where the previous Java frames are, or that there are none (facts.md 4.4).
+    /// where the previous Java frames are, or that there are none (docs/hotspot.md 4.4).
     fn entry_frame(&self, cur: Cursor) -> Step {
         let (Some(f), Some(t)) = (self.layout.frame.as_ref(), self.layout.threads.as_ref()) else {
             return Step::Fail(reason::UNAVAILABLE);
@@ -877,7 +877,7 @@ impl VmWalker {
     }
 }
 
-/// Interpreter frame slots below fp, in words (facts.md 4.2; x86_64, JDK 11+).
+/// Interpreter frame slots below fp, in words (docs/hotspot.md 4.2; x86_64, JDK 11+).
 const INTERP_METHOD_SLOT: usize = 3;
 const INTERP_BCP_SLOT: usize = 8;
 

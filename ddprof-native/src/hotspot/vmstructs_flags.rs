@@ -7,7 +7,7 @@
 
 use std::ffi::CStr;
 
-use super::vmstructs::VmTables;
+use super::tables::VmTables;
 use crate::sample::safe_access::{load_u32, load_u8, load_usize};
 
 /// Most flags a JVM has (about 1,000 on 25): a larger count is a bad read.
