@@ -1,6 +1,6 @@
 //! The executable files of this process, read from disk: `/proc/self/maps` lines and
 //! 64-bit little-endian ELF headers (loadable segments, section headers). Used at start
-//! and dump time by the DWARF unwinder (`walker/dwarf.rs`) and the native-frame namer
+//! and dump time by the DWARF rows (`eh_frame.rs`) and the native-frame namer
 //! (`symbols.rs`); never in a signal handler.
 
 use std::collections::HashMap;

@@ -11,7 +11,7 @@ pub trait Engine: Send + Sync {
     fn name(&self) -> &'static str;
     /// Arms sampling at `interval_ns` of CPU time.
     fn start(&self, interval_ns: u64) -> Result<(), String>;
-    /// Disarms sampling; signals already in flight are gated by the sampler.
+    /// Disarms sampling; signals already in flight are gated by the handler (`sample::handler::disarm`).
     fn stop(&self);
     /// A thread started (JVMTI ThreadStart, on that thread).
     fn thread_started(&self, _tid: i32) {}

@@ -49,7 +49,7 @@ categories! {
     ClassRegistry => "class_registry", Heap;
     // Thread names, ids and per-thread contexts.
     ThreadInfo => "thread_info", Heap;
-    // Native unwinding and naming: DWARF rows (walker/dwarf.rs), ELF symbol tables (symbols.rs).
+    // Native unwinding and naming: DWARF rows (eh_frame.rs), ELF symbol tables (symbols.rs).
     NativeSymbols => "native_symbols", Heap;
     // Chunk bytes being built and written.
     JfrBuffers => "jfr_buffers", Heap;

@@ -1,5 +1,5 @@
 //! The profiler's lifecycle: idle -> running -> (dumps) -> stopped. Every command runs
-//! under one lock; the signal handler never takes it (it reads `sampler`'s atomics).
+//! under one lock; the signal handler never takes it (it reads `sample::handler`'s atomics).
 
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
@@ -174,7 +174,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         EngineChoice::CTimer => Arc::new(CTimer::default()),
         EngineChoice::ITimer => Arc::new(ITimer),
     };
-    // cstack=vmx: the VM walker also records native frames (walker/native.rs).
+    // cstack=vmx: the VM walker also records native frames (sample/walk/native.rs).
     let mixed = walker == WalkerKind::Vm && args.cstack == CStack::Vmx;
     crate::sample::walk::native::set_mixed(mixed);
     if walker == WalkerKind::Vm {

@@ -1,8 +1,8 @@
 //! Native frames: unwinding from a pc outside the code cache (libjvm, libc, JNI
-//! libraries) back to the Java frames, for the VM walker (`walker/vm.rs`).
+//! libraries) back to the Java frames, for the VM walker (`vm.rs`).
 //!
 //! Each step takes the first rule that gives a plausible caller: the function's DWARF row
-//! (`walker/dwarf.rs`, built at start from `.eh_frame`: libc, zlib and other code without
+//! (`dwarf.rs`, built at start from `.eh_frame` by `crate::eh_frame`: libc, zlib and other code without
 //! frame pointers), then the frame-pointer chain (HotSpot's own code, libjvm.so, is built
 //! with frame pointers on x86_64 Linux and has no rows), then, for the interrupted frame
 //! only, a short scan above sp for a return address into Java (a function caught in its
@@ -208,7 +208,7 @@ pub fn unwind<M: Memory>(
 }
 
 // ---------------------------------------------------------------------------------------
-// Entry points for the VM walker (`walker/vm.rs`). Signal-safe.
+// Entry points for the VM walker (`vm.rs`). Signal-safe.
 // ---------------------------------------------------------------------------------------
 
 /// A pc outside the code cache during a Java walk: find the Java caller by frame

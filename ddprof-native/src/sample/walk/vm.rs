@@ -357,7 +357,7 @@ impl VmWalker {
                 &fresh
             }
         };
-        // Native frames (walker/native.rs): pcs outside the code cache are unwound by DWARF
+        // Native frames (native.rs): pcs outside the code cache are unwound by DWARF
         // rules and frame pointers; with cstack=vmx they are recorded, and threads without
         // Java frames give their native stack.
         let in_code = |pc: usize| code.contains(pc);
