@@ -41,6 +41,24 @@ pub struct ChunkEnd {
     pub defer_ids: bool,
 }
 
+/// What the chunk's samples stand for: the sampling intervals they weigh
+/// (`chunk_sample_weight`: more than the samples when CPU timers overran), and the samples
+/// per second each sampled thread got (`chunk_samples_per_thread_second`), so a recording
+/// shows when the timer could not keep the asked rate.
+fn write_rate_counters(gen: &Generation, chunk_nanos: i64) {
+    let samples = gen.samples();
+    let weight: u64 = samples.iter().map(|s| s.weight).sum();
+    let threads: HashSet<i32> = samples.iter().map(|s| s.tid).collect();
+    let per_thread_second = if threads.is_empty() || chunk_nanos <= 0 {
+        0
+    } else {
+        (samples.len() as i128 * 1_000_000_000 / (i128::from(chunk_nanos) * threads.len() as i128))
+            as i64
+    };
+    counters::Counter::ChunkSampleWeight.set(weight as i64);
+    counters::Counter::ChunkSamplesPerThreadSecond.set(per_thread_second);
+}
+
 /// The chunk's bytes and the id base for a chunk appended after it.
 pub fn build_chunk(
     jni: *mut JNIEnv,
@@ -112,6 +130,7 @@ pub fn build_chunk(
     let samples = gen.samples().len() as i64;
     counters::Counter::ChunkSamples.set(samples);
     counters::Counter::ChunkSamplesUnnamed.set(unnamed_samples);
+    write_rate_counters(gen, end_nanos - session.chunk_start_nanos);
     counters::Counter::UnwindingNanosAvg
         .set(counters::Counter::UnwindingNanos.get() / samples.max(1));
     tids.sort_unstable();

@@ -154,9 +154,10 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         ));
     }
     if reset {
+        // Tables first: clearing them takes their traces off the counters zeroed next.
+        recorder.reset();
         counters::reset_all();
         crate::memory::on_start();
-        recorder.reset();
         PENDING_SETTINGS.lock().clear();
     }
     let walker = resolve_walker(&args, &mut warnings);
