@@ -467,11 +467,21 @@ fn frame_ref(
     unknown: &mut Option<u32>,
     f: &Frame,
 ) -> (u32, i32, bool, bool) {
-    let pool_key = resolver.key_of(f);
+    let mut pool_key = resolver.key_of(f);
     let info: &MethodInfo = match pool_key.0 {
         kind::JAVA_METHOD_ID => resolver.resolve(pool_key.1),
-        // A tagged frame that is still raw was refused by the lazy checks.
-        kind::RAW_METHOD if !tags::is_tagged(f) => resolver.resolve_raw(f),
+        kind::RAW_METHOD => {
+            // A tagged frame that is still raw was refused by the lazy checks: it is named
+            // `<unloaded>` or `unknown`, one pool entry per name, not one per `Method*`.
+            if tags::is_tagged(f) {
+                pool_key = (kind::ERROR, 0);
+            }
+            let info = resolver.resolve_raw(f);
+            if tags::is_tagged(f) && info.name != "unknown" {
+                pool_key = (kind::ERROR, 1);
+            }
+            info
+        }
         _ => {
             let key = *unknown
                 .get_or_insert_with(|| chunk.intern_method("", "unknown", "()L;", 0x100, false));
