@@ -155,6 +155,8 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     }
     if reset {
         counters::reset_all();
+        // One context dictionary per recording (docs/context.md).
+        crate::context::clear();
         crate::memory::on_start();
         recorder.reset();
         PENDING_SETTINGS.lock().clear();
