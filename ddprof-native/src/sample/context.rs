@@ -111,12 +111,6 @@ impl OtelRecord {
         unsafe { &*(self as *const OtelRecord as *const [u8; RECORD_SIZE]) }
     }
 
-    fn attrs_mut(&self) -> &mut [u8; ATTRS_CAPACITY] {
-        // SAFETY: only the owning thread calls the writers (see `ThreadContext`), and it
-        // holds no other reference to `attrs` across this call.
-        unsafe { &mut *self.attrs.get() }
-    }
-
     fn attrs_len(&self) -> usize {
         (self.attrs_size.load(Ordering::Relaxed) as usize).min(ATTRS_CAPACITY)
     }
@@ -132,7 +126,9 @@ impl OtelRecord {
     /// Removes attribute `key`'s entry, closing the gap.
     fn remove_attr(&self, key: u8) {
         let size = self.attrs_len();
-        let data = self.attrs_mut();
+        // SAFETY: only the owning thread calls the writers (see `ThreadContext`), and it
+        // holds no other reference to `attrs` meanwhile.
+        let data = unsafe { &mut *self.attrs.get() };
         if let Some((at, len)) = find_entry(&data[..size], key) {
             let end = at + 2 + len;
             data.copy_within(end..size, at);
@@ -148,7 +144,8 @@ impl OtelRecord {
         if value.len() > MAX_VALUE_BYTES || size + 2 + value.len() > ATTRS_CAPACITY {
             return false;
         }
-        let data = self.attrs_mut();
+        // SAFETY: as in `remove_attr`.
+        let data = unsafe { &mut *self.attrs.get() };
         data[size] = key;
         data[size + 1] = value.len() as u8;
         data[size + 2..size + 2 + value.len()].copy_from_slice(value);

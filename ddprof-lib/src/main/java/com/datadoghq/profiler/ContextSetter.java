@@ -11,8 +11,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * Maps the context attribute names a tracer configured ({@code attributes=a;b;c} of the start
  * command) to their slots, and writes attribute values by name or slot.
  *
- * <p>The attribute list is de-duplicated (first occurrence wins) and cut to
- * {@link JavaProfiler#MAX_CONTEXT_SLOTS}, in the order given, as upstream does, so slot
+ * <p>The attribute list is cut to {@link JavaProfiler#MAX_CONTEXT_SLOTS} names and then
+ * de-duplicated (first occurrence wins), in the order given, as upstream does, so slot
  * numbers agree with the profiler's {@code attributes=} list built from the same names.
  *
  * <p>The encoding methods ({@link #encode}, {@link #setContextValue(int, int)},
@@ -31,14 +31,12 @@ public class ContextSetter {
 
     public ContextSetter(JavaProfiler profiler, List<String> attributes) {
         this.profiler = profiler;
+        // As upstream: the first MAX_CONTEXT_SLOTS names, then duplicates dropped (so a
+        // duplicate among them costs a slot).
         List<String> kept = new ArrayList<>();
         if (attributes != null) {
-            for (String a : new LinkedHashSet<>(attributes)) {
-                if (kept.size() == JavaProfiler.MAX_CONTEXT_SLOTS) {
-                    break;
-                }
-                kept.add(a);
-            }
+            int n = Math.min(attributes.size(), JavaProfiler.MAX_CONTEXT_SLOTS);
+            kept.addAll(new LinkedHashSet<>(attributes.subList(0, n)));
         }
         this.attributes = Collections.unmodifiableList(kept);
         this.encodingsEpoch = JavaProfiler.contextEpoch();
