@@ -82,6 +82,7 @@ counters! {
     LineNumberTables => "line_number_tables",
     MethodIdsPreloaded => "jmethodids_preloaded",
     ClassesPreloaded => "classes_preloaded",
+    DictionaryContextKeys => "dictionary_context_keys",
     LazyFallback => "fjmethodid_lazy_fallback",
     KlassTraceIdOffset => "klass_trace_id_offset",
     KlassTraceIdBeyondTagRange => "klass_trace_id_beyond_tag_range",

@@ -16,6 +16,7 @@ pub mod jvmti;
 pub mod log;
 pub mod memory;
 pub mod methods;
+pub mod otel_tls;
 pub mod profiler;
 pub mod sample;
 pub mod symbols;

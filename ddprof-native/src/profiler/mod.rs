@@ -157,6 +157,8 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         // Tables first: clearing them takes their traces off the counters zeroed next.
         recorder.reset();
         counters::reset_all();
+        // One context dictionary per recording (docs/context.md).
+        crate::context::clear();
         crate::memory::on_start();
         PENDING_SETTINGS.lock().clear();
     }
