@@ -1,6 +1,6 @@
 //! The kernel tid of a `java.lang.Thread` (the origin of a queued task), as upstream's
 //! `VMThread::nativeThreadId`: the thread's `eetop` field holds its JavaThread*, whose
-//! OSThread holds the tid (docs/hotspot.md 1.3). VM memory is read with crash-protected
+//! OSThread holds the tid (docs/hotspot.md 2.3). VM memory is read with crash-protected
 //! loads: the origin may be exiting while we read it.
 
 use std::sync::OnceLock;
