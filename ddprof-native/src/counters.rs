@@ -102,6 +102,11 @@ counters! {
     DumpNanosLast => "dump_ns_last",
     DumpAllocationsLast => "dump_allocations_last",
     WriterWaitTimeouts => "dump_writer_wait_timeouts",
+    // Endpoints and queue times (tracing/): the endpoint dictionary of the recording, and
+    // events dropped because a chunk's buffer (or the class-name dictionary) was full.
+    DictionaryEndpointsKeys => "dictionary_endpoints_keys",
+    DictionaryEndpointsKeysBytes => "dictionary_endpoints_keys_bytes",
+    TracingEventsDropped => "tracing_events_dropped",
     // Allocator facts (memory/malloc.rs); the arena figures are -1 when unknowable.
     MallocIsGlibc => "malloc_is_glibc",
     MallocHeaderBytes => "malloc_chunk_header_bytes",

@@ -21,6 +21,7 @@ pub mod profiler;
 pub mod sample;
 pub mod symbols;
 pub mod threads;
+pub mod tracing;
 pub mod vm;
 
 /// Every Rust allocation of the core is charged to a memory category (memory/).

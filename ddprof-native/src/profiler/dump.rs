@@ -65,6 +65,7 @@ pub fn build_chunk(
     session: &Session,
     gen: &Generation,
     settings: &[PendingSetting],
+    traced: &crate::tracing::Pending,
     end: &ChunkEnd,
 ) -> (Vec<u8>, u32) {
     // Charged here unless a nested scope (pools, method resolution) claims it.
@@ -123,6 +124,16 @@ pub fn build_chunk(
             attrs: &attrs,
         });
     }
+    // Endpoints and queue times recorded through the API since the previous chunk.
+    tids.extend(crate::tracing::write_events(
+        &mut chunk,
+        traced,
+        |chunk, id| {
+            *attr_keys.entry(id).or_insert_with(|| {
+                crate::context::lookup(id).map_or(0, |v| chunk.intern_attribute_value(&v))
+            })
+        },
+    ));
     for s in settings {
         chunk.profiler_setting(s.ticks, s.tid, &s.name, &s.value, &s.unit);
     }

@@ -211,6 +211,8 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         out.push('\n');
     }
     out.push_str("Profiling started\n");
+    // Endpoints and queue times: `start` empties their dictionaries, `resume` keeps them.
+    crate::tracing::on_start(reset);
     *session = Some(Session {
         args,
         engine,
@@ -353,6 +355,7 @@ pub fn stop(jni: *mut JNIEnv) -> Result<(), Error> {
     session.engine.stop();
     handler::disarm();
     *ENGINE.write() = None;
+    crate::tracing::on_stop();
     let file = session.file.clone();
     // Appended: `start` emptied the file, `dump` restarted it, and `resume` keeps the
     // chunks written before it. No samples follow a stop: IDs made after it would serve
@@ -402,6 +405,7 @@ fn write_chunk(
     let end_ticks = handler::ticks();
     let epoch = EPOCH.fetch_add(1, Ordering::AcqRel);
     let settings = std::mem::take(&mut *PENDING_SETTINGS.lock());
+    let traced = crate::tracing::take();
     let allocations = crate::memory::thread_allocations();
     if session.walker != "asgct" {
         // Libraries loaded since the last check get their DWARF rules.
@@ -419,8 +423,14 @@ fn write_chunk(
         id_base,
         defer_ids,
     };
-    let (chunk, next_id_base) =
-        dump::build_chunk(jni, session, recorder.generation(old), &settings, &end);
+    let (chunk, next_id_base) = dump::build_chunk(
+        jni,
+        session,
+        recorder.generation(old),
+        &settings,
+        &traced,
+        &end,
+    );
     if append {
         NEXT_ID_BASE.store(next_id_base, Ordering::Relaxed);
     }

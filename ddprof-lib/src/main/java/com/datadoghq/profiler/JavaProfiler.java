@@ -391,46 +391,85 @@ public final class JavaProfiler {
     }
 
     /**
-     * Records the completion of a trace root (a {@code datadog.Endpoint} event).
+     * Records the completion of a trace root: a {@code datadog.Endpoint} event with the
+     * endpoint, the operation (may be {@code null}) and the local root span id.
      *
-     * <p>Not implemented yet: the native core has no endpoint recording, so nothing is written
-     * and this returns {@code false} (upstream's "not recorded" answer).
+     * <p>As upstream, {@code sizeLimit} bounds the distinct endpoints of the recording (the
+     * dictionary {@code start} empties): an endpoint already seen is always accepted, a new one
+     * only while fewer than {@code sizeLimit} are known. A refused endpoint writes nothing. While
+     * the profiler is idle nothing is written, but the answer is still the dictionary's.
+     *
+     * @return whether the endpoint was accepted; {@code false} for a {@code null} endpoint
      */
     public boolean recordTraceRoot(long rootSpanId, String endpoint, String operation, int sizeLimit) {
-        return false;
+        return recordTrace0(rootSpanId, endpoint, operation, sizeLimit);
     }
 
     /**
-     * Records the completion of a trace root. Not implemented yet; see
+     * Records the completion of a trace root without an operation; see
      * {@link #recordTraceRoot(long, String, String, int)}.
      */
     @Deprecated
     public boolean recordTraceRoot(long rootSpanId, String endpoint, int sizeLimit) {
-        return recordTraceRoot(rootSpanId, endpoint, null, sizeLimit);
+        return recordTrace0(rootSpanId, endpoint, null, sizeLimit);
     }
 
     /**
-     * A timestamp in this class's tick unit, for {@link #recordQueueTime} and
-     * {@link #isThresholdExceeded}. Ticks here are nanoseconds ({@link System#nanoTime()}).
+     * The current time on the clock of the recording's events (CLOCK_MONOTONIC nanoseconds; the
+     * chunk header's ticks per second is 1,000,000,000), for {@link #recordQueueTime} and
+     * {@link #isThresholdExceeded}.
      */
     public long getCurrentTicks() {
-        return System.nanoTime();
+        return currentTicks0();
     }
 
     /** Whether more than {@code thresholdMillis} passed between two {@link #getCurrentTicks()} values. */
     public boolean isThresholdExceeded(long thresholdMillis, long startTicks, long endTicks) {
-        return endTicks - startTicks > thresholdMillis * 1_000_000L;
+        return endTicks - startTicks > thresholdMillis * TICKS_PER_MILLISECOND;
     }
 
     /**
-     * Records how long a task waited in a queue ({@code datadog.QueueTime}).
+     * Records how long a task waited in a queue: a {@code datadog.QueueTime} event from
+     * {@code startTicks} (enqueued) lasting until {@code endTicks} (dequeued), both
+     * {@link #getCurrentTicks()} values, on the calling thread with its trace context. As
+     * upstream, every call while the profiler runs is an event: callers apply their threshold
+     * first with {@link #isThresholdExceeded}. No event when {@code origin} has no native
+     * thread (not started, ended, or virtual).
      *
-     * <p>Not implemented yet: the native core writes no queue-time events, so this does nothing.
+     * @param task the class of the task
+     * @param scheduler the class of the thread pool or executor that ran it
+     * @param queueType the class of the queue
+     * @param queueLength the queue's length when the task was enqueued
+     * @param origin the thread the task was submitted on
      */
     public void recordQueueTime(long startTicks, long endTicks, Class<?> task, Class<?> scheduler,
                                 Class<?> queueType, int queueLength, Thread origin) {
-        // Intentionally empty: no native support for datadog.QueueTime yet.
+        recordQueueEnd0(startTicks, endTicks, task == null ? null : task.getName(),
+                scheduler == null ? null : scheduler.getName(), origin,
+                queueType == null ? null : queueType.getName(), queueLength);
     }
+
+    /**
+     * The form older tracers call (dd-java-agent 1.40), from before the queue's type and length
+     * were recorded: the event has no {@code queueType} and a {@code queueLength} of 0.
+     */
+    @Deprecated
+    public void recordQueueTime(long startTicks, long endTicks, Class<?> task, Class<?> scheduler,
+                                Thread origin) {
+        recordQueueEnd0(startTicks, endTicks, task == null ? null : task.getName(),
+                scheduler == null ? null : scheduler.getName(), origin, null, 0);
+    }
+
+    // Natives of the endpoint and queue-time events (ddprof-native/src/api/tracing.rs).
+
+    private static final long TICKS_PER_MILLISECOND = 1_000_000L;
+
+    private static native boolean recordTrace0(long rootSpanId, String endpoint, String operation, int sizeLimit);
+
+    private static native void recordQueueEnd0(long startTicks, long endTicks, String task, String scheduler,
+                                               Thread origin, String queueType, int queueLength);
+
+    private static native long currentTicks0();
 
     // Package-private hooks for park/block instrumentation. Upstream uses them to tell the
     // wall-clock sampler that a thread is parked or blocked. ddprof has no wall-clock engine yet,
