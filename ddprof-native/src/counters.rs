@@ -33,6 +33,7 @@ counters! {
     CtimerTimerCreateFailed => "ctimer_timer_create_failed",
     CtimerThreadsArmed => "ctimer_threads_armed",
     CtimerOverruns => "ctimer_overruns",
+    CtimerTimersPruned => "ctimer_timers_pruned",
     HandlerDrainTimeout => "handler_drain_timeout",
     ThreadIdsCount => "thread_ids_count",
     ThreadNamesCount => "thread_names_count",

@@ -46,14 +46,17 @@ pub struct ChunkEnd {
 /// per second each sampled thread got (`chunk_samples_per_thread_second`), so a recording
 /// shows when the timer could not keep the asked rate.
 fn write_rate_counters(gen: &Generation, chunk_nanos: i64) {
-    let samples = gen.samples();
-    let weight: u64 = samples.iter().map(|s| s.weight).sum();
-    let threads: HashSet<i32> = samples.iter().map(|s| s.tid).collect();
+    let (mut count, mut weight) = (0i128, 0u64);
+    let mut threads: HashSet<i32> = HashSet::new();
+    for s in gen.samples() {
+        count += 1;
+        weight += s.weight;
+        threads.insert(s.tid);
+    }
     let per_thread_second = if threads.is_empty() || chunk_nanos <= 0 {
         0
     } else {
-        (samples.len() as i128 * 1_000_000_000 / (i128::from(chunk_nanos) * threads.len() as i128))
-            as i64
+        (count * 1_000_000_000 / (i128::from(chunk_nanos) * threads.len() as i128)) as i64
     };
     counters::Counter::ChunkSampleWeight.set(weight as i64);
     counters::Counter::ChunkSamplesPerThreadSecond.set(per_thread_second);
@@ -138,7 +141,7 @@ pub fn build_chunk(
         chunk.profiler_setting(s.ticks, s.tid, &s.name, &s.value, &s.unit);
     }
 
-    let samples = gen.samples().len() as i64;
+    let samples = gen.sample_count() as i64;
     counters::Counter::ChunkSamples.set(samples);
     counters::Counter::ChunkSamplesUnnamed.set(unnamed_samples);
     write_rate_counters(gen, end_nanos - session.chunk_start_nanos);

@@ -400,7 +400,13 @@ fn write_chunk(
     let t0 = Instant::now();
     let recorder =
         handler::recorder().ok_or_else(|| Error::State("profiler buffers missing".into()))?;
-    let old = recorder.flip();
+    let old = recorder.flip().ok_or_else(|| {
+        Error::State(
+            "Dump deferred: a signal handler is still inside the buffers of the previous dump; \
+             its samples go to the next dump"
+                .into(),
+        )
+    })?;
     let end_nanos = epoch_nanos();
     let end_ticks = handler::ticks();
     let epoch = EPOCH.fetch_add(1, Ordering::AcqRel);
@@ -439,6 +445,7 @@ fn write_chunk(
     session.chunk_start_nanos = end_nanos;
     session.chunk_start_ticks = end_ticks;
     threads::prune(epoch);
+    session.engine.prune();
     counters::Counter::DumpCount.inc();
     counters::Counter::DumpNanosLast.set(t0.elapsed().as_nanos() as i64);
     counters::Counter::DumpAllocationsLast
