@@ -75,6 +75,8 @@ counters! {
     UnwindingNanosMax => "unwinding_ns_max",
     UnwindingNanosAvg => "unwinding_ns_avg",
     ChunkSamples => "chunk_samples",
+    RecordingWriteErrors => "recording_write_errors",
+    RecordingChunksDropped => "recording_chunks_dropped",
     ChunkSampleWeight => "chunk_sample_weight",
     ChunkSamplesPerThreadSecond => "chunk_samples_per_thread_second",
     ChunkSamplesUnnamed => "chunk_samples_unwalked_or_unnamed",

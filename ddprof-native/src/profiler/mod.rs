@@ -1,7 +1,6 @@
 //! The profiler's lifecycle: idle -> running -> (dumps) -> stopped. Every command runs
 //! under one lock; the signal handler never takes it (it reads `sample::handler`'s atomics).
 
-use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -24,6 +23,7 @@ use crate::sample::walk::vm::VmWalker;
 use crate::{log, threads, vm};
 
 mod dump;
+mod output;
 mod session;
 
 pub use session::{PendingSetting, Session};
@@ -323,14 +323,13 @@ fn open_output(file: &Path, truncate: bool) -> Result<(), Error> {
     if truncate {
         NEXT_ID_BASE.store(0, Ordering::Relaxed);
     }
-    let mut o = OpenOptions::new();
-    o.write(true).create(true);
-    if truncate {
-        o.truncate(true);
+    let opened = if truncate {
+        output::create_empty(file)
     } else {
-        o.append(true);
-    }
-    o.open(file).map(drop).map_err(|e| {
+        // `resume` appends to what is there: only refuse what must not be written.
+        output::check_target(file)
+    };
+    opened.map_err(|e| {
         Error::Io(format!(
             "Could not open output file '{}': {e}",
             file.display()
@@ -418,7 +417,10 @@ fn write_chunk(
         let bytes = crate::eh_frame::refresh();
         counters::Counter::NativeUnwindTableBytes.set(bytes as i64);
     }
-    let id_base = if append {
+    // Chunks that wait for a successful write go first into this file: pool ids keep
+    // counting past theirs.
+    let continues = append || output::has_unwritten();
+    let id_base = if continues {
         NEXT_ID_BASE.load(Ordering::Relaxed)
     } else {
         0
@@ -437,7 +439,7 @@ fn write_chunk(
         &traced,
         &end,
     );
-    if append {
+    if continues {
         NEXT_ID_BASE.store(next_id_base, Ordering::Relaxed);
     }
     recorder.clear(old);
@@ -450,22 +452,17 @@ fn write_chunk(
     counters::Counter::DumpNanosLast.set(t0.elapsed().as_nanos() as i64);
     counters::Counter::DumpAllocationsLast
         .set((crate::memory::thread_allocations() - allocations) as i64);
-    let mut o = OpenOptions::new();
-    o.create(true);
-    if append {
-        o.append(true);
-    } else {
-        o.write(true).truncate(true);
+    let written = output::write(path, &chunk, append);
+    if written.is_err() {
+        // The chunk now waits for the next write, into whatever file: ids after it.
+        NEXT_ID_BASE.fetch_max(next_id_base, Ordering::Relaxed);
     }
-    let written = o
-        .open(path)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, &chunk))
-        .map_err(|e| {
-            Error::Io(format!(
-                "Could not write recording '{}': {e}",
-                path.display()
-            ))
-        });
+    let written = written.map_err(|e| {
+        Error::Io(format!(
+            "Could not write recording '{}': {e}",
+            path.display()
+        ))
+    });
     // The lazy resolver may have queued classes whose jmethodIDs are made after the dump.
     crate::methods::lazy::ids::release();
     written

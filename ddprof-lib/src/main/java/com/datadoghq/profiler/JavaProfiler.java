@@ -130,9 +130,16 @@ public final class JavaProfiler {
      * Stops profiling and completes the {@code file=} recording.
      *
      * @throws IllegalStateException if the profiler is not running
+     * @throws UncheckedIOException  if the recording cannot be written (the unwritten data is
+     *                               kept for the next recording written)
      */
     public void stop() throws IllegalStateException {
-        stop0();
+        try {
+            stop0();
+        } catch (IOException e) {
+            // Upstream's stop() declares no checked exception; keep that signature.
+            throw new UncheckedIOException("Failed to complete the recording", e);
+        }
     }
 
     /**
@@ -496,7 +503,7 @@ public final class JavaProfiler {
 
     private native String execute0(String command) throws IllegalArgumentException, IllegalStateException, IOException;
 
-    private native void stop0() throws IllegalStateException;
+    private native void stop0() throws IllegalStateException, IOException;
 
     private native void dump0(String path) throws IOException;
 
