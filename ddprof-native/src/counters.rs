@@ -27,6 +27,10 @@ counters! {
     SamplesDroppedBusy => "samples_dropped_thread_local",
     CallTraceStorageTraces => "calltrace_storage_traces",
     CallTraceStorageBytes => "calltrace_storage_bytes",
+    // Since the start: every trace stored, and its bytes (the two above count what the
+    // tables hold now, which a dump empties).
+    CallTraceStorageInserts => "calltrace_storage_inserts",
+    CallTraceStorageInsertedBytes => "calltrace_storage_inserted_bytes",
     CallTraceStorageDroppedTraces => "calltrace_storage_dropped_traces",
     CtimerSignalOwn => "ctimer_signal_own",
     CtimerSignalForeign => "ctimer_signal_foreign",

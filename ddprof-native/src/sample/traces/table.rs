@@ -129,6 +129,8 @@ impl TraceTable {
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
         Counter::CallTraceStorageTraces.inc();
         Counter::CallTraceStorageBytes.add(bytes as i64);
+        Counter::CallTraceStorageInserts.inc();
+        Counter::CallTraceStorageInsertedBytes.add(bytes as i64);
         Some(index as u32 + 1)
     }
 

@@ -28,7 +28,7 @@ public final class NativeMemoryResidentMain {
 
     private static void print(String phase, Map<String, Long> c) {
         System.out.println(phase + " resident=" + c.get("native_mem_resident_bytes.calltrace")
-                + " traces=" + c.get("calltrace_storage_traces")
-                + " bytes=" + c.get("calltrace_storage_bytes"));
+                + " traces=" + c.get("calltrace_storage_inserts")
+                + " bytes=" + c.get("calltrace_storage_inserted_bytes"));
     }
 }

@@ -19,7 +19,8 @@ import org.junit.jupiter.api.io.TempDir;
  * RSS when it is first written; a page only read maps the kernel's shared zero page, which
  * costs nothing (and which {@code mincore} nonetheless reports as resident). The table is
  * written by interning traces: at most one slot page per trace stored, plus the frame-arena
- * pages their frames fill ({@code calltrace_storage_bytes} counts both). So in a fresh JVM the
+ * pages their frames fill ({@code calltrace_storage_inserted_bytes} counts both, since the start:
+ * a dump empties the tables but their pages stay resident for the next round). So in a fresh JVM the
  * gauge can exceed that only by a handful of pages at the ends of the written ranges.
  */
 class NativeMemoryResidentTest {
