@@ -31,6 +31,8 @@ fn recording_samples_and_traces_allocates_nothing() {
                     context: Context::of_current_thread(),
                     frames: t,
                     truncated: false,
+                    mode: 1,
+                    state: 2,
                 },
             );
         }

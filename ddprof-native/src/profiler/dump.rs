@@ -22,9 +22,6 @@ use crate::sample::tags;
 use crate::sample::traces::Generation;
 use crate::{threads, vm};
 
-const STATE_RUNNABLE: u8 = 2;
-const MODE_UNKNOWN: u8 = 0;
-
 const LOG_WARN: u8 = 3;
 // jfr mask bits (the `jfr=` option).
 const NO_SYSTEM_INFO: u32 = 1;
@@ -118,8 +115,8 @@ pub fn build_chunk(
             ticks: s.ticks,
             tid: s.tid as i64,
             trace_key: chunk.trace_ref(s.trace_id as u64),
-            state: STATE_RUNNABLE,
-            mode: MODE_UNKNOWN,
+            state: s.state,
+            mode: s.mode,
             weight: s.weight as i64,
             correlation_id: 0,
             span_id: s.span_id as i64,

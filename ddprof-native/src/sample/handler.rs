@@ -11,6 +11,7 @@ use std::sync::OnceLock;
 
 use super::context::gettid;
 use super::frame::Frame;
+use super::mode;
 use super::record::{self, Context, Event, EventKind};
 use super::signal::{self, ErrnoGuard, TIMER_SIGNAL_MAGIC};
 use super::traces::Recorder;
@@ -218,6 +219,7 @@ fn sample(uc: SignalContext, weight: u64) {
     if walk.truncated {
         Counter::WalkTruncated.inc();
     }
+    let (mode, thread_state) = mode::of_interrupted(uc);
     let recorded = record::record(
         &state.recorder,
         &Event {
@@ -228,6 +230,8 @@ fn sample(uc: SignalContext, weight: u64) {
             context: Context::of_current_thread(),
             frames: frames.get(..walk.frames).unwrap_or(&[]),
             truncated: walk.truncated,
+            mode,
+            state: thread_state,
         },
     );
     stripe.busy.store(false, Ordering::Release);

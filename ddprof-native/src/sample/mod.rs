@@ -17,6 +17,7 @@ pub mod context;
 pub mod frame;
 pub mod handler;
 pub mod hint_cache;
+pub mod mode;
 pub mod record;
 pub mod safe_access;
 pub mod signal;

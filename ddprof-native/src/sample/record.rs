@@ -64,6 +64,9 @@ pub struct Event<'a> {
     pub frames: &'a [Frame],
     /// The stack was deeper than `frames`.
     pub truncated: bool,
+    /// ExecutionMode and ThreadState keys (`super::mode`).
+    pub mode: u8,
+    pub state: u8,
 }
 
 /// Interns the event's trace and appends its record. Signal-safe (no allocation, no lock;
@@ -78,5 +81,7 @@ pub fn record(recorder: &Recorder, event: &Event) -> bool {
         trace_id,
         attrs: event.context.attrs,
         event: event.kind as u8,
+        mode: event.mode,
+        state: event.state,
     })
 }

@@ -35,6 +35,9 @@ pub struct SampleRecord {
     pub attrs: [u32; MAX_ATTRIBUTES],
     /// `crate::sample::record::EventKind` as a byte: every bit pattern stays a valid record.
     pub event: u8,
+    /// JFR ExecutionMode and ThreadState keys (`crate::sample::mode`).
+    pub mode: u8,
+    pub state: u8,
 }
 
 struct RecordCell {
