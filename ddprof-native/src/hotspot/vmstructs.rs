@@ -28,7 +28,7 @@ use std::sync::OnceLock;
 use crate::sample::vm::layout::{self, *};
 
 #[path = "vmstructs_flags.rs"]
-mod flags;
+pub mod flags;
 #[path = "vmstructs_groups.rs"]
 mod groups;
 #[path = "vmstructs_tables.rs"]
@@ -50,7 +50,9 @@ pub fn init() {
     MISSING.get_or_init(|| {
         let (layout, missing) = match load_tables() {
             Ok(tables) => {
-                if !flags::enable_if_default(&tables, "DebugNonSafepoints") {
+                let enabled = flags::init(&tables)
+                    .is_some_and(|t| t.enable_if_default("DebugNonSafepoints"));
+                if !enabled {
                     crate::log::info("DebugNonSafepoints could not be enabled: compiled frames are located at safepoints only");
                 }
                 let layout = VmLayout::resolve(&tables);

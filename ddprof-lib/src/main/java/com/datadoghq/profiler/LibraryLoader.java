@@ -23,17 +23,21 @@ import java.nio.file.attribute.PosixFilePermissions;
  *       {@code -agentpath:/path/libjavaProfiler.so=...}. Loading that very file again makes
  *       {@code dlopen} hand back the existing mapping, so the agent and the Java API share one
  *       profiler instead of each running its own copy;</li>
- *   <li>the copy bundled in the jar at {@value #BUNDLED_RESOURCE}, extracted into the scratch
- *       directory (or {@code java.io.tmpdir}) as a fresh {@code libjavaProfiler-<random>.so}
- *       readable only by its owner and deleted when the JVM exits.</li>
+ *   <li>the copy bundled in the jar for this platform ({@link #resolveLibraryPath(String)}:
+ *       {@value #BUNDLED_RESOURCE} on glibc Linux x86_64, the only build the jar carries),
+ *       extracted into the scratch directory (or {@code java.io.tmpdir}) as a fresh
+ *       {@code libjavaProfiler-<random>.so} readable only by its owner and deleted when the JVM
+ *       exits.</li>
  * </ol>
  *
  * <p>Only one library is ever loaded per JVM: once a load succeeded, later calls report success
  * without loading anything, whatever location they name. A failed load may be retried.
  */
 public final class LibraryLoader {
-    /** Path of the bundled library inside the jar. */
+    /** Path of the bundled library inside the jar (glibc Linux on x86_64). */
     public static final String BUNDLED_RESOURCE = "/META-INF/native-libs/linux-x64/libjavaProfiler.so";
+    /** Folder of the bundled libraries: one {@code <os>-<arch>[-musl]} folder per build. */
+    private static final String NATIVE_LIBS = "/META-INF/native-libs";
     /** System property naming the library file to load instead of the bundled one. */
     public static final String LIBRARY_PATH_PROPERTY = "ddprof.native.lib";
 
@@ -116,7 +120,7 @@ public final class LibraryLoader {
                     // e.g. that file is already bound to another class loader: use a private copy.
                 }
             }
-            return loadFrom(extractBundledLibrary(scratchDir));
+            return loadFrom(resolveLibraryPath(scratchDir));
         } catch (Throwable t) {
             return new Result(false, t);
         }
@@ -173,17 +177,44 @@ public final class LibraryLoader {
     }
 
     /**
-     * Copies the bundled library out of the class path into a new private file in
+     * The jar path of the library built for {@code os} and {@code arch}:
+     * {@code /META-INF/native-libs/<os>-<arch>[-musl]/libjavaProfiler.<so|dylib>}.
+     */
+    static String bundledResource(OperatingSystem os, Arch arch, boolean musl) {
+        return NATIVE_LIBS + "/" + os.name() + "-" + arch.name() + (musl ? "-musl" : "") + "/"
+                + LIBRARY_BASE_NAME + (os == OperatingSystem.macos ? ".dylib" : ".so");
+    }
+
+    /**
+     * Extracts the library bundled for this OS, architecture and C library (musl or not) into
+     * a new private file in {@code scratchDir} (or {@code java.io.tmpdir}) and returns its
+     * absolute path, without loading it: e.g. to start another JVM with
+     * {@code -agentpath:<path>}. The file is deleted when this JVM exits; each call makes a
+     * new one.
+     *
+     * @param scratchDir where to put the file; {@code null}: {@code java.io.tmpdir}
+     * @throws IllegalStateException if the jar holds no library for this platform
+     * @throws IOException if the platform's C library cannot be told or the copy fails
+     */
+    public static Path resolveLibraryPath(String scratchDir) throws IOException {
+        OperatingSystem os = OperatingSystem.current();
+        boolean musl = os == OperatingSystem.linux && os.isMusl();
+        return extractBundledLibrary(scratchDir, bundledResource(os, Arch.current(), musl)).toAbsolutePath();
+    }
+
+    /**
+     * Copies {@code resource} out of the class path into a new private file in
      * {@code scratchDir} (or {@code java.io.tmpdir}) and returns its path. The file is marked for
      * deletion at JVM exit. Does not load it.
      *
-     * @throws IOException if the jar holds no library or the copy fails
+     * @throws IllegalStateException if the jar holds no such resource
+     * @throws IOException if the copy fails
      */
-    static Path extractBundledLibrary(String scratchDir) throws IOException {
+    static Path extractBundledLibrary(String scratchDir, String resource) throws IOException {
         Path dir = Paths.get(scratchDir != null ? scratchDir : System.getProperty("java.io.tmpdir"));
-        try (InputStream in = LibraryLoader.class.getResourceAsStream(BUNDLED_RESOURCE)) {
+        try (InputStream in = LibraryLoader.class.getResourceAsStream(resource)) {
             if (in == null) {
-                throw new IOException(BUNDLED_RESOURCE + " is not on the class path; pass the library "
+                throw new IllegalStateException(resource + " not found on the class path; pass the library "
                         + "location explicitly or set -D" + LIBRARY_PATH_PROPERTY + "=<path>");
             }
             Files.createDirectories(dir);
