@@ -1,19 +1,24 @@
 package com.datadoghq.profiler.tracer;
 
+import java.io.BufferedInputStream;
+import java.io.BufferedOutputStream;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetAddress;
-import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
@@ -24,11 +29,9 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.zip.GZIPInputStream;
 
-import com.sun.net.httpserver.HttpExchange;
-import com.sun.net.httpserver.HttpServer;
-
 /**
- * A Datadog agent stand-in on 127.0.0.1 (an ephemeral port) for {@link RealTracerTest}.
+ * A Datadog agent stand-in on 127.0.0.1 (an ephemeral port) for {@link RealTracerTest}: a small
+ * HTTP/1.1 server on a plain socket (the JDK 11 runtime of the matrix has no jdk.httpserver).
  *
  * <ul>
  *   <li>{@code GET /info}: advertises {@code /v0.4/traces} and {@code /profiling/v1/input} only (so
@@ -43,8 +46,10 @@ import com.sun.net.httpserver.HttpServer;
  * </ul>
  */
 final class FakeIntake implements AutoCloseable {
-    private final HttpServer server;
+    private final ServerSocket socket;
     private final ExecutorService executor;
+    private final Thread acceptor;
+    private volatile boolean closed;
     private final Path uploadDir;
     private final List<Path> uploads = new CopyOnWriteArrayList<>();
     private final List<Long> uploadNanos = new CopyOnWriteArrayList<>();
@@ -57,19 +62,127 @@ final class FakeIntake implements AutoCloseable {
     FakeIntake(Path uploadDir) throws IOException {
         this.uploadDir = uploadDir;
         Files.createDirectories(uploadDir);
-        server = HttpServer.create(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0), 16);
-        executor = Executors.newFixedThreadPool(2, r -> {
+        socket = new ServerSocket(0, 16, InetAddress.getByName("127.0.0.1"));
+        // One thread per connection (the tracer keeps a few open); a bounded number of them.
+        executor = Executors.newFixedThreadPool(8, r -> {
             Thread t = new Thread(r, "fake-intake");
             t.setDaemon(true);
             return t;
         });
-        server.setExecutor(executor);
-        server.createContext("/", this::handle);
-        server.start();
+        acceptor = new Thread(this::accept, "fake-intake-accept");
+        acceptor.setDaemon(true);
+        acceptor.start();
+    }
+
+    private void accept() {
+        while (!closed) {
+            try {
+                Socket s = socket.accept();
+                executor.submit(() -> serve(s));
+            } catch (IOException e) {
+                if (!closed) {
+                    problems.add("accept failed: " + e);
+                }
+                return;
+            } catch (java.util.concurrent.RejectedExecutionException e) {
+                return;
+            }
+        }
+    }
+
+    /** HTTP/1.1 with keep-alive: Content-Length or chunked request bodies. */
+    private void serve(Socket s) {
+        try (Socket sock = s) {
+            sock.setSoTimeout(60_000);
+            InputStream in = new BufferedInputStream(sock.getInputStream());
+            OutputStream out = new BufferedOutputStream(sock.getOutputStream());
+            while (!closed) {
+                String requestLine = line(in);
+                if (requestLine == null) {
+                    return;
+                }
+                if (requestLine.isEmpty()) {
+                    continue;
+                }
+                String[] rl = requestLine.split(" ");
+                Map<String, String> headers = new HashMap<>();
+                for (String h = line(in); h != null && !h.isEmpty(); h = line(in)) {
+                    int colon = h.indexOf(':');
+                    if (colon > 0) {
+                        headers.put(h.substring(0, colon).trim().toLowerCase(Locale.ROOT), h.substring(colon + 1).trim());
+                    }
+                }
+                if ("100-continue".equalsIgnoreCase(headers.get("expect"))) {
+                    out.write("HTTP/1.1 100 Continue\r\n\r\n".getBytes(StandardCharsets.ISO_8859_1));
+                    out.flush();
+                }
+                byte[] body;
+                if ("chunked".equalsIgnoreCase(headers.get("transfer-encoding"))) {
+                    ByteArrayOutputStream bos = new ByteArrayOutputStream();
+                    for (int n = Integer.parseInt(line(in).split(";")[0].trim(), 16); n > 0;
+                            n = Integer.parseInt(line(in).split(";")[0].trim(), 16)) {
+                        bos.write(readN(in, n));
+                        line(in);
+                    }
+                    for (String t = line(in); t != null && !t.isEmpty(); t = line(in)) {
+                        // trailers
+                    }
+                    body = bos.toByteArray();
+                } else {
+                    String len = headers.get("content-length");
+                    body = readN(in, len == null ? 0 : Integer.parseInt(len));
+                }
+                String json = handle(rl[0], rl.length > 1 ? rl[1].split("\\?")[0] : "/", headers, body);
+                byte[] b = json.getBytes(StandardCharsets.UTF_8);
+                out.write(("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + b.length + "\r\n\r\n")
+                        .getBytes(StandardCharsets.ISO_8859_1));
+                out.write(b);
+                out.flush();
+                if ("close".equalsIgnoreCase(headers.get("connection"))) {
+                    return;
+                }
+            }
+        } catch (java.net.SocketTimeoutException | java.net.SocketException e) {
+            // an idle keep-alive connection, or the tracer went away
+        } catch (IOException | RuntimeException e) {
+            if (!closed) {
+                problems.add("connection failed: " + e);
+            }
+        }
+    }
+
+    private static String line(InputStream in) throws IOException {
+        ByteArrayOutputStream b = new ByteArrayOutputStream();
+        int c;
+        while ((c = in.read()) >= 0) {
+            if (c == '\n') {
+                break;
+            }
+            if (c != '\r') {
+                b.write(c);
+            }
+        }
+        if (c < 0 && b.size() == 0) {
+            return null;
+        }
+        return new String(b.toByteArray(), StandardCharsets.ISO_8859_1);
+    }
+
+    private static byte[] readN(InputStream in, int n) throws IOException {
+        byte[] b = new byte[n];
+        int off = 0;
+        while (off < n) {
+            int r = in.read(b, off, n - off);
+            if (r < 0) {
+                throw new java.io.EOFException("body ended after " + off + " of " + n + " bytes");
+            }
+            off += r;
+        }
+        return b;
     }
 
     int port() {
-        return server.getAddress().getPort();
+        return socket.getLocalPort();
     }
 
     String url() {
@@ -113,39 +226,27 @@ final class FakeIntake implements AutoCloseable {
         return new ArrayList<>(problems);
     }
 
-    private void handle(HttpExchange ex) throws IOException {
+    private String handle(String method, String path, Map<String, String> headers, byte[] body) {
+        requests.merge(method + " " + path, 1, Integer::sum);
         try {
-            String path = ex.getRequestURI().getPath();
-            String key = ex.getRequestMethod() + " " + path;
-            requests.merge(key, 1, Integer::sum);
-            byte[] body = readAll(ex.getRequestBody());
             if (path.equals("/info")) {
-                respond(ex, 200, "{\"version\":\"7.99.0\",\"endpoints\":[\"/v0.4/traces\",\"/profiling/v1/input\"],"
-                        + "\"client_drop_p0s\":false,\"span_meta_structs\":false,\"config\":{}}");
+                return "{\"version\":\"7.99.0\",\"endpoints\":[\"/v0.4/traces\",\"/profiling/v1/input\"],"
+                        + "\"client_drop_p0s\":false,\"span_meta_structs\":false,\"config\":{}}";
             } else if (path.matches("/v0\\.[345]/traces")) {
-                onTraces(ex, path, body);
-                respond(ex, 200, "{\"rate_by_service\":{}}");
+                onTraces(headers, path, body);
+                return "{\"rate_by_service\":{}}";
             } else if (path.equals("/profiling/v1/input")) {
-                onProfile(ex, body);
-                respond(ex, 200, "{}");
-            } else {
-                respond(ex, 200, "{}");
+                onProfile(headers, body);
             }
-        } catch (Throwable t) {
-            problems.add("handler failed: " + t);
-            try {
-                respond(ex, 500, "{}");
-            } catch (IOException ignored) {
-                // the client went away
-            }
-        } finally {
-            ex.close();
+        } catch (IOException | RuntimeException e) {
+            problems.add(method + " " + path + " failed: " + e);
         }
+        return "{}";
     }
 
-    private void onTraces(HttpExchange ex, String path, byte[] body) {
+    private void onTraces(Map<String, String> headers, String path, byte[] body) {
         tracePayloads++;
-        String count = ex.getRequestHeaders().getFirst("X-Datadog-Trace-Count");
+        String count = headers.get("x-datadog-trace-count");
         if (count != null) {
             try {
                 traceCountHeader += Long.parseLong(count.trim());
@@ -177,8 +278,8 @@ final class FakeIntake implements AutoCloseable {
         }
     }
 
-    private void onProfile(HttpExchange ex, byte[] body) throws IOException {
-        String type = ex.getRequestHeaders().getFirst("Content-Type");
+    private void onProfile(Map<String, String> headers, byte[] body) throws IOException {
+        String type = headers.get("content-type");
         String boundary = null;
         if (type != null) {
             for (String p : type.split(";")) {
@@ -220,15 +321,6 @@ final class FakeIntake implements AutoCloseable {
         }
     }
 
-    private static void respond(HttpExchange ex, int status, String json) throws IOException {
-        byte[] b = json.getBytes(StandardCharsets.UTF_8);
-        ex.getResponseHeaders().set("Content-Type", "application/json");
-        ex.sendResponseHeaders(status, b.length);
-        try (OutputStream os = ex.getResponseBody()) {
-            os.write(b);
-        }
-    }
-
     private static byte[] readAll(InputStream in) throws IOException {
         ByteArrayOutputStream bos = new ByteArrayOutputStream();
         byte[] buf = new byte[65536];
@@ -241,7 +333,12 @@ final class FakeIntake implements AutoCloseable {
 
     @Override
     public void close() {
-        server.stop(0);
+        closed = true;
+        try {
+            socket.close();
+        } catch (IOException ignored) {
+            // closing anyway
+        }
         executor.shutdownNow();
         try {
             executor.awaitTermination(5, TimeUnit.SECONDS);

@@ -27,6 +27,7 @@ import java.util.stream.Stream;
 
 import com.datadoghq.profiler.testing.ChildJvm;
 import com.datadoghq.profiler.testing.JfrReader;
+import com.datadoghq.profiler.testing.JmcParser;
 import com.datadoghq.profiler.testing.TestEnv;
 import datadog.trace.api.Trace;
 import jdk.jfr.consumer.RecordedEvent;
@@ -217,7 +218,7 @@ class RealTracerTest {
             List<String> hits = grep(logLines, pattern);
             hits.addAll(grep(Arrays.asList(result.stderr.split("\n")), pattern));
             checks.check(hits.isEmpty(), "agent log and stderr free of '" + pattern + "'",
-                    hits.size() + " lines, the first: " + first(hits, 1) + firstStackFrom(logLines, pattern));
+                    hits.isEmpty() ? "" : hits.size() + " lines, the first: " + first(hits, 1) + firstStackFrom(logLines, pattern));
         }
 
         // The app's spans exist and reached the intake.
@@ -280,7 +281,7 @@ class RealTracerTest {
         checks.check(periodic >= minUploads, "at least " + minUploads + " profile uploads arrive while the app runs",
                 periodic + " arrived (" + uploads.size() + " in all)");
         checks.check(periodic > 0 && missingChunk.isEmpty(),
-                "every periodic upload holds a readable ddprof chunk (datadog.DatadogProfilerConfig)",
+                "every periodic upload holds a ddprof chunk (datadog.DatadogProfilerConfig; JDK's or JMC's parser)",
                 periodic == 0 ? "no upload" : String.join("\n    ", missingChunk));
 
         // Samples carry the spans the app created.
@@ -324,7 +325,7 @@ class RealTracerTest {
         long rightEndpoint = appEndpoints.stream().filter(e -> "itest-request".equals(e.getString("endpoint"))
                 && "itest.request".equals(e.getString("operation"))).count();
         checks.check(appEndpoints.size() >= 0.5 * roots.size() && rightEndpoint == appEndpoints.size(),
-                "datadog.Endpoint events name the app's root spans (>= 50%, endpoint itest-request, operation itest.request)",
+                "ddprof's datadog.Endpoint events name the app's root spans (>= 50%, endpoint itest-request, operation itest.request)",
                 appEndpoints.size() + " of " + roots.size() + " roots have one (" + rightEndpoint + " right); "
                         + endpoints.size() + " Endpoint events in all");
     }
@@ -333,13 +334,19 @@ class RealTracerTest {
     static final class UploadContent {
         int chunks;
         int ddprofChunks;
+        /** Events of those names in chunks that are not ddprof's. */
+        int otherEndpoints;
+        int otherSamples;
+        /** ExecutionSample events of ddprof chunks that only JMC's parser reads (not in the checks). */
+        long jmcOnlySamples;
         final List<String> unreadable = new ArrayList<>();
         final List<RecordedEvent> executionSamples = new ArrayList<>();
         final List<RecordedEvent> endpoints = new ArrayList<>();
 
         String describe() {
-            return chunks + " chunks, " + ddprofChunks + " ddprof, " + executionSamples.size() + " ExecutionSample, "
-                    + endpoints.size() + " Endpoint" + (unreadable.isEmpty() ? "" : "; unreadable: " + unreadable);
+            return chunks + " chunks, " + ddprofChunks + " of ddprof with " + executionSamples.size() + " ExecutionSample, "
+                    + endpoints.size() + " Endpoint; " + otherSamples + " ExecutionSample, " + otherEndpoints
+                    + " Endpoint in the others" + (unreadable.isEmpty() ? "" : "; " + unreadable);
         }
     }
 
@@ -361,21 +368,48 @@ class RealTracerTest {
             Files.write(chunk, Arrays.copyOfRange(all, pos, pos + (int) size));
             int version = ((all[pos + 4] & 0xff) << 8 | (all[pos + 5] & 0xff));
             try (RecordingFile rf = new RecordingFile(chunk)) {
+                // Only a ddprof chunk counts: the tracer's own JFR events (in the JDK's chunk)
+                // include a datadog.Endpoint of the same name.
                 boolean ddprof = false;
+                List<RecordedEvent> samples = new ArrayList<>();
+                List<RecordedEvent> endpoints = new ArrayList<>();
                 while (rf.hasMoreEvents()) {
                     RecordedEvent e = rf.readEvent();
                     String type = e.getEventType().getName();
                     if (type.equals(JfrReader.PROFILER_CONFIG)) {
                         ddprof = true;
                     } else if (type.equals(JfrReader.EXECUTION_SAMPLE)) {
-                        c.executionSamples.add(e);
+                        samples.add(e);
                     } else if (type.equals("datadog.Endpoint")) {
-                        c.endpoints.add(e);
+                        endpoints.add(e);
                     }
                 }
-                c.ddprofChunks += ddprof ? 1 : 0;
+                if (ddprof) {
+                    c.ddprofChunks++;
+                    c.executionSamples.addAll(samples);
+                    c.endpoints.addAll(endpoints);
+                } else {
+                    c.otherEndpoints += endpoints.size();
+                    c.otherSamples += samples.size();
+                }
             } catch (IOException | RuntimeException | InternalError e) {
-                c.unreadable.add("chunk " + c.chunks + " (version " + version + ".x, " + size + " bytes): " + e);
+                // The JDK's parser refuses a chunk that declares an empty constant pool, which
+                // upstream's profiler writes now and then; JMC's parser reads those.
+                String why = "chunk " + c.chunks + " (version " + version + ".x, " + size + " bytes) JDK parser: " + e;
+                try {
+                    JmcParser.Summary jmc = JmcParser.read(chunk.toFile(), JfrReader.EXECUTION_SAMPLE, "compute");
+                    if (jmc.countsByType.getOrDefault(JfrReader.PROFILER_CONFIG, 0L) > 0) {
+                        c.ddprofChunks++;
+                        c.jmcOnlySamples += jmc.countsByType.getOrDefault(JfrReader.EXECUTION_SAMPLE, 0L);
+                        why += "; JMC reads it: a ddprof chunk with "
+                                + jmc.countsByType.getOrDefault(JfrReader.EXECUTION_SAMPLE, 0L) + " ExecutionSample (not counted)";
+                    } else {
+                        why += "; JMC reads it: not a ddprof chunk";
+                    }
+                } catch (Exception | LinkageError jmcFailed) {
+                    why += "; JMC parser: " + jmcFailed;
+                }
+                c.unreadable.add(why);
             } finally {
                 Files.delete(chunk);
             }
