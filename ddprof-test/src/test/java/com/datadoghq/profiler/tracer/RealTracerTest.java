@@ -51,7 +51,7 @@ import org.junit.jupiter.api.Test;
 class RealTracerTest {
     /** Worker threads of the app, and the CPU each spends in spans. */
     private static final int THREADS = 2;
-    private static final long CPU_MILLIS_PER_THREAD = 3000;
+    private static final long CPU_MILLIS_PER_THREAD = 2000;
     /** The tracer's CPU sampling interval (profiling.ddprof.cpu.interval.ms). */
     private static final int CPU_INTERVAL_MS = 10;
     /** profiling.upload.period, seconds. */
@@ -127,6 +127,7 @@ class RealTracerTest {
                 // Work starts once the tracer has wired the profiler into its context integration
                 // (it does so in premain; the wait is a bound, not a pace).
                 waitUntil(() -> running.isDone() || logHas(log, "Initializing profiler context integration"), 60);
+                long goNanos = System.nanoTime();
                 Files.write(dir.resolve("go"), new byte[0]);
                 waitUntil(() -> running.isDone() || Files.exists(dir.resolve("done")), 120);
                 long doneNanos = System.nanoTime();
@@ -134,6 +135,8 @@ class RealTracerTest {
                         || intake.uploadNanos().stream().filter(n -> n > doneNanos).count() >= UPLOADS_AFTER_WORK,
                         UPLOADS_AFTER_WORK * UPLOAD_PERIOD_S + 25);
                 stopNanos = System.nanoTime();
+                checks.note(String.format("timeline: agent ready (go) %d ms, work done %d ms, stop %d ms after the start",
+                        (goNanos - t0) / 1_000_000, (doneNanos - t0) / 1_000_000, (stopNanos - t0) / 1_000_000));
                 Files.write(dir.resolve("stop"), new byte[0]);
                 result = running.get(160, TimeUnit.SECONDS);
             } finally {
@@ -182,6 +185,9 @@ class RealTracerTest {
                 "-Ddd.symbol.database.upload.enabled=false",
                 "-Ddd.data.streams.enabled=false",
                 "-Ddd.trace.stats.computation.enabled=false",
+                // Only the @Trace integration: instrumenting for the others is most of the start-up.
+                "-Ddd.integrations.enabled=false",
+                "-Ddd.integration.trace.enabled=true",
                 "-Ddatadog.slf4j.simpleLogger.logFile=" + log,
                 // Debug only where the profiler integration logs what went wrong.
                 "-Ddatadog.slf4j.simpleLogger.log.datadog.trace.bootstrap.Agent=debug",
