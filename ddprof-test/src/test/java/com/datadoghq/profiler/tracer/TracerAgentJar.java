@@ -46,18 +46,23 @@ final class TracerAgentJar {
     /** What {@link #patch} did, for the test's report. */
     static final class Patch {
         final List<String> removed = new ArrayList<>();
+        final List<String> kept = new ArrayList<>();
         /** Entry written into the agent -> entry of our jar it came from. */
         final Map<String, String> added = new LinkedHashMap<>();
 
         String describe() {
             return "removed " + removed.size() + " tracer entries (" + removed.stream().filter(n -> n.endsWith(".so")).count()
-                    + " libraries), added " + added.size() + " of ours";
+                    + " libraries), added " + added.size() + " of ours" + (kept.isEmpty() ? "" : ", KEPT " + kept);
         }
     }
 
     private TracerAgentJar() {}
 
-    static Patch patch(Path agentJar, Path libJar, Path out) throws IOException {
+    /**
+     * @param keep names of tracer classes to leave in (e.g. {@code ContextSetter}), for trying the
+     *     harness on a mixed jar; empty for the real test
+     */
+    static Patch patch(Path agentJar, Path libJar, Path out, java.util.Set<String> keep) throws IOException {
         Patch patch = new Patch();
         Files.createDirectories(out.getParent());
         Path tmp = out.resolveSibling(out.getFileName() + ".tmp");
@@ -70,7 +75,10 @@ final class TracerAgentJar {
                 String name = e.getName();
                 boolean ours = !e.isDirectory()
                         && (name.startsWith(PROFILER_DIR) || (name.startsWith(NATIVE_DIR) && name.endsWith("/" + LIBRARY)));
-                if (ours) {
+                String simple = name.substring(name.lastIndexOf('/') + 1).replace(".classdata", "");
+                if (ours && keep.contains(simple.contains("$") ? simple.substring(0, simple.indexOf('$')) : simple)) {
+                    patch.kept.add(name);
+                } else if (ours) {
                     patch.removed.add(name);
                     continue;
                 }
