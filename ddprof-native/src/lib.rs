@@ -16,10 +16,12 @@ pub mod jvmti;
 pub mod log;
 pub mod memory;
 pub mod methods;
+pub mod otel_tls;
 pub mod profiler;
 pub mod sample;
 pub mod symbols;
 pub mod threads;
+pub mod tracing;
 pub mod vm;
 
 /// Every Rust allocation of the core is charged to a memory category (memory/).

@@ -1,8 +1,10 @@
 //! What the profiler knows per thread: thread names for the JFR thread pool (filled at
-//! ThreadStart, at registration, or from /proc at dump), and the creation of a thread's
-//! trace context (the context itself, read by signal handlers, is `crate::sample::context`).
+//! ThreadStart, at registration, or from /proc at dump), and the creation and end of a
+//! thread's trace context (the context itself, read by signal handlers, is
+//! `crate::sample::context`; docs/context.md).
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 
 use parking_lot::Mutex;
@@ -11,16 +13,44 @@ use crate::counters::Counter;
 use crate::memory::{self, Category};
 use crate::sample::context::{self, ThreadContext};
 
-/// The calling thread's context, created on first use. Not signal-safe (allocates).
-pub fn current_context() -> &'static ThreadContext {
+/// Creates the pthread key of the thread contexts. Once, at library load.
+pub fn init_contexts() {
+    context::init(end_context);
+}
+
+/// The key's destructor, at thread exit: the exported TLS slot stops pointing at the record,
+/// then the context is freed. glibc has already set the thread's key value to NULL, so a
+/// signal arriving now sees no context rather than freed memory; TLS is still in place (it
+/// is torn down after the key destructors).
+unsafe extern "C" fn end_context(p: *mut libc::c_void) {
+    if p.is_null() {
+        return;
+    }
+    let c = p as *mut ThreadContext;
+    // SAFETY: p came from Box::into_raw in `current_context` and is freed only here.
+    if unsafe { (*c).published.load(Ordering::Relaxed) } {
+        crate::otel_tls::publish(std::ptr::null());
+    }
+    // SAFETY: as above; nothing reaches the context any more (key value cleared, TLS slot
+    // cleared).
+    drop(unsafe { Box::from_raw(c) });
+}
+
+/// The calling thread's context, created on first use, its record published in the exported
+/// TLS slot `otel_thread_ctx_v1` on creation. Not signal-safe (allocates, touches TLS): JNI
+/// calls only. None only if the key could not be created.
+pub fn current_context() -> Option<&'static ThreadContext> {
     if let Some(c) = context::current() {
-        return c;
+        return Some(c);
     }
     let c = {
         let _mem = memory::scope(Category::ThreadInfo);
         Box::<ThreadContext>::default()
     };
-    context::install(c)
+    let c = context::install(c)?;
+    crate::otel_tls::publish(&c.record as *const _ as *const libc::c_void);
+    c.published.store(true, Ordering::Relaxed);
+    Some(c)
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -65,7 +65,7 @@ pub unsafe fn init(vm: *mut JavaVM, callbacks: &EventCallbacks) -> Result<Jvmti,
             .map_err(|e| format!("JVMTI SetEventNotificationMode({event}) failed: {e}"))?;
     }
     crate::counters::name_gauges(crate::memory::gauge_names);
-    crate::sample::context::init();
+    crate::threads::init_contexts();
     // libjvm's VMStructs tables are filled by its static initialisers, so they are
     // readable from Agent_OnLoad on.
     crate::hotspot::vmstructs::init();

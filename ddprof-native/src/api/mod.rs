@@ -5,6 +5,7 @@
 mod agent;
 pub mod events;
 mod natives;
+mod tracing;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 

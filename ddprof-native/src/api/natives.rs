@@ -4,13 +4,14 @@
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
-use jni::objects::{JClass, JObject, JString};
+use jni::objects::{JByteArray, JClass, JIntArray, JObject, JString};
 use jni::sys::{jboolean, jint, jlong, jobject, jobjectArray, jstring};
 use jni::JNIEnv;
 
 use super::guarded;
 use crate::counters::{self, Counter};
 use crate::profiler::{self, Error};
+use crate::sample::context::{self, MAX_ATTRIBUTES, MAX_VALUE_BYTES};
 use crate::threads;
 
 fn string_arg(env: &mut JNIEnv, s: &JString, what: &str) -> Result<String, Error> {
@@ -159,24 +160,96 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_filterThread0(
     _class: JClass,
     add: jboolean,
 ) {
-    threads::current_context()
-        .filtered_in
-        .store(add != 0, Ordering::Relaxed);
+    if let Some(c) = threads::current_context() {
+        c.filtered_in.store(add != 0, Ordering::Relaxed);
+    }
+}
+
+// ---- Trace context (docs/context.md). Java checks the arguments (span 0, slot bounds,
+// ---- value sizes); these calls never throw. Each is one write of the calling thread's
+// ---- record and sidecar (`sample::context::ThreadContext`).
+
+/// Copies up to `MAX_VALUE_BYTES` of `array` into `buf`; None for a null array.
+fn utf8_arg<'b>(
+    env: &mut JNIEnv,
+    array: &JByteArray,
+    buf: &'b mut [u8; MAX_VALUE_BYTES],
+) -> Option<&'b [u8]> {
+    if array.is_null() {
+        return None;
+    }
+    let len = env.get_array_length(array).ok()? as usize;
+    let len = len.min(MAX_VALUE_BYTES);
+    // SAFETY: u8 and i8 have the same layout; `buf` has at least `len` bytes.
+    let as_i8 = unsafe { &mut *(&mut buf[..len] as *mut [u8] as *mut [i8]) };
+    env.get_byte_array_region(array, 0, as_i8).ok()?;
+    Some(&buf[..len])
+}
+
+fn slot_of(slot: jint) -> Option<usize> {
+    usize::try_from(slot).ok().filter(|s| *s < MAX_ATTRIBUTES)
 }
 
 #[no_mangle]
-pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_setContext0(
+pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_maxContextSlots0(
     _env: JNIEnv,
     _class: JClass,
-    span_id: jlong,
+) -> jint {
+    MAX_ATTRIBUTES as jint
+}
+
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_setTraceContext0(
+    mut env: JNIEnv,
+    _class: JClass,
     root_span_id: jlong,
+    span_id: jlong,
+    trace_hi: jlong,
+    trace_lo: jlong,
+    slot0: jint,
+    encoding0: jint,
+    utf8_0: JByteArray,
+    slot1: jint,
+    encoding1: jint,
+    utf8_1: JByteArray,
 ) {
-    // A new span starts with no attributes: the previous span's values must not leak into it.
-    let ctx = threads::current_context();
-    ctx.attrs.iter().for_each(|a| a.store(0, Ordering::Relaxed));
-    ctx.span_id.store(span_id as u64, Ordering::Relaxed);
-    ctx.root_span_id
-        .store(root_span_id as u64, Ordering::Relaxed);
+    let Some(c) = threads::current_context() else {
+        return;
+    };
+    let mut b0 = [0u8; MAX_VALUE_BYTES];
+    let mut b1 = [0u8; MAX_VALUE_BYTES];
+    let first = slot_of(slot0).map(|s| {
+        (
+            s,
+            encoding0 as u32,
+            utf8_arg(&mut env, &utf8_0, &mut b0).unwrap_or(&[]),
+        )
+    });
+    let second = slot_of(slot1).map(|s| {
+        (
+            s,
+            encoding1 as u32,
+            utf8_arg(&mut env, &utf8_1, &mut b1).unwrap_or(&[]),
+        )
+    });
+    c.set_trace(
+        root_span_id as u64,
+        span_id as u64,
+        (trace_hi as u64, trace_lo as u64),
+        first,
+        second,
+    );
+}
+
+#[no_mangle]
+pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_clearTraceContext0(
+    _env: JNIEnv,
+    _class: JClass,
+) {
+    if let Some(c) = threads::current_context() {
+        c.clear();
+    }
 }
 
 #[no_mangle]
@@ -184,26 +257,234 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_setContextValue0
     mut env: JNIEnv,
     _class: JClass,
     slot: jint,
-    value: JString,
+    encoding: jint,
+    utf8: JByteArray,
+) -> jboolean {
+    let (Some(slot), Some(c)) = (slot_of(slot), threads::current_context()) else {
+        return 0;
+    };
+    let mut buf = [0u8; MAX_VALUE_BYTES];
+    let value = utf8_arg(&mut env, &utf8, &mut buf).unwrap_or(&[]);
+    c.set_value(slot, encoding as u32, value) as jboolean
+}
+
+#[no_mangle]
+pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_clearContextValue0(
+    _env: JNIEnv,
+    _class: JClass,
+    slot: jint,
 ) {
-    guarded(&mut env, (), |env| {
-        let slot = usize::try_from(slot)
-            .ok()
-            .filter(|s| *s < crate::sample::context::MAX_ATTRIBUTES)
-            .ok_or_else(|| {
-                Error::Argument(format!(
-                    "context slot {slot} is out of range 0..{}",
-                    crate::sample::context::MAX_ATTRIBUTES
-                ))
-            })?;
-        let value = optional_string(env, &value);
-        let id = if value.is_empty() {
-            0
-        } else {
-            crate::context::intern(&value)
-        };
-        threads::current_context().attrs[slot].store(id, Ordering::Relaxed);
-        Ok(())
+    if let (Some(slot), Some(c)) = (slot_of(slot), threads::current_context()) {
+        c.clear_value(slot);
+    }
+}
+
+#[no_mangle]
+pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_copyContextTags0(
+    env: JNIEnv,
+    _class: JClass,
+    out: JIntArray,
+) {
+    copy_tags(env, out);
+}
+
+fn copy_tags(env: JNIEnv, out: JIntArray) {
+    if out.is_null() {
+        return;
+    }
+    let len = env.get_array_length(&out).unwrap_or(0).max(0) as usize;
+    let mut tags = [0u32; MAX_ATTRIBUTES];
+    if let Some(c) = context::current() {
+        c.copy_encodings(&mut tags);
+    }
+    let n = len.min(MAX_ATTRIBUTES);
+    let tags: [jint; MAX_ATTRIBUTES] = tags.map(|t| t as jint);
+    let _ = env.set_int_array_region(&out, 0, &tags[..n]);
+}
+
+/// The dictionary encoding of `value` (>= 1), or -1 when the dictionary is full or the value
+/// is null.
+#[no_mangle]
+pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_registerConstant0(
+    mut env: JNIEnv,
+    _class: JClass,
+    value: JString,
+) -> jint {
+    if value.is_null() {
+        return -1;
+    }
+    let Ok(value) = env.get_string(&value).map(String::from) else {
+        return -1;
+    };
+    crate::context::intern(&value).map_or(-1, |id| id as jint)
+}
+
+/// The dictionary's epoch: Java drops its cached encodings when it changes.
+#[no_mangle]
+pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_contextEpoch0(
+    _env: JNIEnv,
+    _class: JClass,
+) -> jint {
+    crate::context::epoch() as jint
+}
+
+/// Legacy `setContext(spanId, rootSpanId)` (java-profiler 1.34): ids only.
+#[no_mangle]
+pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_setContext0(
+    _env: JNIEnv,
+    _class: JClass,
+    span_id: jlong,
+    root_span_id: jlong,
+) {
+    if let Some(c) = threads::current_context() {
+        c.set_span_legacy(span_id as u64, root_span_id as u64);
+    }
+}
+
+/// Legacy `setContextValue(offset, encoding)`: an encoding from `registerConstant`; 0 clears.
+/// An offset outside the slots, or an unknown encoding, is ignored.
+#[no_mangle]
+pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_setContextEncoding0(
+    _env: JNIEnv,
+    _class: JClass,
+    offset: jint,
+    encoding: jint,
+) {
+    let (Some(slot), Some(c)) = (slot_of(offset), threads::current_context()) else {
+        return;
+    };
+    if encoding <= 0 {
+        c.set_encoding_legacy(slot, 0, &[]);
+        return;
+    }
+    // One byte more than an entry holds: a longer value keeps its encoding, but its record
+    // entry is left out (`set_encoding_legacy`).
+    let mut buf = [0u8; MAX_VALUE_BYTES + 1];
+    let Some(n) = crate::context::with_value(encoding as u32, |v| {
+        let n = v.len().min(buf.len());
+        buf[..n].copy_from_slice(&v.as_bytes()[..n]);
+        n
+    }) else {
+        return;
+    };
+    c.set_encoding_legacy(slot, encoding as u32, &buf[..n]);
+}
+
+// ---- Test hooks of upstream's tests (JavaProfiler) and ours (Diagnostics).
+
+#[no_mangle]
+pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_testGetSpanId0(
+    _env: JNIEnv,
+    _class: JClass,
+) -> jlong {
+    context::current().map_or(0, |c| c.record.span_id() as jlong)
+}
+
+#[no_mangle]
+pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_testGetRootSpanId0(
+    _env: JNIEnv,
+    _class: JClass,
+) -> jlong {
+    context::current().map_or(0, |c| c.root_span_id.load(Ordering::Relaxed) as jlong)
+}
+
+#[no_mangle]
+pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_testReadTraceId0(
+    mut env: JNIEnv,
+    _class: JClass,
+) -> jstring {
+    let (hi, lo) = context::current().map_or((0, 0), |c| c.record.trace_id());
+    guarded(&mut env, std::ptr::null_mut(), |env| {
+        new_string(env, &format!("{hi:016x}{lo:016x}"))
+    })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_testReadContextAttribute0(
+    mut env: JNIEnv,
+    _class: JClass,
+    slot: jint,
+) -> jstring {
+    let value = slot_of(slot).and_then(|s| {
+        let c = context::current()?;
+        Some(String::from_utf8_lossy(c.record.attr(s as u8 + 1)?).into_owned())
+    });
+    match value {
+        None => std::ptr::null_mut(),
+        Some(v) => guarded(&mut env, std::ptr::null_mut(), |env| new_string(env, &v)),
+    }
+}
+
+#[no_mangle]
+pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_testIsContextValid0(
+    _env: JNIEnv,
+    _class: JClass,
+) -> jboolean {
+    context::current().is_some_and(|c| c.record.is_valid()) as jboolean
+}
+
+/// Whether the calling thread's exported TLS slot is set (its record is published).
+#[no_mangle]
+pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_testTlsPrimingAvailable(
+    _env: JNIEnv,
+    _class: JClass,
+) -> jboolean {
+    // The slot is primed at a thread's first context write, on that thread, outside any
+    // signal handler; this build has no other priming mode, so it is always available.
+    1
+}
+
+#[no_mangle]
+pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_testlog(
+    mut env: JNIEnv,
+    _class: JClass,
+    msg: JString,
+) {
+    let msg = optional_string(&mut env, &msg);
+    eprintln!("[TEST::INFO] {msg}");
+}
+
+#[no_mangle]
+pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_dumpContext(
+    _env: JNIEnv,
+    _class: JClass,
+) {
+    let Some(c) = context::current() else {
+        eprintln!(
+            "[TEST::INFO] no trace context on thread {}",
+            context::gettid()
+        );
+        return;
+    };
+    let (hi, lo) = c.record.trace_id();
+    let mut tags = [0u32; MAX_ATTRIBUTES];
+    c.copy_encodings(&mut tags);
+    eprintln!(
+        "[TEST::INFO] thread {}: valid={} trace={hi:016x}{lo:016x} span={} root={} tags={tags:?}",
+        context::gettid(),
+        c.record.is_valid(),
+        c.record.span_id(),
+        c.root_span_id.load(Ordering::Relaxed),
+    );
+}
+
+/// The calling thread's OTel record as an outside reader finds it: `otel_thread_ctx_v1` looked
+/// up by name in this library's dynamic symbol table (`dlsym`, which resolves a TLS symbol to
+/// the calling thread's instance), the pointer stored there followed, 640 bytes copied. Null
+/// when the symbol or the pointer is missing.
+#[no_mangle]
+pub extern "system" fn Java_com_datadoghq_profiler_internal_Diagnostics_readOtelRecordBySymbol0(
+    mut env: JNIEnv,
+    _class: JClass,
+) -> jobject {
+    let Some(record) = crate::otel_tls::lookup_by_symbol() else {
+        return std::ptr::null_mut();
+    };
+    guarded(&mut env, std::ptr::null_mut(), |env| {
+        let bytes: &[u8] = &record;
+        env.byte_array_from_slice(bytes)
+            .map(|a| a.into_raw())
+            .map_err(|e| Error::State(e.to_string()))
     })
 }
 
@@ -212,7 +493,7 @@ pub extern "system" fn Java_com_datadoghq_profiler_internal_Diagnostics_getTid0(
     _env: JNIEnv,
     _class: JClass,
 ) -> jint {
-    crate::sample::context::gettid()
+    context::gettid()
 }
 
 /// Test helper: the JFR class trace ID of `class` as the calibrated offset reads it, -1

@@ -89,9 +89,15 @@ fn delete_timer(id: i32) {
 }
 
 impl CTimer {
+    /// Gives `tid` a timer if the engine is armed. The check is made under the timers'
+    /// lock, which `stop` takes to disarm: a thread starting while the engine stops either
+    /// gets its timer before `stop` deletes them all, or none.
     fn arm(&self, tid: i32) {
         let interval = self.interval_ns.load(Ordering::Relaxed);
         let mut timers = self.timers.lock();
+        if !self.armed.load(Ordering::Acquire) {
+            return;
+        }
         // A reused tid still has the dead thread's timer: replace it.
         if let Some(old) = timers.remove(&tid) {
             delete_timer(old);
@@ -134,8 +140,8 @@ impl Engine for CTimer {
     }
 
     fn stop(&self) {
-        self.armed.store(false, Ordering::Release);
         let mut timers = self.timers.lock();
+        self.armed.store(false, Ordering::Release);
         for (_, id) in timers.drain() {
             delete_timer(id);
         }
@@ -143,9 +149,7 @@ impl Engine for CTimer {
     }
 
     fn thread_started(&self, tid: i32) {
-        if self.armed.load(Ordering::Acquire) {
-            self.arm(tid);
-        }
+        self.arm(tid);
     }
 
     fn thread_ended(&self, tid: i32) {
@@ -156,6 +160,26 @@ impl Engine for CTimer {
 
     fn signal_source(&self) -> SignalSource {
         SignalSource::Timer
+    }
+
+    /// Deletes the timers of threads that are gone without a ThreadEnd (threads that were
+    /// never Java threads, or exited during a start), so that they do not pile up for the
+    /// life of a long session.
+    fn prune(&self) {
+        let live: std::collections::HashSet<i32> = crate::threads::all_tids().into_iter().collect();
+        if live.is_empty() {
+            return; // /proc unreadable: keep everything rather than guess
+        }
+        let mut timers = self.timers.lock();
+        timers.retain(|tid, id| {
+            let keep = live.contains(tid);
+            if !keep {
+                delete_timer(*id);
+                Counter::CtimerTimersPruned.inc();
+            }
+            keep
+        });
+        Counter::CtimerThreadsArmed.set(timers.len() as i64);
     }
 }
 

@@ -45,4 +45,7 @@ impl Engine for ITimer {
     fn signal_source(&self) -> SignalSource {
         SignalSource::Kernel
     }
+
+    /// One process-wide timer: nothing per thread to forget.
+    fn prune(&self) {}
 }

@@ -19,6 +19,8 @@ pub trait Engine: Send + Sync {
     fn thread_ended(&self, _tid: i32) {}
     /// How the handler recognises this engine's signals.
     fn signal_source(&self) -> SignalSource;
+    /// At every dump: forget per-thread state of threads that are gone.
+    fn prune(&self);
 }
 
 pub fn timespec(ns: u64) -> libc::timespec {

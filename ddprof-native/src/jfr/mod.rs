@@ -17,7 +17,7 @@ mod metadata;
 pub mod names;
 mod pools;
 #[cfg(test)]
-mod reader;
+pub(crate) mod reader;
 #[cfg(test)]
 mod tests;
 
@@ -32,6 +32,10 @@ pub use metadata::{
     T_NATIVE_SOCKET_EVENT, T_OBJECT_SAMPLE, T_OS_INFORMATION, T_PROFILER_CONFIG,
     T_PROFILER_COUNTER, T_PROFILER_SETTING, T_QUEUE_TIME, T_UNWIND_FAILURE, T_WALL_CLOCK_EPOCH,
 };
+
+/// Pool type ids, for tests that read chunks back.
+#[cfg(test)]
+pub(crate) use metadata::{T_ATTRIBUTE_VALUE, T_CLASS, T_STRING, T_SYMBOL};
 
 /// `FrameRef::frame_type` values: the FrameType pool keys.
 pub use crate::sample::frame::frame_type;

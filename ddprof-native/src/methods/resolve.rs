@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use jni::sys::{jclass, JNIEnv};
 
 use super::info::{internal_class_name, is_entry_point, MethodInfo};
-use super::lazy::resolve::{LazyResolver, NO_ID_KEY};
+use super::lazy::resolve::{LazyResolver, Refused, NO_ID_KEY};
 use super::raw::MethodParts;
 use super::word_map::WordMap;
 use crate::counters::Counter;
@@ -28,6 +28,7 @@ pub struct Resolver {
     /// class rather than one per method.
     lazy_class_names: WordMap<usize, Option<String>>,
     unknown: MethodInfo,
+    unloaded: MethodInfo,
 }
 
 impl Resolver {
@@ -43,6 +44,7 @@ impl Resolver {
             lazy: LazyResolver::new(jvmti, jni, defer_ids),
             lazy_class_names: WordMap::default(),
             unknown: MethodInfo::unknown(),
+            unloaded: MethodInfo::unloaded(),
         }
     }
 
@@ -94,13 +96,19 @@ impl Resolver {
         self.lazy.warm(frames);
     }
 
-    /// Names a raw `Method*` frame that [`Self::key_of`] left raw: a refused tagged frame
-    /// is `unknown`; an untagged one (`fjmethodid=false`, classes that never unload) is
-    /// named from VM metadata. Cached apart from jmethodIDs (the key spaces could collide).
+    /// Names a raw `Method*` frame that [`Self::key_of`] left raw: a tagged frame refused
+    /// because its class is gone (unloaded, or its `Klass*` reused: a stale tag) is
+    /// `<unloaded>`, as a jmethodID of an unloaded class is in every other mode; any other
+    /// refusal is `unknown`. An untagged one (`fjmethodid=false`, classes that never unload)
+    /// is named from VM metadata. Cached apart from jmethodIDs (the key spaces could collide).
     pub fn resolve_raw(&mut self, frame: &Frame) -> &MethodInfo {
         let _mem = memory::scope(Category::MethodMap);
-        if tags::is_tagged(frame) {
-            return &self.unknown;
+        let u = tags::untag(frame);
+        if let Some(tag) = u.tag {
+            return match self.lazy.refusal(u.method, tag) {
+                Some(Refused::Unloaded | Refused::Stale) => &self.unloaded,
+                _ => &self.unknown,
+            };
         }
         let method = frame.method;
         if self.raw_cache.contains_key(&method) {

@@ -41,12 +41,34 @@ pub struct ChunkEnd {
     pub defer_ids: bool,
 }
 
+/// What the chunk's samples stand for: the sampling intervals they weigh
+/// (`chunk_sample_weight`: more than the samples when CPU timers overran), and the samples
+/// per second each sampled thread got (`chunk_samples_per_thread_second`), so a recording
+/// shows when the timer could not keep the asked rate.
+fn write_rate_counters(gen: &Generation, chunk_nanos: i64) {
+    let (mut count, mut weight) = (0i128, 0u64);
+    let mut threads: HashSet<i32> = HashSet::new();
+    for s in gen.samples() {
+        count += 1;
+        weight += s.weight;
+        threads.insert(s.tid);
+    }
+    let per_thread_second = if threads.is_empty() || chunk_nanos <= 0 {
+        0
+    } else {
+        (count * 1_000_000_000 / (i128::from(chunk_nanos) * threads.len() as i128)) as i64
+    };
+    counters::Counter::ChunkSampleWeight.set(weight as i64);
+    counters::Counter::ChunkSamplesPerThreadSecond.set(per_thread_second);
+}
+
 /// The chunk's bytes and the id base for a chunk appended after it.
 pub fn build_chunk(
     jni: *mut JNIEnv,
     session: &Session,
     gen: &Generation,
     settings: &[PendingSetting],
+    traced: &crate::tracing::Pending,
     end: &ChunkEnd,
 ) -> (Vec<u8>, u32) {
     // Charged here unless a nested scope (pools, method resolution) claims it.
@@ -105,13 +127,24 @@ pub fn build_chunk(
             attrs: &attrs,
         });
     }
+    // Endpoints and queue times recorded through the API since the previous chunk.
+    tids.extend(crate::tracing::write_events(
+        &mut chunk,
+        traced,
+        |chunk, id| {
+            *attr_keys.entry(id).or_insert_with(|| {
+                crate::context::lookup(id).map_or(0, |v| chunk.intern_attribute_value(&v))
+            })
+        },
+    ));
     for s in settings {
         chunk.profiler_setting(s.ticks, s.tid, &s.name, &s.value, &s.unit);
     }
 
-    let samples = gen.samples().len() as i64;
+    let samples = gen.sample_count() as i64;
     counters::Counter::ChunkSamples.set(samples);
     counters::Counter::ChunkSamplesUnnamed.set(unnamed_samples);
+    write_rate_counters(gen, end_nanos - session.chunk_start_nanos);
     counters::Counter::UnwindingNanosAvg
         .set(counters::Counter::UnwindingNanos.get() / samples.max(1));
     tids.sort_unstable();
@@ -448,11 +481,21 @@ fn frame_ref(
     unknown: &mut Option<u32>,
     f: &Frame,
 ) -> (u32, i32, bool, bool) {
-    let pool_key = resolver.key_of(f);
+    let mut pool_key = resolver.key_of(f);
     let info: &MethodInfo = match pool_key.0 {
         kind::JAVA_METHOD_ID => resolver.resolve(pool_key.1),
-        // A tagged frame that is still raw was refused by the lazy checks.
-        kind::RAW_METHOD if !tags::is_tagged(f) => resolver.resolve_raw(f),
+        kind::RAW_METHOD => {
+            // A tagged frame that is still raw was refused by the lazy checks: it is named
+            // `<unloaded>` or `unknown`, one pool entry per name, not one per `Method*`.
+            if tags::is_tagged(f) {
+                pool_key = (kind::ERROR, 0);
+            }
+            let info = resolver.resolve_raw(f);
+            if tags::is_tagged(f) && info.name != "unknown" {
+                pool_key = (kind::ERROR, 1);
+            }
+            info
+        }
         _ => {
             let key = *unknown
                 .get_or_insert_with(|| chunk.intern_method("", "unknown", "()L;", 0x100, false));

@@ -154,9 +154,12 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         ));
     }
     if reset {
-        counters::reset_all();
-        crate::memory::on_start();
+        // Tables first: clearing them takes their traces off the counters zeroed next.
         recorder.reset();
+        counters::reset_all();
+        // One context dictionary per recording (docs/context.md).
+        crate::context::clear();
+        crate::memory::on_start();
         PENDING_SETTINGS.lock().clear();
     }
     let walker = resolve_walker(&args, &mut warnings);
@@ -208,6 +211,8 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         out.push('\n');
     }
     out.push_str("Profiling started\n");
+    // Endpoints and queue times: `start` empties their dictionaries, `resume` keeps them.
+    crate::tracing::on_start(reset);
     *session = Some(Session {
         args,
         engine,
@@ -350,6 +355,7 @@ pub fn stop(jni: *mut JNIEnv) -> Result<(), Error> {
     session.engine.stop();
     handler::disarm();
     *ENGINE.write() = None;
+    crate::tracing::on_stop();
     let file = session.file.clone();
     // Appended: `start` emptied the file, `dump` restarted it, and `resume` keeps the
     // chunks written before it. No samples follow a stop: IDs made after it would serve
@@ -394,11 +400,18 @@ fn write_chunk(
     let t0 = Instant::now();
     let recorder =
         handler::recorder().ok_or_else(|| Error::State("profiler buffers missing".into()))?;
-    let old = recorder.flip();
+    let old = recorder.flip().ok_or_else(|| {
+        Error::State(
+            "Dump deferred: a signal handler is still inside the buffers of the previous dump; \
+             its samples go to the next dump"
+                .into(),
+        )
+    })?;
     let end_nanos = epoch_nanos();
     let end_ticks = handler::ticks();
     let epoch = EPOCH.fetch_add(1, Ordering::AcqRel);
     let settings = std::mem::take(&mut *PENDING_SETTINGS.lock());
+    let traced = crate::tracing::take();
     let allocations = crate::memory::thread_allocations();
     if session.walker != "asgct" {
         // Libraries loaded since the last check get their DWARF rules.
@@ -416,8 +429,14 @@ fn write_chunk(
         id_base,
         defer_ids,
     };
-    let (chunk, next_id_base) =
-        dump::build_chunk(jni, session, recorder.generation(old), &settings, &end);
+    let (chunk, next_id_base) = dump::build_chunk(
+        jni,
+        session,
+        recorder.generation(old),
+        &settings,
+        &traced,
+        &end,
+    );
     if append {
         NEXT_ID_BASE.store(next_id_base, Ordering::Relaxed);
     }
@@ -426,6 +445,7 @@ fn write_chunk(
     session.chunk_start_nanos = end_nanos;
     session.chunk_start_ticks = end_ticks;
     threads::prune(epoch);
+    session.engine.prune();
     counters::Counter::DumpCount.inc();
     counters::Counter::DumpNanosLast.set(t0.elapsed().as_nanos() as i64);
     counters::Counter::DumpAllocationsLast

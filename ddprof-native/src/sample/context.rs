@@ -1,41 +1,374 @@
-//! The trace context a thread sets for itself (span ids, attribute ids, the wall-clock
-//! filter flag), read by signal handlers interrupting that same thread through a pthread
-//! key: no thread-local (its first touch from a handler could allocate), no lock.
+//! The trace context a thread sets for itself, and how a signal handler interrupting that
+//! thread reads it (docs/context.md).
+//!
+//! Each thread that ever sets a context owns one heap [`ThreadContext`], reached through a
+//! pthread key (no Rust thread-local: its first touch from a handler could allocate). It holds
+//! - the OTel thread-context record ([`OtelRecord`], OTEP #4947 layout: trace and span id
+//!   big-endian, a valid flag, `{key, len, utf8}` attribute entries), whose address the owner
+//!   also publishes in the exported thread-local `otel_thread_ctx_v1` for out-of-process
+//!   readers (`crate::otel_tls`, outside this wing);
+//! - the sidecar the handler copies into every event: the local root span id and one
+//!   dictionary encoding per attribute slot (`crate::context`), tagged with the dictionary's
+//!   epoch so that an encoding from an earlier recording reads as unset.
+//!
+//! Only the owning thread writes (JNI calls); the handler runs on that same thread, so it sees
+//! each store either done or not. A write that changes several fields first clears `valid`
+//! and sets it again last (`detach`/`attach`), so a handler, or an external reader, never takes
+//! a half-written span: while `valid` is 0 the event gets no context. No lock, no allocation,
+//! no crash-protected load needed on the read side: the memory is ours and lives as long as the
+//! thread (the key's destructor runs after glibc has cleared the thread's value).
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
+use std::cell::UnsafeCell;
+use std::sync::atomic::{fence, AtomicBool, AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::OnceLock;
 
-/// Per-thread trace context. Written by its own thread (JNI), read by signal handlers
-/// interrupting that same thread.
-#[derive(Default)]
-pub struct ThreadContext {
-    pub span_id: AtomicU64,
-    pub root_span_id: AtomicU64,
-    /// Registered with `addThread()` (the wall-clock thread filter).
-    pub filtered_in: AtomicBool,
-    /// Context attribute values (AttributeValue dictionary ids; 0 = unset).
-    pub attrs: [AtomicU32; MAX_ATTRIBUTES],
+/// Attribute slots per thread (`JavaProfiler.MAX_CONTEXT_SLOTS`, `maxContextSlots0`).
+pub const MAX_ATTRIBUTES: usize = 10;
+/// The whole OTel record, header included.
+pub const RECORD_SIZE: usize = 640;
+/// trace_id 16 + span_id 8 + valid 1 + reserved 1 + attrs_data_size 2.
+pub const RECORD_HEADER: usize = 28;
+/// Room for attribute entries.
+pub const ATTRS_CAPACITY: usize = RECORD_SIZE - RECORD_HEADER;
+/// Attribute key 0 holds the local root span id as 16 lowercase hex digits; attribute slot
+/// `i` is key `i + 1` (as upstream).
+pub const LRS_KEY: u8 = 0;
+/// Longest attribute value (the entry's length is one byte).
+pub const MAX_VALUE_BYTES: usize = 255;
+
+/// The dictionary's generation: bumped when a recording starts and the dictionary is cleared
+/// (`crate::context::clear`). A slot stores the epoch it was written in beside its encoding.
+static DICTIONARY_EPOCH: AtomicU32 = AtomicU32::new(1);
+
+/// The current dictionary epoch.
+#[inline]
+pub fn dictionary_epoch() -> u32 {
+    DICTIONARY_EPOCH.load(Ordering::Relaxed)
 }
 
-pub const MAX_ATTRIBUTES: usize = 10;
+/// Starts a new dictionary epoch; encodings written before read as unset from now on.
+pub fn next_dictionary_epoch() -> u32 {
+    DICTIONARY_EPOCH.fetch_add(1, Ordering::Relaxed) + 1
+}
 
-static KEY: OnceLock<libc::pthread_key_t> = OnceLock::new();
+/// The OTEP #4947 thread-context record, byte for byte: offset 0 trace_id[16] (big-endian),
+/// 16 span_id[8] (big-endian), 24 valid, 25 reserved (0), 26 attrs_data_size (u16, native
+/// order), 28 attrs_data[612]. The ids are atomics holding big-endian bit patterns so that
+/// they can be stored and loaded whole.
+#[repr(C, align(8))]
+pub struct OtelRecord {
+    trace_id: [AtomicU64; 2],
+    span_id: AtomicU64,
+    valid: AtomicU8,
+    reserved: u8,
+    attrs_size: AtomicU16,
+    /// Written only by the owning thread, read by it (the test hooks) and by other processes;
+    /// the in-process signal handler never reads it.
+    attrs: UnsafeCell<[u8; ATTRS_CAPACITY]>,
+}
 
-unsafe extern "C" fn free_context(p: *mut libc::c_void) {
-    if !p.is_null() {
-        // glibc has already set this thread's value to NULL, so a signal arriving now
-        // sees no context rather than freed memory.
-        // SAFETY: the pointer came from Box::into_raw in `install`.
-        drop(unsafe { Box::from_raw(p as *mut ThreadContext) });
+const _: () = assert!(std::mem::size_of::<OtelRecord>() == RECORD_SIZE);
+
+// SAFETY: `attrs` is written and read only by the owning thread (see the field); every
+// other field is an atomic.
+unsafe impl Sync for OtelRecord {}
+
+impl Default for OtelRecord {
+    fn default() -> Self {
+        OtelRecord {
+            trace_id: Default::default(),
+            span_id: AtomicU64::new(0),
+            valid: AtomicU8::new(0),
+            reserved: 0,
+            attrs_size: AtomicU16::new(0),
+            attrs: UnsafeCell::new([0; ATTRS_CAPACITY]),
+        }
     }
 }
 
-/// Creates the pthread key. Called once at library load, outside any signal handler.
-pub fn init() {
+impl OtelRecord {
+    /// Whether the record is complete (published).
+    pub fn is_valid(&self) -> bool {
+        self.valid.load(Ordering::Acquire) == 1
+    }
+
+    pub fn span_id(&self) -> u64 {
+        u64::from_be(self.span_id.load(Ordering::Relaxed))
+    }
+
+    /// (high, low) halves of the 128-bit trace id.
+    pub fn trace_id(&self) -> (u64, u64) {
+        (
+            u64::from_be(self.trace_id[0].load(Ordering::Relaxed)),
+            u64::from_be(self.trace_id[1].load(Ordering::Relaxed)),
+        )
+    }
+
+    /// The record's 640 bytes as an external reader sees them. Owning thread only.
+    pub fn bytes(&self) -> &[u8; RECORD_SIZE] {
+        // SAFETY: repr(C), exactly RECORD_SIZE bytes, no padding (asserted above); the only
+        // non-atomic writer is the calling (owning) thread.
+        unsafe { &*(self as *const OtelRecord as *const [u8; RECORD_SIZE]) }
+    }
+
+    fn attrs_len(&self) -> usize {
+        (self.attrs_size.load(Ordering::Relaxed) as usize).min(ATTRS_CAPACITY)
+    }
+
+    /// The value of attribute `key`, if present. Owning thread only.
+    pub fn attr(&self, key: u8) -> Option<&[u8]> {
+        // SAFETY: see `attrs_mut`; a shared view for the owning thread.
+        let data = unsafe { &*self.attrs.get() };
+        let (at, len) = find_entry(&data[..self.attrs_len()], key)?;
+        Some(&data[at + 2..at + 2 + len])
+    }
+
+    /// Removes attribute `key`'s entry, closing the gap.
+    fn remove_attr(&self, key: u8) {
+        let size = self.attrs_len();
+        // SAFETY: only the owning thread calls the writers (see `ThreadContext`), and it
+        // holds no other reference to `attrs` meanwhile.
+        let data = unsafe { &mut *self.attrs.get() };
+        if let Some((at, len)) = find_entry(&data[..size], key) {
+            let end = at + 2 + len;
+            data.copy_within(end..size, at);
+            self.attrs_size
+                .store((size - (end - at)) as u16, Ordering::Relaxed);
+        }
+    }
+
+    /// Replaces attribute `key`'s entry; false (and the entry removed) when it does not fit.
+    fn put_attr(&self, key: u8, value: &[u8]) -> bool {
+        self.remove_attr(key);
+        let size = self.attrs_len();
+        if value.len() > MAX_VALUE_BYTES || size + 2 + value.len() > ATTRS_CAPACITY {
+            return false;
+        }
+        // SAFETY: as in `remove_attr`.
+        let data = unsafe { &mut *self.attrs.get() };
+        data[size] = key;
+        data[size + 1] = value.len() as u8;
+        data[size + 2..size + 2 + value.len()].copy_from_slice(value);
+        self.attrs_size
+            .store((size + 2 + value.len()) as u16, Ordering::Relaxed);
+        true
+    }
+
+    /// Sets the local root span entry (key 0) to `lrs` in 16 lowercase hex digits.
+    fn put_lrs(&self, lrs: u64) {
+        let mut hex = [0u8; 16];
+        for (i, h) in hex.iter_mut().enumerate() {
+            let nibble = ((lrs >> (60 - 4 * i)) & 0xf) as u8;
+            *h = if nibble < 10 {
+                b'0' + nibble
+            } else {
+                b'a' + nibble - 10
+            };
+        }
+        self.put_attr(LRS_KEY, &hex);
+    }
+}
+
+/// Offset and value length of `key`'s entry in `data`. Stops at a truncated entry.
+fn find_entry(data: &[u8], key: u8) -> Option<(usize, usize)> {
+    let mut at = 0;
+    while at + 2 <= data.len() {
+        let len = data[at + 1] as usize;
+        if at + 2 + len > data.len() {
+            return None;
+        }
+        if data[at] == key {
+            return Some((at, len));
+        }
+        at += 2 + len;
+    }
+    None
+}
+
+/// Per-thread trace context: the OTel record and the handler's sidecar. Written only by its
+/// own thread (JNI), read by signal handlers interrupting that same thread.
+#[repr(C)]
+#[derive(Default)]
+pub struct ThreadContext {
+    /// First, so its address is the allocation's (8-aligned).
+    pub record: OtelRecord,
+    /// Sidecar: the local root span id (the record carries it only as hex text).
+    pub root_span_id: AtomicU64,
+    /// Sidecar: per slot, `epoch << 32 | encoding` (`crate::context` dictionary id, 0 = unset).
+    attrs: [AtomicU64; MAX_ATTRIBUTES],
+    /// Registered with `addThread()` (the wall-clock thread filter).
+    pub filtered_in: AtomicBool,
+    /// `otel_thread_ctx_v1` of this thread points at `record` (set by `crate::threads`).
+    pub published: AtomicBool,
+}
+
+impl ThreadContext {
+    fn detach(&self) {
+        self.record.valid.store(0, Ordering::Relaxed);
+        // Orders the invalidation before the field writes for readers on other CPUs.
+        fence(Ordering::Release);
+    }
+
+    fn attach(&self) {
+        fence(Ordering::Release);
+        self.record.valid.store(1, Ordering::Relaxed);
+    }
+
+    fn has_attrs(&self) -> bool {
+        (0..MAX_ATTRIBUTES).any(|s| self.encoding(s) != 0)
+    }
+
+    /// Slot `slot`'s encoding in the current dictionary epoch, 0 if unset or stale.
+    #[inline]
+    pub fn encoding(&self, slot: usize) -> u32 {
+        let v = self.attrs[slot].load(Ordering::Relaxed);
+        if (v >> 32) as u32 == dictionary_epoch() {
+            v as u32
+        } else {
+            0
+        }
+    }
+
+    fn store_encoding(&self, slot: usize, encoding: u32) {
+        let v = if encoding == 0 {
+            0
+        } else {
+            (u64::from(dictionary_epoch()) << 32) | u64::from(encoding)
+        };
+        self.attrs[slot].store(v, Ordering::Relaxed);
+    }
+
+    /// Span activation (`setTraceContext`): ids, every slot reset, then up to two attributes
+    /// (`None` = skip; a value that does not fit is skipped). `span` must be non-zero.
+    pub fn set_trace(
+        &self,
+        root: u64,
+        span: u64,
+        trace: (u64, u64),
+        first: Option<(usize, u32, &[u8])>,
+        second: Option<(usize, u32, &[u8])>,
+    ) {
+        self.detach();
+        self.record.trace_id[0].store(trace.0.to_be(), Ordering::Relaxed);
+        self.record.trace_id[1].store(trace.1.to_be(), Ordering::Relaxed);
+        self.record.span_id.store(span.to_be(), Ordering::Relaxed);
+        self.root_span_id.store(root, Ordering::Relaxed);
+        for slot in 0..MAX_ATTRIBUTES {
+            self.store_encoding(slot, 0);
+        }
+        self.record.attrs_size.store(0, Ordering::Relaxed);
+        self.record.put_lrs(root);
+        for (slot, encoding, utf8) in [first, second].into_iter().flatten() {
+            self.put_value(slot, encoding, utf8);
+        }
+        self.attach();
+    }
+
+    /// Span deactivation (`clearTraceContext`): everything zero, the record left invalid.
+    pub fn clear(&self) {
+        self.detach();
+        self.record.trace_id[0].store(0, Ordering::Relaxed);
+        self.record.trace_id[1].store(0, Ordering::Relaxed);
+        self.record.span_id.store(0, Ordering::Relaxed);
+        self.root_span_id.store(0, Ordering::Relaxed);
+        for slot in 0..MAX_ATTRIBUTES {
+            self.store_encoding(slot, 0);
+        }
+        self.record.attrs_size.store(0, Ordering::Relaxed);
+    }
+
+    fn put_value(&self, slot: usize, encoding: u32, utf8: &[u8]) -> bool {
+        let ok = self.record.put_attr(slot as u8 + 1, utf8);
+        self.store_encoding(slot, if ok { encoding } else { 0 });
+        ok
+    }
+
+    /// One attribute (`setContextValue`): false, and the slot cleared, when the value does not
+    /// fit in the record. Publishes the record even without a span (as upstream).
+    pub fn set_value(&self, slot: usize, encoding: u32, utf8: &[u8]) -> bool {
+        self.detach();
+        let ok = self.put_value(slot, encoding, utf8);
+        self.attach();
+        ok
+    }
+
+    /// Clears one attribute, leaving `valid` as it was.
+    pub fn clear_value(&self, slot: usize) {
+        let was_valid = self.record.is_valid();
+        self.detach();
+        self.record.remove_attr(slot as u8 + 1);
+        self.store_encoding(slot, 0);
+        if was_valid {
+            self.attach();
+        }
+    }
+
+    /// The released tracers' `setContext(spanId, rootSpanId)`: ids only, attributes kept (as
+    /// java-profiler 1.34); the record stays published while a span or an attribute is set.
+    pub fn set_span_legacy(&self, span: u64, root: u64) {
+        self.detach();
+        self.record.trace_id[0].store(0, Ordering::Relaxed);
+        self.record.trace_id[1].store(0, Ordering::Relaxed);
+        self.record.span_id.store(span.to_be(), Ordering::Relaxed);
+        self.root_span_id.store(root, Ordering::Relaxed);
+        if span == 0 && root == 0 {
+            self.record.remove_attr(LRS_KEY);
+        } else {
+            self.record.put_lrs(root);
+        }
+        if span != 0 || self.has_attrs() {
+            self.attach();
+        }
+    }
+
+    /// The released tracers' `setContextValue(offset, encoding)`: the encoding is kept even if
+    /// its value (`utf8`, from the dictionary) does not fit in the record, where the entry is
+    /// then left out; encoding 0 clears the slot. Publishes the record while anything is set.
+    pub fn set_encoding_legacy(&self, slot: usize, encoding: u32, utf8: &[u8]) {
+        self.detach();
+        if encoding == 0 || !self.record.put_attr(slot as u8 + 1, utf8) {
+            self.record.remove_attr(slot as u8 + 1);
+        }
+        self.store_encoding(slot, encoding);
+        if self.record.span_id() != 0 || self.has_attrs() {
+            self.attach();
+        }
+    }
+
+    /// Copies the slots' encodings into `out` (as many as fit).
+    pub fn copy_encodings(&self, out: &mut [u32]) {
+        for (slot, o) in out.iter_mut().take(MAX_ATTRIBUTES).enumerate() {
+            *o = self.encoding(slot);
+        }
+    }
+
+    /// What an event records: all zero while the record is not valid. Signal-safe.
+    #[inline]
+    pub fn snapshot(&self) -> (u64, u64, [u32; MAX_ATTRIBUTES]) {
+        let mut attrs = [0u32; MAX_ATTRIBUTES];
+        if !self.record.is_valid() {
+            return (0, 0, attrs);
+        }
+        for (slot, a) in attrs.iter_mut().enumerate() {
+            *a = self.encoding(slot);
+        }
+        (
+            self.record.span_id(),
+            self.root_span_id.load(Ordering::Relaxed),
+            attrs,
+        )
+    }
+}
+
+static KEY: OnceLock<libc::pthread_key_t> = OnceLock::new();
+
+/// Creates the pthread key, with `destructor` run at thread exit on the thread's context.
+/// Called once at library load, outside any signal handler.
+pub fn init(destructor: unsafe extern "C" fn(*mut libc::c_void)) {
     KEY.get_or_init(|| {
         let mut key: libc::pthread_key_t = 0;
         // SAFETY: plain libc call with a valid out pointer and destructor.
-        let rc = unsafe { libc::pthread_key_create(&mut key, Some(free_context)) };
+        let rc = unsafe { libc::pthread_key_create(&mut key, Some(destructor)) };
         assert_eq!(rc, 0, "pthread_key_create failed");
         key
     });
@@ -47,19 +380,16 @@ pub fn current() -> Option<&'static ThreadContext> {
     context_for_signal()
 }
 
-/// Makes `c` the calling thread's context, freed when the thread exits. Not signal-safe:
-/// the caller allocated `c`; called once per thread, before any handler reads it.
-pub fn install(c: Box<ThreadContext>) -> &'static ThreadContext {
-    init();
-    let Some(&key) = KEY.get() else {
-        return Box::leak(c);
-    };
+/// Makes `c` the calling thread's context, freed by the key's destructor when the thread
+/// exits. Not signal-safe: the caller allocated `c`; called once per thread, before any
+/// handler reads it. None if the key was never created (`init`).
+pub fn install(c: Box<ThreadContext>) -> Option<&'static ThreadContext> {
+    let &key = KEY.get()?;
     let p = Box::into_raw(c);
-    // SAFETY: key is valid; p is a leaked Box that lives until the thread's destructor
-    // (free_context) runs.
+    // SAFETY: key is valid; p is a leaked Box that lives until the thread's destructor runs.
     unsafe {
         libc::pthread_setspecific(key, p as *const libc::c_void);
-        &*p
+        Some(&*p)
     }
 }
 
@@ -68,7 +398,8 @@ pub fn install(c: Box<ThreadContext>) -> &'static ThreadContext {
 #[inline]
 pub fn context_for_signal() -> Option<&'static ThreadContext> {
     let key = *KEY.get()?;
-    // SAFETY: see `install`; the handler runs on the thread owning the value.
+    // SAFETY: see `install`; the handler runs on the thread owning the value, and glibc
+    // clears the value before running the destructor that frees it.
     unsafe { (libc::pthread_getspecific(key) as *const ThreadContext).as_ref() }
 }
 
@@ -78,3 +409,7 @@ pub fn gettid() -> i32 {
     // SAFETY: gettid has no arguments and cannot fail.
     unsafe { libc::syscall(libc::SYS_gettid) as i32 }
 }
+
+#[cfg(test)]
+#[path = "context_tests.rs"]
+pub(crate) mod tests;

@@ -93,9 +93,24 @@ pub fn arm(source: SignalSource, walker: WalkerKind, compare: bool, depth: usize
     RUNNING.store(true, Ordering::Release);
 }
 
-/// Closes the gate; signals still in flight record nothing.
+/// Handlers past the gate check and not yet done: `disarm` waits for them.
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+/// How long `disarm` waits for handlers still recording (a walk takes microseconds).
+const DISARM_WAIT_MS: u64 = 200;
+
+/// Closes the gate, then waits (bounded) until no handler that passed it is still
+/// recording, so that a stop's last dump sees every sample taken before it. A timeout is
+/// counted (`handler_drain_timeout`). Not signal-safe.
 pub fn disarm() {
-    RUNNING.store(false, Ordering::Release);
+    RUNNING.store(false, Ordering::SeqCst);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(DISARM_WAIT_MS);
+    while IN_FLIGHT.load(Ordering::SeqCst) != 0 {
+        if std::time::Instant::now() > deadline {
+            Counter::HandlerDrainTimeout.inc();
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(100));
+    }
 }
 
 /// Whether a signal came from the armed engine. Signal-safe.
@@ -128,20 +143,30 @@ pub const TICKS_PER_SECOND: i64 = 1_000_000_000;
 extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, uc: *mut libc::c_void) {
     let _errno = ErrnoGuard::new();
     // SAFETY: `info` is the kernel's siginfo for this SA_SIGINFO handler.
-    let (code, value) = unsafe { signal::code_and_value(info) };
-    if !owns(code, value) {
+    let si = unsafe { signal::read_info(info) };
+    if !owns(si.code, si.value) {
         Counter::CtimerSignalForeign.inc();
         signal::chain(sig, info, uc);
         return;
     }
     Counter::CtimerSignalOwn.inc();
-    if RUNNING.load(Ordering::Acquire) {
-        sample(SignalContext(uc));
+    // SeqCst pairs with `disarm`: either it sees this handler in flight, or this handler
+    // sees the gate closed.
+    IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
+    if RUNNING.load(Ordering::SeqCst) {
+        // A per-thread CPU timer fires on the scheduler tick: the expirations the kernel
+        // merged into this signal (`si_overrun`) are CPU time this sample stands for.
+        if si.overrun > 0 {
+            Counter::CtimerOverruns.add(i64::from(si.overrun));
+        }
+        sample(SignalContext(uc), 1 + u64::from(si.overrun));
     }
+    IN_FLIGHT.fetch_sub(1, Ordering::Release);
 }
 
-/// Walks and records one sample of the current thread. Signal-safe.
-fn sample(uc: SignalContext) {
+/// Walks and records one sample of the current thread, standing for `weight` sampling
+/// intervals of CPU time. Signal-safe.
+fn sample(uc: SignalContext, weight: u64) {
     let Some(state) = STATE.get() else { return };
     let vm = match WALKER.load(Ordering::Relaxed) {
         x if x == WalkerKind::Vm as u8 => VmWalker::get(),
@@ -197,7 +222,7 @@ fn sample(uc: SignalContext) {
         &state.recorder,
         &Event {
             kind: EventKind::Cpu,
-            weight: 1,
+            weight,
             ticks: start,
             tid,
             context: Context::of_current_thread(),

@@ -4,8 +4,6 @@
 //! trace table, one sample buffer and one JFR writer (`crate::dump` turns each kind into
 //! its event type); a new source is an engine plus an event kind, never a second pipeline.
 
-use std::sync::atomic::Ordering;
-
 use super::context::{self, MAX_ATTRIBUTES};
 use super::frame::Frame;
 use super::traces::{Recorder, SampleRecord};
@@ -35,18 +33,19 @@ pub struct Context {
 }
 
 impl Context {
-    /// The calling thread's context; all zero if it never set one. Signal-safe.
+    /// The calling thread's context; all zero if it never set one, or while its record is
+    /// being rewritten (not valid). Signal-safe: a pthread key read and relaxed loads of the
+    /// thread's own record and sidecar (`context::ThreadContext::snapshot`). The exported
+    /// TLS slot `otel_thread_ctx_v1` is never touched here: a first TLS access of a
+    /// dlopen'ed library from a handler could allocate.
     pub fn of_current_thread() -> Context {
         let Some(c) = context::context_for_signal() else {
             return Context::default();
         };
-        let mut attrs = [0u32; MAX_ATTRIBUTES];
-        for (a, v) in attrs.iter_mut().zip(c.attrs.iter()) {
-            *a = v.load(Ordering::Relaxed);
-        }
+        let (span_id, root_span_id, attrs) = c.snapshot();
         Context {
-            span_id: c.span_id.load(Ordering::Relaxed),
-            root_span_id: c.root_span_id.load(Ordering::Relaxed),
+            span_id,
+            root_span_id,
             attrs,
         }
     }

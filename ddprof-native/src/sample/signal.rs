@@ -157,25 +157,39 @@ pub fn replace(sig: c_int, new: &libc::sigaction) -> Result<libc::sigaction, Sig
     }
 }
 
-/// Reads `si_code` and, for POSIX timer signals, `si_value` from a siginfo.
-/// Signal-safe.
+/// What a handler needs of a siginfo: `si_code`, and for POSIX timer signals (`SI_TIMER`)
+/// `si_value` and `si_overrun`, the expirations the kernel merged into this one signal.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SigInfo {
+    pub code: c_int,
+    pub value: u64,
+    pub overrun: u32,
+}
+
+/// Reads a [`SigInfo`]. Signal-safe.
 ///
 /// # Safety
 /// `info` is null or the siginfo the kernel passed to an SA_SIGINFO handler.
-pub unsafe fn code_and_value(info: *const libc::siginfo_t) -> (c_int, u64) {
+pub unsafe fn read_info(info: *const libc::siginfo_t) -> SigInfo {
     if info.is_null() {
-        return (0, 0);
+        return SigInfo::default();
     }
     // SAFETY: the kernel's siginfo is 128 bytes; si_code sits at offset 8 and, for
-    // SI_TIMER, si_value (sigval) at offset 24 (after si_tid and si_overrun).
+    // SI_TIMER, the union at 16 holds si_tid (16), si_overrun (20) and si_value (24).
     unsafe {
         let code = (*info).si_code;
-        let value = if code == libc::SI_TIMER {
-            (info as *const u8).add(24).cast::<u64>().read_unaligned()
-        } else {
-            0
-        };
-        (code, value)
+        if code != libc::SI_TIMER {
+            return SigInfo {
+                code,
+                ..SigInfo::default()
+            };
+        }
+        let base = info as *const u8;
+        SigInfo {
+            code,
+            value: base.add(24).cast::<u64>().read_unaligned(),
+            overrun: base.add(20).cast::<i32>().read_unaligned().max(0) as u32,
+        }
     }
 }
 

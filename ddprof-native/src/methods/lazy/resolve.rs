@@ -124,7 +124,7 @@ pub struct LazyResolver {
     jvmti: Jvmti,
     jni: *mut JNIEnv,
     classes: WordMap<usize, ClassState>,
-    frames: WordMap<(u64, Tag), Option<Accepted>>,
+    frames: WordMap<(u64, Tag), Result<Accepted, Refused>>,
     /// Metadata of accepted methods, by jmethodID, until [`Self::take_parts`].
     parts: WordMap<u64, MethodParts>,
     /// The compressed-stream encoding of line tables (the VM walker's).
@@ -161,21 +161,22 @@ impl LazyResolver {
     pub fn method_id(&mut self, method: u64, tag: Tag) -> Option<Accepted> {
         if let Some(a) = self.frames.get(&(method, tag)) {
             Counter::RawFrameResolveCacheHits.inc();
-            return *a;
+            return a.ok();
         }
         let result = layout::get()
             .and_then(|l| l.method.as_ref())
             .ok_or(Refused::Unloaded)
             .and_then(|m| self.checked_id(m, method as usize, tag));
-        let a = match result {
-            Ok(a) => Some(a),
-            Err(r) => {
-                r.count();
-                None
-            }
-        };
-        self.frames.insert((method, tag), a);
-        a
+        if let Err(r) = result {
+            r.count();
+        }
+        self.frames.insert((method, tag), result);
+        result.ok()
+    }
+
+    /// Why [`Self::method_id`] refused this frame, if it did.
+    pub fn refusal(&self, method: u64, tag: Tag) -> Option<Refused> {
+        self.frames.get(&(method, tag))?.err()
     }
 
     fn checked_id(

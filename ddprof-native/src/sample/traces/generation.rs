@@ -2,9 +2,15 @@
 //! one; a dump flips `active`, waits for writers still inside the old one, reads it and
 //! clears it. So sampling never stops for a dump and each chunk holds exactly the
 //! samples taken since the previous flip.
+//!
+//! A handler can be descheduled for longer than the dump waits (a loaded host). Then the
+//! dump reads only the records that were complete (each carries the generation's round,
+//! stored last), and the generation is not cleared under the writer: it is cleared when
+//! the next flip is about to make it active again, once its writers left. If they still
+//! have not, that flip does not happen and the samples go to the following dump.
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use super::super::context::MAX_ATTRIBUTES;
@@ -31,9 +37,12 @@ pub struct SampleRecord {
     pub event: u8,
 }
 
-#[repr(transparent)]
-struct RecordCell(UnsafeCell<SampleRecord>);
-// SAFETY: plain integers; zero is valid.
+struct RecordCell {
+    record: UnsafeCell<SampleRecord>,
+    /// The generation's round when the record was complete (0: never).
+    round: AtomicU32,
+}
+// SAFETY: plain integers and an atomic; zero is valid.
 unsafe impl Zeroable for RecordCell {}
 
 pub struct Generation {
@@ -41,10 +50,15 @@ pub struct Generation {
     samples: Mapped<RecordCell>,
     samples_used: AtomicUsize,
     writers: AtomicUsize,
+    /// Bumped by every clear: a record of an earlier round is not in this one.
+    round: AtomicU32,
+    /// A clear was due while a writer was still inside (see the module comment).
+    dirty: AtomicBool,
 }
 
 // SAFETY: a record cell is written only by the writer that reserved its index with
-// fetch_add, and read only after `writers` dropped to zero (Acquire/Release pair).
+// fetch_add, and read only after its round was published with a Release store (read
+// with Acquire); cells are reused only by a clear, which waits until no writer is inside.
 unsafe impl Sync for Generation {}
 
 impl Generation {
@@ -54,24 +68,61 @@ impl Generation {
             samples: Mapped::new(samples, Category::SampleBuffers),
             samples_used: AtomicUsize::new(0),
             writers: AtomicUsize::new(0),
+            round: AtomicU32::new(1),
+            dirty: AtomicBool::new(false),
         }
     }
 
-    /// Samples recorded so far. Call only when the generation is quiescent.
-    pub fn samples(&self) -> &[SampleRecord] {
+    /// The complete samples recorded so far, in the order their slots were taken. Call
+    /// on a retired generation.
+    pub fn samples(&self) -> impl Iterator<Item = &SampleRecord> {
         let n = self
             .samples_used
             .load(Ordering::Acquire)
             .min(self.samples.len());
-        // SAFETY: repr(transparent) cells over plain records; no writer is active.
-        unsafe { std::slice::from_raw_parts(self.samples.as_ptr() as *const SampleRecord, n) }
+        let round = self.round.load(Ordering::Relaxed);
+        self.samples
+            .get(..n)
+            .unwrap_or(&[])
+            .iter()
+            .filter(move |c| c.round.load(Ordering::Acquire) == round)
+            // SAFETY: the round was stored with Release after the record was written, and
+            // the cell is not written again before a clear.
+            .map(|c| unsafe { &*c.record.get() })
     }
 
+    /// How many [`Self::samples`] there are.
+    pub fn sample_count(&self) -> usize {
+        self.samples().count()
+    }
+
+    /// Waits (bounded) until no writer is inside. Not signal-safe.
+    fn drained(&self) -> bool {
+        let deadline = Instant::now() + Duration::from_millis(WRITER_WAIT_MS);
+        while self.writers.load(Ordering::SeqCst) != 0 {
+            if Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        true
+    }
+
+    /// Empties the generation, or marks it to be emptied while a writer is inside.
     fn clear(&self) {
+        if self.writers.load(Ordering::SeqCst) != 0 {
+            self.dirty.store(true, Ordering::Release);
+            return;
+        }
         self.traces.clear();
         self.samples_used.store(0, Ordering::Release);
+        self.round.fetch_add(1, Ordering::Release);
+        self.dirty.store(false, Ordering::Release);
     }
 }
+
+/// How long a flip waits for handlers still writing a generation.
+const WRITER_WAIT_MS: u64 = 200;
 
 pub struct Recorder {
     gens: [Generation; 2],
@@ -99,10 +150,12 @@ impl Recorder {
         make: impl Fn(u32) -> SampleRecord,
     ) -> bool {
         let gen = loop {
-            let g = self.active.load(Ordering::Acquire) & 1;
+            // SeqCst on both sides of the handshake (here and in `flip`): a store then a load
+            // of another location, which only sequential consistency keeps in order.
+            let g = self.active.load(Ordering::SeqCst) & 1;
             let gen = &self.gens[g];
-            gen.writers.fetch_add(1, Ordering::AcqRel);
-            if self.active.load(Ordering::Acquire) & 1 == g {
+            gen.writers.fetch_add(1, Ordering::SeqCst);
+            if self.active.load(Ordering::SeqCst) & 1 == g {
                 break gen;
             }
             // A dump flipped between our load and our registration: use the new one.
@@ -117,7 +170,9 @@ impl Recorder {
                     gen.traces.insert(frames, truncated).unwrap_or(0)
                 };
                 // SAFETY: `index` was reserved by this writer alone.
-                unsafe { *cell.0.get() = make(trace_id) };
+                unsafe { *cell.record.get() = make(trace_id) };
+                cell.round
+                    .store(gen.round.load(Ordering::Relaxed), Ordering::Release);
                 true
             }
             None => {
@@ -130,18 +185,24 @@ impl Recorder {
     }
 
     /// Makes the other generation active and returns the index of the one just retired,
-    /// after every writer has left it (bounded wait; a timeout is counted).
-    pub fn flip(&self) -> usize {
-        let old = self.active.fetch_xor(1, Ordering::AcqRel) & 1;
-        let deadline = Instant::now() + Duration::from_millis(200);
-        while self.gens[old].writers.load(Ordering::Acquire) != 0 {
-            if Instant::now() > deadline {
+    /// after every writer has left it (bounded wait; a timeout is counted, and the dump
+    /// then reads only the complete records). `None` when the generation to activate
+    /// still has a writer from before its last clear: no flip, the samples stay for the
+    /// next dump.
+    pub fn flip(&self) -> Option<usize> {
+        let next = &self.gens[(self.active.load(Ordering::SeqCst) & 1) ^ 1];
+        if next.dirty.load(Ordering::Acquire) {
+            if !next.drained() {
                 Counter::WriterWaitTimeouts.inc();
-                break;
+                return None;
             }
-            std::thread::sleep(Duration::from_micros(50));
+            next.clear();
         }
-        old
+        let old = self.active.fetch_xor(1, Ordering::SeqCst) & 1;
+        if !self.gens[old].drained() {
+            Counter::WriterWaitTimeouts.inc();
+        }
+        Some(old)
     }
 
     pub fn generation(&self, index: usize) -> &Generation {
@@ -175,27 +236,25 @@ mod tests {
             }
         };
         assert!(r.record(&f, false, mk(1)));
-        let old = r.flip();
+        let old = r.flip().unwrap();
         assert!(r.record(&f, false, mk(2)));
         assert_eq!(
             r.generation(old)
                 .samples()
-                .iter()
                 .map(|s| s.tid)
                 .collect::<Vec<_>>(),
             vec![1]
         );
         r.clear(old);
-        let newer = r.flip();
+        let newer = r.flip().unwrap();
         assert_eq!(
             r.generation(newer)
                 .samples()
-                .iter()
                 .map(|s| s.tid)
                 .collect::<Vec<_>>(),
             vec![2]
         );
-        let id = r.generation(newer).samples()[0].trace_id;
+        let id = r.generation(newer).samples().next().unwrap().trace_id;
         assert_eq!(r.generation(newer).traces.get(id).unwrap(), &f[..]);
     }
 
@@ -210,6 +269,55 @@ mod tests {
         assert!(r.record(&f, false, mk));
         assert!(r.record(&f, false, mk));
         assert!(!r.record(&f, false, mk));
-        assert_eq!(r.generation(0).samples().len(), 2);
+        assert_eq!(r.generation(0).sample_count(), 2);
+    }
+
+    #[test]
+    fn a_writer_still_inside_keeps_its_generation_from_being_cleared_or_reused() {
+        let r = Recorder::new(64, 1024, 16);
+        let f = [Frame::java(7, 1, 1)];
+        let mk = |id| SampleRecord {
+            trace_id: id,
+            tid: 5,
+            ..Default::default()
+        };
+        assert!(r.record(&f, false, mk));
+        // A handler descheduled inside generation 0 across the flip.
+        r.gens[0].writers.fetch_add(1, Ordering::SeqCst);
+        let old = r.flip().unwrap();
+        assert_eq!(old, 0);
+        assert_eq!(
+            r.generation(old).sample_count(),
+            1,
+            "complete records are read"
+        );
+        r.clear(old);
+        assert!(
+            r.gens[0].dirty.load(Ordering::Acquire),
+            "no clear under a writer"
+        );
+        assert_eq!(r.generation(old).traces.len(), 1);
+        // The next flip would make it active again: it refuses while the writer is inside.
+        assert_eq!(r.flip(), None);
+        assert_eq!(r.active.load(Ordering::SeqCst) & 1, 1);
+        // Once the writer left, the deferred clear happens and the flip goes through.
+        r.gens[0].writers.fetch_sub(1, Ordering::SeqCst);
+        assert_eq!(r.flip(), Some(1));
+        assert_eq!(r.generation(0).sample_count(), 0);
+        assert_eq!(r.generation(0).traces.len(), 0);
+    }
+
+    #[test]
+    fn a_reserved_record_not_yet_written_is_not_read() {
+        let r = Recorder::new(64, 1024, 16);
+        let f = [Frame::java(7, 1, 1)];
+        assert!(r.record(&f, false, |id| SampleRecord {
+            trace_id: id,
+            ..Default::default()
+        }));
+        // A slot taken by a writer that was interrupted before writing it.
+        r.gens[0].samples_used.fetch_add(1, Ordering::SeqCst);
+        let old = r.flip().unwrap();
+        assert_eq!(r.generation(old).sample_count(), 1);
     }
 }

@@ -37,6 +37,8 @@ pub struct TraceTable {
     frames: Mapped<FrameCell>,
     frames_used: AtomicUsize,
     traces: AtomicUsize,
+    /// Bytes the stored traces take (frames and slots), as `calltrace_storage_bytes` counts.
+    bytes: AtomicUsize,
     mask: usize,
 }
 
@@ -75,6 +77,7 @@ impl TraceTable {
             frames: Mapped::new(frames, Category::CallTrace),
             frames_used: AtomicUsize::new(0),
             traces: AtomicUsize::new(0),
+            bytes: AtomicUsize::new(0),
             mask: slots - 1,
         }
     }
@@ -122,9 +125,10 @@ impl TraceTable {
         slot.truncated.store(truncated as u32, Ordering::Relaxed);
         slot.state.store(READY, Ordering::Release);
         self.traces.fetch_add(1, Ordering::Relaxed);
+        let bytes = std::mem::size_of_val(frames) + std::mem::size_of::<Slot>();
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
         Counter::CallTraceStorageTraces.inc();
-        Counter::CallTraceStorageBytes
-            .add((std::mem::size_of_val(frames) + std::mem::size_of::<Slot>()) as i64);
+        Counter::CallTraceStorageBytes.add(bytes as i64);
         Some(index as u32 + 1)
     }
 
@@ -183,8 +187,14 @@ impl TraceTable {
             .flatten()
     }
 
-    /// Forgets every trace. Call only when no writer is active.
+    /// Forgets every trace; the counters then count only what the other generation holds,
+    /// so they follow the working set of stacks, not the run's history. Call only when no
+    /// writer is active.
     pub fn clear(&self) {
+        let traces = self.traces.load(Ordering::Relaxed);
+        let bytes = self.bytes.swap(0, Ordering::Relaxed);
+        Counter::CallTraceStorageTraces.add(-(traces as i64));
+        Counter::CallTraceStorageBytes.add(-(bytes as i64));
         for slot in self.slots.iter() {
             if slot.hash.load(Ordering::Relaxed) != 0 {
                 slot.state.store(EMPTY, Ordering::Relaxed);

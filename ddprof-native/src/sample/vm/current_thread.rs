@@ -74,8 +74,15 @@ fn probe(jni: *mut JNIEnv) -> Result<Layout, String> {
     if thread == 0 {
         return Err("eetop is 0".into());
     }
-    let key = (0..1024u32)
-        // SAFETY: pthread_getspecific on keys below PTHREAD_KEYS_MAX only reads the
+    // The C library's own key count: glibc checks a key against its 1024, but musl indexes
+    // its 128-entry array unchecked, so a larger bound would read past it.
+    // SAFETY: sysconf has no preconditions.
+    let keys = match unsafe { libc::sysconf(libc::_SC_THREAD_KEYS_MAX) } {
+        n if n > 0 => n.min(1024) as u32,
+        _ => 128, // POSIX's minimum, _POSIX_THREAD_KEYS_MAX
+    };
+    let key = (0..keys)
+        // SAFETY: pthread_getspecific on keys below the library's key count only reads the
         // calling thread's key array.
         .find(
             |&k| unsafe { libc::pthread_getspecific(k as libc::pthread_key_t) } as usize == thread,

@@ -25,6 +25,12 @@ import java.util.Map;
 public final class JavaProfiler {
     private static JavaProfiler instance;
 
+    /** The native context dictionary's epoch when last looked at (see {@link #execute}). */
+    private static volatile int contextEpoch;
+
+    /** Encodings and bytes of recent attribute values (one per process, as the dictionary). */
+    private final ContextValueCache contextValueCache = new ContextValueCache();
+
     private JavaProfiler() {
     }
 
@@ -60,6 +66,11 @@ public final class JavaProfiler {
         if (instance != null) {
             return instance;
         }
+        if (isVirtualThread(Thread.currentThread())) {
+            // As upstream: the native core keeps per-thread state that a virtual thread, which
+            // moves between carriers, cannot own during initialisation.
+            throw new IOException("Cannot initialize profiler on a virtual thread");
+        }
         LibraryLoader.Result result = LibraryLoader.builder()
                 .withLibraryLocation(libLocation)
                 .withScratchDir(scratchDir)
@@ -68,7 +79,30 @@ public final class JavaProfiler {
             throw new IOException("Failed to load the ddprof native library", result.error);
         }
         instance = new JavaProfiler();
+        contextEpoch = contextEpoch0();
         return instance;
+    }
+
+    /** Thread.isVirtual() (JDK 21+), looked up once; this class compiles for JDK 8. */
+    private static final java.lang.reflect.Method IS_VIRTUAL = lookupIsVirtual();
+
+    private static java.lang.reflect.Method lookupIsVirtual() {
+        try {
+            return Thread.class.getMethod("isVirtual");
+        } catch (NoSuchMethodException e) {
+            return null;
+        }
+    }
+
+    private static boolean isVirtualThread(Thread t) {
+        if (IS_VIRTUAL == null) {
+            return false;
+        }
+        try {
+            return (Boolean) IS_VIRTUAL.invoke(t);
+        } catch (ReflectiveOperationException e) {
+            return false;
+        }
     }
 
     /**
@@ -84,7 +118,12 @@ public final class JavaProfiler {
         if (command == null) {
             throw new IllegalArgumentException("command must not be null");
         }
-        return execute0(command);
+        try {
+            return execute0(command);
+        } finally {
+            // A 'start' clears the native context dictionary; drop encodings cached here.
+            refreshContextEpoch();
+        }
     }
 
     /**
@@ -181,103 +220,256 @@ public final class JavaProfiler {
         filterThread0(false);
     }
 
+    // ---- Trace context (docs/context.md). Every write is one JNI call that updates the calling
+    // ---- thread's native context record (OTel layout, exported as otel_thread_ctx_v1) and the
+    // ---- sidecar the sampler copies into each event.
+
     /**
-     * Activates a span on the calling thread: its ids then appear as {@code spanId} /
-     * {@code localRootSpanId} in the thread's samples, and up to two custom attributes are set.
+     * Context attribute slots per thread; slot {@code i} is the {@code i}-th name of the
+     * {@code attributes=} option. Equals the native {@code maxContextSlots0()}.
+     */
+    public static final int MAX_CONTEXT_SLOTS = 10;
+
+    /**
+     * Activates a span on the calling thread: its ids appear as {@code spanId} /
+     * {@code localRootSpanId} in the thread's events, every custom attribute slot is reset, and
+     * up to two attributes are then set (for example the operation and resource names). A
+     * negative {@code slotN}, a {@code null} value or one that cannot be written (longer than 255
+     * UTF-8 bytes, dictionary full) skips that attribute.
      *
-     * <p>As upstream, activation is meant to start a fresh attribute set, so that attributes of a
-     * previous span do not leak into this one; that reset belongs to the native span write
-     * ({@code setContext0}), which Java calls first. A negative slot, or a {@code null} value,
-     * skips that attribute; a slot beyond the configured attributes is rejected by the native core
-     * with {@link IllegalArgumentException} (after the span ids were written).
-     *
-     * <p>{@code traceIdHigh} / {@code traceIdLow} are accepted for API compatibility; the samples
-     * carry no trace-id field, so they are not stored.
-     *
-     * @throws IllegalArgumentException if {@code spanId} is 0 (use {@link #clearTraceContext()})
+     * @param rootSpanId  the local root span id
+     * @param spanId      the span id, non-zero
+     * @param traceIdHigh upper 64 bits of the 128-bit trace id
+     * @param traceIdLow  lower 64 bits of the 128-bit trace id
+     * @throws IllegalArgumentException if {@code spanId} is 0 (use {@link #clearTraceContext()}),
+     *                                  or a slot is {@code >= MAX_CONTEXT_SLOTS}
      */
     public void setTraceContext(long rootSpanId, long spanId, long traceIdHigh, long traceIdLow,
                                 int slot0, CharSequence v0, int slot1, CharSequence v1) {
         if (spanId == 0) {
             throw new IllegalArgumentException("spanId must be non-zero; use clearTraceContext() to clear the trace context");
         }
-        setContext0(spanId, rootSpanId);
-        if (slot0 >= 0 && v0 != null) {
-            setContextValue0(slot0, v0.toString());
-        }
-        if (slot1 >= 0 && v1 != null) {
-            setContextValue0(slot1, v1.toString());
-        }
+        checkActivationSlot(slot0);
+        checkActivationSlot(slot1);
+        ContextValueCache.Entry e0 = slot0 < 0 ? null : contextValueCache.resolve(v0);
+        ContextValueCache.Entry e1 = slot1 < 0 ? null : contextValueCache.resolve(v1);
+        setTraceContext0(rootSpanId, spanId, traceIdHigh, traceIdLow,
+                e0 == null ? -1 : slot0, e0 == null ? 0 : e0.encoding, e0 == null ? null : e0.utf8,
+                e1 == null ? -1 : slot1, e1 == null ? 0 : e1.encoding, e1 == null ? null : e1.utf8);
     }
 
     /** Clears the calling thread's span ids and custom attributes (span deactivation). */
     public void clearTraceContext() {
-        setContext0(0, 0);
+        clearTraceContext0();
     }
 
     /**
      * Sets one custom attribute of the calling thread.
      *
-     * @param slot  the attribute's index in the {@code attributes=} option
-     * @param value the value; {@code null} clears the slot
-     * @return {@code true} if a value was written, {@code false} if the slot was cleared
-     * @throws IllegalArgumentException if the native core rejects {@code slot}
+     * @param slot  the attribute's slot, {@code [0, MAX_CONTEXT_SLOTS)}
+     * @param value the value
+     * @return {@code true} if written; {@code false}, with the slot cleared, if {@code value} is
+     *         {@code null}, longer than 255 UTF-8 bytes, does not fit in the thread's record, or
+     *         the dictionary is full
+     * @throws IllegalArgumentException if {@code slot} is out of range
      */
     public boolean setContextValue(int slot, String value) {
-        setContextValue0(slot, value);
-        return value != null;
+        checkSlot(slot);
+        ContextValueCache.Entry e = contextValueCache.resolve(value);
+        if (e == null) {
+            clearContextValue0(slot);
+            return false;
+        }
+        return setContextValue0(slot, e.encoding, e.utf8);
     }
 
     /**
      * Clears one custom attribute of the calling thread.
      *
-     * @throws IllegalArgumentException if the native core rejects {@code slot}
+     * @throws IllegalArgumentException if {@code slot} is out of range
      */
     public void clearContextValue(int slot) {
-        setContextValue0(slot, null);
+        checkSlot(slot);
+        clearContextValue0(slot);
     }
 
     /**
-     * Records the completion of a trace root (a {@code datadog.Endpoint} event).
+     * Copies the calling thread's attribute encodings (index = slot, 0 = unset) into {@code out};
+     * entries beyond {@code MAX_CONTEXT_SLOTS} are left as they are.
+     */
+    public void copyContextTags(int[] out) {
+        if (out != null) {
+            copyContextTags0(out);
+        }
+    }
+
+    private static void checkActivationSlot(int slot) {
+        if (slot >= MAX_CONTEXT_SLOTS) {
+            throw new IllegalArgumentException("slot " + slot + " out of range [0, " + MAX_CONTEXT_SLOTS + ")");
+        }
+    }
+
+    private static void checkSlot(int slot) {
+        if (slot < 0 || slot >= MAX_CONTEXT_SLOTS) {
+            throw new IllegalArgumentException("slot " + slot + " out of range [0, " + MAX_CONTEXT_SLOTS + ")");
+        }
+    }
+
+    // ---- The context API of java-profiler 1.34, which released tracers (dd-java-agent 1.56)
+    // ---- still call. Same semantics: ids and attributes are written independently, nothing
+    // ---- is checked, and nothing is thrown into the caller's thread.
+
+    /**
+     * Sets the calling thread's span ids, keeping its attributes. {@code (0, 0)} clears them.
      *
-     * <p>Not implemented yet: the native core has no endpoint recording, so nothing is written
-     * and this returns {@code false} (upstream's "not recorded" answer).
+     * @deprecated use {@link #setTraceContext} / {@link #clearTraceContext()}
+     */
+    @Deprecated
+    public void setContext(long spanId, long rootSpanId) {
+        try {
+            setContext0(spanId, rootSpanId);
+        } catch (LinkageError e) {
+            // A library without the call: no context, but the application's thread goes on.
+        }
+    }
+
+    /**
+     * Clears the calling thread's span ids, keeping its attributes.
+     *
+     * @deprecated use {@link #clearTraceContext()}
+     */
+    @Deprecated
+    public void clearContext() {
+        setContext(0, 0);
+    }
+
+    /**
+     * Sets slot {@code offset} of the calling thread to an encoding from
+     * {@link #registerConstant(String)} (through {@link ContextSetter#encode}); 0 clears it. An
+     * offset outside the slots is ignored.
+     */
+    public void setContextValue(int offset, int encoding) {
+        try {
+            setContextEncoding0(offset, encoding);
+        } catch (LinkageError e) {
+            // as in setContext
+        }
+    }
+
+    /** Copies the calling thread's encodings into {@code snapshot} (index = slot). */
+    void copyTags(int[] snapshot) {
+        if (snapshot == null) {
+            return;
+        }
+        try {
+            copyContextTags0(snapshot);
+        } catch (LinkageError e) {
+            // as in setContext
+        }
+    }
+
+    /** The dictionary encoding of {@code value} (>= 1), or a negative value if it cannot be encoded. */
+    int registerConstant(String value) {
+        try {
+            return registerConstant0(value);
+        } catch (LinkageError e) {
+            return -1;
+        }
+    }
+
+    /** The native dictionary's epoch as last seen: it changes when a recording starts. */
+    static int contextEpoch() {
+        return contextEpoch;
+    }
+
+    private void refreshContextEpoch() {
+        int epoch = contextEpoch0();
+        if (epoch != contextEpoch) {
+            contextValueCache.clear();
+            contextEpoch = epoch;
+        }
+    }
+
+    /**
+     * Records the completion of a trace root: a {@code datadog.Endpoint} event with the
+     * endpoint, the operation (may be {@code null}) and the local root span id.
+     *
+     * <p>As upstream, {@code sizeLimit} bounds the distinct endpoints of the recording (the
+     * dictionary {@code start} empties): an endpoint already seen is always accepted, a new one
+     * only while fewer than {@code sizeLimit} are known. A refused endpoint writes nothing. While
+     * the profiler is idle nothing is written, but the answer is still the dictionary's.
+     *
+     * @return whether the endpoint was accepted; {@code false} for a {@code null} endpoint
      */
     public boolean recordTraceRoot(long rootSpanId, String endpoint, String operation, int sizeLimit) {
-        return false;
+        return recordTrace0(rootSpanId, endpoint, operation, sizeLimit);
     }
 
     /**
-     * Records the completion of a trace root. Not implemented yet; see
+     * Records the completion of a trace root without an operation; see
      * {@link #recordTraceRoot(long, String, String, int)}.
      */
     @Deprecated
     public boolean recordTraceRoot(long rootSpanId, String endpoint, int sizeLimit) {
-        return recordTraceRoot(rootSpanId, endpoint, null, sizeLimit);
+        return recordTrace0(rootSpanId, endpoint, null, sizeLimit);
     }
 
     /**
-     * A timestamp in this class's tick unit, for {@link #recordQueueTime} and
-     * {@link #isThresholdExceeded}. Ticks here are nanoseconds ({@link System#nanoTime()}).
+     * The current time on the clock of the recording's events (CLOCK_MONOTONIC nanoseconds; the
+     * chunk header's ticks per second is 1,000,000,000), for {@link #recordQueueTime} and
+     * {@link #isThresholdExceeded}.
      */
     public long getCurrentTicks() {
-        return System.nanoTime();
+        return currentTicks0();
     }
 
     /** Whether more than {@code thresholdMillis} passed between two {@link #getCurrentTicks()} values. */
     public boolean isThresholdExceeded(long thresholdMillis, long startTicks, long endTicks) {
-        return endTicks - startTicks > thresholdMillis * 1_000_000L;
+        return endTicks - startTicks > thresholdMillis * TICKS_PER_MILLISECOND;
     }
 
     /**
-     * Records how long a task waited in a queue ({@code datadog.QueueTime}).
+     * Records how long a task waited in a queue: a {@code datadog.QueueTime} event from
+     * {@code startTicks} (enqueued) lasting until {@code endTicks} (dequeued), both
+     * {@link #getCurrentTicks()} values, on the calling thread with its trace context. As
+     * upstream, every call while the profiler runs is an event: callers apply their threshold
+     * first with {@link #isThresholdExceeded}. No event when {@code origin} has no native
+     * thread (not started, ended, or virtual).
      *
-     * <p>Not implemented yet: the native core writes no queue-time events, so this does nothing.
+     * @param task the class of the task
+     * @param scheduler the class of the thread pool or executor that ran it
+     * @param queueType the class of the queue
+     * @param queueLength the queue's length when the task was enqueued
+     * @param origin the thread the task was submitted on
      */
     public void recordQueueTime(long startTicks, long endTicks, Class<?> task, Class<?> scheduler,
                                 Class<?> queueType, int queueLength, Thread origin) {
-        // Intentionally empty: no native support for datadog.QueueTime yet.
+        recordQueueEnd0(startTicks, endTicks, task == null ? null : task.getName(),
+                scheduler == null ? null : scheduler.getName(), origin,
+                queueType == null ? null : queueType.getName(), queueLength);
     }
+
+    /**
+     * The form older tracers call (dd-java-agent 1.40), from before the queue's type and length
+     * were recorded: the event has no {@code queueType} and a {@code queueLength} of 0.
+     */
+    @Deprecated
+    public void recordQueueTime(long startTicks, long endTicks, Class<?> task, Class<?> scheduler,
+                                Thread origin) {
+        recordQueueEnd0(startTicks, endTicks, task == null ? null : task.getName(),
+                scheduler == null ? null : scheduler.getName(), origin, null, 0);
+    }
+
+    // Natives of the endpoint and queue-time events (ddprof-native/src/api/tracing.rs).
+
+    private static final long TICKS_PER_MILLISECOND = 1_000_000L;
+
+    private static native boolean recordTrace0(long rootSpanId, String endpoint, String operation, int sizeLimit);
+
+    private static native void recordQueueEnd0(long startTicks, long endTicks, String task, String scheduler,
+                                               Thread origin, String queueType, int queueLength);
+
+    private static native long currentTicks0();
 
     // Package-private hooks for park/block instrumentation. Upstream uses them to tell the
     // wall-clock sampler that a thread is parked or blocked. ddprof has no wall-clock engine yet,
@@ -322,8 +514,80 @@ public final class JavaProfiler {
 
     private static native void filterThread0(boolean add);
 
+    // Trace context (docs/context.md). Java checks the arguments; these never throw.
+    private static native void setTraceContext0(long rootSpanId, long spanId, long traceIdHigh, long traceIdLow,
+                                                int slot0, int encoding0, byte[] utf8v0,
+                                                int slot1, int encoding1, byte[] utf8v1);
+
+    private static native void clearTraceContext0();
+
+    private static native boolean setContextValue0(int slot, int encoding, byte[] utf8);
+
+    private static native void clearContextValue0(int slot);
+
+    private static native void copyContextTags0(int[] out);
+
+    /** The native slot count; {@link #MAX_CONTEXT_SLOTS} must equal it (checked by the tests). */
+    static native int maxContextSlots0();
+
+    /** Dictionary encoding of {@code value}, -1 if it cannot be added (full, or null). */
+    static native int registerConstant0(String value);
+
+    private static native int contextEpoch0();
+
+    // java-profiler 1.34 API
     private static native void setContext0(long spanId, long rootSpanId);
 
-    /** A {@code null} value clears the slot. */
-    private static native void setContextValue0(int slot, String value);
+    private static native void setContextEncoding0(int offset, int encoding);
+
+    // ---- Test hooks. Upstream's own tests call these on JavaProfiler, so they are here, not in
+    // ---- internal.Diagnostics; they only read or log, never change profiler state.
+
+    /** Test hook: writes {@code msg} to the profiler's stderr log. */
+    public static native void testlog(String msg);
+
+    /** Test hook: logs the calling thread's context record to stderr. */
+    public static native void dumpContext();
+
+    /**
+     * Test hook: whether the exported TLS slot is primed safely for the sampler. Always true
+     * here: the slot is set at a thread's first context write, outside any signal handler, and
+     * the sampler never reads it (it reaches the record through a pthread key).
+     */
+    public static native boolean testTlsPrimingAvailable();
+
+    /** Test hook: the calling thread's span id as its record holds it. */
+    long testGetSpanId() {
+        return testGetSpanId0();
+    }
+
+    /** Test hook: the calling thread's local root span id. */
+    long testGetRootSpanId() {
+        return testGetRootSpanId0();
+    }
+
+    /** Test hook: the calling thread's trace id, 32 lowercase hex digits. */
+    String testReadTraceId() {
+        return testReadTraceId0();
+    }
+
+    /** Test hook: the value of attribute {@code slot} in the calling thread's record, or null. */
+    String testReadContextAttribute(int slot) {
+        return testReadContextAttribute0(slot);
+    }
+
+    /** Test hook: whether the calling thread's record is valid (published). */
+    boolean testIsContextValid() {
+        return testIsContextValid0();
+    }
+
+    private static native long testGetSpanId0();
+
+    private static native long testGetRootSpanId0();
+
+    private static native String testReadTraceId0();
+
+    private static native String testReadContextAttribute0(int slot);
+
+    private static native boolean testIsContextValid0();
 }

@@ -26,10 +26,22 @@ public final class Diagnostics {
         return getClassTraceId0(c);
     }
 
+    /**
+     * The calling thread's OTel thread-context record (640 bytes) as an outside reader finds it:
+     * the exported TLS symbol {@code otel_thread_ctx_v1} looked up by name with {@code dlsym},
+     * the pointer stored there followed. {@code null} if the symbol or the pointer is missing
+     * (the thread never wrote a context).
+     */
+    public static byte[] readOtelRecordBySymbol() {
+        return readOtelRecordBySymbol0();
+    }
+
     // ---- implemented in ddprof-native/src/api/natives.rs as
     // ---- Java_com_datadoghq_profiler_internal_Diagnostics_<name>
 
     private static native int getTid0();
 
     private static native long getClassTraceId0(Class<?> c);
+
+    private static native byte[] readOtelRecordBySymbol0();
 }

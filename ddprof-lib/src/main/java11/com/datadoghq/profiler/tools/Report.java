@@ -40,7 +40,9 @@ import jdk.jfr.consumer.RecordingFile;
  *       their <em>total</em> samples (the method is anywhere on the stack, counted once per
  *       sample), each also as a percentage of all samples.</li>
  * </ul>
- * Every event counts as one sample, whatever its {@code weight}.
+ * Method counts and shares are weighted: an event counts {@code weight} times (a CPU sample
+ * whose timer overran stands for several sampling intervals); the first line gives both the
+ * number of events and, where it differs, their total weight.
  *
  * <p>{@code report FILE.jfr --memory} prints the profiler's native memory instead, from the
  * {@code datadog.ProfilerCounter} events of the file's last chunk (see {@link MemoryBreakdown}).
@@ -76,6 +78,8 @@ public final class Report {
         /** Sample events by type name, in order of first appearance. */
         public final Map<String, Long> samplesByType = new LinkedHashMap<>();
         public long samples;
+        /** Sum of the sample events' {@code weight} (1 each where the event has none). */
+        public long weight;
         public long unwalked;
         /** Distinct sampled threads. */
         public int threads;
@@ -242,6 +246,8 @@ public final class Report {
                     continue;
                 }
                 summary.samples++;
+                long weight = weightOf(event);
+                summary.weight += weight;
                 summary.samplesByType.merge(type, 1L, Long::sum);
                 Object thread = threadKey(event);
                 if (thread != null) {
@@ -257,10 +263,10 @@ public final class Report {
                     String name = methodName(frames.get(i));
                     long[] c = counts.computeIfAbsent(name, k -> new long[2]);
                     if (i == 0) {
-                        c[0]++; // frames[0] is the leaf
+                        c[0] += weight; // frames[0] is the leaf
                     }
                     if (onThisStack.add(name)) {
-                        c[1]++; // recursion counts once per sample
+                        c[1] += weight; // recursion counts once per sample
                     }
                 }
             }
@@ -350,10 +356,22 @@ public final class Report {
         return String.format(Locale.ROOT, "%.1f%%", whole == 0 ? 0.0 : 100.0 * part / whole);
     }
 
+    /** The event's {@code weight} field, 1 if it has none or a non-positive one. */
+    static long weightOf(RecordedEvent event) {
+        if (!event.hasField("weight")) {
+            return 1;
+        }
+        long w = event.getLong("weight");
+        return w > 0 ? w : 1;
+    }
+
     /** Prints {@code summary} as the two-part report described in the class comment. */
     public static void print(Summary summary, Path file, PrintStream out) {
         StringBuilder first = new StringBuilder();
         first.append("Samples: ").append(summary.samples);
+        if (summary.weight != summary.samples) {
+            first.append(" (weight ").append(summary.weight).append(')');
+        }
         if (summary.samplesByType.size() > 1) {
             StringBuilder kinds = new StringBuilder();
             for (Map.Entry<String, Long> e : summary.samplesByType.entrySet()) {
@@ -378,8 +396,8 @@ public final class Report {
             Row r = rows.get(i);
             cells.add(new String[] {
                 String.valueOf(i + 1),
-                String.valueOf(r.self), percent(r.self, summary.samples),
-                String.valueOf(r.total), percent(r.total, summary.samples),
+                String.valueOf(r.self), percent(r.self, summary.weight),
+                String.valueOf(r.total), percent(r.total, summary.weight),
                 r.method});
         }
         int[] width = new int[header.length];

@@ -25,7 +25,7 @@ import com.datadoghq.profiler.testing.IsolatingLoader;
  *   <li>Runs another custom-loaded copy of {@link LazySpin} on {@code unload-worker}, drops it and
  *   collects until its class is gone, then runs {@link LazyReload} copies in fresh loaders on
  *   {@code reload-worker} (their metadata may reuse the unloaded class's memory). Dumps
- *   {@code unload.jfr}: the unload-worker's frames of the unloaded class must be unknown, never
+ *   {@code unload.jfr}: the unload-worker's frames of the unloaded class must be {@code <unloaded>}, never
  *   another class's.</li>
  * </ol>
  * Prints {@code unloaded=true|false} and every counter as {@code counter name=value}.

@@ -3,13 +3,15 @@ package com.datadoghq.profiler.testing;
 /**
  * A CPU-bound workload with a known call chain: {@code run() -> chainA() -> chainB() -> chainC()},
  * where nearly all time is spent in the arithmetic loop of {@code chainC}. Samples of a thread
- * running it should show chainC, chainB, chainA in that order from the leaf.
+ * running it should show chainC, chainB, chainA in that order from the leaf. A finite run lasts
+ * {@code durationMillis} of the thread's own CPU time ({@link CpuBudget}), so a loaded host delays
+ * the end instead of taking samples away.
  */
 public final class CpuBurner implements Runnable {
     /** Keeps the results alive so the JIT cannot drop the work. */
     public static volatile double sink;
 
-    private final long durationNanos;
+    private final long durationMillis;
     private volatile boolean stopped;
 
     /** Runs until {@link #stop()}. */
@@ -18,7 +20,7 @@ public final class CpuBurner implements Runnable {
     }
 
     public CpuBurner(long durationMillis) {
-        this.durationNanos = durationMillis == Long.MAX_VALUE ? Long.MAX_VALUE : durationMillis * 1_000_000L;
+        this.durationMillis = durationMillis;
     }
 
     public void stop() {
@@ -27,10 +29,10 @@ public final class CpuBurner implements Runnable {
 
     @Override
     public void run() {
-        long start = System.nanoTime();
+        CpuBudget budget = durationMillis == Long.MAX_VALUE ? null : CpuBudget.of(durationMillis);
         double acc = 0;
         int n = 0;
-        while (!stopped && System.nanoTime() - start < durationNanos) {
+        while (!stopped && (budget == null || budget.left())) {
             acc += chainA(n++ & 1023);
         }
         sink = acc;
