@@ -23,6 +23,7 @@ macro_rules! counters {
 
 counters! {
     Samples => "samples",
+    NativePanics => "native_panics",
     SamplesDroppedBufferFull => "samples_dropped_buffer_full",
     SamplesDroppedBusy => "samples_dropped_thread_local",
     CallTraceStorageTraces => "calltrace_storage_traces",

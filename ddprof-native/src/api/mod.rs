@@ -14,6 +14,17 @@ use jni::JNIEnv;
 
 use crate::profiler::Error;
 
+/// Runs `f`, turning a panic into `default` (counted as `native_panics`): for the natives
+/// that throw nothing by contract, many on hot paths (a context write per span
+/// activation), where a panic must still never cross into the JVM. `catch_unwind` costs
+/// nothing until something panics.
+pub(crate) fn quiet<T>(default: T, f: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        crate::counters::Counter::NativePanics.inc();
+        default
+    })
+}
+
 /// Runs `f`, turning an error or a panic into a pending Java exception and `default`.
 pub(crate) fn guarded<T>(
     env: &mut JNIEnv,

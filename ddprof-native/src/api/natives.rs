@@ -8,7 +8,7 @@ use jni::objects::{JByteArray, JClass, JIntArray, JObject, JString};
 use jni::sys::{jboolean, jint, jlong, jobject, jobjectArray, jstring};
 use jni::JNIEnv;
 
-use super::guarded;
+use super::{guarded, quiet};
 use crate::counters::{self, Counter};
 use crate::profiler::{self, Error};
 use crate::sample::context::{self, MAX_ATTRIBUTES, MAX_VALUE_BYTES};
@@ -84,7 +84,7 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_getSamples0(
     _env: JNIEnv,
     _class: JClass,
 ) -> jlong {
-    Counter::Samples.get()
+    quiet(0, || Counter::Samples.get())
 }
 
 #[no_mangle]
@@ -160,9 +160,11 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_filterThread0(
     _class: JClass,
     add: jboolean,
 ) {
-    if let Some(c) = threads::current_context() {
-        c.filtered_in.store(add != 0, Ordering::Relaxed);
-    }
+    quiet((), || {
+        if let Some(c) = threads::current_context() {
+            c.filtered_in.store(add != 0, Ordering::Relaxed);
+        }
+    })
 }
 
 // ---- Trace context (docs/context.md). Java checks the arguments (span 0, slot bounds,
@@ -195,7 +197,7 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_maxContextSlots0
     _env: JNIEnv,
     _class: JClass,
 ) -> jint {
-    MAX_ATTRIBUTES as jint
+    quiet(0, || MAX_ATTRIBUTES as jint)
 }
 
 #[no_mangle]
@@ -214,32 +216,34 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_setTraceContext0
     encoding1: jint,
     utf8_1: JByteArray,
 ) {
-    let Some(c) = threads::current_context() else {
-        return;
-    };
-    let mut b0 = [0u8; MAX_VALUE_BYTES];
-    let mut b1 = [0u8; MAX_VALUE_BYTES];
-    let first = slot_of(slot0).map(|s| {
-        (
-            s,
-            encoding0 as u32,
-            utf8_arg(&mut env, &utf8_0, &mut b0).unwrap_or(&[]),
-        )
-    });
-    let second = slot_of(slot1).map(|s| {
-        (
-            s,
-            encoding1 as u32,
-            utf8_arg(&mut env, &utf8_1, &mut b1).unwrap_or(&[]),
-        )
-    });
-    c.set_trace(
-        root_span_id as u64,
-        span_id as u64,
-        (trace_hi as u64, trace_lo as u64),
-        first,
-        second,
-    );
+    quiet((), || {
+        let Some(c) = threads::current_context() else {
+            return;
+        };
+        let mut b0 = [0u8; MAX_VALUE_BYTES];
+        let mut b1 = [0u8; MAX_VALUE_BYTES];
+        let first = slot_of(slot0).map(|s| {
+            (
+                s,
+                encoding0 as u32,
+                utf8_arg(&mut env, &utf8_0, &mut b0).unwrap_or(&[]),
+            )
+        });
+        let second = slot_of(slot1).map(|s| {
+            (
+                s,
+                encoding1 as u32,
+                utf8_arg(&mut env, &utf8_1, &mut b1).unwrap_or(&[]),
+            )
+        });
+        c.set_trace(
+            root_span_id as u64,
+            span_id as u64,
+            (trace_hi as u64, trace_lo as u64),
+            first,
+            second,
+        );
+    })
 }
 
 #[no_mangle]
@@ -247,9 +251,11 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_clearTraceContex
     _env: JNIEnv,
     _class: JClass,
 ) {
-    if let Some(c) = threads::current_context() {
-        c.clear();
-    }
+    quiet((), || {
+        if let Some(c) = threads::current_context() {
+            c.clear();
+        }
+    })
 }
 
 #[no_mangle]
@@ -260,12 +266,14 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_setContextValue0
     encoding: jint,
     utf8: JByteArray,
 ) -> jboolean {
-    let (Some(slot), Some(c)) = (slot_of(slot), threads::current_context()) else {
-        return 0;
-    };
-    let mut buf = [0u8; MAX_VALUE_BYTES];
-    let value = utf8_arg(&mut env, &utf8, &mut buf).unwrap_or(&[]);
-    c.set_value(slot, encoding as u32, value) as jboolean
+    quiet(0, || {
+        let (Some(slot), Some(c)) = (slot_of(slot), threads::current_context()) else {
+            return 0;
+        };
+        let mut buf = [0u8; MAX_VALUE_BYTES];
+        let value = utf8_arg(&mut env, &utf8, &mut buf).unwrap_or(&[]);
+        c.set_value(slot, encoding as u32, value) as jboolean
+    })
 }
 
 #[no_mangle]
@@ -274,9 +282,11 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_clearContextValu
     _class: JClass,
     slot: jint,
 ) {
-    if let (Some(slot), Some(c)) = (slot_of(slot), threads::current_context()) {
-        c.clear_value(slot);
-    }
+    quiet((), || {
+        if let (Some(slot), Some(c)) = (slot_of(slot), threads::current_context()) {
+            c.clear_value(slot);
+        }
+    })
 }
 
 #[no_mangle]
@@ -285,7 +295,9 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_copyContextTags0
     _class: JClass,
     out: JIntArray,
 ) {
-    copy_tags(env, out);
+    quiet((), || {
+        copy_tags(env, out);
+    })
 }
 
 fn copy_tags(env: JNIEnv, out: JIntArray) {
@@ -310,13 +322,15 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_registerConstant
     _class: JClass,
     value: JString,
 ) -> jint {
-    if value.is_null() {
-        return -1;
-    }
-    let Ok(value) = env.get_string(&value).map(String::from) else {
-        return -1;
-    };
-    crate::context::intern(&value).map_or(-1, |id| id as jint)
+    quiet(0, || {
+        if value.is_null() {
+            return -1;
+        }
+        let Ok(value) = env.get_string(&value).map(String::from) else {
+            return -1;
+        };
+        crate::context::intern(&value).map_or(-1, |id| id as jint)
+    })
 }
 
 /// The dictionary's epoch: Java drops its cached encodings when it changes.
@@ -325,7 +339,7 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_contextEpoch0(
     _env: JNIEnv,
     _class: JClass,
 ) -> jint {
-    crate::context::epoch() as jint
+    quiet(0, || crate::context::epoch() as jint)
 }
 
 /// Legacy `setContext(spanId, rootSpanId)` (java-profiler 1.34): ids only.
@@ -336,9 +350,11 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_setContext0(
     span_id: jlong,
     root_span_id: jlong,
 ) {
-    if let Some(c) = threads::current_context() {
-        c.set_span_legacy(span_id as u64, root_span_id as u64);
-    }
+    quiet((), || {
+        if let Some(c) = threads::current_context() {
+            c.set_span_legacy(span_id as u64, root_span_id as u64);
+        }
+    })
 }
 
 /// Legacy `setContextValue(offset, encoding)`: an encoding from `registerConstant`; 0 clears.
@@ -350,24 +366,26 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_setContextEncodi
     offset: jint,
     encoding: jint,
 ) {
-    let (Some(slot), Some(c)) = (slot_of(offset), threads::current_context()) else {
-        return;
-    };
-    if encoding <= 0 {
-        c.set_encoding_legacy(slot, 0, &[]);
-        return;
-    }
-    // One byte more than an entry holds: a longer value keeps its encoding, but its record
-    // entry is left out (`set_encoding_legacy`).
-    let mut buf = [0u8; MAX_VALUE_BYTES + 1];
-    let Some(n) = crate::context::with_value(encoding as u32, |v| {
-        let n = v.len().min(buf.len());
-        buf[..n].copy_from_slice(&v.as_bytes()[..n]);
-        n
-    }) else {
-        return;
-    };
-    c.set_encoding_legacy(slot, encoding as u32, &buf[..n]);
+    quiet((), || {
+        let (Some(slot), Some(c)) = (slot_of(offset), threads::current_context()) else {
+            return;
+        };
+        if encoding <= 0 {
+            c.set_encoding_legacy(slot, 0, &[]);
+            return;
+        }
+        // One byte more than an entry holds: a longer value keeps its encoding, but its record
+        // entry is left out (`set_encoding_legacy`).
+        let mut buf = [0u8; MAX_VALUE_BYTES + 1];
+        let Some(n) = crate::context::with_value(encoding as u32, |v| {
+            let n = v.len().min(buf.len());
+            buf[..n].copy_from_slice(&v.as_bytes()[..n]);
+            n
+        }) else {
+            return;
+        };
+        c.set_encoding_legacy(slot, encoding as u32, &buf[..n]);
+    })
 }
 
 // ---- Test hooks of upstream's tests (JavaProfiler) and ours (Diagnostics).
@@ -377,7 +395,9 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_testGetSpanId0(
     _env: JNIEnv,
     _class: JClass,
 ) -> jlong {
-    context::current().map_or(0, |c| c.record.span_id() as jlong)
+    quiet(0, || {
+        context::current().map_or(0, |c| c.record.span_id() as jlong)
+    })
 }
 
 #[no_mangle]
@@ -385,7 +405,9 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_testGetRootSpanI
     _env: JNIEnv,
     _class: JClass,
 ) -> jlong {
-    context::current().map_or(0, |c| c.root_span_id.load(Ordering::Relaxed) as jlong)
+    quiet(0, || {
+        context::current().map_or(0, |c| c.root_span_id.load(Ordering::Relaxed) as jlong)
+    })
 }
 
 #[no_mangle]
@@ -420,7 +442,9 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_testIsContextVal
     _env: JNIEnv,
     _class: JClass,
 ) -> jboolean {
-    context::current().is_some_and(|c| c.record.is_valid()) as jboolean
+    quiet(0, || {
+        context::current().is_some_and(|c| c.record.is_valid()) as jboolean
+    })
 }
 
 /// Whether the calling thread's exported TLS slot is set (its record is published).
@@ -429,9 +453,11 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_testTlsPrimingAv
     _env: JNIEnv,
     _class: JClass,
 ) -> jboolean {
-    // The slot is primed at a thread's first context write, on that thread, outside any
-    // signal handler; this build has no other priming mode, so it is always available.
-    1
+    quiet(0, || {
+        // The slot is primed at a thread's first context write, on that thread, outside any
+        // signal handler; this build has no other priming mode, so it is always available.
+        1
+    })
 }
 
 #[no_mangle]
@@ -440,8 +466,10 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_testlog(
     _class: JClass,
     msg: JString,
 ) {
-    let msg = optional_string(&mut env, &msg);
-    eprintln!("[TEST::INFO] {msg}");
+    quiet((), || {
+        let msg = optional_string(&mut env, &msg);
+        eprintln!("[TEST::INFO] {msg}");
+    })
 }
 
 #[no_mangle]
@@ -449,23 +477,25 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_dumpContext(
     _env: JNIEnv,
     _class: JClass,
 ) {
-    let Some(c) = context::current() else {
+    quiet((), || {
+        let Some(c) = context::current() else {
+            eprintln!(
+                "[TEST::INFO] no trace context on thread {}",
+                context::gettid()
+            );
+            return;
+        };
+        let (hi, lo) = c.record.trace_id();
+        let mut tags = [0u32; MAX_ATTRIBUTES];
+        c.copy_encodings(&mut tags);
         eprintln!(
-            "[TEST::INFO] no trace context on thread {}",
-            context::gettid()
-        );
-        return;
-    };
-    let (hi, lo) = c.record.trace_id();
-    let mut tags = [0u32; MAX_ATTRIBUTES];
-    c.copy_encodings(&mut tags);
-    eprintln!(
         "[TEST::INFO] thread {}: valid={} trace={hi:016x}{lo:016x} span={} root={} tags={tags:?}",
         context::gettid(),
         c.record.is_valid(),
         c.record.span_id(),
         c.root_span_id.load(Ordering::Relaxed),
     );
+    })
 }
 
 /// The calling thread's OTel record as an outside reader finds it: `otel_thread_ctx_v1` looked
@@ -493,7 +523,7 @@ pub extern "system" fn Java_com_datadoghq_profiler_internal_Diagnostics_getTid0(
     _env: JNIEnv,
     _class: JClass,
 ) -> jint {
-    context::gettid()
+    quiet(0, context::gettid)
 }
 
 /// Test helper: the JFR class trace ID of `class` as the calibrated offset reads it, -1

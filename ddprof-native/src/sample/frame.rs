@@ -77,12 +77,14 @@ impl Frame {
             _pad: 0,
         }
     }
+    /// Where a walk stopped: typed Native, since the code there could not be named as
+    /// Java (typing it JIT compiled claimed compiled code even under `-Xint`).
     pub const fn error(reason: i32) -> Frame {
         Frame {
             method: 0,
             bci: reason,
             kind: kind::ERROR,
-            frame_type: frame_type::JIT_COMPILED,
+            frame_type: frame_type::NATIVE,
             _pad: 0,
         }
     }

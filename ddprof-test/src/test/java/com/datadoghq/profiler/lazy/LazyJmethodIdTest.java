@@ -127,7 +127,9 @@ class LazyJmethodIdTest {
         assertTrue(result.stdout.contains("unloaded=true"), "the class did not unload:\n" + result.describe());
         List<RecordedEvent> all = JfrReader.executionSamples(dir.resolve("unload.jfr"));
         List<RecordedEvent> samples = JfrReader.onThread(all, "unload-worker");
-        assertTrue(samples.size() >= 20, "unload-worker: " + samples.size() + " samples\n" + result.describe());
+        // The checks below are shares of these samples; on a loaded host CPU timers fire less
+        // often (their weights carry the rest), so the floor is low.
+        assertTrue(samples.size() >= 10, "unload-worker: " + samples.size() + " samples\n" + result.describe());
         Set<String> foreign = new TreeSet<>();
         int unknownFrames = 0;
         int unloadedFrames = 0;

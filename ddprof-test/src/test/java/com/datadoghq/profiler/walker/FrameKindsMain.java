@@ -2,6 +2,7 @@ package com.datadoghq.profiler.walker;
 
 import java.util.zip.Deflater;
 
+import com.datadoghq.profiler.testing.CpuBudget;
 import com.datadoghq.profiler.testing.CpuBurner;
 
 /**
@@ -37,7 +38,7 @@ public final class FrameKindsMain {
         System.out.println("workload done: " + mode);
     }
 
-    /** Compresses 64 KiB of text-like data over and over for {@code millis}. */
+    /** Compresses 64 KiB of text-like data over and over for {@code millis} of this thread's CPU. */
     public static void deflateFor(long millis) {
         byte[] input = new byte[1 << 16];
         long seed = 0x2545F4914F6CDD1DL;
@@ -48,10 +49,10 @@ public final class FrameKindsMain {
         }
         byte[] output = new byte[1 << 17];
         Deflater deflater = new Deflater(Deflater.BEST_COMPRESSION);
-        long deadline = System.nanoTime() + millis * 1_000_000L;
+        CpuBudget budget = CpuBudget.of(millis);
         long total = 0;
         try {
-            while (System.nanoTime() < deadline) {
+            while (budget.left()) {
                 deflater.reset();
                 deflater.setInput(input);
                 deflater.finish();

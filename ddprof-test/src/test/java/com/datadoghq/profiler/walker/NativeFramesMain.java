@@ -1,5 +1,7 @@
 package com.datadoghq.profiler.walker;
 
+import com.datadoghq.profiler.testing.CpuBudget;
+
 /**
  * A child JVM's main that keeps one thread, "native-worker", busy below Java, so that a test
  * can look at the native frames of its samples. Args: mode, then milliseconds.
@@ -21,14 +23,13 @@ public final class NativeFramesMain {
     public static void main(String[] args) throws Exception {
         String mode = args[0];
         long millis = args.length > 1 ? Long.parseLong(args[1]) : 2000;
-        long deadline = System.nanoTime() + millis * 1_000_000L;
         Runnable work;
         switch (mode) {
             case "throw":
-                work = () -> sink = throwLoop(deadline);
+                work = () -> sink = throwLoop(millis);
                 break;
             case "nanotime":
-                work = () -> sink = nanoLoop(deadline);
+                work = () -> sink = nanoLoop(millis);
                 break;
             case "deflate":
                 work = () -> FrameKindsMain.deflateFor(millis);
@@ -42,9 +43,11 @@ public final class NativeFramesMain {
         System.out.println("workload done: " + mode);
     }
 
-    public static long throwLoop(long deadline) {
+    /** Throws for {@code millis} of this thread's CPU time. */
+    public static long throwLoop(long millis) {
+        CpuBudget budget = CpuBudget.of(millis);
         long s = 0;
-        while (System.nanoTime() < deadline) {
+        while (budget.left()) {
             last = deep(40);
             s++;
         }
@@ -55,13 +58,18 @@ public final class NativeFramesMain {
         return n == 0 ? new Throwable() : deep(n - 1);
     }
 
-    public static long nanoLoop(long deadline) {
+    /**
+     * Reads the clock for {@code millis} of this thread's CPU time; the budget is checked
+     * once per 10,000 reads, so its own calls stay out of nearly every sample.
+     */
+    public static long nanoLoop(long millis) {
+        CpuBudget budget = CpuBudget.of(millis);
         long s = 0;
-        long now;
-        do {
-            now = System.nanoTime();
-            s += now & 1;
-        } while (now < deadline);
+        while (budget.left()) {
+            for (int i = 0; i < 10_000; i++) {
+                s += System.nanoTime() & 1;
+            }
+        }
         return s;
     }
 }
