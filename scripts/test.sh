@@ -10,6 +10,28 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
+# What a fresh machine may lack: pip (install-jdks.sh takes JDK 11 and 21 from PyPI),
+# Debian's jemalloc (the allocator tests run the core under it too), Maven. Installed
+# when we may (root with apt-get), else named so the user can.
+need() { # need DESCRIPTION TEST-COMMAND DEBIAN-PACKAGE
+  if ! eval "$2" >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "test.sh: installing $3 ($1)"
+      if [ -z "${APT_UPDATED:-}" ]; then apt-get update -qq; APT_UPDATED=1; fi
+      apt-get install -y -qq "$3" >/dev/null
+    else
+      echo "test.sh: $1 is missing: install the Debian package $3 (or equivalent)" >&2
+      exit 1
+    fi
+  fi
+}
+need "pip for python3" "python3 -m pip --version" python3-pip
+need "libjemalloc.so.2" "test -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 -o -e /usr/lib/aarch64-linux-gnu/libjemalloc.so.2" libjemalloc2
+need "Maven" "command -v mvn" maven
+if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+  export PATH="$HOME/.cargo/bin:$PATH"
+fi
+
 bash scripts/install-jdks.sh >/dev/null
 # shellcheck disable=SC1091
 . "$ROOT/.jdks/env.sh"

@@ -175,7 +175,7 @@ fn main() {
     // The other allocator: this binary again under LD_PRELOAD of jemalloc.
     assert!(
         std::path::Path::new(JEMALLOC).exists(),
-        "{JEMALLOC} missing: install Debian's libjemalloc2 (.ci/run does)"
+        "{JEMALLOC} missing: install Debian's libjemalloc2 (scripts/test.sh does)"
     );
     let out = Command::new(std::env::current_exe().unwrap())
         .env(CHILD, "1")
