@@ -283,6 +283,15 @@ fn resolve_walker(args: &Args, warnings: &mut Vec<String>) -> WalkerKind {
     if !matches!(args.cstack, CStack::Vm | CStack::Vmx | CStack::Default) {
         return WalkerKind::Agct;
     }
+    if !cfg!(target_arch = "x86_64") {
+        if args.cstack != CStack::Default {
+            warnings.push(format!(
+                "cstack={}: the VMStructs walker reads x86_64 frames only; using AsyncGetCallTrace",
+                args.cstack_requested
+            ));
+        }
+        return WalkerKind::Agct;
+    }
     let ready = safe_access::install()
         .map_err(sigaction_message)
         .and_then(|_| {

@@ -9,6 +9,9 @@ pub mod native;
 #[cfg(target_arch = "x86_64")]
 #[path = "regs_x86_64.rs"]
 pub mod regs;
+#[cfg(not(target_arch = "x86_64"))]
+#[path = "regs_fallback.rs"]
+pub mod regs;
 pub mod vm;
 
 use crate::sample::frame::Frame;

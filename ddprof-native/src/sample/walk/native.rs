@@ -36,8 +36,10 @@ use crate::sample::vm::SafeMemory;
 /// Native frames walked at most per sample (recorded or not).
 pub const MAX_NATIVE_FRAMES: usize = 256;
 /// Largest distance between two consecutive frame pointers.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 const MAX_FRAME_BYTES: usize = 1 << 20;
 /// Words above sp searched for the top frame's return address into Java.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 const RETURN_SCAN_WORDS: usize = 4;
 /// Stack window assumed for a thread whose stack bounds are unknown (no HotSpot `Thread`).
 const UNKNOWN_STACK_BYTES: usize = 16 << 20;
@@ -85,6 +87,7 @@ impl Bounds {
         }
     }
 
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     fn holds(&self, addr: usize) -> bool {
         self.low <= addr && addr < self.high
     }
