@@ -77,6 +77,9 @@ class QueueTimeTest {
         }, "qt-origin");
         Map<Integer, Instant> enqueuedAt = new HashMap<>();
         int[] recorded = new int[1];
+        // What the worker asked to record: the profiler must write exactly these. (Whether an
+        // even task also went over the threshold depends on the host's load, not on us.)
+        java.util.Set<Integer> asked = java.util.Collections.synchronizedSet(new java.util.TreeSet<>());
         Thread worker = new Thread(() -> {
             for (int i = 0; i < tasks; i++) {
                 Task t = take(queue);
@@ -91,6 +94,7 @@ class QueueTimeTest {
                     profiler.recordQueueTime(t.startTicks, now, Task.class, Scheduler.class, ArrayBlockingQueue.class,
                             t.index, t.origin);
                     recorded[0]++;
+                    asked.add(t.index);
                 }
                 profiler.clearTraceContext();
             }
@@ -118,11 +122,16 @@ class QueueTimeTest {
             // The start is the enqueue instant: getCurrentTicks is the events' clock.
             Instant enqueued = enqueuedAt.get(index);
             assertNotNull(enqueued, e.toString());
+            // Two clock reads a thread makes back to back; a loaded host may deschedule it between.
             long skewMs = Math.abs(Duration.between(enqueued, e.getStartTime()).toMillis());
-            assertTrue(skewMs < 20, "event start " + e.getStartTime() + " vs enqueue " + enqueued);
+            assertTrue(skewMs < 250, "event start " + e.getStartTime() + " vs enqueue " + enqueued);
         }
-        assertTrue(events.stream().allMatch(e -> e.getInt("queueLength") % 2 == 1),
-                "only the tasks that waited may be over the threshold: " + events);
+        java.util.Set<Integer> written = events.stream().map(e -> e.getInt("queueLength"))
+                .collect(java.util.stream.Collectors.toCollection(java.util.TreeSet::new));
+        assertEquals(asked, written, "the events are exactly the calls made: " + events);
+        for (int i = 1; i < tasks; i += 2) {
+            assertTrue(written.contains(i), "task " + i + " waited past the threshold but has no event: " + written);
+        }
     }
 
     @Test
