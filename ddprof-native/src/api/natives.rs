@@ -171,21 +171,42 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_filterThread0(
 // ---- value sizes); these calls never throw. Each is one write of the calling thread's
 // ---- record and sidecar (`sample::context::ThreadContext`).
 
-/// Copies up to `MAX_VALUE_BYTES` of `array` into `buf`; None for a null array.
-fn utf8_arg<'b>(
-    env: &mut JNIEnv,
-    array: &JByteArray,
-    buf: &'b mut [u8; MAX_VALUE_BYTES],
-) -> Option<&'b [u8]> {
-    if array.is_null() {
-        return None;
+/// Copies the `dst.len()` first bytes of `array` into `dst` (the thread's record, in place) with
+/// one raw `GetByteArrayRegion`: Java passes the array's own length, so the bounds hold and no
+/// exception can be raised, and the `jni` crate's wrapper would add a `GetArrayLength` and an
+/// `ExceptionCheck` (each a JNI call, together more than the write itself). A null array is an
+/// empty value.
+fn utf8_into(env: &JNIEnv, array: &JByteArray, dst: &mut [u8]) -> bool {
+    if dst.is_empty() || array.is_null() {
+        return dst.is_empty();
     }
-    let len = env.get_array_length(array).ok()? as usize;
-    let len = len.min(MAX_VALUE_BYTES);
-    // SAFETY: u8 and i8 have the same layout; `buf` has at least `len` bytes.
-    let as_i8 = unsafe { &mut *(&mut buf[..len] as *mut [u8] as *mut [i8]) };
-    env.get_byte_array_region(array, 0, as_i8).ok()?;
-    Some(&buf[..len])
+    let raw = env.get_raw();
+    // SAFETY: `raw` is this thread's JNIEnv for the duration of the native call; `array` is a
+    // live local reference to a byte[] of at least `dst.len()` bytes (the caller's length);
+    // `dst` is writable for `dst.len()` bytes.
+    unsafe {
+        let Some(get_region) = (**raw).GetByteArrayRegion else {
+            return false;
+        };
+        get_region(
+            raw,
+            array.as_raw(),
+            0,
+            dst.len() as jni::sys::jsize,
+            dst.as_mut_ptr() as *mut jni::sys::jbyte,
+        );
+    }
+    true
+}
+
+/// A value's length as Java gave it (`utf8.length`), 0 for a null array, at most
+/// `MAX_VALUE_BYTES` (longer values never reach here: `ContextValueCache` refuses them).
+fn utf8_len(array: &JByteArray, len: jint) -> usize {
+    if array.is_null() {
+        0
+    } else {
+        (len.max(0) as usize).min(MAX_VALUE_BYTES)
+    }
 }
 
 fn slot_of(slot: jint) -> Option<usize> {
@@ -203,7 +224,7 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_maxContextSlots0
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_setTraceContext0(
-    mut env: JNIEnv,
+    env: JNIEnv,
     _class: JClass,
     root_span_id: jlong,
     span_id: jlong,
@@ -212,36 +233,26 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_setTraceContext0
     slot0: jint,
     encoding0: jint,
     utf8_0: JByteArray,
+    len0: jint,
     slot1: jint,
     encoding1: jint,
     utf8_1: JByteArray,
+    len1: jint,
 ) {
     quiet((), || {
         let Some(c) = threads::current_context() else {
             return;
         };
-        let mut b0 = [0u8; MAX_VALUE_BYTES];
-        let mut b1 = [0u8; MAX_VALUE_BYTES];
-        let first = slot_of(slot0).map(|s| {
-            (
-                s,
-                encoding0 as u32,
-                utf8_arg(&mut env, &utf8_0, &mut b0).unwrap_or(&[]),
-            )
-        });
-        let second = slot_of(slot1).map(|s| {
-            (
-                s,
-                encoding1 as u32,
-                utf8_arg(&mut env, &utf8_1, &mut b1).unwrap_or(&[]),
-            )
-        });
-        c.set_trace(
+        let arrays = [&utf8_0, &utf8_1];
+        c.set_trace_with(
             root_span_id as u64,
             span_id as u64,
             (trace_hi as u64, trace_lo as u64),
-            first,
-            second,
+            [
+                slot_of(slot0).map(|s| (s, encoding0 as u32, utf8_len(&utf8_0, len0))),
+                slot_of(slot1).map(|s| (s, encoding1 as u32, utf8_len(&utf8_1, len1))),
+            ],
+            |i, dst| utf8_into(&env, arrays[i], dst),
         );
     })
 }
@@ -260,19 +271,20 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_clearTraceContex
 
 #[no_mangle]
 pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_setContextValue0(
-    mut env: JNIEnv,
+    env: JNIEnv,
     _class: JClass,
     slot: jint,
     encoding: jint,
     utf8: JByteArray,
+    len: jint,
 ) -> jboolean {
     quiet(0, || {
         let (Some(slot), Some(c)) = (slot_of(slot), threads::current_context()) else {
             return 0;
         };
-        let mut buf = [0u8; MAX_VALUE_BYTES];
-        let value = utf8_arg(&mut env, &utf8, &mut buf).unwrap_or(&[]);
-        c.set_value(slot, encoding as u32, value) as jboolean
+        c.set_value_with(slot, encoding as u32, utf8_len(&utf8, len), |dst| {
+            utf8_into(&env, &utf8, dst)
+        }) as jboolean
     })
 }
 

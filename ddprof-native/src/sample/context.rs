@@ -139,34 +139,59 @@ impl OtelRecord {
 
     /// Replaces attribute `key`'s entry; false (and the entry removed) when it does not fit.
     fn put_attr(&self, key: u8, value: &[u8]) -> bool {
+        self.put_attr_with(key, value.len(), |dst| {
+            dst.copy_from_slice(value);
+            true
+        })
+    }
+
+    /// Replaces attribute `key`'s entry with a `len`-byte value that `fill` writes in place
+    /// (straight from a Java array in the JNI calls: no intermediate copy); false, and the
+    /// entry removed, when it does not fit or `fill` fails.
+    #[inline]
+    fn put_attr_with(&self, key: u8, len: usize, fill: impl FnOnce(&mut [u8]) -> bool) -> bool {
         self.remove_attr(key);
         let size = self.attrs_len();
-        if value.len() > MAX_VALUE_BYTES || size + 2 + value.len() > ATTRS_CAPACITY {
+        if len > MAX_VALUE_BYTES || size + 2 + len > ATTRS_CAPACITY {
             return false;
         }
         // SAFETY: as in `remove_attr`.
         let data = unsafe { &mut *self.attrs.get() };
+        if !fill(&mut data[size + 2..size + 2 + len]) {
+            return false;
+        }
         data[size] = key;
-        data[size + 1] = value.len() as u8;
-        data[size + 2..size + 2 + value.len()].copy_from_slice(value);
+        data[size + 1] = len as u8;
         self.attrs_size
-            .store((size + 2 + value.len()) as u16, Ordering::Relaxed);
+            .store((size + 2 + len) as u16, Ordering::Relaxed);
         true
     }
 
     /// Sets the local root span entry (key 0) to `lrs` in 16 lowercase hex digits.
     fn put_lrs(&self, lrs: u64) {
-        let mut hex = [0u8; 16];
-        for (i, h) in hex.iter_mut().enumerate() {
-            let nibble = ((lrs >> (60 - 4 * i)) & 0xf) as u8;
-            *h = if nibble < 10 {
-                b'0' + nibble
-            } else {
-                b'a' + nibble - 10
-            };
-        }
+        let hex = hex16(lrs);
         self.put_attr(LRS_KEY, &hex);
     }
+}
+
+/// `v` as 16 lowercase hex digits, most significant first, without a loop or a branch: each
+/// 32-bit half's nibbles are spread one per byte, then turned into ASCII eight at a time.
+#[inline]
+pub(crate) fn hex16(v: u64) -> [u8; 16] {
+    #[inline]
+    fn eight(x: u32) -> [u8; 8] {
+        let mut x = u64::from(x);
+        x = ((x & 0xFFFF_0000) << 16) | (x & 0xFFFF);
+        x = ((x & 0x0000_FF00_0000_FF00) << 8) | (x & 0x0000_00FF_0000_00FF);
+        x = ((x & 0x00F0_00F0_00F0_00F0) << 4) | (x & 0x000F_000F_000F_000F);
+        // Byte i (from the low end) now holds nibble i; 0x01 in the bytes whose nibble is > 9.
+        let letters = ((x + 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101;
+        (x + 0x3030_3030_3030_3030 + letters * (b'a' - b'0' - 10) as u64).to_be_bytes()
+    }
+    let mut out = [0u8; 16];
+    out[..8].copy_from_slice(&eight((v >> 32) as u32));
+    out[8..].copy_from_slice(&eight(v as u32));
+    out
 }
 
 /// Offset and value length of `key`'s entry in `data`. Stops at a truncated entry.
@@ -248,6 +273,32 @@ impl ThreadContext {
         first: Option<(usize, u32, &[u8])>,
         second: Option<(usize, u32, &[u8])>,
     ) {
+        let values = [first, second];
+        self.set_trace_with(
+            root,
+            span,
+            trace,
+            values.map(|v| v.map(|(slot, encoding, utf8)| (slot, encoding, utf8.len()))),
+            |i, dst| {
+                if let Some((_, _, utf8)) = values[i] {
+                    dst.copy_from_slice(utf8);
+                }
+                true
+            },
+        );
+    }
+
+    /// [`Self::set_trace`] with each value given as `(slot, encoding, byte length)` and its
+    /// bytes written in place by `fill(index of the value, destination)`.
+    #[inline]
+    pub fn set_trace_with(
+        &self,
+        root: u64,
+        span: u64,
+        trace: (u64, u64),
+        values: [Option<(usize, u32, usize)>; 2],
+        mut fill: impl FnMut(usize, &mut [u8]) -> bool,
+    ) {
         self.detach();
         self.record.trace_id[0].store(trace.0.to_be(), Ordering::Relaxed);
         self.record.trace_id[1].store(trace.1.to_be(), Ordering::Relaxed);
@@ -258,8 +309,10 @@ impl ThreadContext {
         }
         self.record.attrs_size.store(0, Ordering::Relaxed);
         self.record.put_lrs(root);
-        for (slot, encoding, utf8) in [first, second].into_iter().flatten() {
-            self.put_value(slot, encoding, utf8);
+        for (i, value) in values.into_iter().enumerate() {
+            if let Some((slot, encoding, len)) = value {
+                self.put_value_with(slot, encoding, len, |dst| fill(i, dst));
+            }
         }
         self.attach();
     }
@@ -277,8 +330,14 @@ impl ThreadContext {
         self.record.attrs_size.store(0, Ordering::Relaxed);
     }
 
-    fn put_value(&self, slot: usize, encoding: u32, utf8: &[u8]) -> bool {
-        let ok = self.record.put_attr(slot as u8 + 1, utf8);
+    fn put_value_with(
+        &self,
+        slot: usize,
+        encoding: u32,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]) -> bool,
+    ) -> bool {
+        let ok = self.record.put_attr_with(slot as u8 + 1, len, fill);
         self.store_encoding(slot, if ok { encoding } else { 0 });
         ok
     }
@@ -286,8 +345,23 @@ impl ThreadContext {
     /// One attribute (`setContextValue`): false, and the slot cleared, when the value does not
     /// fit in the record. Publishes the record even without a span (as upstream).
     pub fn set_value(&self, slot: usize, encoding: u32, utf8: &[u8]) -> bool {
+        self.set_value_with(slot, encoding, utf8.len(), |dst| {
+            dst.copy_from_slice(utf8);
+            true
+        })
+    }
+
+    /// [`Self::set_value`] with a `len`-byte value that `fill` writes in place.
+    #[inline]
+    pub fn set_value_with(
+        &self,
+        slot: usize,
+        encoding: u32,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]) -> bool,
+    ) -> bool {
         self.detach();
-        let ok = self.put_value(slot, encoding, utf8);
+        let ok = self.put_value_with(slot, encoding, len, fill);
         self.attach();
         ok
     }

@@ -133,3 +133,28 @@ fn encodings_of_an_earlier_dictionary_epoch_read_as_unset() {
     c.copy_encodings(&mut out);
     assert_eq!(out[0], 0);
 }
+
+#[test]
+fn hex16_is_lowercase_hex_most_significant_first() {
+    for v in [
+        0u64,
+        1,
+        9,
+        10,
+        15,
+        0x1234_5678_9abc_def0,
+        0xffff_ffff_ffff_ffff,
+        0x0a0b_0c0d_0e0f_1009,
+        0x8000_0000_0000_0000,
+        u64::MAX - 1,
+    ] {
+        assert_eq!(&super::hex16(v), format!("{v:016x}").as_bytes(), "{v:#x}");
+    }
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..10_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        assert_eq!(&super::hex16(x), format!("{x:016x}").as_bytes(), "{x:#x}");
+    }
+}

@@ -260,9 +260,13 @@ public final class JavaProfiler {
         checkActivationSlot(slot1);
         ContextValueCache.Entry e0 = slot0 < 0 ? null : contextValueCache.resolve(v0);
         ContextValueCache.Entry e1 = slot1 < 0 ? null : contextValueCache.resolve(v1);
+        // The lengths go along so that the native side copies each value with one JNI call
+        // (docs/benchmarks.md, "Context writes").
         setTraceContext0(rootSpanId, spanId, traceIdHigh, traceIdLow,
                 e0 == null ? -1 : slot0, e0 == null ? 0 : e0.encoding, e0 == null ? null : e0.utf8,
-                e1 == null ? -1 : slot1, e1 == null ? 0 : e1.encoding, e1 == null ? null : e1.utf8);
+                e0 == null ? 0 : e0.utf8.length,
+                e1 == null ? -1 : slot1, e1 == null ? 0 : e1.encoding, e1 == null ? null : e1.utf8,
+                e1 == null ? 0 : e1.utf8.length);
     }
 
     /** Clears the calling thread's span ids and custom attributes (span deactivation). */
@@ -287,7 +291,7 @@ public final class JavaProfiler {
             clearContextValue0(slot);
             return false;
         }
-        return setContextValue0(slot, e.encoding, e.utf8);
+        return setContextValue0(slot, e.encoding, e.utf8, e.utf8.length);
     }
 
     /**
@@ -521,14 +525,15 @@ public final class JavaProfiler {
 
     private static native void filterThread0(boolean add);
 
-    // Trace context (docs/context.md). Java checks the arguments; these never throw.
+    // Trace context (docs/context.md). Java checks the arguments; these never throw. A value
+    // goes as its UTF-8 bytes and their count, which must be the array's length.
     private static native void setTraceContext0(long rootSpanId, long spanId, long traceIdHigh, long traceIdLow,
-                                                int slot0, int encoding0, byte[] utf8v0,
-                                                int slot1, int encoding1, byte[] utf8v1);
+                                                int slot0, int encoding0, byte[] utf8v0, int length0,
+                                                int slot1, int encoding1, byte[] utf8v1, int length1);
 
     private static native void clearTraceContext0();
 
-    private static native boolean setContextValue0(int slot, int encoding, byte[] utf8);
+    private static native boolean setContextValue0(int slot, int encoding, byte[] utf8, int length);
 
     private static native void clearContextValue0(int slot);
 
