@@ -5,6 +5,8 @@ import com.datadoghq.profiler.JavaProfiler;
 import java.io.IOException;
 import java.lang.management.ClassLoadingMXBean;
 import java.lang.management.ManagementFactory;
+import java.lang.management.MemoryPoolMXBean;
+import java.lang.management.MemoryType;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -26,7 +28,7 @@ import java.util.Set;
  * (2), {@code dumpEvery} (1 s), {@code prefixDepth} (9: prefixes of 4-12 frames), {@code paths}
  * (256 per phase), {@code phaseSeconds} (5), {@code classes} (16 per generation), {@code iters}
  * (200), {@code genSeconds} (10), {@code threshold} (2 MiB per 10 min), {@code mode}
- * ({@code lazy}: the {@code fjmethodid} mode), {@code options} (extra profiler options),
+ * ({@code lazy}: the {@code fjmethodid} mode; {@code none}: no profiler, a control run for RSS), {@code options} (extra profiler options),
  * {@code dir} (where the recordings go; a fresh temporary directory by default, deleted at the
  * end).
  */
@@ -54,6 +56,7 @@ public final class SoakBenchmark {
         long unloaded;
         long calls;
         long mallocInUse;
+        long nonHeap;
     }
 
     public static void main(String[] args) throws Exception {
@@ -90,17 +93,22 @@ public final class SoakBenchmark {
         SoakWorkload work = new SoakWorkload(threads, prefixDepth, paths, classes, iters, phaseSeconds, genSeconds);
         String command = "start,cpu=1ms,fjmethodid=" + mode + (extra.isEmpty() ? "" : "," + extra)
                 + ",file=" + dir.resolve("profile.jfr");
-        JavaProfiler profiler = JavaProfiler.getInstance();
-        String r = profiler.execute(command);
-        System.out.println("# profiler: " + command + " -> " + (r == null ? "" : r.trim()));
+        boolean none = mode.equals("none");
+        JavaProfiler profiler = none ? null : JavaProfiler.getInstance();
+        if (none) {
+            System.out.println("# profiler: none (control run: the workload and the same dump loop without ddprof)");
+        } else {
+            String r = profiler.execute(command);
+            System.out.println("# profiler: " + command + " -> " + (r == null ? "" : r.trim()));
+        }
         System.out.println("# workload: " + work.describe());
         System.out.printf(Locale.ROOT, "# %.1f minutes, a dump every %.1f s (rotating, older ones deleted), a row every"
                 + " %.0f s; RSS from /proc/self/status VmRSS; MiB = 2^20 bytes%n", minutes, dumpEvery, interval);
         System.out.println();
         System.out.println("| elapsed s | RSS MiB | native_mem_live MiB | largest heap categories, MiB | calltrace"
                 + " resident MiB | calltrace_storage_traces | calltrace_storage_bytes | calltrace_storage_inserts"
-                + " | dump ms, last / max | dump KB | samples | samples/s | classes loaded / unloaded | malloc in use MiB |");
-        System.out.println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+                + " | dump ms, last / max | dump KB | samples | samples/s | classes loaded / unloaded | malloc in use MiB | JVM non-heap committed MiB |");
+        System.out.println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
         work.start();
 
         ClassLoadingMXBean cl = ManagementFactory.getClassLoadingMXBean();
@@ -126,7 +134,7 @@ public final class SoakBenchmark {
                 continue;
             }
             if (now >= nextRow || now >= end) {
-                Map<String, Long> c = profiler.getDebugCounters();
+                Map<String, Long> c = BenchSupport.counters(profiler);
                 Row row = new Row();
                 row.elapsed = (now - t0) / 1e9;
                 row.rss = vmRssBytes();
@@ -144,16 +152,17 @@ public final class SoakBenchmark {
                 row.unloaded = cl.getUnloadedClassCount();
                 row.calls = work.calls();
                 row.mallocInUse = c.getOrDefault("malloc_in_use_bytes", -1L);
+                row.nonHeap = nonHeapCommitted();
                 rows.add(row);
                 double rate = (row.samples - prevSamples) / Math.max(1e-9, row.elapsed - prevElapsed);
                 prevSamples = row.samples;
                 prevElapsed = row.elapsed;
                 System.out.printf(Locale.ROOT, "| %.0f | %.1f | %.2f | %s | %.2f | %d | %d | %d | %.1f / %.1f | %d"
-                        + " | %d | %.0f | %d / %d | %.1f |%n",
+                        + " | %d | %.0f | %d / %d | %.1f | %.1f |%n",
                         row.elapsed, row.rss / MIB, row.nativeLive / MIB, row.topHeap, row.calltraceResident / MIB,
                         row.traces, row.traceBytes, row.inserts, row.dumpMsLast, row.dumpMsMax,
                         row.dumpBytes / 1024, row.samples, rate, row.loaded, row.unloaded,
-                        row.mallocInUse / MIB);
+                        row.mallocInUse / MIB, row.nonHeap / MIB);
                 System.out.flush();
                 dumpMsMax = 0;
                 while (nextRow <= now) {
@@ -164,7 +173,9 @@ public final class SoakBenchmark {
                 Path p = dir.resolve("dump-" + (dumps++ % 3) + ".jfr");
                 Files.deleteIfExists(p);
                 long d0 = System.nanoTime();
-                profiler.dump(p);
+                if (profiler != null) {
+                    profiler.dump(p);
+                }
                 double ms = (System.nanoTime() - d0) / 1e6;
                 dumpMsLast = ms;
                 dumpMsMax = Math.max(dumpMsMax, ms);
@@ -182,9 +193,11 @@ public final class SoakBenchmark {
             }
         }
         work.stop();
-        Map<String, Long> before = profiler.getDebugCounters();
-        profiler.stop();
-        Map<String, Long> after = profiler.getDebugCounters();
+        Map<String, Long> before = BenchSupport.counters(profiler);
+        if (profiler != null) {
+            profiler.stop();
+        }
+        Map<String, Long> after = BenchSupport.counters(profiler);
         System.out.println();
         System.out.printf(Locale.ROOT, "# %d dumps; %d workload calls; %d phases, %d class generations;"
                 + " calltrace_storage_traces %d before stop, %d after; native_mem_live %.2f MiB before stop,"
@@ -224,6 +237,8 @@ public final class SoakBenchmark {
         ok &= line("native_mem_live_bytes, MiB", rows, first, second, r -> r.nativeLive / MIB, threshold, "%.2f");
         line("malloc_in_use_bytes (glibc, whole process), MiB", rows, first, second, r -> r.mallocInUse / MIB,
                 threshold, "%.1f");
+        line("JVM non-heap committed (metaspace, code cache), MiB", rows, first, second, r -> r.nonHeap / MIB,
+                -1, "%.1f");
         line("native_mem_resident_bytes.calltrace, MiB", rows, first, second, r -> r.calltraceResident / MIB,
                 threshold, "%.2f");
         line("calltrace_storage_bytes, MiB", rows, first, second, r -> r.traceBytes / MIB, threshold, "%.2f");
@@ -295,6 +310,17 @@ public final class SoakBenchmark {
                     .append(String.format(Locale.ROOT, " %.2f", heap.get(i).getValue() / MIB));
         }
         return sb.toString();
+    }
+
+    /** Committed bytes of the JVM's non-heap pools (metaspace, compressed class space, code heaps). */
+    private static long nonHeapCommitted() {
+        long sum = 0;
+        for (MemoryPoolMXBean pool : ManagementFactory.getMemoryPoolMXBeans()) {
+            if (pool.getType() == MemoryType.NON_HEAP) {
+                sum += pool.getUsage().getCommitted();
+            }
+        }
+        return sum;
     }
 
     private static long vmRssBytes() throws IOException {
