@@ -8,29 +8,37 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.BufferedReader;
+import java.io.File;
 import java.io.IOException;
+import java.io.InputStreamReader;
 import java.io.RandomAccessFile;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
 import com.datadoghq.profiler.OTelContext;
+import com.datadoghq.profiler.testing.ChildJvm;
+import com.datadoghq.profiler.testing.TestEnv;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The OTel process context ({@link OTelContext}) as the tracer writes it and as an outside
  * reader finds it: the {@code OTEL_CTX} mapping in {@code /proc/self/maps} (readable, not
  * executable), its header and payload read through {@code /proc/self/mem} and decoded here by
  * a protobuf reader of our own (independent of the library's encoder), and the read-back
- * native. All tests share the process's one context, so each publishes what it checks.
+ * native; also from outside, in another process that published as the tracer does. All tests share the process's one context, so each publishes what it checks.
  */
 class ProcessContextTest {
     private static final String ROOT_KEY = "datadog.local_root_span_id";
@@ -176,6 +184,43 @@ class ProcessContextTest {
         assertArrayEquals(expected, read.attributeKeyMap, "at most 10 keys, the first ones");
     }
 
+    @Test
+    void anotherProcessReadsTheContext(@TempDir Path dir) throws Exception {
+        List<String> cmd = Arrays.asList(TestEnv.javaExecutable(), "-cp",
+                ChildJvm.testClasses() + File.pathSeparator + TestEnv.libJar(),
+                ProcessContextMain.class.getName(), dir.toString());
+        Process child = new ProcessBuilder(cmd).directory(dir.toFile())
+                .redirectError(dir.resolve("child.err").toFile()).start();
+        try {
+            BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
+            List<String> lines = new ArrayList<>();
+            for (String line; (line = out.readLine()) != null && !line.equals("ready"); ) {
+                lines.add(line);
+            }
+            assertEquals(Arrays.asList("service=child-svc"), lines,
+                    "child stderr: " + new String(Files.readAllBytes(dir.resolve("child.err")), StandardCharsets.UTF_8));
+
+            String pid = Long.toString(child.pid());
+            Mapping m = onlyMapping(pid);
+            assertEquals('r', m.perms.charAt(0), m.line);
+            assertFalse(m.perms.contains("x"), m.line);
+            Published p = readThroughProcMem(pid, m.start);
+            assertEquals("child-svc", p.resource.get("service.name"));
+            assertEquals("child-env", p.resource.get("deployment.environment.name"));
+            assertEquals("child-host", p.resource.get("host.name"));
+            assertEquals("child-runtime", p.resource.get("service.instance.id"));
+            assertEquals("9.9", p.resource.get("service.version"));
+            assertEquals("1.56.0", p.resource.get("telemetry.sdk.version"));
+            assertEquals(Arrays.asList(ROOT_KEY), p.extraArrays.get("threadlocal.attribute_key_map"));
+
+            child.getOutputStream().close();
+            assertTrue(child.waitFor(30, TimeUnit.SECONDS));
+            assertEquals(0, child.exitValue());
+        } finally {
+            child.destroyForcibly();
+        }
+    }
+
     // ---- an outside reader ----
 
     private static final class Mapping {
@@ -196,8 +241,12 @@ class ProcessContextTest {
 
     /** The one mapping named OTEL_CTX (memfd, or a named anonymous mapping). */
     private static Mapping onlyMapping() throws IOException {
+        return onlyMapping("self");
+    }
+
+    private static Mapping onlyMapping(String pid) throws IOException {
         List<Mapping> found = new ArrayList<>();
-        for (String line : Files.readAllLines(Paths.get("/proc/self/maps"))) {
+        for (String line : Files.readAllLines(Paths.get("/proc/" + pid + "/maps"))) {
             String[] parts = line.trim().split("\\s+", 6);
             if (parts.length == 6 && parts[5].contains("OTEL_CTX")) {
                 found.add(new Mapping(line));
@@ -223,7 +272,11 @@ class ProcessContextTest {
 
     /** Header then payload, the publication time checked before and after as readers do. */
     private static Published readThroughProcMem(long start) throws IOException {
-        try (RandomAccessFile mem = new RandomAccessFile("/proc/self/mem", "r")) {
+        return readThroughProcMem("self", start);
+    }
+
+    private static Published readThroughProcMem(String pid, long start) throws IOException {
+        try (RandomAccessFile mem = new RandomAccessFile("/proc/" + pid + "/mem", "r")) {
             ByteBuffer h = ByteBuffer.wrap(readMem(mem, start, 32)).order(ByteOrder.nativeOrder());
             byte[] sig = new byte[8];
             h.get(sig);
