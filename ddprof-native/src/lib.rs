@@ -17,6 +17,7 @@ pub mod log;
 pub mod memory;
 pub mod methods;
 pub mod otel_tls;
+pub mod process_context;
 pub mod profiler;
 pub mod sample;
 pub mod symbols;

@@ -1,11 +1,12 @@
 //! Entry points the JVM calls: `JNI_OnLoad`, `Agent_OnLoad`/`Agent_OnAttach`, the
-//! `JavaProfiler` natives and the `JVMAccess` natives (`jvm_flags.rs`). Each catches panics so none crosses into the JVM, and turns
+//! `JavaProfiler` natives, the `JVMAccess` natives (`jvm_flags.rs`) and the `OTelContext` natives (`otel.rs`). Each catches panics so none crosses into the JVM, and turns
 //! errors into the Java exceptions the API documents.
 
 mod agent;
 pub mod events;
 mod jvm_flags;
 mod natives;
+mod otel;
 mod tracing;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
