@@ -4,7 +4,7 @@
 //! `on_start` resets peaks to what is live. One test per process: the tallies are
 //! process-wide.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use javaProfiler::memory::{self, Category, Figures, Kind};
 
@@ -39,6 +39,10 @@ fn categories_partition_the_total_under_concurrency() {
 
     // A reader takes snapshots all along: each must add up while the writers run.
     static STOP: AtomicBool = AtomicBool::new(false);
+    // Snapshots taken so far: the writers go on until there are enough of them, so that a
+    // reader starved by a loaded host still checks its sums while the writers run.
+    static SNAPSHOTS: AtomicU64 = AtomicU64::new(0);
+    const MIN_SNAPSHOTS: u64 = 20;
     let reader = {
         std::thread::spawn(move || {
             let mut n = 0u64;
@@ -52,6 +56,7 @@ fn categories_partition_the_total_under_concurrency() {
                     "snapshot {n} does not add up"
                 );
                 n += 1;
+                SNAPSHOTS.store(n, Ordering::Relaxed);
             }
             n
         })
@@ -62,14 +67,16 @@ fn categories_partition_the_total_under_concurrency() {
                 let cats: Vec<Category> = heap_categories().collect();
                 let mut kept: Vec<Vec<u8>> = Vec::new();
                 let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ t;
-                for i in 0..20_000u64 {
+                let mut i = 0u64;
+                while i < 20_000 || SNAPSHOTS.load(Ordering::Relaxed) < MIN_SNAPSHOTS {
+                    i += 1;
                     x ^= x << 13;
                     x ^= x >> 7;
                     x ^= x << 17;
                     let _s = memory::scope(cats[(x % cats.len() as u64) as usize]);
                     let size = [8usize, 24, 96, 600, 6 << 10, 512 << 10][(x >> 8) as usize % 6];
                     let mut v = Vec::<u8>::with_capacity(size);
-                    if i % 3 == 0 {
+                    if i.is_multiple_of(3) {
                         // Grown under another scope: stays with its first category.
                         let _o = memory::scope(cats[((x >> 16) % cats.len() as u64) as usize]);
                         v.reserve(size * 2);
@@ -89,7 +96,7 @@ fn categories_partition_the_total_under_concurrency() {
     let kept: Vec<Vec<Vec<u8>>> = threads.into_iter().map(|h| h.join().unwrap()).collect();
     STOP.store(true, Ordering::Relaxed);
     let snapshots = reader.join().unwrap();
-    assert!(snapshots > 10, "only {snapshots} snapshots");
+    assert!(snapshots >= MIN_SNAPSHOTS, "only {snapshots} snapshots");
     assert_partition();
     drop(kept);
     assert_partition();

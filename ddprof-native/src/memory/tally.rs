@@ -54,11 +54,13 @@ fn publication(f: impl FnOnce()) {
 
 /// Runs `read` until no publication overlapped it. Publications are short and come at
 /// most every 64 changes per thread, so this ends quickly, unless a publishing thread is
-/// descheduled mid-way on a loaded host: after 200 ms it returns the last read.
+/// descheduled mid-way on a loaded host: after a second it returns the last read (a
+/// bound, so that a dump never waits longer; 200 ms was seen to pass on a 2-CPU host at
+/// load 10).
 pub fn consistent<T>(mut read: impl FnMut() -> T) -> T {
     flush();
     let mut value = read();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(200);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(1000);
     for attempt in 0u32.. {
         if attempt % 64 == 63 && std::time::Instant::now() > deadline {
             break;

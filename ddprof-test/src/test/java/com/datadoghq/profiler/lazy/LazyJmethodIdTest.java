@@ -100,7 +100,8 @@ class LazyJmethodIdTest {
     private static void assertNamed(List<RecordedEvent> all, String thread, Predicate<RecordedMethod> owner,
                                     String... methods) {
         List<RecordedEvent> samples = JfrReader.onThread(all, thread);
-        assertTrue(samples.size() >= 20, thread + ": " + samples.size() + " samples\n" + result.describe());
+        // What follows are shares of these samples; a loaded host gives fewer (weightier) ones.
+        assertTrue(samples.size() >= 10, thread + ": " + samples.size() + " samples\n" + result.describe());
         for (String m : methods) {
             long n = samples.stream()
                     .filter(e -> JfrReader.frames(e).stream()
