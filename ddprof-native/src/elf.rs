@@ -2,10 +2,68 @@
 //! 64-bit little-endian ELF headers (loadable segments, section headers). Used at start
 //! and dump time by the DWARF rows (`eh_frame.rs`) and the native-frame namer
 //! (`symbols.rs`); never in a signal handler.
+//!
+//! This library's own file is deleted by the Java loader right after `System.load` (an
+//! extracted copy must not outlive a killed JVM), so `/proc/self/maps` shows it as
+//! `(deleted)`. `keep_own_file` (from `JNI_OnLoad`/`Agent_OnLoad`, while the file still
+//! exists) opens it once and keeps the descriptor for the life of the process: our own
+//! mappings are kept by `executable_mappings` despite `(deleted)`, and `Elf::open` reads our
+//! file through that descriptor. A second class loader loads the same copy through
+//! `/proc/self/fd/<n>` (LibraryLoader). Other deleted files are skipped.
 
 use std::collections::HashMap;
+use std::ffi::{c_void, CStr};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
+use std::sync::OnceLock;
+
+/// This library's own file, kept open (see the module comment).
+struct OwnFile {
+    /// The path it was loaded from, as the dynamic linker knows it.
+    path: String,
+    file: File,
+    /// Its identity as `/proc/self/maps` writes it: device major and minor, inode.
+    dev: (u64, u64),
+    ino: u64,
+}
+
+static OWN_FILE: OnceLock<Option<OwnFile>> = OnceLock::new();
+
+const DELETED: &str = "(deleted)";
+
+/// Opens this library's own file and keeps it open for the life of the process (once; later
+/// calls do nothing). Must run while the file still exists: from `JNI_OnLoad`/`Agent_OnLoad`.
+pub fn keep_own_file() {
+    OWN_FILE.get_or_init(|| {
+        use std::os::unix::fs::MetadataExt;
+        // SAFETY: dladdr only reads the loader's tables and fills `info` (plain data).
+        let path = unsafe {
+            let mut info: libc::Dl_info = std::mem::zeroed();
+            if libc::dladdr(keep_own_file as *const c_void, &mut info) == 0
+                || info.dli_fname.is_null()
+            {
+                return None;
+            }
+            CStr::from_ptr(info.dli_fname)
+                .to_string_lossy()
+                .into_owned()
+        };
+        // std opens with O_CLOEXEC: the descriptor does not leak into exec'd children.
+        let file = File::open(&path).ok()?;
+        let meta = file.metadata().ok()?;
+        let dev = meta.dev();
+        Some(OwnFile {
+            path,
+            file,
+            dev: (u64::from(libc::major(dev)), u64::from(libc::minor(dev))),
+            ino: meta.ino(),
+        })
+    });
+}
+
+fn own_file() -> Option<&'static OwnFile> {
+    OWN_FILE.get().and_then(Option::as_ref)
+}
 
 pub fn u16_at(b: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_le_bytes(
@@ -25,7 +83,8 @@ pub fn u64_at(b: &[u8], at: usize) -> Option<u64> {
     ))
 }
 
-/// One executable mapping of a file (`/...` paths; `(deleted)` files are skipped).
+/// One executable mapping of a file (`/...` paths; `(deleted)` files are skipped, except
+/// this library's own, whose `path` is then the path it was loaded from).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Mapping {
     pub start: u64,
@@ -37,16 +96,38 @@ pub struct Mapping {
 
 /// The executable file mappings of a `/proc/<pid>/maps` text, in its order.
 pub fn executable_mappings(maps: &str) -> Vec<Mapping> {
+    let own = own_file().map(|o| (o.dev, o.ino, o.path.as_str()));
+    executable_mappings_keeping(maps, own)
+}
+
+/// `executable_mappings`, keeping the deleted file `own` ((major, minor), inode, path to
+/// report), this library, if it is mapped.
+fn executable_mappings_keeping(maps: &str, own: Option<((u64, u64), u64, &str)>) -> Vec<Mapping> {
     let mut out = Vec::new();
     for line in maps.lines() {
         let mut parts = line.split_whitespace();
-        let (Some(range), Some(perms), Some(offset)) = (parts.next(), parts.next(), parts.next())
-        else {
+        let (Some(range), Some(perms), Some(offset), Some(dev), Some(ino), Some(mut path)) = (
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+        ) else {
             continue;
         };
-        let Some(path) = parts.nth(2) else { continue };
-        if !perms.contains('x') || !path.starts_with('/') || parts.next().is_some() {
+        if !perms.contains('x') || !path.starts_with('/') {
             continue;
+        }
+        match (parts.next(), parts.next()) {
+            (None, _) => {}
+            (Some(DELETED), None) => match own {
+                Some((own_dev, own_ino, own_path)) if is_file(dev, ino, own_dev, own_ino) => {
+                    path = own_path;
+                }
+                _ => continue,
+            },
+            _ => continue,
         }
         let Some((a, b)) = range.split_once('-') else {
             continue;
@@ -105,6 +186,16 @@ pub fn executable_files(maps: &str) -> Vec<MappedFile> {
     out
 }
 
+/// Whether the `dev` ("major:minor", hex) and `ino` fields of a maps line name this file.
+fn is_file(dev: &str, ino: &str, own_dev: (u64, u64), own_ino: u64) -> bool {
+    let Some((major, minor)) = dev.split_once(':') else {
+        return false;
+    };
+    u64::from_str_radix(major, 16).ok() == Some(own_dev.0)
+        && u64::from_str_radix(minor, 16).ok() == Some(own_dev.1)
+        && ino.parse::<u64>().ok() == Some(own_ino)
+}
+
 pub const PT_LOAD: u32 = 1;
 pub const SHT_SYMTAB: u32 = 2;
 pub const SHT_DYNSYM: u32 = 11;
@@ -140,8 +231,13 @@ pub struct Elf {
 
 impl Elf {
     /// None unless `path` is a readable 64-bit little-endian ELF file.
+    /// This library's own file is read through the descriptor `keep_own_file` kept (it is
+    /// deleted once loaded, and a new file at that path would not be ours).
     pub fn open(path: &str) -> Option<Elf> {
-        let file = File::open(path).ok()?;
+        let file = match own_file() {
+            Some(own) if own.path == path => own.file.try_clone().ok()?,
+            _ => File::open(path).ok()?,
+        };
         let h = read_at(&file, 0, 64)?;
         // ELF magic, 64-bit class, little-endian.
         if h.get(..6)? != b"\x7fELF\x02\x01" {
@@ -251,6 +347,28 @@ mod tests {
                 path: "/usr/lib/libz.so.1".into()
             }]
         );
+    }
+
+    #[test]
+    fn own_deleted_library_is_kept() {
+        let text = "\
+7f0000001000-7f0000005000 r-xp 00001000 fd:1a 11 /tmp/libjavaProfiler-1.so (deleted)
+7f000000a000-7f000000b000 r-xp 00000000 fd:1a 12 /tmp/gone.so (deleted)
+7f000000c000-7f000000d000 r-xp 00000000 fd:1a 11 /tmp/libjavaProfiler-1.so (deleted) x
+7f000000e000-7f000000f000 r-xp 00000000 fd:1b 11 /tmp/other-device.so (deleted)
+";
+        let own = Some(((0xfd, 0x1a), 11, "/tmp/libjavaProfiler-1.so"));
+        let m = executable_mappings_keeping(text, own);
+        assert_eq!(
+            m,
+            [Mapping {
+                start: 0x7f0000001000,
+                end: 0x7f0000005000,
+                offset: 0x1000,
+                path: "/tmp/libjavaProfiler-1.so".into()
+            }]
+        );
+        assert!(executable_mappings_keeping(text, None).is_empty());
     }
 
     #[test]

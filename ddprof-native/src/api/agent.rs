@@ -15,6 +15,8 @@ const AGENT_LIB_PROPERTY: &str = "ddprof.agent.lib";
 
 #[no_mangle]
 pub extern "system" fn JNI_OnLoad(vm: *mut JavaVM, _reserved: *mut c_void) -> jint {
+    // Before anything else: the Java loader deletes an extracted copy once System.load returns.
+    crate::elf::keep_own_file();
     // SAFETY: the JVM passes its valid JavaVM*.
     match catch_unwind(|| unsafe { vm::init(vm, &events::callbacks()) }) {
         Ok(Ok(_)) => JNI_VERSION_1_6,
@@ -58,6 +60,7 @@ pub extern "system" fn Agent_OnLoad(
     opts: *const c_char,
     _reserved: *mut c_void,
 ) -> jint {
+    crate::elf::keep_own_file();
     let result = catch_unwind(|| {
         // SAFETY: the JVM passes its valid JavaVM*.
         let jvmti = unsafe { vm::init(vm, &events::callbacks()) }?;
@@ -83,6 +86,7 @@ pub extern "system" fn Agent_OnAttach(
     opts: *const c_char,
     _reserved: *mut c_void,
 ) -> jint {
+    crate::elf::keep_own_file();
     let result = catch_unwind(|| {
         // SAFETY: the JVM passes its valid JavaVM*.
         unsafe { vm::init(vm, &events::callbacks()) }?;
