@@ -19,7 +19,7 @@
 
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use jni::sys::{jclass, jint};
 use parking_lot::Mutex;
@@ -61,6 +61,12 @@ static MARKS: Mutex<Option<HashMap<usize, Mark>>> = Mutex::new(None);
 /// a redefinition's hook stores it before calling through, so a resolver that reads
 /// `false` after its metadata reads read metadata no redefinition had touched yet.
 static EVER_MARKED: AtomicBool = AtomicBool::new(false);
+/// Hook calls begun and ended (whatever their classes, readable or not). While a
+/// redefinition runs, the new versions' `Method*`s belong to a scratch class that no mark
+/// names (the swap to the real class happens at its safepoint), and they may sit in the
+/// memory of old methods freed by an earlier one: see [`quiet`].
+static BEGUN: AtomicU64 = AtomicU64::new(0);
+static ENDED: AtomicU64 = AtomicU64::new(0);
 /// Our env, for the calls the hooks make themselves.
 static OWN_ENV: AtomicUsize = AtomicUsize::new(0);
 
@@ -116,6 +122,22 @@ pub fn is_marked(klass: usize) -> bool {
         // Without IDs to compare, assume it is the same class.
         _ => true,
     }
+}
+
+/// `Some(stamp)` when no redefinition or retransformation is running and none began since
+/// `ENDED` was read; pass the stamp to [`still_quiet`] after reading metadata: both true
+/// means no redefinition overlapped the reads. (`ENDED` first: a call counted there began
+/// before, so equal counts mean nothing was in flight at that instant; one beginning later
+/// moves `BEGUN`.) Not signal-safe.
+pub fn quiet() -> Option<u64> {
+    let ended = ENDED.load(Ordering::SeqCst);
+    let begun = BEGUN.load(Ordering::SeqCst);
+    (begun == ended).then_some(begun)
+}
+
+/// Whether no redefinition began since [`quiet`] returned `stamp`.
+pub fn still_quiet(stamp: u64) -> bool {
+    BEGUN.load(Ordering::SeqCst) == stamp
 }
 
 /// Marks in force (for tests and logs).
@@ -249,6 +271,7 @@ unsafe extern "C" fn redefine_hook(
     count: jint,
     defs: *const c_void,
 ) -> JvmtiError {
+    BEGUN.fetch_add(1, Ordering::SeqCst);
     let marked = std::panic::catch_unwind(|| {
         definition_classes(count, defs).map_or_else(Vec::new, |c| mark_all(&c))
     })
@@ -260,6 +283,7 @@ unsafe extern "C" fn redefine_hook(
     // SAFETY: the caller's arguments, passed on unchanged.
     let rc = unsafe { original(env, count, defs) };
     let _ = std::panic::catch_unwind(|| finish(&marked, rc));
+    ENDED.fetch_add(1, Ordering::SeqCst);
     rc
 }
 
@@ -268,6 +292,7 @@ unsafe extern "C" fn retransform_hook(
     count: jint,
     classes: *const jclass,
 ) -> JvmtiError {
+    BEGUN.fetch_add(1, Ordering::SeqCst);
     let marked = std::panic::catch_unwind(|| {
         array_classes(count, classes).map_or_else(Vec::new, |c| mark_all(&c))
     })
@@ -278,6 +303,7 @@ unsafe extern "C" fn retransform_hook(
     // SAFETY: the caller's arguments, passed on unchanged.
     let rc = unsafe { original(env, count, classes) };
     let _ = std::panic::catch_unwind(|| finish(&marked, rc));
+    ENDED.fetch_add(1, Ordering::SeqCst);
     rc
 }
 
@@ -340,5 +366,17 @@ mod tests {
         begin(k);
         end(k, false);
         assert!(is_marked(k), "a success is never forgotten");
+    }
+
+    #[test]
+    fn quiet_only_when_no_call_overlaps() {
+        let stamp = quiet().expect("no hook call runs in unit tests");
+        assert!(still_quiet(stamp));
+        BEGUN.fetch_add(1, Ordering::SeqCst);
+        assert!(!still_quiet(stamp), "a call began during the reads");
+        assert_eq!(quiet(), None, "a call is running");
+        ENDED.fetch_add(1, Ordering::SeqCst);
+        let later = quiet().expect("the call ended");
+        assert!(still_quiet(later));
     }
 }

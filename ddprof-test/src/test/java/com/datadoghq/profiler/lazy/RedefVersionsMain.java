@@ -33,7 +33,7 @@ import com.datadoghq.profiler.testing.IsolatingLoader;
  */
 public final class RedefVersionsMain {
     static final int WORKERS = 2;
-    static final long DUMP_EVERY_MS = 150;
+    static final long DUMP_EVERY_MS = 200;
 
     private static volatile Instrumentation inst;
 
@@ -94,9 +94,6 @@ public final class RedefVersionsMain {
                 inst.redefineClasses(new ClassDefinition(RedefVersionTarget.class, version == 2 ? v2 : v1));
                 long t1 = profiler.getCurrentTicks();
                 log.println(version + " " + t0 + " " + t1);
-                if (i % 2 == 1) {
-                    sleep(1);
-                }
             }
         }
         done.set(true);
