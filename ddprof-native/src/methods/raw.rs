@@ -136,9 +136,10 @@ pub enum RawRefusal {
 ///   method of the class. Every current method of a redefined class has a jmethodID (the
 ///   hook makes them), so the refused frames are exactly those of old versions or sampled
 ///   before the redefinition: `unknown`, as the lazy mode's, never a guess.
-/// - no redefinition may run during the reads ([`redefine::quiet`]): the new version's
-///   methods, allocated perhaps where an old method was, belong to a scratch class no mark
-///   names until the redefinition's safepoint swaps them in.
+/// - no redefinition of a class of the holder's name may run during the reads
+///   ([`redefine::redefining_named`]): the new version's methods, allocated perhaps where an
+///   old method was, belong to a scratch class of that name that no mark names until the
+///   redefinition's safepoint swaps them in.
 /// - the method must be one of its holder's current methods (its idnum's slot, else a scan
 ///   of at most `scan_cap` methods): anything else is not a method of a live class.
 pub fn resolve_checked(
@@ -149,9 +150,13 @@ pub fn resolve_checked(
     let m = layout::get()
         .and_then(|l| l.method.as_ref())
         .ok_or(RawRefusal::Unreadable)?;
-    let stamp = redefine::quiet().ok_or(RawRefusal::Redefined)?;
+    let stamp = redefine::stamp();
     let holder = method::holder(m, method).ok_or(RawRefusal::Unreadable)?;
-    if redefine::is_marked(holder) {
+    let name = holder
+        .checked_add(m.klass.name)
+        .and_then(load_usize)
+        .ok_or(RawRefusal::Unreadable)?;
+    if redefine::is_marked(holder) || redefine::redefining_named(name, stamp) {
         return Err(RawRefusal::Redefined);
     }
     let idnum = method
@@ -165,7 +170,7 @@ pub fn resolve_checked(
     }
     let info = resolve(method, encoding).ok_or(RawRefusal::Unreadable)?;
     // A redefinition that started during the reads may have changed what they read.
-    if !redefine::still_quiet(stamp)
+    if redefine::redefining_named(name, stamp)
         || redefine::is_marked(holder)
         || method::holder(m, method) != Some(holder)
     {
