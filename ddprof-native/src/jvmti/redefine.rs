@@ -19,7 +19,7 @@
 
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use jni::sys::{jclass, jint};
 use parking_lot::Mutex;
@@ -61,6 +61,22 @@ static MARKS: Mutex<Option<HashMap<usize, Mark>>> = Mutex::new(None);
 /// a redefinition's hook stores it before calling through, so a resolver that reads
 /// `false` after its metadata reads read metadata no redefinition had touched yet.
 static EVER_MARKED: AtomicBool = AtomicBool::new(false);
+/// Hook calls begun (whatever their classes). See [`redefining_named`].
+static BEGUN: AtomicU64 = AtomicU64::new(0);
+
+/// Redefinitions by class name (`Klass::_name`, an interned `Symbol*`): while one runs, the
+/// new version's `Method*`s belong to a scratch class of the same name that no mark names
+/// (its safepoint swaps them into the real class), and they may sit in the memory of old
+/// methods freed earlier, so a raw frame read then could name one of them.
+#[derive(Clone, Copy, Debug, Default)]
+struct Named {
+    in_flight: u32,
+    /// [`BEGUN`] as the latest call on a class of this name began.
+    last_begun: u64,
+}
+
+static NAMES: Mutex<Option<HashMap<usize, Named>>> = Mutex::new(None);
+
 /// Our env, for the calls the hooks make themselves.
 static OWN_ENV: AtomicUsize = AtomicUsize::new(0);
 
@@ -118,6 +134,27 @@ pub fn is_marked(klass: usize) -> bool {
     }
 }
 
+/// A stamp for [`redefining_named`], taken before metadata reads.
+pub fn stamp() -> u64 {
+    BEGUN.load(Ordering::SeqCst)
+}
+
+/// Whether a redefinition of a class named `name` (its `Klass::_name`) is running, or began
+/// after `stamp`. Asked before and after reading a raw frame's metadata: a call running at
+/// the first question, or begun since the stamp at the second, may have made what the reads
+/// saw (a call that began and ended in between would be seen running at the first). Not
+/// signal-safe (takes a lock).
+pub fn redefining_named(name: usize, stamp: u64) -> bool {
+    if !EVER_MARKED.load(Ordering::SeqCst) {
+        return false;
+    }
+    NAMES
+        .lock()
+        .as_ref()
+        .and_then(|n| n.get(&name))
+        .is_some_and(|n| n.in_flight > 0 || n.last_begun > stamp)
+}
+
 /// Marks in force (for tests and logs).
 pub fn marked_count() -> usize {
     MARKS.lock().as_ref().map_or(0, |m| {
@@ -127,9 +164,18 @@ pub fn marked_count() -> usize {
     })
 }
 
-fn begin(klass: usize) {
+fn begin(klass: usize, name: Option<usize>, begun: u64) {
     let id = trace_id::trace_id(klass);
     EVER_MARKED.store(true, Ordering::SeqCst);
+    if let Some(name) = name {
+        let mut names = NAMES.lock();
+        let n = names
+            .get_or_insert_with(HashMap::new)
+            .entry(name)
+            .or_default();
+        n.in_flight = n.in_flight.saturating_add(1);
+        n.last_begun = n.last_begun.max(begun);
+    }
     let mut marks = MARKS.lock();
     let mark = marks
         .get_or_insert_with(HashMap::new)
@@ -146,7 +192,12 @@ fn begin(klass: usize) {
     Counter::KlassRegistryRedefinitionsMarked.inc();
 }
 
-fn end(klass: usize, succeeded: bool) {
+fn end(klass: usize, name: Option<usize>, succeeded: bool) {
+    if let Some(name) = name {
+        if let Some(n) = NAMES.lock().as_mut().and_then(|m| m.get_mut(&name)) {
+            n.in_flight = n.in_flight.saturating_sub(1);
+        }
+    }
     let mut marks = MARKS.lock();
     if let Some(mark) = marks.as_mut().and_then(|m| m.get_mut(&klass)) {
         mark.in_flight = mark.in_flight.saturating_sub(1);
@@ -182,8 +233,11 @@ fn klass_of(m: &MethodGroup, jvmti: Option<Jvmti>, class: jclass) -> Option<usiz
     method::holder(m, method)
 }
 
+/// One class a hook marked: `Klass*`, its name's `Symbol*`, the caller's reference.
+type Marked = (usize, Option<usize>, jclass);
+
 /// Marks every class it can identify; returns them for [`finish`].
-fn mark_all(classes: &[jclass]) -> Vec<(usize, jclass)> {
+fn mark_all(classes: &[jclass], begun: u64) -> Vec<Marked> {
     let Some(m) = layout::get().and_then(|l| l.method.as_ref()) else {
         return Vec::new();
     };
@@ -191,21 +245,25 @@ fn mark_all(classes: &[jclass]) -> Vec<(usize, jclass)> {
     let mut marked = Vec::with_capacity(classes.len());
     for &c in classes {
         if let Some(k) = klass_of(m, jvmti, c) {
-            begin(k);
-            marked.push((k, c));
+            let name = k
+                .checked_add(m.klass.name)
+                .and_then(load_usize)
+                .filter(|&n| n != 0);
+            begin(k, name, begun);
+            marked.push((k, name, c));
         }
     }
     marked
 }
 
-fn finish(marked: &[(usize, jclass)], rc: JvmtiError) {
+fn finish(marked: &[Marked], rc: JvmtiError) {
     let ok = rc == super::JVMTI_ERROR_NONE;
-    for &(k, _) in marked {
-        end(k, ok);
+    for &(k, name, _) in marked {
+        end(k, name, ok);
     }
     if ok {
         if let Some(jvmti) = own_env() {
-            for &(_, c) in marked {
+            for &(_, _, c) in marked {
                 if let Ok(n) = jvmti.load_method_ids(c) {
                     Counter::MethodIdsPreloaded.add(n as i64);
                 }
@@ -249,8 +307,9 @@ unsafe extern "C" fn redefine_hook(
     count: jint,
     defs: *const c_void,
 ) -> JvmtiError {
+    let begun = BEGUN.fetch_add(1, Ordering::SeqCst) + 1;
     let marked = std::panic::catch_unwind(|| {
-        definition_classes(count, defs).map_or_else(Vec::new, |c| mark_all(&c))
+        definition_classes(count, defs).map_or_else(Vec::new, |c| mark_all(&c, begun))
     })
     .unwrap_or_default();
     // SAFETY: ORIGINAL_REDEFINE was read from this table slot before the hook replaced
@@ -268,8 +327,9 @@ unsafe extern "C" fn retransform_hook(
     count: jint,
     classes: *const jclass,
 ) -> JvmtiError {
+    let begun = BEGUN.fetch_add(1, Ordering::SeqCst) + 1;
     let marked = std::panic::catch_unwind(|| {
-        array_classes(count, classes).map_or_else(Vec::new, |c| mark_all(&c))
+        array_classes(count, classes).map_or_else(Vec::new, |c| mark_all(&c, begun))
     })
     .unwrap_or_default();
     // SAFETY: as in redefine_hook.
@@ -327,18 +387,37 @@ mod tests {
     fn marks_last_while_running_and_for_good_after_success() {
         let k = 0x7777_0000;
         assert!(!is_marked(k));
-        begin(k);
+        begin(k, None, 0);
         assert!(is_marked(k));
-        end(k, false);
+        end(k, None, false);
         assert!(!is_marked(k), "a failed redefinition leaves no mark");
-        begin(k);
-        begin(k);
-        end(k, false);
+        begin(k, None, 0);
+        begin(k, None, 0);
+        end(k, None, false);
         assert!(is_marked(k), "another call on the class is still running");
-        end(k, true);
+        end(k, None, true);
         assert!(is_marked(k));
-        begin(k);
-        end(k, false);
+        begin(k, None, 0);
+        end(k, None, false);
         assert!(is_marked(k), "a success is never forgotten");
+    }
+
+    #[test]
+    fn names_are_refused_while_redefined_and_when_begun_since_the_stamp() {
+        let (k, name, other) = (0x6666_0000, 0x5555_0000, 0x4444_0000);
+        let stamp = 100;
+        assert!(!redefining_named(name, stamp));
+        begin(k, Some(name), stamp);
+        assert!(redefining_named(name, stamp), "running");
+        assert!(!redefining_named(other, stamp), "another name");
+        end(k, Some(name), true);
+        assert!(
+            !redefining_named(name, stamp),
+            "ended, began before the stamp"
+        );
+        begin(k, Some(name), stamp + 1);
+        end(k, Some(name), true);
+        assert!(redefining_named(name, stamp), "began after the stamp");
+        assert!(!redefining_named(name, stamp + 1));
     }
 }

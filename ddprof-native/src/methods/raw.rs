@@ -2,13 +2,16 @@
 //! holder class name, method name and signature from the constant pool, modifiers, and
 //! the compressed line number table. All reads are crash-protected; the result is only
 //! as trustworthy as the `Method*` is live (the lazy mode adds the checks that make it
-//! so; `fjmethodid=false` only keeps raw frames of classes that never unload).
+//! so; `fjmethodid=false` only keeps raw frames of classes that never unload, and
+//! [`resolve_checked`] refuses those of redefined classes).
 
 use super::info::{internal_class_name, is_entry_point, MethodInfo};
 use crate::hotspot::linetable::LineNumbers;
+use crate::jvmti::redefine;
 use crate::sample::safe_access::load_usize;
 use crate::sample::vm::codecache::load_field;
 use crate::sample::vm::debuginfo::Encoding;
+use crate::sample::vm::klass::{self, Contains};
 use crate::sample::vm::layout::{self, MethodGroup};
 use crate::sample::vm::method::{self, symbol};
 use crate::sample::vm::SafeMemory;
@@ -111,4 +114,67 @@ pub fn resolve(method: usize, encoding: Encoding) -> Option<MethodInfo> {
         lines: parts.lines,
         is_entry_point,
     })
+}
+
+/// Why [`resolve_checked`] did not name a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RawRefusal {
+    /// A read failed.
+    Unreadable,
+    /// The holder is being, or has been, redefined.
+    Redefined,
+    /// The method is not in its holder's current `_methods`.
+    NotCurrent,
+}
+
+/// [`resolve`] for an untagged raw frame (`fjmethodid=false`, or a method the walker found
+/// no jmethodID for), with the checks that make "classes that never unload" enough:
+/// - its holder must not be marked by the redefinition hooks (`jvmti/redefine.rs`), checked
+///   before and after the reads. A redefinition's old `Method*`s are freed once no stack
+///   holds them and their memory is reused by later versions of the class, so a frame
+///   sampled before (or during an old version's last calls) could be named after another
+///   method of the class. Every current method of a redefined class has a jmethodID (the
+///   hook makes them), so the refused frames are exactly those of old versions or sampled
+///   before the redefinition: `unknown`, as the lazy mode's, never a guess.
+/// - no redefinition of a class of the holder's name may run during the reads
+///   ([`redefine::redefining_named`]): the new version's methods, allocated perhaps where an
+///   old method was, belong to a scratch class of that name that no mark names until the
+///   redefinition's safepoint swaps them in.
+/// - the method must be one of its holder's current methods (its idnum's slot, else a scan
+///   of at most `scan_cap` methods): anything else is not a method of a live class.
+pub fn resolve_checked(
+    method: usize,
+    encoding: Encoding,
+    scan_cap: usize,
+) -> Result<MethodInfo, RawRefusal> {
+    let m = layout::get()
+        .and_then(|l| l.method.as_ref())
+        .ok_or(RawRefusal::Unreadable)?;
+    let stamp = redefine::stamp();
+    let holder = method::holder(m, method).ok_or(RawRefusal::Unreadable)?;
+    let name = holder
+        .checked_add(m.klass.name)
+        .and_then(load_usize)
+        .ok_or(RawRefusal::Unreadable)?;
+    if redefine::is_marked(holder) || redefine::redefining_named(name, stamp) {
+        return Err(RawRefusal::Redefined);
+    }
+    let idnum = method
+        .checked_add(m.method.const_method)
+        .and_then(load_usize)
+        .and_then(|cm| load_field(cm, m.const_method.method_idnum))
+        .ok_or(RawRefusal::Unreadable)? as usize;
+    let (data, len) = klass::methods(m, holder).ok_or(RawRefusal::NotCurrent)?;
+    if klass::methods_contain(data, len, method, idnum, scan_cap, load_usize) != Contains::Yes {
+        return Err(RawRefusal::NotCurrent);
+    }
+    let info = resolve(method, encoding).ok_or(RawRefusal::Unreadable)?;
+    // A redefinition that started during the reads may have changed what they read.
+    if redefine::redefining_named(name, stamp)
+        || redefine::is_marked(holder)
+        || method::holder(m, method) != Some(holder)
+    {
+        return Err(RawRefusal::Redefined);
+    }
+    Ok(info)
 }

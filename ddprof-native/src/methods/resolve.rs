@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use jni::sys::{jclass, JNIEnv};
 
 use super::info::{internal_class_name, is_entry_point, MethodInfo};
-use super::lazy::resolve::{LazyResolver, Refused, NO_ID_KEY};
-use super::raw::MethodParts;
+use super::lazy::resolve::{LazyResolver, Refused, NO_ID_KEY, SCAN_CAP};
+use super::raw::{MethodParts, RawRefusal};
 use super::word_map::WordMap;
 use crate::counters::Counter;
 use crate::jvmti::{self, Jvmti};
@@ -99,8 +99,11 @@ impl Resolver {
     /// Names a raw `Method*` frame that [`Self::key_of`] left raw: a tagged frame refused
     /// because its class is gone (unloaded, or its `Klass*` reused: a stale tag) is
     /// `<unloaded>`, as a jmethodID of an unloaded class is in every other mode; any other
-    /// refusal is `unknown`. An untagged one (`fjmethodid=false`, classes that never unload)
-    /// is named from VM metadata. Cached apart from jmethodIDs (the key spaces could collide).
+    /// refusal is `unknown`. An untagged one (`fjmethodid=false`, classes that never unload;
+    /// old methods of a redefined class, which lost their jmethodIDs to the new ones) is
+    /// named from VM metadata unless its class was redefined or the method is not current
+    /// ([`super::raw::resolve_checked`]). Cached apart from jmethodIDs (the key spaces could
+    /// collide).
     pub fn resolve_raw(&mut self, frame: &Frame) -> &MethodInfo {
         let _mem = memory::scope(Category::MethodMap);
         let u = tags::untag(frame);
@@ -117,9 +120,14 @@ impl Resolver {
         self.raw_cache.entry(method).or_insert_with(|| {
             let encoding = crate::sample::walk::vm::VmWalker::get().map(|w| w.encoding());
             encoding
-                .and_then(|e| super::raw::resolve(method as usize, e))
-                .unwrap_or_else(|| {
+                .ok_or(RawRefusal::Unreadable)
+                .and_then(|e| super::raw::resolve_checked(method as usize, e, SCAN_CAP))
+                .unwrap_or_else(|r| {
                     Counter::RawFrameUnresolved.inc();
+                    if r == RawRefusal::Redefined {
+                        // The lazy mode's counter: a raw frame refused for the same reason.
+                        Counter::MethodResolveLazyRedefined.inc();
+                    }
                     MethodInfo::unknown()
                 })
         })

@@ -145,11 +145,16 @@ class LazyRedefinitionStressTest {
 
     /** A jar with only a manifest naming LazyRedefineMain as the premain class (found on the class path). */
     static Path agentJar(Path dir) throws IOException {
+        return agentJar(dir, LazyRedefineMain.class);
+    }
+
+    /** A jar with only a manifest naming {@code premain} as the premain class (found on the class path). */
+    static Path agentJar(Path dir, Class<?> premain) throws IOException {
         Path jar = dir.resolve("redefine-agent.jar");
         Manifest mf = new Manifest();
         Attributes a = mf.getMainAttributes();
         a.put(Attributes.Name.MANIFEST_VERSION, "1.0");
-        a.putValue("Premain-Class", LazyRedefineMain.class.getName());
+        a.putValue("Premain-Class", premain.getName());
         a.putValue("Can-Redefine-Classes", "true");
         a.putValue("Can-Retransform-Classes", "true");
         try (OutputStream out = Files.newOutputStream(jar); JarOutputStream j = new JarOutputStream(out, mf)) {
