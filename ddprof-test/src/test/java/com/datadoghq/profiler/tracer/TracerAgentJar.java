@@ -23,24 +23,26 @@ import java.util.zip.ZipOutputStream;
 /**
  * Builds a copy of dd-java-agent whose embedded java-profiler is ours.
  *
- * <p>The agent keeps java-profiler in its {@code shared/} section: every class as
- * {@code shared/com/datadoghq/profiler/X.classdata} and the native library as
- * {@code shared/META-INF/native-libs/<platform>/libjavaProfiler.so} (linux-x64, linux-x64-musl,
+ * <p>The agent keeps java-profiler in its {@code shared} directory: every class as
+ * {@code <shared>/com/datadoghq/profiler/X.classdata} and the native library as
+ * {@code <shared>/META-INF/native-libs/<platform>/libjavaProfiler.so} (linux-x64, linux-x64-musl,
  * linux-arm64, linux-arm64-musl in 1.56.0). Its class loader finds entries through
  * {@code dd-java-agent.index}, a prefix trie of package names; {@code com.datadoghq.profiler.} (and
- * so every subpackage) and {@code META-INF.native-libs.} map to {@code shared/}, so the index stays as
+ * so every subpackage) and {@code META-INF.native-libs.} map to the {@code shared} directory, so the index stays as
  * it is as long as our files live under those prefixes, which {@link #verifyIndex} checks with the
  * agent's own {@code AgentJarIndex}.
  *
- * <p>The copy drops every file under {@code shared/com/datadoghq/profiler/} and every
+ * <p>The copy drops every file under {@code <shared>/com/datadoghq/profiler/} and every
  * {@code libjavaProfiler.so} (all platforms: on a platform we do not ship, loading fails instead of
  * quietly running the tracer's profiler), then adds everything our ddprof-lib jar has under
  * {@code com/datadoghq/profiler/} ({@code .class} renamed {@code .classdata}, other resources as they
- * are) and under {@code META-INF/native-libs/}, all below {@code shared/}.
+ * are) and under {@code META-INF/native-libs/}, all below the {@code shared} directory.
  */
 final class TracerAgentJar {
-    static final String PROFILER_DIR = "shared/com/datadoghq/profiler/";
-    static final String NATIVE_DIR = "shared/META-INF/native-libs/";
+    /** The agent's directory for classes it loads apart from the application's. */
+    static final String SECTION = "shared";
+    static final String PROFILER_DIR = SECTION + "/com/datadoghq/profiler/";
+    static final String NATIVE_DIR = SECTION + "/META-INF/native-libs/";
     static final String LIBRARY = "libjavaProfiler.so";
 
     /** What {@link #patch} did, for the test's report. */
@@ -92,9 +94,9 @@ final class TracerAgentJar {
                 }
                 String target;
                 if (name.startsWith("com/datadoghq/profiler/")) {
-                    target = "shared/" + (name.endsWith(".class") ? name + "data" : name);
+                    target = SECTION + "/" + (name.endsWith(".class") ? name + "data" : name);
                 } else if (name.startsWith("META-INF/native-libs/")) {
-                    target = "shared/" + name;
+                    target = SECTION + "/" + name;
                 } else {
                     continue;
                 }
