@@ -57,7 +57,7 @@ class LazyRedefinitionStressTest {
         assertFalse(r.stdout.contains("WARNING"), "start warned (lazy mode unavailable?):\n" + r.describe());
         Map<String, Long> values = values(r.stdout);
         assertTrue(values.get("redefinitions") >= 1000, r.describe());
-        assertTrue(values.get("dumps") >= 30, "dumps: " + values.get("dumps") + "\n" + r.describe());
+        assertTrue(values.get("dumps") >= LazyRedefineMain.MIN_DUMPS, "dumps: " + values.get("dumps") + "\n" + r.describe());
 
         List<Path> dumps;
         try (Stream<Path> s = Files.list(dir)) {
