@@ -53,9 +53,12 @@ public final class WalkerProfile {
             return owner.equals(this.owner) && method.equals(this.method);
         }
 
-        /** A native frame of the walker: class "" and type Native (a Java native method has its class). */
+        /**
+         * A native frame of the walker: class "" and type Native (a Java native method has its
+         * class), and not where a walk stopped ({@code unknown}, typed Native too: it is no Java).
+         */
         public boolean isNative() {
-            return owner.isEmpty() && "Native".equals(type);
+            return owner.isEmpty() && "Native".equals(type) && !"unknown".equals(method);
         }
 
         /** Named by a symbol rather than {@code lib+0xoffset} or a bare address. */
