@@ -551,7 +551,7 @@ pub extern "system" fn Java_com_datadoghq_profiler_internal_Diagnostics_getClass
         let id = crate::sample::vm::layout::get()
             .and_then(|l| l.method.as_ref())
             .and_then(|m| crate::sample::vm::klass::of_class_ref(m, of.as_raw()))
-            .and_then(crate::hotspot::trace_id::trace_id);
+            .and_then(crate::sample::vm::trace_id::trace_id);
         Ok(id.map_or(-1, |i| i as jlong))
     })
 }

@@ -17,7 +17,7 @@ use crate::sample::safe_access::load_u64;
 use crate::sample::vm::klass;
 use crate::sample::vm::layout;
 use crate::sample::vm::layout::MethodGroup;
-pub use crate::sample::vm::trace_id::{offset, trace_id, ID_SHIFT};
+use crate::sample::vm::trace_id::ID_SHIFT;
 
 /// Array classes created for calibration.
 pub const CALIBRATION_CLASSES: usize = 6;

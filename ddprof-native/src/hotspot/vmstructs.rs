@@ -71,11 +71,6 @@ pub fn init() {
     });
 }
 
-/// The layout, once [`init`] found libjvm's tables. Signal-safe (an atomic load).
-pub fn layout() -> Option<&'static VmLayout> {
-    layout::get()
-}
-
 /// Every entry that disabled a group ("group: entry"), or why no tables were found.
 /// Empty before [`init`].
 pub fn missing() -> &'static [String] {

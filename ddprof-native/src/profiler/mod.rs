@@ -165,7 +165,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     let walker = resolve_walker(&args, &mut warnings);
     // Once per process; the lazy mode needs it, the gauge reports it in every mode.
     let _ = trace_id::calibrate(jni);
-    counters::Counter::KlassTraceIdOffset.set(trace_id::offset() as i64);
+    counters::Counter::KlassTraceIdOffset.set(crate::sample::vm::trace_id::offset() as i64);
 
     let id_mode = resolve_id_mode(&args, walker, jni, &mut warnings);
     preload::apply(id_mode, jvmti, jni);

@@ -28,9 +28,9 @@ use parking_lot::{Condvar, Mutex};
 
 use super::JniRefs;
 use crate::counters::Counter;
-use crate::hotspot::trace_id;
 use crate::jvmti;
 use crate::methods::word_map::WordMap;
+use crate::sample::vm::trace_id;
 
 /// The thread's state.
 const NOT_STARTED: u8 = 0;

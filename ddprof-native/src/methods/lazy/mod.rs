@@ -150,7 +150,7 @@ pub fn register_class(jvmti: Jvmti, jni: *mut JNIEnv, class: jclass) {
         .and_then(|k| registry().register(&JniRefs(jni), k, class as usize));
     match result {
         Ok(r) => {
-            if let Some(id) = klass.and_then(trace_id::trace_id) {
+            if let Some(id) = klass.and_then(crate::sample::vm::trace_id::trace_id) {
                 if id > tags::ID_MASK && r != Registered::Unchanged {
                     Counter::KlassTraceIdBeyondTagRange.inc();
                 }

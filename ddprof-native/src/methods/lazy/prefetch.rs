@@ -13,10 +13,10 @@
 //! feed prefetch hints, and a prefetch never faults, whatever the address. A stale
 //! `Method*` at worst warms memory nobody reads.
 
-use crate::hotspot::trace_id;
 use crate::sample::safe_access::load_usize;
 use crate::sample::vm::codecache::load_field;
 use crate::sample::vm::layout::MethodGroup;
+use crate::sample::vm::trace_id;
 
 /// Frames followed together: enough misses in flight to fill the memory pipeline, few
 /// enough lines (about 10 per frame) to stay in the L2 cache until used.
