@@ -3,6 +3,7 @@
 //! errors into the Java exceptions the API documents.
 
 mod agent;
+mod context_buffer;
 pub mod events;
 mod jvm_flags;
 mod natives;

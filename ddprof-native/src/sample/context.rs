@@ -434,6 +434,36 @@ impl ThreadContext {
     }
 }
 
+/// Where the Java writer (`DirectContextWriter`, which stores into a thread's context through a
+/// direct `ByteBuffer` instead of a JNI call) finds each field, in this order; one place for the
+/// layout, read by Java once (`JavaProfiler.contextLayout0`). Field sizes: ids 8 bytes each, big
+/// endian in the record; sidecar words native order; `valid` and `filtered_in` one byte.
+pub fn java_layout() -> [i32; 13] {
+    use std::mem::offset_of;
+    let record = offset_of!(ThreadContext, record);
+    [
+        std::mem::size_of::<ThreadContext>() as i32,
+        (record + offset_of!(OtelRecord, trace_id)) as i32,
+        (record + offset_of!(OtelRecord, span_id)) as i32,
+        (record + offset_of!(OtelRecord, valid)) as i32,
+        (record + offset_of!(OtelRecord, attrs_size)) as i32,
+        (record + offset_of!(OtelRecord, attrs)) as i32,
+        ATTRS_CAPACITY as i32,
+        offset_of!(ThreadContext, root_span_id) as i32,
+        offset_of!(ThreadContext, attrs) as i32,
+        MAX_ATTRIBUTES as i32,
+        offset_of!(ThreadContext, filtered_in) as i32,
+        MAX_VALUE_BYTES as i32,
+        LRS_KEY as i32,
+    ]
+}
+
+/// The dictionary epoch's own word, for the Java writer to read in place (it tags each encoding
+/// it stores with the epoch, as [`ThreadContext::encoding`] expects).
+pub fn dictionary_epoch_word() -> *const AtomicU32 {
+    &DICTIONARY_EPOCH
+}
+
 static KEY: OnceLock<libc::pthread_key_t> = OnceLock::new();
 
 /// Creates the pthread key, with `destructor` run at thread exit on the thread's context.

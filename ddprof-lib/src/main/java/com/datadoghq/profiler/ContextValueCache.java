@@ -1,5 +1,7 @@
 package com.datadoghq.profiler;
 
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 
@@ -12,8 +14,12 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * immutable {@link Entry} published with a single array store. Readers on any thread see a
  * whole entry or none; two values that share a slot evict each other and are registered again
  * on their next use (registration is idempotent within a recording). Encodings are valid for
- * one recording only: the native dictionary is cleared when a recording starts, and
- * {@link JavaProfiler} then calls {@link #clear()}.
+ * one recording only: the native dictionary is cleared when a recording starts, which bumps its
+ * epoch; each entry carries the epoch it was registered in, and one from an earlier epoch is
+ * registered again ({@link JavaProfiler} also calls {@link #clear()} after a {@code start}).
+ *
+ * <p>A second, static table maps encodings back to values, for the released tracers'
+ * {@code setContextValue(offset, encoding)} written from Java ({@code DirectContextWriter}).
  */
 final class ContextValueCache {
 
@@ -22,17 +28,60 @@ final class ContextValueCache {
 
     private static final int SLOTS = 256;
 
-    /** A value, its dictionary encoding and its UTF-8 bytes. Immutable. */
+    /** A value, its dictionary encoding, the dictionary epoch of that, and its UTF-8 bytes. Immutable. */
     static final class Entry {
+        /** The value; {@code null} in entries of the encoding table. */
         final String key;
         final int encoding;
+        final int epoch;
+        /** At most {@link #MAX_VALUE_BYTES}, except in the encoding table (one more: too long). */
         final byte[] utf8;
 
-        Entry(String key, int encoding, byte[] utf8) {
+        Entry(String key, int encoding, int epoch, byte[] utf8) {
             this.key = key;
             this.encoding = encoding;
+            this.epoch = epoch;
             this.utf8 = utf8;
         }
+    }
+
+    /** The native dictionary's epoch word, read in place (JavaProfiler.epochBuffer0). */
+    private static final class Epoch {
+        static final ByteBuffer WORD = epochWord();
+
+        private static ByteBuffer epochWord() {
+            ByteBuffer b = JavaProfiler.epochBuffer0();
+            return b == null ? null : b.order(ByteOrder.nativeOrder());
+        }
+    }
+
+    /** The native dictionary's current epoch: it changes when a recording starts. */
+    static int currentEpoch() {
+        ByteBuffer w = Epoch.WORD;
+        return w != null ? w.getInt(0) : JavaProfiler.contextEpoch0();
+    }
+
+    private static final AtomicReferenceArray<Entry> BY_ENCODING = new AtomicReferenceArray<>(SLOTS);
+
+    /**
+     * The value of dictionary encoding {@code encoding} in the current epoch, or {@code null} if
+     * the dictionary has none. Its bytes may be one more than {@link #MAX_VALUE_BYTES}: a value too
+     * long for a thread's record.
+     */
+    static Entry byEncoding(int encoding) {
+        int epoch = currentEpoch();
+        int slot = encoding & (SLOTS - 1);
+        Entry e = BY_ENCODING.get(slot);
+        if (e != null && e.encoding == encoding && e.epoch == epoch) {
+            return e;
+        }
+        byte[] utf8 = JavaProfiler.contextValueBytes0(encoding);
+        if (utf8 == null) {
+            return null;
+        }
+        e = new Entry(null, encoding, epoch, utf8);
+        BY_ENCODING.set(slot, e);
+        return e;
     }
 
     private final AtomicReferenceArray<Entry> entries = new AtomicReferenceArray<>(SLOTS);
@@ -50,7 +99,7 @@ final class ContextValueCache {
         }
         int h = value instanceof String ? value.hashCode() : stringHash(value);
         Entry e = entries.get(h & (SLOTS - 1));
-        if (e != null && e.key.contentEquals(value)) {
+        if (e != null && e.key.contentEquals(value) && e.epoch == currentEpoch()) {
             return e;
         }
         return register(value.toString(), h & (SLOTS - 1));
@@ -61,11 +110,13 @@ final class ContextValueCache {
         if (utf8.length > MAX_VALUE_BYTES) {
             return null; // never registered: a value that cannot be written takes no dictionary id
         }
+        // The epoch first: a recording starting in between leaves an entry that reads as stale.
+        int epoch = currentEpoch();
         int encoding = JavaProfiler.registerConstant0(value);
         if (encoding <= 0) {
             return null;
         }
-        Entry e = new Entry(value, encoding, utf8);
+        Entry e = new Entry(value, encoding, epoch, utf8);
         entries.set(slot, e);
         return e;
     }

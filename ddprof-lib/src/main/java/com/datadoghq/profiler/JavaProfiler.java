@@ -31,6 +31,23 @@ public final class JavaProfiler {
     /** Encodings and bytes of recent attribute values (one per process, as the dictionary). */
     private final ContextValueCache contextValueCache = new ContextValueCache();
 
+    /** Each thread's context writer (in place where it can be, else JNI: {@link ContextWriter}). */
+    private static final ThreadLocal<ContextWriter> CONTEXT_WRITER = new ThreadLocal<ContextWriter>() {
+        @Override
+        protected ContextWriter initialValue() {
+            return ContextWriter.forCurrentThread();
+        }
+    };
+
+    private static ContextWriter writer() {
+        return CONTEXT_WRITER.get();
+    }
+
+    /** The calling thread's context writer kind, "direct" or "jni" (internal.Diagnostics). */
+    static String contextWriterKind() {
+        return writer().kind();
+    }
+
     private JavaProfiler() {
     }
 
@@ -219,17 +236,17 @@ public final class JavaProfiler {
 
     /** Adds the calling thread to the profiled threads (with the {@code filter} option). */
     public void addThread() {
-        filterThread0(true);
+        writer().filter(true);
     }
 
     /** Removes the calling thread from the profiled threads (with the {@code filter} option). */
     public void removeThread() {
-        filterThread0(false);
+        writer().filter(false);
     }
 
-    // ---- Trace context (docs/context.md). Every write is one JNI call that updates the calling
-    // ---- thread's native context record (OTel layout, exported as otel_thread_ctx_v1) and the
-    // ---- sidecar the sampler copies into each event.
+    // ---- Trace context (docs/context.md). Every write updates the calling thread's native context
+    // ---- record (OTel layout, exported as otel_thread_ctx_v1) and the sidecar the sampler copies
+    // ---- into each event: in place from Java on platform threads, else one JNI call (ContextWriter).
 
     /**
      * Context attribute slots per thread; slot {@code i} is the {@code i}-th name of the
@@ -260,18 +277,12 @@ public final class JavaProfiler {
         checkActivationSlot(slot1);
         ContextValueCache.Entry e0 = slot0 < 0 ? null : contextValueCache.resolve(v0);
         ContextValueCache.Entry e1 = slot1 < 0 ? null : contextValueCache.resolve(v1);
-        // The lengths go along so that the native side copies each value with one JNI call
-        // (docs/benchmarks.md, "Context writes").
-        setTraceContext0(rootSpanId, spanId, traceIdHigh, traceIdLow,
-                e0 == null ? -1 : slot0, e0 == null ? 0 : e0.encoding, e0 == null ? null : e0.utf8,
-                e0 == null ? 0 : e0.utf8.length,
-                e1 == null ? -1 : slot1, e1 == null ? 0 : e1.encoding, e1 == null ? null : e1.utf8,
-                e1 == null ? 0 : e1.utf8.length);
+        writer().setTrace(rootSpanId, spanId, traceIdHigh, traceIdLow, slot0, e0, slot1, e1);
     }
 
     /** Clears the calling thread's span ids and custom attributes (span deactivation). */
     public void clearTraceContext() {
-        clearTraceContext0();
+        writer().clearTrace();
     }
 
     /**
@@ -288,10 +299,10 @@ public final class JavaProfiler {
         checkSlot(slot);
         ContextValueCache.Entry e = contextValueCache.resolve(value);
         if (e == null) {
-            clearContextValue0(slot);
+            writer().clearValue(slot);
             return false;
         }
-        return setContextValue0(slot, e.encoding, e.utf8, e.utf8.length);
+        return writer().setValue(slot, e);
     }
 
     /**
@@ -301,7 +312,7 @@ public final class JavaProfiler {
      */
     public void clearContextValue(int slot) {
         checkSlot(slot);
-        clearContextValue0(slot);
+        writer().clearValue(slot);
     }
 
     /**
@@ -310,7 +321,7 @@ public final class JavaProfiler {
      */
     public void copyContextTags(int[] out) {
         if (out != null) {
-            copyContextTags0(out);
+            writer().copyTags(out);
         }
     }
 
@@ -338,7 +349,7 @@ public final class JavaProfiler {
     @Deprecated
     public void setContext(long spanId, long rootSpanId) {
         try {
-            setContext0(spanId, rootSpanId);
+            writer().setSpanLegacy(spanId, rootSpanId);
         } catch (LinkageError e) {
             // A library without the call: no context, but the application's thread goes on.
         }
@@ -361,7 +372,7 @@ public final class JavaProfiler {
      */
     public void setContextValue(int offset, int encoding) {
         try {
-            setContextEncoding0(offset, encoding);
+            writer().setEncodingLegacy(offset, encoding);
         } catch (LinkageError e) {
             // as in setContext
         }
@@ -373,7 +384,7 @@ public final class JavaProfiler {
             return;
         }
         try {
-            copyContextTags0(snapshot);
+            writer().copyTags(snapshot);
         } catch (LinkageError e) {
             // as in setContext
         }
@@ -523,21 +534,21 @@ public final class JavaProfiler {
 
     private static native void recordSetting0(String name, String value, String unit);
 
-    private static native void filterThread0(boolean add);
+    static native void filterThread0(boolean add);
 
     // Trace context (docs/context.md). Java checks the arguments; these never throw. A value
     // goes as its UTF-8 bytes and their count, which must be the array's length.
-    private static native void setTraceContext0(long rootSpanId, long spanId, long traceIdHigh, long traceIdLow,
+    static native void setTraceContext0(long rootSpanId, long spanId, long traceIdHigh, long traceIdLow,
                                                 int slot0, int encoding0, byte[] utf8v0, int length0,
                                                 int slot1, int encoding1, byte[] utf8v1, int length1);
 
-    private static native void clearTraceContext0();
+    static native void clearTraceContext0();
 
-    private static native boolean setContextValue0(int slot, int encoding, byte[] utf8, int length);
+    static native boolean setContextValue0(int slot, int encoding, byte[] utf8, int length);
 
-    private static native void clearContextValue0(int slot);
+    static native void clearContextValue0(int slot);
 
-    private static native void copyContextTags0(int[] out);
+    static native void copyContextTags0(int[] out);
 
     /** The native slot count; {@link #MAX_CONTEXT_SLOTS} must equal it (checked by the tests). */
     static native int maxContextSlots0();
@@ -545,12 +556,21 @@ public final class JavaProfiler {
     /** Dictionary encoding of {@code value}, -1 if it cannot be added (full, or null). */
     static native int registerConstant0(String value);
 
-    private static native int contextEpoch0();
+    static native int contextEpoch0();
+
+    // The in-place writer's view of the native context (api/context_buffer.rs)
+    static native int[] contextLayout0();
+
+    static native java.nio.ByteBuffer contextBuffer0();
+
+    static native java.nio.ByteBuffer epochBuffer0();
+
+    static native byte[] contextValueBytes0(int encoding);
 
     // java-profiler 1.34 API
-    private static native void setContext0(long spanId, long rootSpanId);
+    static native void setContext0(long spanId, long rootSpanId);
 
-    private static native void setContextEncoding0(int offset, int encoding);
+    static native void setContextEncoding0(int offset, int encoding);
 
     // ---- Test hooks. Upstream's own tests call these on JavaProfiler, so they are here, not in
     // ---- internal.Diagnostics; they only read or log, never change profiler state.

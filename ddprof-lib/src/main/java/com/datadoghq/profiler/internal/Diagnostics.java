@@ -36,6 +36,22 @@ public final class Diagnostics {
         return readOtelRecordBySymbol0();
     }
 
+    /**
+     * How the calling thread's context writes reach its native record: {@code "direct"} (stored
+     * in place from Java) or {@code "jni"} (one native call per write: virtual threads, Java 8,
+     * or {@code -Dddprof.contextWriter=jni}).
+     */
+    public static String contextWriterKind() {
+        try {
+            java.lang.reflect.Method m = Class.forName("com.datadoghq.profiler.JavaProfiler")
+                    .getDeclaredMethod("contextWriterKind");
+            m.setAccessible(true);
+            return (String) m.invoke(null);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
     // ---- implemented in ddprof-native/src/api/natives.rs as
     // ---- Java_com_datadoghq_profiler_internal_Diagnostics_<name>
 

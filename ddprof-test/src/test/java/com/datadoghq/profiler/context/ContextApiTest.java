@@ -155,34 +155,9 @@ class ContextApiTest {
     }
 
     /** The record through dlsym("otel_thread_ctx_v1"), parsed as OTEP #4947 lays it out. */
-    static final class Record {
-        long traceHi;
-        long traceLo;
-        long spanId;
-        int valid;
-        int reserved;
-        final Map<Integer, String> attrs = new HashMap<>();
-    }
-
-    static Record readRecord() {
-        byte[] raw = Diagnostics.readOtelRecordBySymbol();
-        assertNotNull(raw, "otel_thread_ctx_v1 not found by dlsym, or not set on this thread");
-        assertEquals(640, raw.length);
-        ByteBuffer b = ByteBuffer.wrap(raw).order(ByteOrder.BIG_ENDIAN);
-        Record r = new Record();
-        r.traceHi = b.getLong(0);
-        r.traceLo = b.getLong(8);
-        r.spanId = b.getLong(16);
-        r.valid = raw[24];
-        r.reserved = raw[25];
-        int size = ByteBuffer.wrap(raw).order(ByteOrder.nativeOrder()).getShort(26) & 0xffff;
-        assertTrue(size <= 612, "attrs_data_size " + size);
-        for (int at = 28; at < 28 + size; ) {
-            int key = raw[at] & 0xff;
-            int len = raw[at + 1] & 0xff;
-            r.attrs.put(key, new String(raw, at + 2, len, StandardCharsets.UTF_8));
-            at += 2 + len;
-        }
+    static OtelRecordView readRecord() {
+        OtelRecordView r = OtelRecordView.ofCurrentThread();
+        assertNotNull(r, "otel_thread_ctx_v1 not found by dlsym, or not set on this thread");
         return r;
     }
 
@@ -191,7 +166,7 @@ class ContextApiTest {
         start(profiler, "op;res");
         profiler.setTraceContext(0x1111222233334444L, 0x0102030405060708L, 0x5555666677778888L, 0x9999aaaabbbbccccL,
                 0, "servlet.request", 1, "GET /users");
-        Record r = readRecord();
+        OtelRecordView r = readRecord();
         assertEquals(0x5555666677778888L, r.traceHi);
         assertEquals(0x9999aaaabbbbccccL, r.traceLo);
         assertEquals(0x0102030405060708L, r.spanId);
@@ -212,14 +187,14 @@ class ContextApiTest {
         });
         t.start();
         t.join();
-        assertTrue(other.get() instanceof Record, String.valueOf(other.get()));
-        Record o = (Record) other.get();
+        assertTrue(other.get() instanceof OtelRecordView, String.valueOf(other.get()));
+        OtelRecordView o = (OtelRecordView) other.get();
         assertEquals(6, o.spanId, "each thread has its own record");
         assertEquals("other", o.attrs.get(2));
         assertEquals(0x0102030405060708L, readRecord().spanId, "and this thread's is unchanged");
 
         profiler.clearTraceContext();
-        Record cleared = readRecord();
+        OtelRecordView cleared = readRecord();
         assertEquals(0, cleared.valid);
         assertEquals(0, cleared.spanId);
         assertTrue(cleared.attrs.isEmpty(), "cleared: " + cleared.attrs);
@@ -240,7 +215,7 @@ class ContextApiTest {
         profiler.setContext(11, 22);
         assertTrue(setter.setContextValue("customer", "acme"));
         assertArrayEquals(new int[] {0, acme}, setter.snapshotTags());
-        Record r = readRecord();
+        OtelRecordView r = readRecord();
         assertEquals(11, r.spanId);
         assertEquals(1, r.valid);
         assertEquals("acme", r.attrs.get(2));

@@ -1,0 +1,95 @@
+package com.datadoghq.profiler;
+
+/**
+ * Writes the calling thread's trace context (docs/context.md). {@link JavaProfiler} keeps one
+ * writer per thread: on a platform thread of Java 11+ a {@code DirectContextWriter}, which stores
+ * into the thread's native context record in place (no JNI call per write); otherwise, and on
+ * virtual threads (whose carrier owns the native record), this class's own implementation, one JNI
+ * call per write. Both follow the same semantics; arguments are checked by the caller.
+ */
+class ContextWriter {
+
+    /** The JNI writer, shared by every thread that has no direct one (it keeps no state). */
+    static final ContextWriter JNI = new ContextWriter();
+
+    /** Makes the writer for the calling thread. */
+    private static final Factory FACTORY = loadFactory();
+
+    /** Creates a thread's writer. */
+    interface Factory {
+        /** A writer for the calling thread, or {@code null} when it cannot have a direct one. */
+        ContextWriter forCurrentThread();
+    }
+
+    /** The calling thread's writer: a direct one when possible, else {@link #JNI}. */
+    static ContextWriter forCurrentThread() {
+        ContextWriter w = null;
+        if (FACTORY != null) {
+            try {
+                w = FACTORY.forCurrentThread();
+            } catch (RuntimeException | LinkageError e) {
+                w = null;
+            }
+        }
+        return w == null ? JNI : w;
+    }
+
+    private static Factory loadFactory() {
+        // An escape hatch (and the differential test's switch): -Dddprof.contextWriter=jni.
+        if ("jni".equals(System.getProperty("ddprof.contextWriter"))) {
+            return null;
+        }
+        try {
+            // Compiled for Java 11 (src/main/java11): absent in effect on Java 8.
+            Class<?> c = Class.forName("com.datadoghq.profiler.DirectContextWriter$DirectFactory");
+            return (Factory) c.getDeclaredConstructor().newInstance();
+        } catch (ReflectiveOperationException | LinkageError | RuntimeException e) {
+            return null;
+        }
+    }
+
+    /** "direct" or "jni": which writer this is (for tests, through internal.Diagnostics). */
+    String kind() {
+        return "jni";
+    }
+
+    /** Span activation; an entry is {@code null} to skip its slot. */
+    void setTrace(long root, long span, long traceHi, long traceLo,
+                  int slot0, ContextValueCache.Entry e0, int slot1, ContextValueCache.Entry e1) {
+        JavaProfiler.setTraceContext0(root, span, traceHi, traceLo,
+                e0 == null ? -1 : slot0, e0 == null ? 0 : e0.encoding, e0 == null ? null : e0.utf8,
+                e0 == null ? 0 : e0.utf8.length,
+                e1 == null ? -1 : slot1, e1 == null ? 0 : e1.encoding, e1 == null ? null : e1.utf8,
+                e1 == null ? 0 : e1.utf8.length);
+    }
+
+    void clearTrace() {
+        JavaProfiler.clearTraceContext0();
+    }
+
+    boolean setValue(int slot, ContextValueCache.Entry e) {
+        return JavaProfiler.setContextValue0(slot, e.encoding, e.utf8, e.utf8.length);
+    }
+
+    void clearValue(int slot) {
+        JavaProfiler.clearContextValue0(slot);
+    }
+
+    /** The released tracers' {@code setContext(spanId, rootSpanId)}. */
+    void setSpanLegacy(long span, long root) {
+        JavaProfiler.setContext0(span, root);
+    }
+
+    /** The released tracers' {@code setContextValue(offset, encoding)}; any offset. */
+    void setEncodingLegacy(int offset, int encoding) {
+        JavaProfiler.setContextEncoding0(offset, encoding);
+    }
+
+    void copyTags(int[] out) {
+        JavaProfiler.copyContextTags0(out);
+    }
+
+    void filter(boolean add) {
+        JavaProfiler.filterThread0(add);
+    }
+}

@@ -1,0 +1,339 @@
+package com.datadoghq.profiler;
+
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+
+/**
+ * A platform thread's context writer that stores into the thread's native context record in
+ * place, through a direct {@link ByteBuffer} over it, instead of making a JNI call per write
+ * (docs/context.md, "Writing from Java"; docs/benchmarks.md, "Context writes").
+ *
+ * <p>The record is the thread's own and only this thread writes it; a signal handler that
+ * interrupts the thread reads it, and so may a profiler in another process. Every write clears
+ * the {@code valid} byte first and sets it again last, with a store-store fence after the first
+ * and before the last store, so neither reader ever takes a half-written context: while
+ * {@code valid} is 0 an event gets no context. The same protocol as the native writers
+ * ({@code sample::context::ThreadContext}), with the same semantics call for call.
+ *
+ * <p>The attribute entries are rebuilt from this writer's own view of them on every change
+ * (the local root span id as 16 hex digits under key 0, then each set slot in slot order); a few
+ * dozen bytes, cheaper than searching the record.
+ */
+final class DirectContextWriter extends ContextWriter {
+
+    // The layout, from the native core (sample::context::java_layout, the one place for it).
+    private static final int SIZE;
+    private static final int TRACE_ID;
+    private static final int SPAN_ID;
+    private static final int VALID;
+    private static final int ATTRS_SIZE;
+    private static final int ATTRS;
+    private static final int ATTRS_CAPACITY;
+    private static final int ROOT_SPAN_ID;
+    private static final int ENCODINGS;
+    private static final int SLOTS;
+    private static final int FILTERED_IN;
+    private static final int MAX_VALUE_BYTES;
+    private static final byte LRS_KEY;
+
+    /** An entry's header: key and length bytes. */
+    private static final int ENTRY_HEADER = 2;
+    /** The local root span entry: header and 16 hex digits. */
+    private static final int LRS_ENTRY = ENTRY_HEADER + 16;
+
+    private static final boolean LITTLE_ENDIAN = ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN;
+
+    /** {@code Thread.isVirtual()} on Java 19+, else {@code null} (no virtual threads). */
+    private static final MethodHandle IS_VIRTUAL;
+
+    static {
+        int[] l = JavaProfiler.contextLayout0();
+        SIZE = l[0];
+        TRACE_ID = l[1];
+        SPAN_ID = l[2];
+        VALID = l[3];
+        ATTRS_SIZE = l[4];
+        ATTRS = l[5];
+        ATTRS_CAPACITY = l[6];
+        ROOT_SPAN_ID = l[7];
+        ENCODINGS = l[8];
+        SLOTS = l[9];
+        FILTERED_IN = l[10];
+        MAX_VALUE_BYTES = l[11];
+        LRS_KEY = (byte) l[12];
+        MethodHandle isVirtual;
+        try {
+            isVirtual = MethodHandles.publicLookup()
+                    .findVirtual(Thread.class, "isVirtual", MethodType.methodType(boolean.class));
+        } catch (ReflectiveOperationException e) {
+            isVirtual = null;
+        }
+        IS_VIRTUAL = isVirtual;
+    }
+
+    /** Loaded reflectively by {@link ContextWriter} (this class needs Java 11). */
+    static final class DirectFactory implements ContextWriter.Factory {
+        @Override
+        public ContextWriter forCurrentThread() {
+            if (SLOTS != JavaProfiler.MAX_CONTEXT_SLOTS || isVirtual(Thread.currentThread())) {
+                return null;
+            }
+            ByteBuffer b = JavaProfiler.contextBuffer0();
+            return b == null || b.capacity() < SIZE ? null : new DirectContextWriter(b);
+        }
+    }
+
+    private static boolean isVirtual(Thread t) {
+        if (IS_VIRTUAL == null) {
+            return false;
+        }
+        try {
+            return (boolean) IS_VIRTUAL.invokeExact(t);
+        } catch (Throwable e) {
+            return true; // unknown: take the JNI writer, which is right on any thread
+        }
+    }
+
+    private final ByteBuffer buf;
+    /** Per slot, the value whose entry is in the record, or {@code null}. */
+    private final ContextValueCache.Entry[] values;
+    /** Whether the record holds the local root span entry, and its value. */
+    private boolean hasRoot;
+    private long root;
+    /** The span id as last written (0 = none). */
+    private long span;
+    /** Bytes of attribute entries, the local root span's included. */
+    private int attrsBytes;
+
+    private DirectContextWriter(ByteBuffer b) {
+        this.buf = b.order(ByteOrder.nativeOrder());
+        this.values = new ContextValueCache.Entry[SLOTS];
+        // The record may hold what an earlier Java thread on the same native thread wrote
+        // (a native thread that attached again): start from nothing, as a new thread does.
+        clearTrace();
+    }
+
+    @Override
+    String kind() {
+        return "direct";
+    }
+
+    // ---- the publication protocol
+
+    private void detach() {
+        buf.put(VALID, (byte) 0);
+        VarHandle.storeStoreFence();
+    }
+
+    private void attach() {
+        VarHandle.storeStoreFence();
+        buf.put(VALID, (byte) 1);
+    }
+
+    private void putBigEndian(int at, long v) {
+        buf.putLong(at, LITTLE_ENDIAN ? Long.reverseBytes(v) : v);
+    }
+
+    private void putEncoding(int slot, int encoding, int epoch) {
+        buf.putLong(ENCODINGS + 8 * slot, encoding == 0 ? 0L : ((long) epoch << 32) | (encoding & 0xFFFF_FFFFL));
+    }
+
+    /** Slot {@code slot}'s encoding in the current dictionary epoch, 0 if unset or stale. */
+    private int encoding(int slot, int epoch) {
+        long w = buf.getLong(ENCODINGS + 8 * slot);
+        return (int) (w >>> 32) == epoch ? (int) w : 0;
+    }
+
+    /** Whether any slot holds an encoding of the current recording's dictionary. */
+    private boolean hasAttrs() {
+        int epoch = epoch();
+        for (int s = 0; s < SLOTS; s++) {
+            if (encoding(s, epoch) != 0) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private void putIds(long traceHi, long traceLo, long span, long root) {
+        putBigEndian(TRACE_ID, traceHi);
+        putBigEndian(TRACE_ID + 8, traceLo);
+        putBigEndian(SPAN_ID, span);
+        buf.putLong(ROOT_SPAN_ID, root);
+        this.span = span;
+    }
+
+    private void clearEncodings() {
+        for (int s = 0; s < SLOTS; s++) {
+            buf.putLong(ENCODINGS + 8 * s, 0L);
+        }
+    }
+
+    /** Rewrites the attribute entries from {@link #values} and the root span. */
+    private void writeAttrs() {
+        int p = ATTRS;
+        if (hasRoot) {
+            buf.put(p, LRS_KEY);
+            buf.put(p + 1, (byte) 16);
+            putBigEndian(p + 2, hex8((int) (root >>> 32)));
+            putBigEndian(p + 10, hex8((int) root));
+            p += LRS_ENTRY;
+        }
+        for (int s = 0; s < SLOTS; s++) {
+            ContextValueCache.Entry e = values[s];
+            // The fit checks of every write keep the entries within the record; the bound here
+            // only guards the sidecar behind it.
+            if (e != null && p + ENTRY_HEADER + e.utf8.length <= ATTRS + ATTRS_CAPACITY) {
+                byte[] v = e.utf8;
+                buf.put(p, (byte) (s + 1));
+                buf.put(p + 1, (byte) v.length);
+                buf.position(p + ENTRY_HEADER);
+                buf.put(v);
+                p += ENTRY_HEADER + v.length;
+            }
+        }
+        attrsBytes = p - ATTRS;
+        buf.putShort(ATTRS_SIZE, (short) attrsBytes);
+    }
+
+    /**
+     * The eight lowercase hex digits of {@code x} as ASCII, the first in the most significant
+     * byte: each nibble spread to a byte of its own, then all eight turned into digits at once.
+     */
+    static long hex8(int x) {
+        long v = x & 0xFFFF_FFFFL;
+        v = ((v & 0xFFFF_0000L) << 16) | (v & 0xFFFFL);
+        v = ((v & 0x0000_FF00_0000_FF00L) << 8) | (v & 0x0000_00FF_0000_00FFL);
+        v = ((v & 0x00F0_00F0_00F0_00F0L) << 4) | (v & 0x000F_000F_000F_000FL);
+        long letters = ((v + 0x0606_0606_0606_0606L) >>> 4) & 0x0101_0101_0101_0101L;
+        return v + 0x3030_3030_3030_3030L + letters * ('a' - '0' - 10);
+    }
+
+    /** Whether a value of {@code len} bytes fits in slot {@code slot}, replacing its entry. */
+    private boolean fits(int slot, int len) {
+        ContextValueCache.Entry old = values[slot];
+        int without = attrsBytes - (old == null ? 0 : ENTRY_HEADER + old.utf8.length);
+        return len <= MAX_VALUE_BYTES && without + ENTRY_HEADER + len <= ATTRS_CAPACITY;
+    }
+
+    private static int epoch() {
+        return ContextValueCache.currentEpoch();
+    }
+
+    // ---- the operations
+
+    @Override
+    void setTrace(long root, long span, long traceHi, long traceLo,
+                  int slot0, ContextValueCache.Entry e0, int slot1, ContextValueCache.Entry e1) {
+        detach();
+        putIds(traceHi, traceLo, span, root);
+        clearEncodings();
+        for (int s = 0; s < SLOTS; s++) {
+            values[s] = null;
+        }
+        this.hasRoot = true;
+        this.root = root;
+        attrsBytes = LRS_ENTRY;
+        // Two values of at most 255 bytes always fit beside the root span's entry.
+        if (e0 != null) {
+            values[slot0] = e0;
+            putEncoding(slot0, e0.encoding, e0.epoch);
+        }
+        if (e1 != null) {
+            values[slot1] = e1;
+            putEncoding(slot1, e1.encoding, e1.epoch);
+        }
+        writeAttrs();
+        attach();
+    }
+
+    @Override
+    void clearTrace() {
+        detach();
+        putIds(0, 0, 0, 0);
+        clearEncodings();
+        for (int s = 0; s < SLOTS; s++) {
+            values[s] = null;
+        }
+        hasRoot = false;
+        root = 0;
+        attrsBytes = 0;
+        buf.putShort(ATTRS_SIZE, (short) 0);
+    }
+
+    @Override
+    boolean setValue(int slot, ContextValueCache.Entry e) {
+        detach();
+        boolean ok = fits(slot, e.utf8.length);
+        values[slot] = ok ? e : null;
+        putEncoding(slot, ok ? e.encoding : 0, e.epoch);
+        writeAttrs();
+        attach(); // published even without a span, as upstream
+        return ok;
+    }
+
+    @Override
+    void clearValue(int slot) {
+        boolean wasValid = buf.get(VALID) == 1;
+        detach();
+        values[slot] = null;
+        putEncoding(slot, 0, 0);
+        writeAttrs();
+        if (wasValid) {
+            attach();
+        }
+    }
+
+    @Override
+    void setSpanLegacy(long span, long root) {
+        detach();
+        putIds(0, 0, span, root);
+        int others = attrsBytes - (hasRoot ? LRS_ENTRY : 0);
+        // As the native writer: the root span's entry is left out when it does not fit.
+        hasRoot = (span != 0 || root != 0) && others + LRS_ENTRY <= ATTRS_CAPACITY;
+        this.root = root;
+        writeAttrs();
+        if (span != 0 || hasAttrs()) {
+            attach();
+        }
+    }
+
+    @Override
+    void setEncodingLegacy(int offset, int encoding) {
+        if (offset < 0 || offset >= SLOTS) {
+            return;
+        }
+        ContextValueCache.Entry e = null;
+        if (encoding > 0) {
+            e = ContextValueCache.byEncoding(encoding);
+            if (e == null) {
+                return; // unknown encoding: ignored
+            }
+        }
+        detach();
+        // A value too long for the record keeps its encoding; only its entry is left out.
+        values[offset] = e != null && e.utf8 != null && fits(offset, e.utf8.length) ? e : null;
+        putEncoding(offset, encoding > 0 ? encoding : 0, epoch());
+        writeAttrs();
+        if (span != 0 || hasAttrs()) {
+            attach();
+        }
+    }
+
+    @Override
+    void copyTags(int[] out) {
+        int epoch = epoch();
+        for (int s = 0, n = Math.min(out.length, SLOTS); s < n; s++) {
+            out[s] = encoding(s, epoch);
+        }
+    }
+
+    @Override
+    void filter(boolean add) {
+        buf.put(FILTERED_IN, (byte) (add ? 1 : 0));
+    }
+}

@@ -1,0 +1,68 @@
+package com.datadoghq.profiler.context;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
+
+import com.datadoghq.profiler.JavaProfiler;
+import com.datadoghq.profiler.internal.Diagnostics;
+import com.datadoghq.profiler.testing.ChildJvm;
+import com.datadoghq.profiler.testing.ProfilerExtension;
+import com.datadoghq.profiler.testing.TestEnv;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Context writes on a platform thread are stored in place from Java (no JNI call); the JNI
+ * writer stays for virtual threads and as {@code -Dddprof.contextWriter=jni}. Both must leave
+ * the thread's context exactly alike: the same seeded sequence of several thousand calls of the
+ * whole API, run once with each, gives the same transcript of the record (as an outside reader
+ * sees it), the local root span id and the tag encodings after every call.
+ */
+@ExtendWith(ProfilerExtension.class)
+class ContextWriterEquivalenceTest {
+    private static final int CALLS = 20000;
+
+    @Test
+    void directAndJniWritersLeaveTheSameContext(@TempDir Path dir) throws Exception {
+        List<String> direct = run(dir, "direct");
+        List<String> jni = run(dir, "jni");
+        assertEquals("writer=direct", direct.get(0));
+        assertEquals("writer=jni", jni.get(0));
+        assertEquals(CALLS + 1, direct.size());
+        assertEquals(jni.size(), direct.size());
+        for (int i = 1; i < direct.size(); i++) {
+            assertEquals(jni.get(i), direct.get(i), "first difference, after call " + (i - 1));
+        }
+        long published = direct.stream().filter(l -> l.contains("valid=1")).count();
+        long longValues = direct.stream().filter(l -> l.contains("setContextValue false")).count();
+        assertTrue(published > CALLS / 4 && longValues > 10, "the script exercises publication and refusals: "
+                + published + " published, " + longValues + " refused");
+    }
+
+    private static List<String> run(Path dir, String writer) throws Exception {
+        ChildJvm child = new ChildJvm().classpath(TestEnv.libJar()).timeout(Duration.ofSeconds(120));
+        if (writer.equals("jni")) {
+            child.jvmArgs("-Dddprof.contextWriter=jni");
+        }
+        ChildJvm.Result r = child.main(ContextScriptMain.class, dir.toString(), Integer.toString(CALLS)).run(dir);
+        assertEquals(0, r.exitCode, r.describe());
+        return Arrays.asList(r.stdout.split("\n"));
+    }
+
+    @Test
+    void platformThreadsWriteInPlace(JavaProfiler profiler) throws Exception {
+        assertEquals("direct", Diagnostics.contextWriterKind());
+        AtomicReference<String> other = new AtomicReference<>();
+        Thread t = new Thread(() -> other.set(Diagnostics.contextWriterKind()));
+        t.start();
+        t.join();
+        assertEquals("direct", other.get());
+    }
+}
