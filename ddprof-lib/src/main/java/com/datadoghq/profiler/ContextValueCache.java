@@ -36,12 +36,26 @@ final class ContextValueCache {
         final int epoch;
         /** At most {@link #MAX_VALUE_BYTES}, except in the encoding table (one more: too long). */
         final byte[] utf8;
+        /**
+         * {@link #utf8} eight bytes to a word, in the platform's byte order (the last word padded
+         * with zeros), so that an in-place writer stores a value a word at a time.
+         */
+        final long[] words;
 
         Entry(String key, int encoding, int epoch, byte[] utf8) {
             this.key = key;
             this.encoding = encoding;
             this.epoch = epoch;
             this.utf8 = utf8;
+            this.words = words(utf8);
+        }
+
+        private static long[] words(byte[] utf8) {
+            long[] w = new long[(utf8.length + 7) / 8];
+            ByteBuffer b = ByteBuffer.allocate(w.length * 8).order(ByteOrder.nativeOrder());
+            b.put(utf8).rewind();
+            b.asLongBuffer().get(w);
+            return w;
         }
     }
 

@@ -101,19 +101,39 @@ final class DirectContextWriter extends ContextWriter {
     private final ByteBuffer buf;
     /** Per slot, the value whose entry is in the record, or {@code null}. */
     private final ContextValueCache.Entry[] values;
+    /**
+     * Per slot, the value whose bytes were last stored, and where: an entry found there again is
+     * not stored again (only this thread writes the record, so the bytes are still there).
+     */
+    private final ContextValueCache.Entry[] stored;
+    private final int[] storedAt;
+    /**
+     * Slots with an entry in {@link #values} or a non-zero word in the sidecar: the only ones a
+     * reset has to clear, and the only ones whose encodings can be current.
+     */
+    private int used;
     /** Whether the record holds the local root span entry, and its value. */
     private boolean hasRoot;
     private long root;
+    /** {@link #root} as 16 hex digits, two ASCII words ({@link #hex8}). */
+    private long rootHexHi = hex8(0);
+    private long rootHexLo = hex8(0);
     /** The span id as last written (0 = none). */
     private long span;
-    /** Bytes of attribute entries, the local root span's included. */
+    /** Bytes of attribute entries, the local root span's included, as last stored. */
     private int attrsBytes;
+    /** The root span id whose entry is at the start of the record's entries, if {@link #lrsWritten}. */
+    private long lrsRoot;
+    private boolean lrsWritten;
 
     private DirectContextWriter(ByteBuffer b) {
         this.buf = b.order(ByteOrder.nativeOrder());
         this.values = new ContextValueCache.Entry[SLOTS];
+        this.stored = new ContextValueCache.Entry[SLOTS];
+        this.storedAt = new int[SLOTS];
         // The record may hold what an earlier Java thread on the same native thread wrote
         // (a native thread that attached again): start from nothing, as a new thread does.
+        used = (1 << SLOTS) - 1;
         clearTrace();
     }
 
@@ -134,29 +154,10 @@ final class DirectContextWriter extends ContextWriter {
         buf.put(VALID, (byte) 1);
     }
 
+    // ---- fields
+
     private void putBigEndian(int at, long v) {
         buf.putLong(at, LITTLE_ENDIAN ? Long.reverseBytes(v) : v);
-    }
-
-    private void putEncoding(int slot, int encoding, int epoch) {
-        buf.putLong(ENCODINGS + 8 * slot, encoding == 0 ? 0L : ((long) epoch << 32) | (encoding & 0xFFFF_FFFFL));
-    }
-
-    /** Slot {@code slot}'s encoding in the current dictionary epoch, 0 if unset or stale. */
-    private int encoding(int slot, int epoch) {
-        long w = buf.getLong(ENCODINGS + 8 * slot);
-        return (int) (w >>> 32) == epoch ? (int) w : 0;
-    }
-
-    /** Whether any slot holds an encoding of the current recording's dictionary. */
-    private boolean hasAttrs() {
-        int epoch = epoch();
-        for (int s = 0; s < SLOTS; s++) {
-            if (encoding(s, epoch) != 0) {
-                return true;
-            }
-        }
-        return false;
     }
 
     private void putIds(long traceHi, long traceLo, long span, long root) {
@@ -165,39 +166,128 @@ final class DirectContextWriter extends ContextWriter {
         putBigEndian(SPAN_ID, span);
         buf.putLong(ROOT_SPAN_ID, root);
         this.span = span;
-    }
-
-    private void clearEncodings() {
-        for (int s = 0; s < SLOTS; s++) {
-            buf.putLong(ENCODINGS + 8 * s, 0L);
+        if (root != this.root) {
+            this.root = root;
+            rootHexHi = hex8((int) (root >>> 32));
+            rootHexLo = hex8((int) root);
         }
     }
 
-    /** Rewrites the attribute entries from {@link #values} and the root span. */
+    /** Slot {@code slot}'s sidecar word: {@code epoch << 32 | encoding}, 0 for none. */
+    private void putEncoding(int slot, int encoding, int epoch) {
+        buf.putLong(ENCODINGS + 8 * slot, encoding == 0 ? 0L : ((long) epoch << 32) | (encoding & 0xFFFF_FFFFL));
+        markUsed(slot, encoding != 0 || values[slot] != null);
+    }
+
+    private void markUsed(int slot, boolean inUse) {
+        used = inUse ? used | (1 << slot) : used & ~(1 << slot);
+    }
+
+    /** Slot {@code slot}'s encoding in dictionary epoch {@code epoch}, 0 if unset or stale. */
+    private int encoding(int slot, int epoch) {
+        long w = buf.getLong(ENCODINGS + 8 * slot);
+        return (int) (w >>> 32) == epoch ? (int) w : 0;
+    }
+
+    /** Whether any slot holds an encoding of the current recording's dictionary. */
+    private boolean hasAttrs() {
+        if (used == 0) {
+            return false;
+        }
+        int epoch = epoch();
+        for (int m = used; m != 0; m &= m - 1) {
+            if (encoding(Integer.numberOfTrailingZeros(m), epoch) != 0) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Every slot empty: no entry, sidecar word 0. */
+    private void resetSlots() {
+        for (int m = used; m != 0; m &= m - 1) {
+            int s = Integer.numberOfTrailingZeros(m);
+            buf.putLong(ENCODINGS + 8 * s, 0L);
+            values[s] = null;
+        }
+        used = 0;
+    }
+
+    /**
+     * Rewrites the attribute entries from {@link #values} and the root span. The root span's
+     * entry comes first and is left as it is when it already holds this root.
+     */
     private void writeAttrs() {
         int p = ATTRS;
         if (hasRoot) {
-            buf.put(p, LRS_KEY);
-            buf.put(p + 1, (byte) 16);
-            putBigEndian(p + 2, hex8((int) (root >>> 32)));
-            putBigEndian(p + 10, hex8((int) root));
+            if (!lrsWritten || lrsRoot != root) {
+                forgetStored(p, p + LRS_ENTRY);
+                buf.put(p, LRS_KEY);
+                buf.put(p + 1, (byte) 16);
+                putBigEndian(p + 2, rootHexHi);
+                putBigEndian(p + 10, rootHexLo);
+                lrsRoot = root;
+                lrsWritten = true;
+            }
             p += LRS_ENTRY;
+        } else {
+            lrsWritten = false;
         }
-        for (int s = 0; s < SLOTS; s++) {
+        for (int m = used; m != 0; m &= m - 1) {
+            int s = Integer.numberOfTrailingZeros(m);
             ContextValueCache.Entry e = values[s];
-            // The fit checks of every write keep the entries within the record; the bound here
-            // only guards the sidecar behind it.
-            if (e != null && p + ENTRY_HEADER + e.utf8.length <= ATTRS + ATTRS_CAPACITY) {
-                byte[] v = e.utf8;
-                buf.put(p, (byte) (s + 1));
-                buf.put(p + 1, (byte) v.length);
-                buf.position(p + ENTRY_HEADER);
-                buf.put(v);
-                p += ENTRY_HEADER + v.length;
+            if (e == null) {
+                continue;
+            }
+            if (stored[s] == e && storedAt[s] == p) {
+                p += ENTRY_HEADER + e.utf8.length;
+            } else {
+                int end = putEntry(p, s + 1, e);
+                stored[s] = end == p ? null : e;
+                storedAt[s] = p;
+                p = end;
             }
         }
-        attrsBytes = p - ATTRS;
-        buf.putShort(ATTRS_SIZE, (short) attrsBytes);
+        if (p - ATTRS != attrsBytes) {
+            attrsBytes = p - ATTRS;
+            buf.putShort(ATTRS_SIZE, (short) attrsBytes);
+        }
+    }
+
+    /** Forgets the stored entries whose bytes overlap {@code [from, to)}, about to be overwritten. */
+    private void forgetStored(int from, int to) {
+        for (int s = 0; s < SLOTS; s++) {
+            ContextValueCache.Entry e = stored[s];
+            if (e != null && storedAt[s] < to && storedAt[s] + ENTRY_HEADER + e.utf8.length > from) {
+                stored[s] = null;
+            }
+        }
+    }
+
+    /** Stores {@code e}'s entry under {@code key} at {@code p}; returns where the next one goes. */
+    private int putEntry(int p, int key, ContextValueCache.Entry e) {
+        int len = e.utf8.length;
+        int end = p + ENTRY_HEADER + len;
+        // The fit checks of every write keep the entries within the record; this bound only
+        // guards the sidecar behind it.
+        if (end > ATTRS + ATTRS_CAPACITY) {
+            return p;
+        }
+        long[] words = e.words;
+        int at = p + ENTRY_HEADER;
+        // Whole words while the padding of the last one stays inside the entry region (bytes past
+        // the entries are free space that no reader looks at, or the next entries' place).
+        int whole = Math.min(words.length, (ATTRS + ATTRS_CAPACITY - at) / 8);
+        forgetStored(p, Math.max(end, at + 8 * whole));
+        buf.put(p, (byte) key);
+        buf.put(p + 1, (byte) len);
+        for (int i = 0; i < whole; i++) {
+            buf.putLong(at + 8 * i, words[i]);
+        }
+        for (int i = whole * 8; i < len; i++) {
+            buf.put(at + i, e.utf8[i]);
+        }
+        return end;
     }
 
     /**
@@ -231,13 +321,8 @@ final class DirectContextWriter extends ContextWriter {
                   int slot0, ContextValueCache.Entry e0, int slot1, ContextValueCache.Entry e1) {
         detach();
         putIds(traceHi, traceLo, span, root);
-        clearEncodings();
-        for (int s = 0; s < SLOTS; s++) {
-            values[s] = null;
-        }
-        this.hasRoot = true;
-        this.root = root;
-        attrsBytes = LRS_ENTRY;
+        resetSlots();
+        hasRoot = true;
         // Two values of at most 255 bytes always fit beside the root span's entry.
         if (e0 != null) {
             values[slot0] = e0;
@@ -255,12 +340,9 @@ final class DirectContextWriter extends ContextWriter {
     void clearTrace() {
         detach();
         putIds(0, 0, 0, 0);
-        clearEncodings();
-        for (int s = 0; s < SLOTS; s++) {
-            values[s] = null;
-        }
+        resetSlots();
         hasRoot = false;
-        root = 0;
+        lrsWritten = false;
         attrsBytes = 0;
         buf.putShort(ATTRS_SIZE, (short) 0);
     }
@@ -295,7 +377,6 @@ final class DirectContextWriter extends ContextWriter {
         int others = attrsBytes - (hasRoot ? LRS_ENTRY : 0);
         // As the native writer: the root span's entry is left out when it does not fit.
         hasRoot = (span != 0 || root != 0) && others + LRS_ENTRY <= ATTRS_CAPACITY;
-        this.root = root;
         writeAttrs();
         if (span != 0 || hasAttrs()) {
             attach();
@@ -316,7 +397,7 @@ final class DirectContextWriter extends ContextWriter {
         }
         detach();
         // A value too long for the record keeps its encoding; only its entry is left out.
-        values[offset] = e != null && e.utf8 != null && fits(offset, e.utf8.length) ? e : null;
+        values[offset] = e != null && fits(offset, e.utf8.length) ? e : null;
         putEncoding(offset, encoding > 0 ? encoding : 0, epoch());
         writeAttrs();
         if (span != 0 || hasAttrs()) {
@@ -328,7 +409,7 @@ final class DirectContextWriter extends ContextWriter {
     void copyTags(int[] out) {
         int epoch = epoch();
         for (int s = 0, n = Math.min(out.length, SLOTS); s < n; s++) {
-            out[s] = encoding(s, epoch);
+            out[s] = (used & (1 << s)) == 0 ? 0 : encoding(s, epoch);
         }
     }
 
