@@ -225,6 +225,13 @@ fn write_settings(chunk: &mut ChunkBuilder, session: &Session, ticks: i64, tid: 
     for attr in &args.attributes {
         chunk.active_setting(ticks, tid, rec, "contextattribute", attr);
     }
+    // Always said; the detail only when the host check failed (as upstream).
+    let sanity = super::sanity::outcome();
+    let failed = sanity.is_some_and(|o| o.failed);
+    chunk.active_setting(ticks, tid, rec, "sanityCheckFailed", &failed.to_string());
+    if let Some(o) = sanity.filter(|o| o.failed) {
+        chunk.active_setting(ticks, tid, rec, "sanityCheckDetail", &o.detail);
+    }
     let cpu = args.cpu_interval_ns;
     chunk.active_setting(
         ticks,

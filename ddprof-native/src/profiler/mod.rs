@@ -24,6 +24,7 @@ use crate::{log, threads, vm};
 
 mod dump;
 mod output;
+mod sanity;
 mod session;
 
 pub use session::{PendingSetting, Session};
@@ -121,6 +122,12 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         .cpu_interval_ns
         .ok_or_else(|| Error::Argument(args::REASON_NO_EVENTS.into()))?;
     open_output(&file, reset)?;
+    if sanity::check_once(args.nosanity).is_some_and(|o| o.failed) {
+        warnings.push(
+            "Continuing to start profiler despite failed sanity check (see the recording's sanityCheckDetail setting)"
+                .into(),
+        );
+    }
 
     for option in args.not_yet_sampled() {
         warnings.push(format!(
