@@ -81,12 +81,12 @@ class ProcessContextTest {
     @Test
     void mappingIsReadableNotExecutableAndHoldsTheValues() throws IOException {
         ctx.initializeAllContext("env-m", "host-m", "id-m", "svc-m", "v-m", "t-m", new String[] {"k1"});
-        Mapping m = onlyMapping();
+        ProcessContextReader.Mapping m = ProcessContextReader.onlyMapping();
         assertEquals('r', m.perms.charAt(0), m.line);
         assertFalse(m.perms.contains("x"), "not executable: " + m.line);
         assertTrue(m.end - m.start >= 32, m.line);
 
-        Published p = readThroughProcMem(m.start);
+        ProcessContextReader.Published p = ProcessContextReader.readThroughProcMem(m.start);
         assertNotEquals(0, p.publishedAtNs);
         Map<String, String> res = p.resource;
         assertEquals("env-m", res.get("deployment.environment.name"));
@@ -105,13 +105,13 @@ class ProcessContextTest {
     @Test
     void secondSetReplacesTheFirst() throws IOException {
         ctx.initializeAllContext("env-1", "host-1", "id-1", "svc-1", "v1", "t1", new String[] {"a"});
-        Mapping first = onlyMapping();
-        Published p1 = readThroughProcMem(first.start);
+        ProcessContextReader.Mapping first = ProcessContextReader.onlyMapping();
+        ProcessContextReader.Published p1 = ProcessContextReader.readThroughProcMem(first.start);
 
         ctx.initializeAllContext("env-2", "host-2", "id-2", "svc-2", "v2", "t2", new String[] {"b", "c"});
-        Mapping second = onlyMapping();
+        ProcessContextReader.Mapping second = ProcessContextReader.onlyMapping();
         assertEquals(first.start, second.start, "updated in place, still one mapping");
-        Published p2 = readThroughProcMem(second.start);
+        ProcessContextReader.Published p2 = ProcessContextReader.readThroughProcMem(second.start);
         assertTrue(p2.publishedAtNs > p1.publishedAtNs, "a newer publication time tells readers");
         assertEquals("svc-2", p2.resource.get("service.name"));
         assertEquals("env-2", p2.resource.get("deployment.environment.name"));
@@ -141,7 +141,7 @@ class ProcessContextTest {
         assertEquals("", read.serviceVersion, "null is published as empty");
         assertArrayEquals(new String[] {ROOT_KEY, "\u00e9t\u00e9", ""}, read.attributeKeyMap);
 
-        Published p = readThroughProcMem(onlyMapping().start);
+        ProcessContextReader.Published p = ProcessContextReader.readThroughProcMem(ProcessContextReader.onlyMapping().start);
         assertEquals(nonAscii, p.resource.get("host.name"), "proper UTF-8, not modified UTF-8");
         assertEquals(withNul, p.resource.get("service.instance.id"));
         assertEquals(longest, p.resource.get("service.name"));
@@ -201,10 +201,10 @@ class ProcessContextTest {
                     "child stderr: " + new String(Files.readAllBytes(dir.resolve("child.err")), StandardCharsets.UTF_8));
 
             String pid = Long.toString(child.pid());
-            Mapping m = onlyMapping(pid);
+            ProcessContextReader.Mapping m = ProcessContextReader.onlyMapping(pid);
             assertEquals('r', m.perms.charAt(0), m.line);
             assertFalse(m.perms.contains("x"), m.line);
-            Published p = readThroughProcMem(pid, m.start);
+            ProcessContextReader.Published p = ProcessContextReader.readThroughProcMem(pid, m.start);
             assertEquals("child-svc", p.resource.get("service.name"));
             assertEquals("child-env", p.resource.get("deployment.environment.name"));
             assertEquals("child-host", p.resource.get("host.name"));
@@ -219,191 +219,5 @@ class ProcessContextTest {
         } finally {
             child.destroyForcibly();
         }
-    }
-
-    // ---- an outside reader ----
-
-    private static final class Mapping {
-        final long start;
-        final long end;
-        final String perms;
-        final String line;
-
-        Mapping(String line) {
-            this.line = line;
-            String[] parts = line.split("\\s+");
-            String[] range = parts[0].split("-");
-            this.start = Long.parseUnsignedLong(range[0], 16);
-            this.end = Long.parseUnsignedLong(range[1], 16);
-            this.perms = parts[1];
-        }
-    }
-
-    /** The one mapping named OTEL_CTX (memfd, or a named anonymous mapping). */
-    private static Mapping onlyMapping() throws IOException {
-        return onlyMapping("self");
-    }
-
-    private static Mapping onlyMapping(String pid) throws IOException {
-        List<Mapping> found = new ArrayList<>();
-        for (String line : Files.readAllLines(Paths.get("/proc/" + pid + "/maps"))) {
-            String[] parts = line.trim().split("\\s+", 6);
-            if (parts.length == 6 && parts[5].contains("OTEL_CTX")) {
-                found.add(new Mapping(line));
-            }
-        }
-        assertEquals(1, found.size(), "OTEL_CTX mappings: " + found.size());
-        return found.get(0);
-    }
-
-    private static final class Published {
-        long publishedAtNs;
-        final Map<String, String> resource = new LinkedHashMap<>();
-        final Map<String, String> extraStrings = new LinkedHashMap<>();
-        final Map<String, List<String>> extraArrays = new LinkedHashMap<>();
-    }
-
-    private static byte[] readMem(RandomAccessFile mem, long addr, int len) throws IOException {
-        byte[] b = new byte[len];
-        mem.seek(addr);
-        mem.readFully(b);
-        return b;
-    }
-
-    /** Header then payload, the publication time checked before and after as readers do. */
-    private static Published readThroughProcMem(long start) throws IOException {
-        return readThroughProcMem("self", start);
-    }
-
-    private static Published readThroughProcMem(String pid, long start) throws IOException {
-        try (RandomAccessFile mem = new RandomAccessFile("/proc/" + pid + "/mem", "r")) {
-            ByteBuffer h = ByteBuffer.wrap(readMem(mem, start, 32)).order(ByteOrder.nativeOrder());
-            byte[] sig = new byte[8];
-            h.get(sig);
-            assertEquals("OTEL_CTX", new String(sig, StandardCharsets.US_ASCII));
-            assertEquals(2, h.getInt(8), "header version");
-            int size = h.getInt(12);
-            long at = h.getLong(16);
-            long payloadAddr = h.getLong(24);
-            assertTrue(size > 0 && at != 0 && payloadAddr != 0, "published");
-            byte[] payload = readMem(mem, payloadAddr, size);
-            ByteBuffer again = ByteBuffer.wrap(readMem(mem, start, 32)).order(ByteOrder.nativeOrder());
-            assertEquals(at, again.getLong(16), "no update while reading");
-            Published p = decode(payload);
-            p.publishedAtNs = at;
-            return p;
-        }
-    }
-
-    // ---- a minimal protobuf reader: ProcessContext{1: Resource{1: KeyValue*}, 2: KeyValue*} ----
-
-    private static final class Pb {
-        final byte[] b;
-        int pos;
-        final int end;
-
-        Pb(byte[] b, int pos, int end) {
-            this.b = b;
-            this.pos = pos;
-            this.end = end;
-        }
-
-        boolean more() {
-            return pos < end;
-        }
-
-        long varint() {
-            long v = 0;
-            for (int shift = 0; ; shift += 7) {
-                assertTrue(pos < end && shift < 64, "truncated varint");
-                int x = b[pos++] & 0xff;
-                v |= (long) (x & 0x7f) << shift;
-                if (x < 0x80) {
-                    return v;
-                }
-            }
-        }
-
-        /** The next field's number; its LEN body is then {@link #body}. */
-        int field() {
-            long tag = varint();
-            assertEquals(2, tag & 7, "only LEN fields are written");
-            return (int) (tag >>> 3);
-        }
-
-        Pb body() {
-            int len = (int) varint();
-            assertTrue(pos + len <= end, "field past its message");
-            Pb inner = new Pb(b, pos, pos + len);
-            pos += len;
-            return inner;
-        }
-
-        String string() {
-            Pb s = body();
-            return new String(s.b, s.pos, s.end - s.pos, StandardCharsets.UTF_8);
-        }
-    }
-
-    /** KeyValue -> key and either a string (AnyValue 1) or a list of strings (AnyValue 5). */
-    private static Object[] keyValue(Pb kv) {
-        String key = null;
-        Object value = null;
-        while (kv.more()) {
-            int f = kv.field();
-            if (f == 1) {
-                key = kv.string();
-            } else if (f == 2) {
-                Pb any = kv.body();
-                while (any.more()) {
-                    int af = any.field();
-                    if (af == 1) {
-                        value = any.string();
-                    } else if (af == 5) {
-                        Pb array = any.body();
-                        List<String> items = new ArrayList<>();
-                        while (array.more()) {
-                            assertEquals(1, array.field());
-                            Pb item = array.body();
-                            assertEquals(1, item.field());
-                            items.add(item.string());
-                        }
-                        value = items;
-                    } else {
-                        any.body();
-                    }
-                }
-            } else {
-                kv.body();
-            }
-        }
-        assertNotNull(key);
-        return new Object[] {key, value};
-    }
-
-    @SuppressWarnings("unchecked")
-    private static Published decode(byte[] payload) {
-        Published p = new Published();
-        Pb top = new Pb(payload, 0, payload.length);
-        while (top.more()) {
-            int f = top.field();
-            Pb body = top.body();
-            if (f == 1) {
-                while (body.more()) {
-                    assertEquals(1, body.field(), "Resource.attributes");
-                    Object[] kv = keyValue(body.body());
-                    assertTrue(kv[1] instanceof String, "string attribute " + kv[0]);
-                    assertEquals(null, p.resource.put((String) kv[0], (String) kv[1]), "duplicate " + kv[0]);
-                }
-            } else if (f == 2) {
-                Object[] kv = keyValue(body);
-                if (kv[1] instanceof String) {
-                    p.extraStrings.put((String) kv[0], (String) kv[1]);
-                } else {
-                    p.extraArrays.put((String) kv[0], (List<String>) kv[1]);
-                }
-            }
-        }
-        return p;
     }
 }

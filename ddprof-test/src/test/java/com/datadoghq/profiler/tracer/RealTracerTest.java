@@ -76,7 +76,8 @@ class RealTracerTest {
             "Unable to set OnOutOfMemoryError flag",
             "Failed to initialize",
             "Failed to start profiling",
-            "Failed to record");
+            "Failed to record",
+            "Failed to register process context");
 
     @Test
     void tracerRunsWithOurProfiler() throws Exception {
@@ -180,6 +181,8 @@ class RealTracerTest {
                 "-Ddd.profiling.ddprof.cpu.interval.ms=" + CPU_INTERVAL_MS,
                 // Not sampled by ddprof yet; the checks are about CPU samples and their context.
                 "-Ddd.profiling.ddprof.wall.enabled=false",
+                // The OTel process context (OTelContext natives): off by default in 1.56.
+                "-Ddd.profiling.experimental.process_context.enabled=true",
                 "-Ddd.profiling.ddprof.alloc.enabled=false",
                 "-Ddd.profiling.ddprof.liveheap.enabled=false",
                 "-Ddd.profiling.upload.period=" + UPLOAD_PERIOD_S,
@@ -248,6 +251,10 @@ class RealTracerTest {
                 "ddprof accepts the tracer's start command", started == null ? "no DatadogProfiler.execute(start...) line" : started);
         checks.check(logHas(logLines, "Profiling has started"), "the profiling agent starts (agent log: 'Profiling has started')",
                 first(ddprofLines(logLines), 8));
+        // The tracer published the OTel process context through our OTelContext.
+        String procCtx = out.stream().filter(l -> l.startsWith("PROCCTX")).findFirst().orElse("no PROCCTX line");
+        checks.check(procCtx.contains("service.name=itest") && procCtx.contains("deployment.environment.name=itest"),
+                "the tracer publishes the OTel process context (an outside reader finds it)", procCtx);
         // The app's spans exist and reached the intake.
         Map<Long, Long> rootOfChild = new HashMap<>();
         Map<String, Long> cpuByThread = new LinkedHashMap<>();

@@ -10,6 +10,7 @@ import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
 
+import com.datadoghq.profiler.context.ProcessContextReader;
 import datadog.trace.api.CorrelationIdentifier;
 import datadog.trace.api.Trace;
 
@@ -23,7 +24,8 @@ import datadog.trace.api.Trace;
  * that spins for about 20 ms of CPU. For every request it prints
  * {@code SPAN <thread> <rootSpanId> <childSpanId>} (the ids {@link CorrelationIdentifier} reports,
  * unsigned decimal, 0 when there is no span), then {@code CPU <thread> <millis spent in compute>}
- * per thread and {@code DONE} (also written as {@code WORKDIR/done}). Then it idles until
+ * per thread, {@code PROCCTX key=value...} (the OTel process context as an outside reader finds it)
+ * and {@code DONE} (also written as {@code WORKDIR/done}). Then it idles until
  * {@code WORKDIR/stop} appears (at most 120 s), so that the tracer uploads the recording that
  * holds the work, and exits 0. Error lines start with {@code ERROR}.
  */
@@ -62,6 +64,7 @@ public final class TracedApp {
                     out.println("ERROR " + w.getName() + " " + w.failure);
                 }
             }
+            out.println(processContext());
             out.println("DONE");
             out.flush();
         }
@@ -70,6 +73,19 @@ public final class TracedApp {
         out.println("EXIT");
         out.flush();
         System.exit(0);
+    }
+
+    /** {@code PROCCTX k=v ...}: the OTel process context as an outside reader finds it now. */
+    private static String processContext() {
+        try {
+            ProcessContextReader.Published p =
+                    ProcessContextReader.readThroughProcMem("self", ProcessContextReader.onlyMapping("self").start);
+            StringBuilder sb = new StringBuilder("PROCCTX");
+            p.resource.forEach((k, v) -> sb.append(' ').append(k).append('=').append(v));
+            return sb.toString();
+        } catch (IOException | RuntimeException e) {
+            return "PROCCTX none: " + e;
+        }
     }
 
     private static void waitFor(Path file, long maxMillis) throws InterruptedException {
