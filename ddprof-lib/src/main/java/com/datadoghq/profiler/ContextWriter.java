@@ -71,6 +71,19 @@ class ContextWriter {
         return JavaProfiler.setContextValue0(slot, e.encoding, e.utf8, e.utf8.length);
     }
 
+    /** {@code setValue}, or {@code clearValue} for a null entry, per pair; how many were written. */
+    int setValues(int[] slots, ContextValueCache.Entry[] entries, int count) {
+        int written = 0;
+        for (int i = 0; i < count; i++) {
+            if (entries[i] == null) {
+                clearValue(slots[i]);
+            } else if (setValue(slots[i], entries[i])) {
+                written++;
+            }
+        }
+        return written;
+    }
+
     void clearValue(int slot) {
         JavaProfiler.clearContextValue0(slot);
     }

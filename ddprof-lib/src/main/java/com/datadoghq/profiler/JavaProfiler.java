@@ -306,6 +306,34 @@ public final class JavaProfiler {
     }
 
     /**
+     * Sets several custom attributes of the calling thread at once, as that many
+     * {@link #setContextValue(int, String)} calls would, in one write of the thread's record: for
+     * re-applying an application's attributes after {@link #setTraceContext}, which resets every
+     * slot. Each value that cannot be written (see {@code setContextValue}) clears its slot; the
+     * others are written. A slot given twice takes its last value.
+     *
+     * @param slots  the attributes' slots, each in {@code [0, MAX_CONTEXT_SLOTS)}
+     * @param values the values, {@code values[i]} for {@code slots[i]}
+     * @param count  how many of the pairs to apply, from the first
+     * @return how many values were written
+     * @throws IllegalArgumentException if an array is {@code null} or shorter than {@code count},
+     *                                  or a slot is out of range (then nothing is written)
+     */
+    public int setContextValues(int[] slots, CharSequence[] values, int count) {
+        if (slots == null || values == null || count < 0 || slots.length < count || values.length < count) {
+            throw new IllegalArgumentException("setContextValues needs " + count + " slots and values");
+        }
+        for (int i = 0; i < count; i++) {
+            checkSlot(slots[i]);
+        }
+        ContextValueCache.Entry[] entries = new ContextValueCache.Entry[count];
+        for (int i = 0; i < count; i++) {
+            entries[i] = contextValueCache.resolve(values[i]);
+        }
+        return writer().setValues(slots, entries, count);
+    }
+
+    /**
      * Clears one custom attribute of the calling thread.
      *
      * @throws IllegalArgumentException if {@code slot} is out of range

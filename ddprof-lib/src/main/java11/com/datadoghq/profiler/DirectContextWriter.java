@@ -218,6 +218,11 @@ final class DirectContextWriter extends ContextWriter {
      * entry comes first and is left as it is when it already holds this root.
      */
     private void writeAttrs() {
+        writeAttrs(false);
+    }
+
+    /** {@link #writeAttrs()}; {@code sizeUnknown}: {@link #attrsBytes} no longer says what is stored. */
+    private void writeAttrs(boolean sizeUnknown) {
         int p = ATTRS;
         if (hasRoot) {
             if (!lrsWritten || lrsRoot != root) {
@@ -248,7 +253,7 @@ final class DirectContextWriter extends ContextWriter {
                 p = end;
             }
         }
-        if (p - ATTRS != attrsBytes) {
+        if (sizeUnknown || p - ATTRS != attrsBytes) {
             attrsBytes = p - ATTRS;
             buf.putShort(ATTRS_SIZE, (short) attrsBytes);
         }
@@ -356,6 +361,31 @@ final class DirectContextWriter extends ContextWriter {
         writeAttrs();
         attach(); // published even without a span, as upstream
         return ok;
+    }
+
+    @Override
+    int setValues(int[] slots, ContextValueCache.Entry[] entries, int count) {
+        boolean publish = buf.get(VALID) == 1;
+        detach();
+        int written = 0;
+        for (int i = 0; i < count; i++) {
+            int slot = slots[i];
+            ContextValueCache.Entry e = entries[i];
+            boolean ok = e != null && fits(slot, e.utf8.length);
+            // The fit test of the next pair needs this one's size: keep attrsBytes current
+            // without storing (writeAttrs stores everything once, below).
+            ContextValueCache.Entry old = values[slot];
+            attrsBytes += (ok ? ENTRY_HEADER + e.utf8.length : 0) - (old == null ? 0 : ENTRY_HEADER + old.utf8.length);
+            values[slot] = ok ? e : null;
+            putEncoding(slot, ok ? e.encoding : 0, ok ? e.epoch : 0);
+            written += ok ? 1 : 0;
+            publish |= e != null; // as setContextValue, which publishes; clearing does not
+        }
+        writeAttrs(true);
+        if (publish) {
+            attach();
+        }
+        return written;
     }
 
     @Override

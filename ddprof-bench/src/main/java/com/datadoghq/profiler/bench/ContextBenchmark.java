@@ -103,4 +103,24 @@ public class ContextBenchmark {
     public void clearTraceContext() {
         profiler.clearTraceContext();
     }
+
+    static final int[] APP_SLOTS = {2, 3};
+    static final String[] APP_VALUES = {"tenant-42", "checkout"};
+
+    /** Span activation, then two application attributes re-applied one call each (tracers today). */
+    @Benchmark
+    public void reapplyOneByOne() {
+        long s = ++span;
+        profiler.setTraceContext(s >>> 1, s, 0x1234L, s, 0, OPERATION, 1, RESOURCE);
+        profiler.setContextValue(APP_SLOTS[0], APP_VALUES[0]);
+        profiler.setContextValue(APP_SLOTS[1], APP_VALUES[1]);
+    }
+
+    /** The same with ddprof's batched {@code setContextValues}. */
+    @Benchmark
+    public int reapplyBatched() {
+        long s = ++span;
+        profiler.setTraceContext(s >>> 1, s, 0x1234L, s, 0, OPERATION, 1, RESOURCE);
+        return profiler.setContextValues(APP_SLOTS, APP_VALUES, 2);
+    }
 }

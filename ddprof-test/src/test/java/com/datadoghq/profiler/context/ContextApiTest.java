@@ -239,4 +239,28 @@ class ContextApiTest {
         assertEquals(8, setter.offsetOf("i"));
         assertEquals(-1, setter.offsetOf("j"));
     }
+
+    @Test
+    void setContextValuesWritesSeveralSlotsAtOnce(JavaProfiler profiler) throws Exception {
+        start(profiler, "a;b;c");
+        profiler.setTraceContext(3, 4, 0, 4, 0, "op", -1, null);
+        char[] big = new char[256];
+        Arrays.fill(big, 'x');
+        assertEquals(2, profiler.setContextValues(new int[] {1, 2, 0}, new String[] {"one", "two", new String(big)}, 3));
+        OtelRecordView r = readRecord();
+        assertEquals(1, r.valid);
+        assertEquals("one", r.attrs.get(2));
+        assertEquals("two", r.attrs.get(3));
+        assertNull(r.attrs.get(1), "the value too long cleared its slot");
+        assertEquals("0000000000000003", r.attrs.get(0), "the span's root entry stays");
+        int[] tags = new int[3];
+        profiler.copyContextTags(tags);
+        assertEquals(0, tags[0]);
+        assertTrue(tags[1] > 0 && tags[2] > 0 && tags[1] != tags[2]);
+        assertThrows(IllegalArgumentException.class,
+                () -> profiler.setContextValues(new int[] {0, 10}, new String[] {"new", "x"}, 2));
+        assertEquals("one", readRecord().attrs.get(2), "a rejected batch writes nothing");
+        assertNull(readRecord().attrs.get(1));
+        assertThrows(IllegalArgumentException.class, () -> profiler.setContextValues(new int[] {0}, new String[0], 1));
+    }
 }

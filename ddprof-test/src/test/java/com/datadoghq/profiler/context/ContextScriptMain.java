@@ -39,7 +39,7 @@ public final class ContextScriptMain {
         values.add("h\u00e9llo w\u00f6rld"); // multi-byte UTF-8
         values.add(null);
         for (int i = 0; i < calls; i++) {
-            int op = r.nextInt(12);
+            int op = r.nextInt(13);
             String v = values.get(r.nextInt(values.size()));
             int slot = r.nextInt(10);
             long span = r.nextInt(4) == 0 ? 0 : r.nextLong();
@@ -83,6 +83,17 @@ public final class ContextScriptMain {
                 case 10:
                     what = "legacy value " + setter.setContextValue(r.nextInt(11), setter.encode(v));
                     break;
+                case 11: {
+                    int n = r.nextInt(4);
+                    int[] slots = new int[n];
+                    String[] vs = new String[n];
+                    for (int k = 0; k < n; k++) {
+                        slots[k] = r.nextInt(10);
+                        vs[k] = values.get(r.nextInt(values.size()));
+                    }
+                    what = "setContextValues " + p.setContextValues(slots, vs, n);
+                    break;
+                }
                 default:
                     if (r.nextInt(20) == 0) {
                         p.execute("stop");
