@@ -3,13 +3,16 @@
 //! Redefinition swaps a class's methods; the old `Method*`s are freed later and their
 //! memory may be reused for methods of the same class, so a raw frame of a redefined
 //! class could be named after the wrong method. The lazy resolver therefore refuses raw
-//! frames of classes that are being, or have been, redefined.
+//! frames of classes being redefined, and those sampled before a redefinition ended.
 //!
 //! All JVMTI environments share one function table (writable, in libjvm's data), so the
 //! two entries are replaced once, when the library loads, and never restored: calls from
 //! any agent (java.lang.instrument's included) come through here. Each hook marks the
-//! classes, calls the original, then keeps the marks for good on success (and creates
-//! the classes' jmethodIDs, so their later samples carry IDs) or drops them on failure.
+//! classes, calls the original, then keeps the marks for good on success, with the time
+//! the redefinition ended, or drops them on failure. The lazy resolver accepts a frame of a
+//! redefined class only from samples taken after its last redefinition ended
+//! ([`redefinition`]). A successful redefinition also creates the classes' jmethodIDs, so
+//! that their later samples carry IDs (in the lazy mode, the one case where it makes any).
 //! Arguments the hook cannot make sense of (null array, array or primitive classes,
 //! objects that are not classes) are passed on untouched for JVMTI to reject as usual.
 //! Tracking stays on whatever mode later sessions run in.
@@ -51,8 +54,18 @@ struct Mark {
     trace_id: Option<u64>,
     /// Redefinition calls on this class still running.
     in_flight: u32,
-    /// A redefinition succeeded: marked for good.
-    redefined: bool,
+    /// When the latest successful redefinition ended (`sample::handler::ticks`): marked for
+    /// good.
+    redefined_at: Option<i64>,
+}
+
+/// Where a class stands with redefinitions ([`redefinition`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Redefinition {
+    /// A redefinition of it is running.
+    pub in_flight: bool,
+    /// When its latest successful redefinition ended, if it ever had one.
+    pub ended_at: Option<i64>,
 }
 
 static MARKS: Mutex<Option<HashMap<usize, Mark>>> = Mutex::new(None);
@@ -120,17 +133,32 @@ pub fn is_marked(klass: usize) -> bool {
     if !EVER_MARKED.load(Ordering::SeqCst) {
         return false;
     }
+    let r = redefinition(klass);
+    r.in_flight || r.ended_at.is_some()
+}
+
+/// Whether a redefinition of the class at `klass` is running, and when the latest
+/// successful one ended. A mark left by another class that lived at the same `Klass*`
+/// (another trace ID) does not count. Not signal-safe (takes a lock).
+pub fn redefinition(klass: usize) -> Redefinition {
+    if !EVER_MARKED.load(Ordering::SeqCst) {
+        return Redefinition::default();
+    }
     let marks = MARKS.lock();
     let Some(mark) = marks.as_ref().and_then(|m| m.get(&klass)) else {
-        return false;
+        return Redefinition::default();
     };
-    if mark.in_flight == 0 && !mark.redefined {
-        return false;
-    }
-    match (mark.trace_id, trace_id::trace_id(klass)) {
+    let same_class = match (mark.trace_id, trace_id::trace_id(klass)) {
         (Some(then), Some(now)) => then == now,
         // Without IDs to compare, assume it is the same class.
         _ => true,
+    };
+    if !same_class {
+        return Redefinition::default();
+    }
+    Redefinition {
+        in_flight: mark.in_flight > 0,
+        ended_at: mark.redefined_at,
     }
 }
 
@@ -159,7 +187,7 @@ pub fn redefining_named(name: usize, stamp: u64) -> bool {
 pub fn marked_count() -> usize {
     MARKS.lock().as_ref().map_or(0, |m| {
         m.values()
-            .filter(|k| k.in_flight > 0 || k.redefined)
+            .filter(|k| k.in_flight > 0 || k.redefined_at.is_some())
             .count()
     })
 }
@@ -201,7 +229,9 @@ fn end(klass: usize, name: Option<usize>, succeeded: bool) {
     let mut marks = MARKS.lock();
     if let Some(mark) = marks.as_mut().and_then(|m| m.get_mut(&klass)) {
         mark.in_flight = mark.in_flight.saturating_sub(1);
-        mark.redefined |= succeeded;
+        if succeeded {
+            mark.redefined_at = Some(crate::sample::handler::ticks());
+        }
     }
 }
 
@@ -261,11 +291,19 @@ fn finish(marked: &[Marked], rc: JvmtiError) {
     for &(k, name, _) in marked {
         end(k, name, ok);
     }
+    // The new methods' later samples carry IDs. In the lazy mode this is the one place
+    // that makes jmethodIDs for sampled code (`method_resolve_lazy_jmethodids_created`
+    // counts them): a frame names its `Method*`, which a redefinition replaces and may
+    // reuse, so samples taken while a class is redefined again and again would otherwise
+    // all be refused (docs/architecture.md, "Lazy method IDs").
     if ok {
         if let Some(jvmti) = own_env() {
             for &(_, _, c) in marked {
                 if let Ok(n) = jvmti.load_method_ids(c) {
                     Counter::MethodIdsPreloaded.add(n as i64);
+                    if crate::sample::tags::is_active() {
+                        Counter::MethodResolveLazyIdsCreated.add(n as i64);
+                    }
                 }
             }
         }

@@ -32,8 +32,7 @@ pub struct Resolver {
 }
 
 impl Resolver {
-    /// `defer_ids`: see [`LazyResolver::new`].
-    pub fn new(jvmti: Jvmti, jni: *mut JNIEnv, defer_ids: bool) -> Resolver {
+    pub fn new(jvmti: Jvmti, jni: *mut JNIEnv) -> Resolver {
         let thread_class = jvmti::find_class(jni, c"java/lang/Thread");
         Resolver {
             jvmti,
@@ -41,7 +40,7 @@ impl Resolver {
             thread_class,
             cache: HashMap::new(),
             raw_cache: HashMap::new(),
-            lazy: LazyResolver::new(jvmti, jni, defer_ids),
+            lazy: LazyResolver::new(jni),
             lazy_class_names: WordMap::default(),
             unknown: MethodInfo::unknown(),
             unloaded: MethodInfo::unloaded(),
@@ -60,24 +59,26 @@ impl Resolver {
         &self.cache[&method_id]
     }
 
-    /// The method-pool key of a frame: a tagged raw frame (lazy mode) that the checks of
-    /// `lazy::resolve` accept becomes its jmethodID, so that it shares a pool entry with
-    /// the frames sampled with that ID; every other frame keeps its own kind and value.
-    /// The frame's marker bit decides, not the mode running now.
-    pub fn key_of(&mut self, frame: &Frame) -> (u8, u64) {
+    /// The method-pool key of a frame in a trace whose earliest sample was taken at `since`:
+    /// a tagged raw frame (lazy mode) that the checks of `lazy::resolve` accept becomes its
+    /// jmethodID if it has one (so that it shares a pool entry with the frames sampled with
+    /// that ID), else its checked `Method*` | `NO_ID_KEY`; every other frame keeps its own
+    /// kind and value. The frame's marker bit decides, not the mode running now.
+    pub fn key_of(&mut self, frame: &Frame, since: i64) -> (u8, u64) {
         let _mem = memory::scope(Category::MethodMap);
         let u = tags::untag(frame);
         let Some(tag) = u.tag else {
             return (frame.kind, frame.method);
         };
-        let Some(a) = self.lazy.method_id(u.method, tag) else {
+        let Some(a) = self.lazy.method_id(u.method, tag, since) else {
             return (frame.kind, frame.method);
         };
         if !self.cache.contains_key(&a.key) {
             // Named now, while the holder is known and pinned: the class part comes from
             // the pinned reference (once per class), the rest from the metadata the
-            // checks read (JVMTI if those reads failed; the key is then a jmethodID).
-            // A key without a jmethodID is always in the cache from here on.
+            // checks read (JVMTI if those reads failed; the key is then a jmethodID that
+            // something else made). A key without a jmethodID is always in the cache from
+            // here on.
             let parts = self.lazy.take_parts(a.key);
             let info = self
                 .lookup_in_class(a.key as jni::sys::jmethodID, a.class, a.klass, parts)
@@ -96,7 +97,7 @@ impl Resolver {
         self.lazy.warm(frames);
     }
 
-    /// Names a raw `Method*` frame that [`Self::key_of`] left raw: a tagged frame refused
+    /// Names a raw `Method*` frame that [`Self::key_of`] left raw (`since` as there): a tagged frame refused
     /// because its class is gone (unloaded, or its `Klass*` reused: a stale tag) is
     /// `<unloaded>`, as a jmethodID of an unloaded class is in every other mode; any other
     /// refusal is `unknown`. An untagged one (`fjmethodid=false`, classes that never unload;
@@ -104,11 +105,11 @@ impl Resolver {
     /// named from VM metadata unless its class was redefined or the method is not current
     /// ([`super::raw::resolve_checked`]). Cached apart from jmethodIDs (the key spaces could
     /// collide).
-    pub fn resolve_raw(&mut self, frame: &Frame) -> &MethodInfo {
+    pub fn resolve_raw(&mut self, frame: &Frame, since: i64) -> &MethodInfo {
         let _mem = memory::scope(Category::MethodMap);
         let u = tags::untag(frame);
         if let Some(tag) = u.tag {
-            return match self.lazy.refusal(u.method, tag) {
+            return match self.lazy.refusal(u.method, tag, since) {
                 Some(Refused::Unloaded | Refused::Stale) => &self.unloaded,
                 _ => &self.unknown,
             };

@@ -34,8 +34,6 @@ pub struct ChunkEnd {
     pub nanos: i64,
     /// Pool ids start after this (chunks appended to a file, see `jfr::pools::Pools`).
     pub id_base: u32,
-    /// The lazy resolver may leave the jmethodIDs of newly sampled classes to its thread.
-    pub defer_ids: bool,
 }
 
 /// What the chunk's samples stand for: the sampling intervals they weigh
@@ -90,7 +88,7 @@ pub fn build_chunk(
     }
 
     // Pools first: naming the frames tells which samples could not be walked or named.
-    let unnamed = write_traces(&mut chunk, jni, gen, end.defer_ids);
+    let unnamed = write_traces(&mut chunk, jni, gen);
     let mut unnamed_samples = 0i64;
     let mut tids: Vec<i64> = vec![me];
     let mut attr_keys: HashMap<u32, u32> = HashMap::new();
@@ -393,17 +391,19 @@ fn native_libraries() -> Vec<(String, u64, u64)> {
 
 /// Names every distinct frame once and writes the StackTrace pool. Returns the ids of
 /// traces with a frame that could not be walked or named.
-fn write_traces(
-    chunk: &mut ChunkBuilder,
-    jni: *mut JNIEnv,
-    gen: &Generation,
-    defer_ids: bool,
-) -> HashSet<u32> {
+fn write_traces(chunk: &mut ChunkBuilder, jni: *mut JNIEnv, gen: &Generation) -> HashSet<u32> {
     let mut unnamed = HashSet::new();
     let Some(jvmti) = vm::jvmti() else {
         return unnamed;
     };
-    let mut resolver = Resolver::new(jvmti, jni, defer_ids);
+    // When each trace was first sampled: a lazy frame of a redefined class stands only in
+    // traces sampled after its redefinition ended (`methods::lazy::resolve`).
+    let mut first_sampled: HashMap<u32, i64> = HashMap::new();
+    for s in gen.samples() {
+        let t = first_sampled.entry(s.trace_id).or_insert(s.ticks);
+        *t = (*t).min(s.ticks);
+    }
+    let mut resolver = Resolver::new(jvmti, jni);
     resolver.prepare(gen.traces.iter().flat_map(|t| t.frames.iter()));
     let mut method_keys: HashMap<(u8, u64), u32> = HashMap::new();
     let mut unknown: Option<u32> = None;
@@ -412,11 +412,21 @@ fn write_traces(
     for trace in gen.traces.iter() {
         refs.clear();
         let mut root_is_entry = false;
+        // A trace no sample refers to (its sample was dropped): the earliest time the
+        // chunk can hold.
+        let since = first_sampled.get(&trace.id).copied().unwrap_or(i64::MIN);
         for f in trace.frames {
             let (key, line, info_entry, named) = if f.kind == kind::NATIVE_PC {
                 (natives.key(chunk, f.method), 0, false, true)
             } else {
-                frame_ref(chunk, &mut resolver, &mut method_keys, &mut unknown, f)
+                frame_ref(
+                    chunk,
+                    &mut resolver,
+                    &mut method_keys,
+                    &mut unknown,
+                    f,
+                    since,
+                )
             };
             root_is_entry = info_entry;
             if !named {
@@ -484,8 +494,9 @@ fn frame_ref(
     keys: &mut HashMap<(u8, u64), u32>,
     unknown: &mut Option<u32>,
     f: &Frame,
+    since: i64,
 ) -> (u32, i32, bool, bool) {
-    let mut pool_key = resolver.key_of(f);
+    let mut pool_key = resolver.key_of(f, since);
     let info: &MethodInfo = match pool_key.0 {
         kind::JAVA_METHOD_ID => resolver.resolve(pool_key.1),
         kind::RAW_METHOD => {
@@ -494,7 +505,7 @@ fn frame_ref(
             if tags::is_tagged(f) {
                 pool_key = (kind::ERROR, 0);
             }
-            let info = resolver.resolve_raw(f);
+            let info = resolver.resolve_raw(f, since);
             if tags::is_tagged(f) && info.name != "unknown" {
                 pool_key = (kind::ERROR, 1);
             }

@@ -373,10 +373,8 @@ pub fn stop(jni: *mut JNIEnv) -> Result<(), Error> {
     crate::tracing::on_stop();
     let file = session.file.clone();
     // Appended: `start` emptied the file, `dump` restarted it, and `resume` keeps the
-    // chunks written before it. No samples follow a stop: IDs made after it would serve
-    // nobody, and the thread that makes them is not started during VMDeath.
-    crate::methods::lazy::ids::discard();
-    let result = write_chunk(jni, session, &file, true, false);
+    // chunks written before it.
+    let result = write_chunk(jni, session, &file, true);
     *guard = None;
     result
 }
@@ -391,7 +389,7 @@ pub fn dump_to(jni: *mut JNIEnv, path: &Path) -> Result<(), Error> {
     if same_file(path, &session.file) {
         return Ok(());
     }
-    write_chunk(jni, session, path, false, true)?;
+    write_chunk(jni, session, path, false)?;
     open_output(&session.file.clone(), true)
 }
 
@@ -403,14 +401,12 @@ fn same_file(a: &Path, b: &Path) -> bool {
 }
 
 /// Retires the current generation and writes it as one chunk to `path`, after what the
-/// file holds (`append`) or instead of it. `defer_ids`: the lazy resolver may leave the
-/// jmethodIDs of newly sampled classes to its thread.
+/// file holds (`append`) or instead of it.
 fn write_chunk(
     jni: *mut JNIEnv,
     session: &mut Session,
     path: &Path,
     append: bool,
-    defer_ids: bool,
 ) -> Result<(), Error> {
     let t0 = Instant::now();
     let recorder =
@@ -445,7 +441,6 @@ fn write_chunk(
         ticks: end_ticks,
         nanos: end_nanos,
         id_base,
-        defer_ids,
     };
     let (chunk, next_id_base) = dump::build_chunk(
         jni,
@@ -479,8 +474,6 @@ fn write_chunk(
             path.display()
         ))
     });
-    // The lazy resolver may have queued classes whose jmethodIDs are made after the dump.
-    crate::methods::lazy::ids::release();
     written
 }
 

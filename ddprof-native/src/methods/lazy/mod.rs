@@ -2,8 +2,9 @@
 //! recorded as a raw `Method*` tagged with its holder's JFR class trace ID
 //! (`crate::sample::tags`);
 //! at dump time the frame is proven live against the class registry (`registry.rs`) and
-//! only then given a jmethodID (`resolve.rs`). Redefined classes are refused
-//! (`crate::jvmti::redefine`). docs/architecture.md, "Lazy method IDs", has the whole story.
+//! only then named from the method's own metadata (`resolve.rs`): the profiler never makes
+//! a jmethodID in this mode. Frames of redefined classes sampled before the redefinition
+//! ended are refused (`crate::jvmti::redefine`). docs/architecture.md, "Lazy method IDs", has the whole story.
 //!
 //! This file holds the mode switch the signal handler reads, the JNI side of the
 //! registry, and class registration (at start and at ClassPrepare).
@@ -11,7 +12,6 @@
 // JNI handles are opaque tokens the JVM validates.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
-pub mod ids;
 pub mod prefetch;
 pub mod registry;
 pub mod resolve;
@@ -132,7 +132,9 @@ pub fn register_loaded(jvmti: Jvmti, jni: *mut JNIEnv) {
 
 /// Registers one class (ClassPrepare, or start). Array and primitive classes are
 /// skipped (they have no methods). If the class cannot be registered, its jmethodIDs are
-/// created now so that its frames never need the registry.
+/// created now so that its frames never need the registry: the one case where this mode
+/// makes IDs, counted in `method_resolve_lazy_jmethodids_created` (and
+/// `klass_registry_add_failed`) so that it shows.
 pub fn register_class(jvmti: Jvmti, jni: *mut JNIEnv, class: jclass) {
     let Some(m) = layout::get().and_then(|l| l.method.as_ref()) else {
         return;
@@ -160,6 +162,7 @@ pub fn register_class(jvmti: Jvmti, jni: *mut JNIEnv, class: jclass) {
             Counter::KlassRegistryAddFailed.inc();
             if let Ok(n) = jvmti.load_method_ids(class) {
                 Counter::MethodIdsPreloaded.add(n as i64);
+                Counter::MethodResolveLazyIdsCreated.add(n as i64);
             }
         }
     }

@@ -4,9 +4,8 @@
 //! metadata each check reads (`Method`, `ConstMethod`, `ConstantPool`, the holder
 //! `Klass`, its methods array and ID cache, the name symbols) was last touched when the
 //! class loaded: nearly every read is a cache miss, and each depends on the one before,
-//! so they are paid one after the other. GetClassMethods then walks every method of the
-//! class and its `ConstMethod` the same way. Here the same chains are followed for many
-//! frames (or methods) at once, a stage at a time, with prefetches: the misses of one
+//! so they are paid one after the other. Here the same chains are followed for many
+//! frames at once, a stage at a time, with prefetches: the misses of one
 //! stage overlap instead of queueing.
 //!
 //! Nothing here decides anything: the reads are crash-protected loads whose values only
@@ -106,24 +105,6 @@ pub fn warm_frames(m: &MethodGroup, methods: &[usize]) {
             {
                 prefetch(ids.wrapping_add((idnum + 1) * 8));
             }
-        }
-    }
-}
-
-/// Warms the methods of a class (`data`, `len` from `klass::methods`) and their
-/// `ConstMethod`s, which GetClassMethods reads one method after the other.
-pub fn warm_class_methods(m: &MethodGroup, data: usize, len: usize) {
-    for i in 0..len {
-        if let Some(method) = load_usize(data.wrapping_add(i * 8)) {
-            prefetch(method);
-            prefetch(method.wrapping_add(m.method.const_method));
-        }
-    }
-    for i in 0..len {
-        if let Some(cm) = load_usize(data.wrapping_add(i * 8))
-            .and_then(|method| load_usize(method.wrapping_add(m.method.const_method)))
-        {
-            prefetch(cm.wrapping_add(m.const_method.method_idnum.offset));
         }
     }
 }

@@ -1,11 +1,11 @@
-//! Turning a tagged raw frame into a method-pool key at dump time (its jmethodID, or its
-//! checked `Method*` while its class's IDs are being made), or refusing it.
+//! Turning a tagged raw frame into a method-pool key at dump time, or refusing it. No
+//! jmethodID is ever made here: an accepted frame is named from its method's metadata.
 //!
 //! The `Method*` in the frame may be stale: its class may have unloaded, its memory may
 //! hold another method now, or the class may have been redefined. It is used as a lookup
 //! key until proven live, in this order:
 //! 1. under crash protection, read only its holder `Klass*` and its idnum;
-//! 2. refuse classes marked by the redefinition hooks (`method_resolve_lazy_redefined`);
+//! 2. refuse classes being redefined now (`method_resolve_lazy_redefined`);
 //! 3. pin the holder through the registry: a strong local reference to its mirror, so it
 //!    cannot unload from here on (not registered or collected: `method_resolve_lazy_unloaded`);
 //! 4. the pinned class's trace ID must match the frame's tag, else the `Klass*` now
@@ -14,22 +14,25 @@
 //!    else a scan of classes of at most [`SCAN_CAP`] methods (`method_resolve_lazy_not_current`);
 //! 6. only now is the method dereferenced: its name, descriptor, modifiers and line table
 //!    are read from its metadata (`methods/raw.rs`: the content JVMTI would return for its
-//!    jmethodID, without three VM calls per method), and its jmethodID from the class's
-//!    ID cache. A class without IDs is queued for the ID thread (`ids.rs`), which makes
-//!    them once the chunk is written, and the frame is keyed on its `Method*` meanwhile;
-//!    without that thread, or when the metadata could not be read, or for the last chunk
-//!    of a session, GetClassMethods makes them here (`method_resolve_lazy_class_loaded`
-//!    counts the classes either way, `method_resolve_lazy_jmethodids_created` the IDs);
-//! 7. the redefinition mark is checked again (a redefinition may have started during 3-6,
-//!    and the reads of step 6 must not be trusted then).
+//!    jmethodID; `method_resolve_lazy_metadata`; unreadable: `method_resolve_lazy_unreadable`).
+//!    The key is the method's jmethodID if something else made one (so it shares a pool
+//!    entry with frames sampled with that ID), else the `Method*` | [`NO_ID_KEY`];
+//! 7. the redefinition state is read again: a redefinition may have started during 3-6,
+//!    and the reads of step 6 must not be trusted then.
 //!
-//! Steps 2-4 (and queueing or GetClassMethods) are done once per class per dump, not per
-//! frame ([`LazyResolver`]): a class stays pinned until the dump ends, so its `Klass*`
-//! cannot be reused and its trace ID cannot change in between, and a class whose frames
-//! were refused at step 2 or 3 stays refused for the rest of the dump (a conservative
-//! answer). Steps 1, 5, 6 and 7 stay per frame: they are about the method. The class name
-//! comes from JVMTI, once per class (`methods/resolve.rs`). Later samples of the class
-//! carry the real IDs and are named through JVMTI like any other.
+//! A redefined class (one whose redefinition succeeded, at any time) is accepted only for
+//! traces whose every sample was taken after its latest redefinition ended
+//! ([`LazyResolver::method_id`]'s `since`): a sample's time is read before its stack is
+//! walked, so such a frame was walked from the class as it is now, and an old version's
+//! `Method*` in it is not current (step 5), and cannot have been reused for a new method
+//! since (that needs another redefinition, which would have ended later).
+//!
+//! Steps 2-4 are done once per class per dump, not per frame ([`LazyResolver`]): a class
+//! stays pinned until the dump ends, so its `Klass*` cannot be reused and its trace ID
+//! cannot change in between, and a class whose frames were refused at step 2 or 3 stays
+//! refused for the rest of the dump (a conservative answer). Steps 1, 5, 6 and 7 stay per
+//! frame: they are about the method. The class name comes from JVMTI, once per class
+//! (`methods/resolve.rs`), which needs no jmethodID.
 
 use crate::methods::word_map::WordMap;
 
@@ -37,7 +40,7 @@ use jni::sys::{jclass, JNIEnv};
 
 use super::JniRefs;
 use crate::counters::Counter;
-use crate::jvmti::{self, redefine, Jvmti};
+use crate::jvmti::{self, redefine};
 use crate::methods::raw::{self, MethodParts};
 use crate::sample::frame::Frame;
 use crate::sample::safe_access::load_usize;
@@ -62,6 +65,8 @@ pub enum Refused {
     Stale,
     NotCurrent,
     Redefined,
+    /// Its metadata could not be read.
+    Unreadable,
 }
 
 impl Refused {
@@ -71,37 +76,29 @@ impl Refused {
             Refused::Stale => Counter::MethodResolveLazyStale,
             Refused::NotCurrent => Counter::MethodResolveLazyNotCurrent,
             Refused::Redefined => Counter::MethodResolveLazyRedefined,
+            Refused::Unreadable => Counter::MethodResolveLazyUnreadable,
         }
         .inc();
     }
 }
 
-/// Pool keys of accepted frames whose class has no jmethodIDs yet: the `Method*` with this
-/// bit set. jmethodIDs are pointers below 2^47, so the two kinds of key never collide.
+/// Pool keys of accepted frames of methods without a jmethodID: the `Method*` with this bit
+/// set. jmethodIDs are pointers below 2^47, so the two kinds of key never collide.
 pub const NO_ID_KEY: u64 = 1 << 62;
 
 /// A tagged frame that passed every check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Accepted {
-    /// Its method-pool key: the method's jmethodID, or, while its class has none (they
-    /// are being made by `ids.rs`), the `Method*` | [`NO_ID_KEY`]; such a frame always
-    /// has its metadata in [`LazyResolver::take_parts`].
+    /// Its method-pool key: the method's jmethodID if it has one, else the `Method*` |
+    /// [`NO_ID_KEY`]; such a frame always has its metadata in [`LazyResolver::take_parts`].
     pub key: u64,
     /// Its holder, pinned until the [`LazyResolver`] is dropped.
     pub klass: usize,
     /// A local reference to the holder's mirror, valid as long as the resolver.
     pub class: jclass,
-}
-
-/// Where a pinned class's jmethodIDs stand in this dump.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Ids {
-    /// Not looked at yet (the class may have them).
-    Unknown,
-    /// Made by GetClassMethods in this dump.
-    Made,
-    /// Queued for the ID thread (`ids.rs`).
-    Queued,
+    /// When the holder's latest redefinition ended, if it was ever redefined: the frame
+    /// stands only in traces sampled after that.
+    pub redefined_at: Option<i64>,
 }
 
 /// A class met in this dump: pinned (with the trace ID read after pinning), or refused
@@ -111,7 +108,7 @@ enum ClassState {
     Pinned {
         class: jclass,
         trace_id: Option<u64>,
-        ids: Ids,
+        redefined_at: Option<i64>,
     },
     Refused(Refused),
 }
@@ -121,62 +118,69 @@ enum ClassState {
 /// one local reference per pinned class, in a JNI local frame of its own that is popped
 /// when the resolver is dropped.
 pub struct LazyResolver {
-    jvmti: Jvmti,
     jni: *mut JNIEnv,
     classes: WordMap<usize, ClassState>,
     frames: WordMap<(u64, Tag), Result<Accepted, Refused>>,
-    /// Metadata of accepted methods, by jmethodID, until [`Self::take_parts`].
+    /// Metadata of accepted methods, by key, until [`Self::take_parts`].
     parts: WordMap<u64, MethodParts>,
     /// The compressed-stream encoding of line tables (the VM walker's).
     encoding: Option<Encoding>,
-    /// Classes without IDs may be queued for the ID thread (`ids.rs`) instead of getting
-    /// them during the dump.
-    defer_ids: bool,
     /// Local references the pushed frame can hold; 0 until the first pin pushes it.
     local_capacity: i32,
     pinned: i32,
 }
 
 impl LazyResolver {
-    /// `defer_ids`: leave the jmethodIDs of classes that have none to the ID thread
-    /// (`ids.rs`) rather than making them during this dump (false for the last chunk of a
-    /// session: no sample follows it).
-    pub fn new(jvmti: Jvmti, jni: *mut JNIEnv, defer_ids: bool) -> LazyResolver {
+    pub fn new(jni: *mut JNIEnv) -> LazyResolver {
         LazyResolver {
-            jvmti,
             jni,
             classes: WordMap::default(),
             frames: WordMap::default(),
             parts: WordMap::default(),
             encoding: crate::sample::walk::vm::VmWalker::get().map(|w| w.encoding()),
-            defer_ids,
             local_capacity: 0,
             pinned: 0,
         }
     }
 
-    /// The checked jmethodID of a tagged raw frame's method, or `None` when refused (each
-    /// distinct frame counted once, by reason). Repeats come from the cache
-    /// (`raw_frame_resolve_cache_hits`).
-    pub fn method_id(&mut self, method: u64, tag: Tag) -> Option<Accepted> {
-        if let Some(a) = self.frames.get(&(method, tag)) {
-            Counter::RawFrameResolveCacheHits.inc();
-            return a.ok();
+    /// The checked pool key of a tagged raw frame's method in a trace whose earliest
+    /// sample was taken at `since` (`sample::handler::ticks`), or `None` when refused (each
+    /// distinct frame counted once, by reason; a redefined class's frame once per trace
+    /// sampled too early). Repeats come from the cache (`raw_frame_resolve_cache_hits`).
+    pub fn method_id(&mut self, method: u64, tag: Tag, since: i64) -> Option<Accepted> {
+        let result = match self.frames.get(&(method, tag)) {
+            Some(a) => {
+                Counter::RawFrameResolveCacheHits.inc();
+                *a
+            }
+            None => {
+                let result = layout::get()
+                    .and_then(|l| l.method.as_ref())
+                    .ok_or(Refused::Unloaded)
+                    .and_then(|m| self.checked_id(m, method as usize, tag));
+                if let Err(r) = result {
+                    r.count();
+                }
+                self.frames.insert((method, tag), result);
+                result
+            }
+        };
+        let a = result.ok()?;
+        if a.redefined_at.is_some_and(|at| at >= since) {
+            Refused::Redefined.count();
+            return None;
         }
-        let result = layout::get()
-            .and_then(|l| l.method.as_ref())
-            .ok_or(Refused::Unloaded)
-            .and_then(|m| self.checked_id(m, method as usize, tag));
-        if let Err(r) = result {
-            r.count();
-        }
-        self.frames.insert((method, tag), result);
-        result.ok()
+        Some(a)
     }
 
-    /// Why [`Self::method_id`] refused this frame, if it did.
-    pub fn refusal(&self, method: u64, tag: Tag) -> Option<Refused> {
-        self.frames.get(&(method, tag))?.err()
+    /// Why [`Self::method_id`] refused this frame, if it did: its own refusal, else, for a
+    /// frame of a redefined class in a trace sampled at `since`, that one.
+    pub fn refusal(&self, method: u64, tag: Tag, since: i64) -> Option<Refused> {
+        match self.frames.get(&(method, tag))? {
+            Err(r) => Some(*r),
+            Ok(a) if a.redefined_at.is_some_and(|at| at >= since) => Some(Refused::Redefined),
+            Ok(_) => None,
+        }
     }
 
     fn checked_id(
@@ -193,77 +197,45 @@ impl LazyResolver {
             .and_then(|cm| load_field(cm, m.const_method.method_idnum))
             .ok_or(Refused::Unloaded)? as usize;
         // 2-3, once per class.
-        let (class, trace_id, ids) = match self.class_state(holder) {
+        let (class, trace_id, redefined_at) = match self.class_state(holder) {
             ClassState::Pinned {
                 class,
                 trace_id,
-                ids,
-            } => (class, trace_id, ids),
+                redefined_at,
+            } => (class, trace_id, redefined_at),
             ClassState::Refused(r) => return Err(r),
         };
         // 4. Against the ID read once the class was pinned.
-        let trace_id = match trace_id {
-            Some(id) if tag.matches(id) => id,
-            _ => return Err(Refused::Stale),
-        };
+        if !trace_id.is_some_and(|id| tag.matches(id)) {
+            return Err(Refused::Stale);
+        }
         // 5.
         let (data, len) = klass::methods(m, holder).ok_or(Refused::NotCurrent)?;
         if klass::methods_contain(data, len, method, idnum, SCAN_CAP, load_usize) != Contains::Yes {
             return Err(Refused::NotCurrent);
         }
-        // 6.
+        // 6. The metadata; an ID only if something else made it.
         let parts = self.encoding.and_then(|e| raw::method_parts(m, method, e));
-        let id = match (method::jmethod_id(m, method), ids) {
-            (Some(id), _) => Some(id as u64),
-            // GetClassMethods made every current method's ID in this dump already.
-            (None, Ids::Made) => return Err(Refused::NotCurrent),
-            (None, Ids::Queued) if parts.is_some() => None,
-            (None, _) => {
-                let queued = self.defer_ids
-                    && parts.is_some()
-                    && match super::ids::request(holder, trace_id) {
-                        super::ids::Requested::Queued => {
-                            Counter::MethodResolveLazyClassLoaded.inc();
-                            true
-                        }
-                        super::ids::Requested::AlreadyQueued => true,
-                        super::ids::Requested::Unavailable => false,
-                    };
-                if queued {
-                    self.set_ids(holder, Ids::Queued);
-                    None
-                } else {
-                    // No ID thread, or the metadata could not be read (then JVMTI names
-                    // the method, which takes its ID): make the IDs now.
-                    super::prefetch::warm_class_methods(m, data, len);
-                    if let Ok(n) = self.jvmti.load_method_ids(class) {
-                        Counter::MethodResolveLazyIdsCreated.add(n as i64);
-                    }
-                    Counter::MethodResolveLazyClassLoaded.inc();
-                    self.set_ids(holder, Ids::Made);
-                    Some(method::jmethod_id(m, method).ok_or(Refused::NotCurrent)? as u64)
-                }
-            }
-        };
+        let id = method::jmethod_id(m, method).map(|id| id as u64);
+        if parts.is_none() && id.is_none() {
+            return Err(Refused::Unreadable);
+        }
         // 7.
-        if redefine::is_marked(holder) {
+        let now = redefine::redefinition(holder);
+        if now.in_flight || now.ended_at != redefined_at {
             return Err(Refused::Redefined);
         }
         let key = id.unwrap_or(method as u64 | NO_ID_KEY);
         if let Some(p) = parts {
+            Counter::MethodResolveLazyMetadata.inc();
             self.parts.insert(key, p);
         }
         Ok(Accepted {
             key,
             klass: holder,
             class,
+            redefined_at,
         })
-    }
-
-    fn set_ids(&mut self, holder: usize, to: Ids) {
-        if let Some(ClassState::Pinned { ids, .. }) = self.classes.get_mut(&holder) {
-            *ids = to;
-        }
     }
 
     /// Warms the cache for the distinct tagged frames the dump is about to check
@@ -294,7 +266,8 @@ impl LazyResolver {
         if let Some(s) = self.classes.get(&holder) {
             return *s;
         }
-        let state = if redefine::is_marked(holder) {
+        let redefinition = redefine::redefinition(holder);
+        let state = if redefinition.in_flight {
             ClassState::Refused(Refused::Redefined)
         } else if !self.reserve_local() {
             ClassState::Refused(Refused::Unloaded)
@@ -305,7 +278,7 @@ impl LazyResolver {
                     ClassState::Pinned {
                         class: class as jclass,
                         trace_id: trace_id::trace_id(holder),
-                        ids: Ids::Unknown,
+                        redefined_at: redefinition.ended_at,
                     }
                 }
                 None => ClassState::Refused(Refused::Unloaded),

@@ -77,8 +77,9 @@ class LazyJmethodIdTest {
         assertEquals(0, counter("klass_registry_add_failed"), "registry add failures " + counters);
         assertEquals(0, counter("classes_preloaded"), "lazy preloads no class at start");
         assertTrue(counter("walkvm_frames_raw") > 0, "no raw frames were sampled: " + counters);
-        assertTrue(counter("method_resolve_lazy_class_loaded") > 0,
-                "no class got its IDs at dump time: " + counters);
+        assertTrue(counter("method_resolve_lazy_metadata") > 0,
+                "no frame was named from metadata: " + counters);
+        assertEquals(0, counter("method_resolve_lazy_jmethodids_created"), "lazy made jmethodIDs: " + counters);
     }
 
     @Test

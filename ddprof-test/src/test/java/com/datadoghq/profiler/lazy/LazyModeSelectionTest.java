@@ -56,8 +56,10 @@ class LazyModeSelectionTest {
         spinFreshClass(400);
         profiler.stop();
         assertNamed(file, "lazy");
-        assertTrue(profiler.getDebugCounters().get("method_resolve_lazy_class_loaded") > 0,
-                "the freshly loaded class got its IDs at the dump: " + profiler.getDebugCounters());
+        Map<String, Long> after = profiler.getDebugCounters();
+        assertTrue(after.get("method_resolve_lazy_metadata") > 0,
+                "the freshly loaded class's frames were named from metadata: " + after);
+        assertEquals(0L, after.get("method_resolve_lazy_jmethodids_created"), "lazy made jmethodIDs: " + after);
     }
 
     @Test
