@@ -199,7 +199,7 @@ public final class DumpLatencyBenchmark {
             r.put("dump" + k + "_cpu_ms", String.format(Locale.ROOT, "%.3f", (cpu1 - cpu0) / 1e6));
             r.put("dump" + k + "_native_ms", String.format(Locale.ROOT, "%.3f",
                     c1.getOrDefault("dump_ns_last", -1L) / 1e6));
-            r.put("dump" + k + "_lazy_classes", delta(c0, c1, "method_resolve_lazy_class_loaded"));
+            r.put("dump" + k + "_lazy_classes", delta(c0, c1, "method_resolve_lazy_metadata"));
             r.put("dump" + k + "_lazy_ids", delta(c0, c1, "method_resolve_lazy_jmethodids_created"));
             r.put("dump" + k + "_bytes", Files.size(dir.resolve("dump" + k + ".jfr")));
         }
