@@ -30,8 +30,12 @@ import jdk.jfr.consumer.RecordingFile;
  * worth, is {@link EventKind}'s; frame and class naming is {@link Report}'s.
  */
 public final class JfrProfileReader {
-    /** The type of ddprof's context-attribute fields ({@code attributes=a;b;c}). */
-    static final String ATTRIBUTE_TYPE = "profiler.types.AttributeValue";
+    /**
+     * ddprof's context-attribute fields ({@code attributes=a;b;c}) are the fields that follow
+     * this one in a sample event. (Their type, a one-field constant-pool type, reaches the
+     * reader flattened to java.lang.String, so the type does not tell them apart.)
+     */
+    static final String LAST_FIXED_FIELD = "localRootSpanId";
     static final String PROFILER_CONFIG = "datadog.DatadogProfilerConfig";
     static final String ACTIVE_SETTING = "jdk.ActiveSetting";
     static final String JVM_INFORMATION = "jdk.JVMInformation";
@@ -93,10 +97,12 @@ public final class JfrProfileReader {
                 String[] fields = attributeFields.get(typeName);
                 if (fields == null) {
                     List<String> names = new ArrayList<>();
+                    boolean after = false;
                     for (ValueDescriptor d : type.getFields()) {
-                        if (ATTRIBUTE_TYPE.equals(d.getTypeName())) {
+                        if (after) {
                             names.add(d.getName());
                         }
+                        after |= LAST_FIXED_FIELD.equals(d.getName());
                     }
                     fields = names.toArray(new String[0]);
                     int[] slots = new int[fields.length];
