@@ -5,11 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -23,7 +20,6 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.zip.GZIPInputStream;
 
 import com.datadoghq.profiler.JavaProfiler;
@@ -33,7 +29,6 @@ import com.datadoghq.profiler.testing.CpuBurner;
 import com.datadoghq.profiler.testing.CpuWorkloadMain;
 import com.datadoghq.profiler.testing.JfrReader;
 import com.datadoghq.profiler.testing.TestEnv;
-import com.sun.net.httpserver.HttpServer;
 import io.opentelemetry.proto.collector.profiles.v1development.ExportProfilesServiceRequest;
 import io.opentelemetry.proto.collector.profiles.v1development.ExportProfilesServiceResponse;
 import io.opentelemetry.proto.common.v1.AnyValue;
@@ -313,49 +308,24 @@ class ConvertTest {
 
     @Test
     void otlpPostsToAnHttpReceiver() throws Exception {
-        AtomicReference<byte[]> received = new AtomicReference<>();
-        AtomicReference<String> contentType = new AtomicReference<>();
-        HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
-        server.createContext("/v1development/profiles", exchange -> {
-            ByteArrayOutputStream body = new ByteArrayOutputStream();
-            exchange.getRequestBody().transferTo(body);
-            received.set(body.toByteArray());
-            contentType.set(exchange.getRequestHeaders().getFirst("Content-Type"));
-            byte[] reply = ExportProfilesServiceResponse.getDefaultInstance().toByteArray();
-            exchange.getResponseHeaders().add("Content-Type", "application/x-protobuf");
-            exchange.sendResponseHeaders(200, reply.length == 0 ? -1 : reply.length);
-            exchange.getResponseBody().write(reply);
-            exchange.close();
-        });
-        server.start();
-        try {
-            String url = "http://127.0.0.1:" + server.getAddress().getPort() + "/v1development/profiles";
-            ChildJvm.Result r = convert("--to", "otlp", jfr.toString(), url);
+        try (OtlpReceiver receiver = new OtlpReceiver(200,
+                ExportProfilesServiceResponse.getDefaultInstance().toByteArray())) {
+            ChildJvm.Result r = convert("--to", "otlp", jfr.toString(), receiver.url("/v1development/profiles"));
             assertEquals(0, r.exitCode, r.describe());
             assertTrue(r.stdout.contains("HTTP 200"), r.describe());
-        } finally {
-            server.stop(0);
+            assertEquals(null, receiver.failure);
+            assertEquals("/v1development/profiles", receiver.path);
+            assertEquals("application/x-protobuf", receiver.headers.get("content-type"));
+            checkOtlp(ExportProfilesServiceRequest.parseFrom(receiver.body));
         }
-        assertEquals("application/x-protobuf", contentType.get());
-        checkOtlp(ExportProfilesServiceRequest.parseFrom(received.get()));
     }
 
     @Test
     void refusedRequestIsAFailure() throws Exception {
-        HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
-        server.createContext("/", exchange -> {
-            exchange.getRequestBody().readAllBytes();
-            exchange.sendResponseHeaders(400, -1);
-            exchange.close();
-        });
-        server.start();
-        try {
-            ChildJvm.Result r = convert("--to", "otlp", jfr.toString(),
-                    "http://127.0.0.1:" + server.getAddress().getPort() + "/v1development/profiles");
+        try (OtlpReceiver receiver = new OtlpReceiver(400, new byte[0])) {
+            ChildJvm.Result r = convert("--to", "otlp", jfr.toString(), receiver.url("/v1development/profiles"));
             assertEquals(1, r.exitCode, r.describe());
             assertTrue(r.stderr.contains("HTTP 400"), r.describe());
-        } finally {
-            server.stop(0);
         }
     }
 
