@@ -88,7 +88,7 @@ class AttachTest {
         Path jfr = dir.resolve("attached.jfr");
         Path snapshot = dir.resolve("snapshot.jfr");
         // The command reaches the profiler as one string, commas and all.
-        ChildJvm.Result r = attach("start,cpu=10ms,file=" + jfr);
+        ChildJvm.Result r = attach("start,cpu=10ms,attributes=op;tenant,file=" + jfr);
         assertEquals(0, r.exitCode, r.describe());
         assertTrue(r.stdout.contains("Profiling started"), r.describe());
 
@@ -110,6 +110,9 @@ class AttachTest {
         // The file's config event says which command was run.
         RecordedEvent config = JfrReader.events(jfr, JfrReader.PROFILER_CONFIG).get(0);
         assertEquals(10, config.getLong("cpuInterval"));
+        RecordedEvent sample = JfrReader.executionSamples(jfr).get(0);
+        assertTrue(sample.hasField("op") && sample.hasField("tenant"),
+                "attributes=op;tenant reached the profiler whole: " + sample.getEventType().getFields());
 
         r = attach("status");
         assertEquals(0, r.exitCode, r.describe());

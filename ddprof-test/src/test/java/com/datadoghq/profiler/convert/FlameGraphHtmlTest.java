@@ -45,6 +45,7 @@ class FlameGraphHtmlTest {
     static Path dir;
     static Path html;
     static List<RecordedEvent> samples;
+    static String thread;
 
     @BeforeAll
     static void recordAndConvert() throws Exception {
@@ -53,6 +54,7 @@ class FlameGraphHtmlTest {
         JavaProfiler profiler = TestEnv.profiler();
         TestEnv.stopQuietly(profiler);
         profiler.execute("start,cpu=10ms,file=" + jfr);
+        thread = Thread.currentThread().getName();
         try {
             CpuBurner.burn(600);
         } finally {
@@ -154,6 +156,11 @@ class FlameGraphHtmlTest {
         assertTrue(matched.contains(CHAIN_C), "search highlights " + CHAIN_C + ": " + matched);
         assertTrue(matched.stream().allMatch(n -> n.contains("chainC")), "only matches: " + matched);
         assertTrue(dom.contains("matched: "), "the matched share is shown");
+
+        // Per thread: a root box per thread, named as collapsed --threads names it.
+        dom = browse("#icicle=1&threads=1", "--dump-dom");
+        assertTrue(boxes(dom, "f").stream().anyMatch(n -> n.startsWith(thread + " tid=")),
+                "a box for the thread " + thread);
     }
 
     @Test
