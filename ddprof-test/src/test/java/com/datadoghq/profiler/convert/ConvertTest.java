@@ -47,11 +47,12 @@ import org.junit.jupiter.api.Test;
  * compared with what the JDK's JFR parser reads from the same file.
  *
  * <p>The recording: this JVM's profiler at cpu=10ms with one context attribute; the test thread
- * burns CPU first inside a trace context (span 1001, local root 101, op=op-alpha), then outside
+ * burns CPU first inside a trace context (a span id above 2^63, local root 101, op=op-alpha), then outside
  * it.
  */
 class ConvertTest {
-    static final long SPAN = 1001;
+    /** Above 2^63: span ids are unsigned 64-bit, so the encoders must keep all 64 bits. */
+    static final long SPAN = Long.MIN_VALUE | 0x1001L;
     static final long ROOT_SPAN = 101;
     static final String OP = "op-alpha";
     static final String CHAIN_C = CpuBurner.class.getName() + ".chainC";
@@ -246,6 +247,49 @@ class ConvertTest {
         }
         assertEquals(jfrLines, chainCLines, "line numbers of chainC's locations");
         assertTrue(chainCLines.stream().allMatch(l -> l > 0), "Java frames have line numbers: " + chainCLines);
+    }
+
+    /** pprof's own reader, where Go is installed: it must read the file and find the same total. */
+    @Test
+    void goToolPprofReadsIt() throws Exception {
+        String go = null;
+        for (String d : System.getenv().getOrDefault("PATH", "").split(java.io.File.pathSeparator)) {
+            if (new java.io.File(d, "go").canExecute()) {
+                go = new java.io.File(d, "go").getPath();
+                break;
+            }
+        }
+        if (go == null && new java.io.File("/usr/local/go/bin/go").canExecute()) {
+            go = "/usr/local/go/bin/go";
+        }
+        org.junit.jupiter.api.Assumptions.assumeTrue(go != null, "Go is not installed: go tool pprof check skipped");
+        Path out = convertOk("--to", "pprof", jfr.toString(), "go.pb.gz");
+        Process p = new ProcessBuilder(go, "tool", "pprof", "-raw", out.toString())
+                .redirectErrorStream(true).directory(dir.toFile()).start();
+        String raw = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(3, java.util.concurrent.TimeUnit.MINUTES));
+        assertEquals(0, p.exitValue(), raw);
+        // -raw prints "PeriodType: cpu nanoseconds" and one "count nanos: @ loc ..." line per sample.
+        assertTrue(raw.contains("PeriodType: cpu nanoseconds"), raw);
+        long count = 0;
+        long nanos = 0;
+        boolean inSamples = false;
+        for (String line : raw.split("\n")) {
+            if (line.startsWith("Samples:")) {
+                inSamples = true;
+                continue;
+            }
+            if (line.startsWith("Locations")) {
+                break;
+            }
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("^\\s*(\\d+)\\s+(\\d+):").matcher(line);
+            if (inSamples && m.find()) {
+                count += Long.parseLong(m.group(1));
+                nanos += Long.parseLong(m.group(2));
+            }
+        }
+        assertEquals(samples.size(), count, raw.length() > 2000 ? raw.substring(0, 2000) : raw);
+        assertEquals(weight * 10_000_000L, nanos);
     }
 
     /** OTLP sample values, span links and attributes, checked against the JFR events. */
