@@ -28,6 +28,15 @@ need() { # need DESCRIPTION TEST-COMMAND DEBIAN-PACKAGE
 need "pip for python3" "python3 -m pip --version" python3-pip
 need "libjemalloc.so.2" "test -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 -o -e /usr/lib/aarch64-linux-gnu/libjemalloc.so.2" libjemalloc2
 need "Maven" "command -v mvn" maven
+# Optional: Debian's chromium, for the flame-graph page's browser checks (FlameGraphHtmlTest);
+# without it those checks are skipped with a message. DDPROF_NO_BROWSER=1 skips the install.
+if [ -z "${DDPROF_NO_BROWSER:-}" ] && ! command -v chromium >/dev/null 2>&1 \
+    && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "test.sh: installing chromium (headless browser checks of the HTML flame graph)"
+  if [ -z "${APT_UPDATED:-}" ]; then apt-get update -qq; APT_UPDATED=1; fi
+  apt-get install -y -qq --no-install-recommends chromium >/dev/null \
+    || echo "test.sh: chromium could not be installed; the browser checks will be skipped" >&2
+fi
 if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
   export PATH="$HOME/.cargo/bin:$PATH"
 fi

@@ -94,8 +94,10 @@ pub extern "system" fn Agent_OnAttach(
         let mut env: *mut c_void = std::ptr::null_mut();
         // SAFETY: attach-time calls run on an attached thread, so GetEnv succeeds.
         unsafe { ((**vm).GetEnv.ok_or("no GetEnv")?)(vm, &mut env, JNI_VERSION_1_6) };
-        events::run_agent_command(env as *mut jni::sys::JNIEnv);
-        Ok::<(), String>(())
+        // A command that fails makes the attach fail: Agent_OnAttach's non-zero return is what
+        // `jcmd JVMTI.agent_load` prints as its return code and what makes
+        // VirtualMachine.loadAgentPath throw AgentInitializationException.
+        events::run_agent_command(env as *mut jni::sys::JNIEnv)
     });
     match result {
         Ok(Ok(())) => JNI_OK,

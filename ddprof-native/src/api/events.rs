@@ -34,21 +34,27 @@ pub fn set_agent_command(command: String) {
 }
 
 /// Runs the agent command: errors go to stderr, never stop the JVM.
-pub fn run_agent_command(jni: *mut JNIEnv) {
+pub fn run_agent_command(jni: *mut JNIEnv) -> Result<(), String> {
     let Some(cmd) = AGENT_COMMAND.lock().take() else {
-        return;
+        return Ok(());
     };
     match profiler::execute(jni, &cmd) {
         Ok(msg) => {
             if !msg.is_empty() {
                 log::info(msg.trim_end());
             }
+            Ok(())
         }
-        Err(e) => eprintln!("[ddprof] failed to run agent command '{cmd}': {e}"),
+        Err(e) => {
+            let e = format!("failed to run agent command '{cmd}': {e}");
+            eprintln!("[ddprof] {e}");
+            Err(e)
+        }
     }
 }
 
 unsafe extern "C" fn on_vm_init(_env: *mut JvmtiEnvPtr, jni: *mut JNIEnv, _thread: jthread) {
+    // At startup the error is on stderr; the JVM starts anyway, as upstream's agent lets it.
     let _ = std::panic::catch_unwind(|| run_agent_command(jni));
 }
 

@@ -27,6 +27,7 @@ const LOG_WARN: u8 = 3;
 const NO_SYSTEM_INFO: u32 = 1;
 const NO_SYSTEM_PROPS: u32 = 2;
 const NO_NATIVE_LIBS: u32 = 4;
+const NO_CPU_LOAD: u32 = 8;
 
 /// How a chunk ends and where it goes.
 pub struct ChunkEnd {
@@ -154,6 +155,13 @@ pub fn build_chunk(
         );
     }
 
+    // jdk.CPULoad is declared in every chunk, so every chunk has one (JDK tools such as JMC's
+    // "High JVM CPU" rule expect a declared type to have events).
+    if args.jfr_mask & NO_CPU_LOAD == 0 {
+        if let Some((user, system, machine)) = super::cpu_load::sample() {
+            chunk.cpu_load(end_ticks, user, system, machine);
+        }
+    }
     chunk.profiler_config(&ProfilerConfig {
         ticks: end_ticks,
         tid: me,

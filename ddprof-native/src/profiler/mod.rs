@@ -22,6 +22,7 @@ use crate::sample::walk::agct::Agct;
 use crate::sample::walk::vm::VmWalker;
 use crate::{log, threads, vm};
 
+mod cpu_load;
 mod dump;
 mod output;
 mod sanity;

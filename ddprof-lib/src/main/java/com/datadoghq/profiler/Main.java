@@ -17,6 +17,8 @@ import java.util.Set;
  *   demo [seconds] [jfr-path]   profile a bundled CPU-bound workload, then print its report
  *   report FILE.jfr             top methods and unwalked-stack share of a recording
  *   report FILE.jfr --memory    the profiler's native memory by category, and its share of RSS
+ *   convert --to FORMAT ... FILE.jfr [out]   collapsed stacks, pprof, OTLP or an HTML flame graph
+ *   attach PID COMMAND          load the profiler into a running JVM and run COMMAND there
  *   version                     the library version
  *   PROFILER-COMMAND            e.g. start,cpu=10ms,file=out.jfr: runs it in this JVM and prints the reply
  * </pre>
@@ -70,6 +72,10 @@ public final class Main {
                     return USAGE;
                 }
                 return runTool("com.datadoghq.profiler.tools.Report", rest, err);
+            case "convert":
+                return runTool("com.datadoghq.profiler.tools.convert.Convert", rest, err);
+            case "attach":
+                return runTool("com.datadoghq.profiler.tools.Attach", rest, err);
             case "version":
             case "--version":
                 out.println(version());
@@ -144,17 +150,23 @@ public final class Main {
         s.println("  report FILE.jfr --memory    the profiler's native memory (last chunk's counters):");
         s.println("                              per category live, peak, avg, overhead, resident;");
         s.println("                              malloc arenas; lower/upper bounds of its RSS share");
+        s.println("  convert --to collapsed|pprof|otlp|html [--event cpu|wall|alloc|live] [--threads]");
+        s.println("          [--from T] [--to T] FILE.jfr [out]");
+        s.println("                              convert a recording (run 'convert' alone for details)");
+        s.println("  attach PID COMMAND          load the profiler into the running JVM PID and run COMMAND");
+        s.println("                              there: start,cpu=10ms,file=out.jfr | stop | status |");
+        s.println("                              dump,file=snapshot.jfr (exit code 0 only if it succeeded)");
         s.println("  version                     print the library version");
         s.println("  PROFILER-COMMAND            run a profiler command in this JVM and print its reply,");
         s.println("                              e.g. start,cpu=10ms,file=out.jfr (stopped again before");
         s.println("                              exiting, which completes the recording), status, check");
         s.println();
-        s.println("demo and report need Java 11 or newer.");
+        s.println("demo, report, convert and attach need Java 11 or newer.");
         s.println("Exit codes: 0 success, 1 the command failed, 2 bad usage or an invalid profiler command.");
     }
 
     /** The version from the jar's {@code ddprof-version.properties}, or "unknown". */
-    static String version() {
+    public static String version() {
         try (InputStream in = Main.class.getResourceAsStream("ddprof-version.properties")) {
             if (in != null) {
                 Properties properties = new Properties();

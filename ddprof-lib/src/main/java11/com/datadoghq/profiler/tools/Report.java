@@ -164,11 +164,21 @@ public final class Report {
     }
 
     /**
-     * Chunks in {@code file}, counted from their headers ({@code "FLR\0"}, then at byte 8 the
-     * chunk's size). Only to tell the reader which chunk the memory figures come from.
+     * Chunks in {@code file}, counted from their headers. Only to tell the reader which chunk
+     * the memory figures come from.
      */
     static int countChunks(Path file) throws IOException {
-        int chunks = 0;
+        return chunkTimes(file).size();
+    }
+
+    /**
+     * Each chunk's {startTime, duration} (epoch nanoseconds, nanoseconds), read from the chunk
+     * headers: {@code "FLR\0"}, u16 major, u16 minor, i64 size, i64 constant-pool offset, i64
+     * metadata offset, i64 start time, i64 duration. Stops at the first thing that is not a
+     * chunk header (a cut file).
+     */
+    public static List<long[]> chunkTimes(Path file) throws IOException {
+        List<long[]> chunks = new ArrayList<>();
         try (InputStream raw = Files.newInputStream(file);
              DataInputStream in = new DataInputStream(new BufferedInputStream(raw))) {
             while (true) {
@@ -181,13 +191,24 @@ public final class Report {
                 if (magic != 0x464c5200) { // "FLR\0"
                     return chunks;
                 }
-                in.readInt(); // major, minor
-                long size = in.readLong();
-                if (size < 16) {
+                long start;
+                long duration;
+                long size;
+                try {
+                    in.readInt(); // major, minor
+                    size = in.readLong();
+                    in.readLong(); // constant-pool offset
+                    in.readLong(); // metadata offset
+                    start = in.readLong();
+                    duration = in.readLong();
+                } catch (EOFException cut) {
                     return chunks;
                 }
-                chunks++;
-                long skip = size - 16;
+                if (size < 48) {
+                    return chunks;
+                }
+                chunks.add(new long[] {start, duration});
+                long skip = size - 48;
                 while (skip > 0) {
                     long n = in.skip(skip);
                     if (n <= 0) {
@@ -314,7 +335,8 @@ public final class Report {
         return false;
     }
 
-    private static String className(RecordedMethod method) {
+    /** The frame's class in Java form ({@code java.lang.String}); empty for class-less frames. */
+    public static String className(RecordedMethod method) {
         if (method.getType() == null || method.getType().getName() == null) {
             return "";
         }
@@ -333,7 +355,7 @@ public final class Report {
         return cls.isEmpty() ? name : cls + "." + name;
     }
 
-    private static Object threadKey(RecordedEvent event) {
+    static Object threadKey(RecordedEvent event) {
         RecordedThread thread;
         try {
             thread = event.getThread();
@@ -357,7 +379,7 @@ public final class Report {
     }
 
     /** The event's {@code weight} field, 1 if it has none or a non-positive one. */
-    static long weightOf(RecordedEvent event) {
+    public static long weightOf(RecordedEvent event) {
         if (!event.hasField("weight")) {
             return 1;
         }

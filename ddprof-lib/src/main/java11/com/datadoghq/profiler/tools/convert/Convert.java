@@ -1,0 +1,299 @@
+package com.datadoghq.profiler.tools.convert;
+
+import java.io.BufferedOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.OutputStreamWriter;
+import java.io.PrintStream;
+import java.io.Writer;
+import java.net.URL;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.time.Instant;
+import java.time.format.DateTimeParseException;
+import java.util.Collections;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * {@code convert --to collapsed|pprof|otlp|html [--event cpu|wall|alloc|live] [--threads]
+ * [--from T] [--to T] rec.jfr [out]}: see {@link #USAGE} and docs/converters.md.
+ */
+public final class Convert {
+    static final String USAGE = String.join("\n",
+            "Usage: convert --to collapsed|pprof|otlp|html [--event cpu|wall|alloc|live] [--threads]",
+            "               [--from T] [--to T] rec.jfr [out]",
+            "  --to FORMAT     collapsed: 'frame;frame;frame value' lines (flame-graph tools' input)",
+            "                  pprof:     gzipped profile.proto",
+            "                  otlp:      an OTLP ExportProfilesServiceRequest (protobuf); out may be an",
+            "                             http:// URL of an OTLP/HTTP receiver to POST it to",
+            "                  html:      a self-contained interactive flame graph",
+            "  --event KIND    cpu (datadog.ExecutionSample, jdk.ExecutionSample), wall (datadog.MethodSample),",
+            "                  alloc (datadog.ObjectSample), live (datadog.HeapLiveObject). Default: the",
+            "                  first of these the recording holds; otlp: all of them, one profile each",
+            "  --threads       split stacks by thread (collapsed, html)",
+            "  --from T, --to T  keep events in [from, to): T is an ISO instant (2026-12-01T12:00:00Z)",
+            "                  or an offset from the recording's start (30s, 1500ms, 2m; bare = seconds),",
+            "                  negative from its end (-10s)",
+            "  out             default: rec.jfr with the extension .collapsed, .pb.gz, .otlp.pb or .html;",
+            "                  '-' writes to standard output");
+
+    enum Format {
+        COLLAPSED(".collapsed"), PPROF(".pb.gz"), OTLP(".otlp.pb"), HTML(".html");
+
+        final String extension;
+
+        Format(String extension) {
+            this.extension = extension;
+        }
+
+        static Format of(String s) {
+            for (Format f : values()) {
+                if (f.name().equalsIgnoreCase(s)) {
+                    return f;
+                }
+            }
+            return null;
+        }
+    }
+
+    private static final Pattern OFFSET = Pattern.compile("(-?)(\\d+)(ns|us|ms|s|m|h)?");
+
+    private Convert() {
+    }
+
+    /** Entry point from {@code Main}. Exit codes: 0, 1 (unreadable, nothing to convert, write failed), 2 (usage). */
+    public static int run(String... args) {
+        return run(args, System.out, System.err);
+    }
+
+    static int run(String[] args, PrintStream stdout, PrintStream err) {
+        Format format = null;
+        EventKind kind = null;
+        boolean threads = false;
+        String from = null;
+        String to = null;
+        String input = null;
+        String output = null;
+        for (int i = 0; i < args.length; i++) {
+            String a = args[i];
+            switch (a) {
+                case "--to":
+                case "--event":
+                case "--from":
+                    if (i + 1 >= args.length) {
+                        return usage(err, a + " needs a value");
+                    }
+                    String v = args[++i];
+                    if (a.equals("--event")) {
+                        kind = EventKind.ofOption(v);
+                        if (kind == null) {
+                            return usage(err, "unknown event kind: " + v);
+                        }
+                    } else if (a.equals("--from")) {
+                        from = v;
+                    } else if (Format.of(v) != null && format == null) {
+                        format = Format.of(v); // --to FORMAT; a second --to is the time
+                    } else {
+                        to = v;
+                    }
+                    break;
+                case "--threads":
+                    threads = true;
+                    break;
+                default:
+                    if (a.startsWith("--") || (a.startsWith("-") && a.length() > 1)) {
+                        return usage(err, "unknown option: " + a);
+                    } else if (input == null) {
+                        input = a;
+                    } else if (output == null) {
+                        output = a;
+                    } else {
+                        return usage(err, "unexpected argument: " + a);
+                    }
+            }
+        }
+        if (format == null) {
+            return usage(err, "--to collapsed|pprof|otlp|html is required");
+        }
+        if (input == null) {
+            return usage(err, "no recording given");
+        }
+        Path in = Paths.get(input);
+        if (!Files.isRegularFile(in)) {
+            err.println("No such file: " + in);
+            return 1;
+        }
+        Profile profile;
+        try {
+            long[] span = recordingSpan(in);
+            Instant fromTime = from == null ? null : time(from, span);
+            Instant toTime = to == null ? null : time(to, span);
+            Set<EventKind> kinds = kind == null ? Collections.emptySet() : EnumSet.of(kind);
+            profile = new JfrProfileReader(kinds, fromTime, toTime).read(in);
+        } catch (IllegalArgumentException e) {
+            return usage(err, e.getMessage());
+        } catch (IOException | RuntimeException e) {
+            err.println("Cannot read " + in + " as a JFR recording: " + e);
+            return 1;
+        }
+        List<EventKind> present = profile.kinds();
+        if (present.isEmpty()) {
+            err.println("No " + (kind == null ? "sample" : kind.option + " sample") + " events"
+                    + (from != null || to != null ? " in the selected time range" : "") + " in " + in
+                    + " (read: " + eventTypeList(kind) + ").");
+            return 1;
+        }
+        EventKind chosen = kind != null ? kind : present.get(0);
+        String target = output != null ? output : defaultOutput(input, format.extension);
+        try {
+            if (format == Format.OTLP && (target.startsWith("http://") || target.startsWith("https://"))) {
+                byte[] request = Otlp.encode(profile, kind);
+                StringBuilder body = new StringBuilder();
+                int status = Otlp.post(request, new URL(target), body);
+                if (status / 100 != 2) {
+                    err.println("The OTLP receiver at " + target + " answered HTTP " + status
+                            + (body.length() > 0 ? ": " + body : ""));
+                    return 1;
+                }
+                stdout.println("Sent " + request.length + " bytes (" + summary(profile, kind) + ") to " + target
+                        + ": HTTP " + status);
+                return 0;
+            }
+            if (target.equals("-")) {
+                write(profile, format, chosen, kind, threads, stdout);
+                stdout.flush();
+            } else {
+                Path out = Paths.get(target);
+                try (OutputStream os = new BufferedOutputStream(Files.newOutputStream(out))) {
+                    write(profile, format, chosen, kind, threads, os);
+                }
+                stdout.println("Wrote " + out + " (" + (format == Format.OTLP ? summary(profile, kind)
+                        : summary(profile, chosen)) + ")");
+            }
+            return 0;
+        } catch (IOException | RuntimeException e) {
+            err.println("Cannot write " + target + ": " + e);
+            return 1;
+        }
+    }
+
+    private static void write(Profile profile, Format format, EventKind chosen, EventKind requested,
+                              boolean threads, OutputStream os) throws IOException {
+        switch (format) {
+            case COLLAPSED: {
+                Writer w = new OutputStreamWriter(os, StandardCharsets.UTF_8);
+                Collapsed.write(profile, chosen, threads, w);
+                w.flush();
+                break;
+            }
+            case PPROF:
+                Pprof.write(profile, chosen, os);
+                break;
+            case OTLP:
+                os.write(Otlp.encode(profile, requested));
+                break;
+            case HTML: {
+                Writer w = new OutputStreamWriter(os, StandardCharsets.UTF_8);
+                FlameGraph.write(profile, chosen, threads, w);
+                w.flush();
+                break;
+            }
+            default:
+                throw new IllegalStateException(format.name());
+        }
+    }
+
+    private static String summary(Profile profile, EventKind only) {
+        StringBuilder b = new StringBuilder();
+        for (EventKind k : profile.kinds()) {
+            if (only != null && k != only) {
+                continue;
+            }
+            b.append(b.length() == 0 ? "" : ", ").append(k.option).append(": ")
+                    .append(profile.totalCount(k)).append(" samples");
+        }
+        return b.toString();
+    }
+
+    private static String eventTypeList(EventKind kind) {
+        StringBuilder b = new StringBuilder();
+        for (EventKind k : EventKind.values()) {
+            if (kind == null || k == kind) {
+                for (String t : k.eventTypes) {
+                    b.append(b.length() == 0 ? "" : ", ").append(t);
+                }
+            }
+        }
+        return b.toString();
+    }
+
+    static String defaultOutput(String input, String extension) {
+        String base = input.toLowerCase(Locale.ROOT).endsWith(".jfr") ? input.substring(0, input.length() - 4) : input;
+        return base + extension;
+    }
+
+    /** {start, end} epoch nanoseconds of the recording, from its chunk headers. */
+    private static long[] recordingSpan(Path file) throws IOException {
+        List<long[]> chunks = com.datadoghq.profiler.tools.Report.chunkTimes(file);
+        if (chunks.isEmpty()) {
+            return new long[] {0, 0};
+        }
+        long start = chunks.get(0)[0];
+        long end = start;
+        for (long[] c : chunks) {
+            start = Math.min(start, c[0]);
+            end = Math.max(end, c[0] + c[1]);
+        }
+        return new long[] {start, end};
+    }
+
+    /** A --from/--to value: an ISO instant, or an offset from the start (negative: from the end). */
+    static Instant time(String value, long[] span) {
+        Matcher m = OFFSET.matcher(value);
+        if (m.matches()) {
+            long n = Long.parseLong(m.group(2));
+            String unit = m.group(3) == null ? "s" : m.group(3);
+            long nanos;
+            switch (unit) {
+                case "ns":
+                    nanos = n;
+                    break;
+                case "us":
+                    nanos = n * 1_000L;
+                    break;
+                case "ms":
+                    nanos = n * 1_000_000L;
+                    break;
+                case "m":
+                    nanos = n * 60_000_000_000L;
+                    break;
+                case "h":
+                    nanos = n * 3_600_000_000_000L;
+                    break;
+                default:
+                    nanos = n * 1_000_000_000L;
+            }
+            long at = m.group(1).isEmpty() ? span[0] + nanos : span[1] - nanos;
+            return Instant.ofEpochSecond(Math.floorDiv(at, 1_000_000_000L), Math.floorMod(at, 1_000_000_000L));
+        }
+        try {
+            return Instant.parse(value);
+        } catch (DateTimeParseException e) {
+            throw new IllegalArgumentException("not a time: " + value
+                    + " (an ISO instant such as 2026-12-01T12:00:00Z, or an offset such as 30s, 1500ms, -10s)");
+        }
+    }
+
+    private static int usage(PrintStream err, String problem) {
+        err.println(problem);
+        err.println(USAGE);
+        return 2;
+    }
+}

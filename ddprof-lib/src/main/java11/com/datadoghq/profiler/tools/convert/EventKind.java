@@ -1,0 +1,70 @@
+package com.datadoghq.profiler.tools.convert;
+
+import java.util.Locale;
+
+/**
+ * The kinds of sample a recording can hold, the JFR event types each is read from, and what a
+ * sample of that kind is worth.
+ *
+ * <ul>
+ *   <li>{@code cpu}: {@code datadog.ExecutionSample} and the JDK's {@code jdk.ExecutionSample};
+ *       value = the event's {@code weight} (1 + timer overruns; 1 when the event has none), so
+ *       values add up to sampling intervals of CPU time.</li>
+ *   <li>{@code wall}: {@code datadog.MethodSample}; value = {@code weight} as for cpu.</li>
+ *   <li>{@code alloc}: {@code datadog.ObjectSample}; value = {@code size * weight}, the estimated
+ *       bytes allocated that the sample stands for ({@code weight} is the float scaling factor).</li>
+ *   <li>{@code live}: {@code datadog.HeapLiveObject}; value = {@code size * weight}, the estimated
+ *       live bytes.</li>
+ * </ul>
+ */
+public enum EventKind {
+    CPU("cpu", "nanoseconds", "samples", "cpu", "datadog.ExecutionSample", "jdk.ExecutionSample"),
+    WALL("wall", "nanoseconds", "samples", "wall", "datadog.MethodSample"),
+    ALLOC("alloc", "bytes", "alloc_samples", "alloc_space", "datadog.ObjectSample"),
+    LIVE("live", "bytes", "inuse_objects", "inuse_space", "datadog.HeapLiveObject");
+
+    /** The name on the command line ({@code --event cpu}). */
+    public final String option;
+    /** Unit of {@link #valueType}: nanoseconds for time kinds, bytes for memory kinds. */
+    public final String unit;
+    /** pprof/OTLP sample type counting events ("samples", "alloc_samples", "inuse_objects"). */
+    public final String countType;
+    /** pprof sample type of the weighted value ("cpu", "wall", "alloc_space", "inuse_space"). */
+    public final String valueType;
+    final String[] eventTypes;
+
+    EventKind(String option, String unit, String countType, String valueType, String... eventTypes) {
+        this.option = option;
+        this.unit = unit;
+        this.countType = countType;
+        this.valueType = valueType;
+        this.eventTypes = eventTypes;
+    }
+
+    /** True for cpu and wall, whose values are counts of sampling intervals. */
+    public boolean isTime() {
+        return this == CPU || this == WALL;
+    }
+
+    /** The kind a JFR event type belongs to, or null if it holds no samples we read. */
+    public static EventKind ofEventType(String eventType) {
+        for (EventKind k : values()) {
+            for (String t : k.eventTypes) {
+                if (t.equals(eventType)) {
+                    return k;
+                }
+            }
+        }
+        return null;
+    }
+
+    /** {@code cpu|wall|alloc|live}, or null. */
+    public static EventKind ofOption(String option) {
+        for (EventKind k : values()) {
+            if (k.option.equals(option.toLowerCase(Locale.ROOT))) {
+                return k;
+            }
+        }
+        return null;
+    }
+}

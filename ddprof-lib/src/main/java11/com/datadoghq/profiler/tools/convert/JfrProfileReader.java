@@ -1,0 +1,274 @@
+package com.datadoghq.profiler.tools.convert;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.EnumSet;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+import com.datadoghq.profiler.tools.Report;
+
+import jdk.jfr.EventType;
+import jdk.jfr.ValueDescriptor;
+import jdk.jfr.consumer.RecordedEvent;
+import jdk.jfr.consumer.RecordedFrame;
+import jdk.jfr.consumer.RecordedMethod;
+import jdk.jfr.consumer.RecordedObject;
+import jdk.jfr.consumer.RecordedStackTrace;
+import jdk.jfr.consumer.RecordedThread;
+import jdk.jfr.consumer.RecordingFile;
+
+/**
+ * Reads a JFR recording (ddprof's or the JDK's own) into a {@link Profile}, with the JDK's
+ * parser ({@code jdk.jfr.consumer}). Which events are samples of which kind, and what each is
+ * worth, is {@link EventKind}'s; frame and class naming is {@link Report}'s.
+ */
+public final class JfrProfileReader {
+    /**
+     * ddprof's context-attribute fields ({@code attributes=a;b;c}) are the fields that follow
+     * this one in a sample event. (Their type, a one-field constant-pool type, reaches the
+     * reader flattened to java.lang.String, so the type does not tell them apart.)
+     */
+    static final String LAST_FIXED_FIELD = "localRootSpanId";
+    static final String PROFILER_CONFIG = "datadog.DatadogProfilerConfig";
+    static final String ACTIVE_SETTING = "jdk.ActiveSetting";
+    static final String JVM_INFORMATION = "jdk.JVMInformation";
+    static final String JDK_EXECUTION_SAMPLE = "jdk.ExecutionSample";
+
+    private final Set<EventKind> kinds;
+    private final Instant from;
+    private final Instant to;
+
+    /**
+     * @param kinds the kinds to keep (empty: all)
+     * @param from  keep events at or after this time (null: from the start)
+     * @param to    keep events before this time (null: to the end)
+     */
+    public JfrProfileReader(Set<EventKind> kinds, Instant from, Instant to) {
+        this.kinds = kinds.isEmpty() ? EnumSet.allOf(EventKind.class) : EnumSet.copyOf(kinds);
+        this.from = from;
+        this.to = to;
+    }
+
+    public static Profile readAll(Path file) throws IOException {
+        return new JfrProfileReader(Collections.emptySet(), null, null).read(file);
+    }
+
+    public Profile read(Path file) throws IOException {
+        Profile profile = new Profile();
+        List<long[]> chunks = Report.chunkTimes(file);
+        if (!chunks.isEmpty()) {
+            profile.startNanos = chunks.get(0)[0];
+            for (long[] c : chunks) {
+                profile.endNanos = Math.max(profile.endNanos, c[0] + c[1]);
+            }
+        }
+        List<String> attributeNames = new ArrayList<>();
+        // Per event type: for each attribute field, its index in attributeNames.
+        Map<String, int[]> attributeSlots = new HashMap<>();
+        Map<String, String[]> attributeFields = new HashMap<>();
+        Map<Long, String> typeNames = new HashMap<>();
+        try (RecordingFile recording = new RecordingFile(file)) {
+            for (EventType t : recording.readEventTypes()) {
+                typeNames.put(t.getId(), t.getName());
+            }
+            while (recording.hasMoreEvents()) {
+                RecordedEvent event = recording.readEvent();
+                EventType type = event.getEventType();
+                String typeName = type.getName();
+                EventKind kind = EventKind.ofEventType(typeName);
+                if (kind == null) {
+                    readSide(event, typeName, typeNames, profile);
+                    continue;
+                }
+                if (!kinds.contains(kind)) {
+                    continue;
+                }
+                Instant time = event.getStartTime();
+                if ((from != null && time.isBefore(from)) || (to != null && !time.isBefore(to))) {
+                    continue;
+                }
+                String[] fields = attributeFields.get(typeName);
+                if (fields == null) {
+                    List<String> names = new ArrayList<>();
+                    boolean after = false;
+                    for (ValueDescriptor d : type.getFields()) {
+                        if (after) {
+                            names.add(d.getName());
+                        }
+                        after |= LAST_FIXED_FIELD.equals(d.getName());
+                    }
+                    fields = names.toArray(new String[0]);
+                    int[] slots = new int[fields.length];
+                    for (int i = 0; i < fields.length; i++) {
+                        int at = attributeNames.indexOf(fields[i]);
+                        if (at < 0) {
+                            at = attributeNames.size();
+                            attributeNames.add(fields[i]);
+                        }
+                        slots[i] = at;
+                    }
+                    attributeFields.put(typeName, fields);
+                    attributeSlots.put(typeName, slots);
+                }
+                addSample(profile, kind, event, fields, attributeSlots.get(typeName), attributeNames.size());
+            }
+        }
+        profile.setAttributeNames(attributeNames);
+        return profile;
+    }
+
+    private static void addSample(Profile profile, EventKind kind, RecordedEvent event, String[] attrFields,
+                                  int[] attrSlots, int attrCount) {
+        RecordedStackTrace trace = event.getStackTrace();
+        List<RecordedFrame> recorded = trace == null ? Collections.emptyList() : trace.getFrames();
+        int[] stack = new int[recorded.size()];
+        for (int i = 0; i < stack.length; i++) {
+            stack[i] = profile.frame(frame(recorded.get(i)));
+        }
+        RecordedThread t = thread(event);
+        int thread = -1;
+        if (t != null) {
+            String name = t.getJavaName() != null ? t.getJavaName() : t.getOSName();
+            thread = profile.thread(new Profile.ThreadInfo(name == null ? "" : name,
+                    Math.max(0, t.getOSThreadId()), Math.max(0, t.getJavaThreadId())));
+        }
+        long spanId = event.hasField("spanId") ? event.getLong("spanId") : 0;
+        long rootSpanId = event.hasField("localRootSpanId") ? event.getLong("localRootSpanId") : 0;
+        String[] attributes = null;
+        if (attrFields.length > 0) {
+            for (int i = 0; i < attrFields.length; i++) {
+                String v = attributeValue(event, attrFields[i]);
+                if (v != null) {
+                    if (attributes == null) {
+                        attributes = new String[attrCount];
+                    }
+                    attributes[attrSlots[i]] = v;
+                }
+            }
+        }
+        Profile.Sample s = profile.sample(kind, stack, thread, spanId, rootSpanId, attributes);
+        s.count++;
+        s.value += value(kind, event);
+        long nanos = event.getStartTime().getEpochSecond() * 1_000_000_000L + event.getStartTime().getNano();
+        s.firstNanos = Math.min(s.firstNanos, nanos);
+        s.lastNanos = Math.max(s.lastNanos, nanos);
+    }
+
+    /** What one event is worth: see {@link EventKind}. */
+    static long value(EventKind kind, RecordedEvent event) {
+        if (kind.isTime()) {
+            return Report.weightOf(event);
+        }
+        long size = event.hasField("size") ? event.getLong("size") : 0;
+        double weight = event.hasField("weight") ? event.getDouble("weight") : 1;
+        if (!(weight > 0)) {
+            weight = 1;
+        }
+        return Math.round(size * weight);
+    }
+
+    private static RecordedThread thread(RecordedEvent event) {
+        // jdk.ExecutionSample names its thread sampledThread; ddprof's events eventThread.
+        for (String field : new String[] {"sampledThread", "eventThread"}) {
+            if (event.hasField(field)) {
+                Object v = event.getValue(field);
+                if (v instanceof RecordedThread) {
+                    return (RecordedThread) v;
+                }
+            }
+        }
+        return null;
+    }
+
+    private static String attributeValue(RecordedEvent event, String field) {
+        Object v = event.getValue(field);
+        if (v instanceof RecordedObject) {
+            RecordedObject o = (RecordedObject) v;
+            v = o.hasField("value") ? o.getValue("value") : null;
+        }
+        if (v == null) {
+            return null;
+        }
+        String s = v.toString();
+        return s.isEmpty() ? null : s;
+    }
+
+    private static Profile.Frame frame(RecordedFrame f) {
+        RecordedMethod m = f.getMethod();
+        String type = f.getType() == null ? "" : f.getType();
+        if (m == null) {
+            return new Profile.Frame("", "<no method>", "", 0, type);
+        }
+        String name = m.getName() == null ? "" : m.getName();
+        String descriptor = m.getDescriptor() == null ? "" : m.getDescriptor();
+        return new Profile.Frame(Report.className(m), name, descriptor, Math.max(0, f.getLineNumber()), type);
+    }
+
+    /** Intervals and JVM facts from the events that are not samples. */
+    private static void readSide(RecordedEvent event, String typeName, Map<Long, String> typeNames, Profile profile) {
+        switch (typeName) {
+            case PROFILER_CONFIG:
+                if (event.hasField("cpuInterval")) {
+                    profile.interval(EventKind.CPU, event.getLong("cpuInterval") * 1_000_000L);
+                }
+                if (event.hasField("wallInterval")) {
+                    profile.interval(EventKind.WALL, event.getLong("wallInterval") * 1_000_000L);
+                }
+                break;
+            case ACTIVE_SETTING:
+                if ("period".equals(event.getString("name"))
+                        && JDK_EXECUTION_SAMPLE.equals(typeNames.get(event.getLong("id")))
+                        && !profile.intervalRecorded(EventKind.CPU)) {
+                    profile.interval(EventKind.CPU, parsePeriod(event.getString("value")));
+                }
+                break;
+            case JVM_INFORMATION:
+                if (event.hasField("pid")) {
+                    profile.pid = event.getLong("pid");
+                }
+                if (event.hasField("jvmName") && event.getString("jvmName") != null) {
+                    profile.jvm = event.getString("jvmName")
+                            + (event.getString("jvmVersion") == null ? "" : " " + event.getString("jvmVersion"));
+                }
+                break;
+            default:
+                break;
+        }
+    }
+
+    /** A JFR period setting ("10 ms", "20 ms", "1 s") in nanoseconds; 0 when it is not a time. */
+    static long parsePeriod(String value) {
+        if (value == null) {
+            return 0;
+        }
+        String[] parts = value.trim().split("\\s+");
+        if (parts.length != 2) {
+            return 0;
+        }
+        long n;
+        try {
+            n = Long.parseLong(parts[0]);
+        } catch (NumberFormatException e) {
+            return 0;
+        }
+        switch (parts[1].toLowerCase(Locale.ROOT)) {
+            case "ns":
+                return n;
+            case "us":
+                return n * 1_000L;
+            case "ms":
+                return n * 1_000_000L;
+            case "s":
+                return n * 1_000_000_000L;
+            default:
+                return 0;
+        }
+    }
+}

@@ -1,0 +1,182 @@
+package com.datadoghq.profiler.convert;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.awt.image.BufferedImage;
+import java.io.File;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import javax.imageio.ImageIO;
+
+import com.datadoghq.profiler.JavaProfiler;
+import com.datadoghq.profiler.testing.ChildJvm;
+import com.datadoghq.profiler.testing.CpuBurner;
+import com.datadoghq.profiler.testing.JfrReader;
+import com.datadoghq.profiler.testing.TestEnv;
+import jdk.jfr.consumer.RecordedEvent;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@code convert --to html}: the page is one self-contained file whose embedded data carries
+ * the recording's totals, and, in headless Chromium (Debian's {@code chromium}; the browser
+ * tests are skipped, saying so, where it is not installed), the hot method's box is drawn and
+ * a search highlights it.
+ */
+class FlameGraphHtmlTest {
+    static final String CHAIN_C = CpuBurner.class.getName() + ".chainC";
+    /** The page's colour for frames matching the search (CSS {@code .f.match}). */
+    static final int MATCH_RGB = 0xee00ee;
+
+    static Path dir;
+    static Path html;
+    static List<RecordedEvent> samples;
+    static String thread;
+
+    @BeforeAll
+    static void recordAndConvert() throws Exception {
+        dir = Files.createTempDirectory("ddprof-html-");
+        Path jfr = dir.resolve("rec.jfr");
+        JavaProfiler profiler = TestEnv.profiler();
+        TestEnv.stopQuietly(profiler);
+        profiler.execute("start,cpu=10ms,file=" + jfr);
+        thread = Thread.currentThread().getName();
+        try {
+            CpuBurner.burn(600);
+        } finally {
+            profiler.stop();
+        }
+        samples = JfrReader.executionSamples(jfr);
+        html = dir.resolve("flame.html");
+        ChildJvm.Result r = new ChildJvm()
+                .jvmArgs("-jar", TestEnv.libJar().toString(), "convert", "--to", "html", jfr.toString(), html.toString())
+                .run(dir);
+        assertEquals(0, r.exitCode, r.describe());
+    }
+
+    @AfterAll
+    static void cleanUp() throws IOException {
+        if (dir != null) {
+            try (var files = Files.walk(dir)) {
+                files.sorted(Collections.reverseOrder()).forEach(p -> p.toFile().delete());
+            }
+        }
+    }
+
+    @Test
+    void pageIsSelfContainedAndCarriesTheRecordingsTotals() throws IOException {
+        String page = new String(Files.readAllBytes(html), StandardCharsets.UTF_8);
+        // Nothing fetched from elsewhere: no external script, style sheet, image or font.
+        Matcher external = Pattern.compile("(?i)(src|href)\\s*=\\s*[\"']?(https?:|//)|@import|url\\(\\s*[\"']?https?:")
+                .matcher(page);
+        assertFalse(external.find(), "external reference: " + (external.find(0) ? external.group() : ""));
+        Matcher data = Pattern.compile("<script id=\"profile-data\" type=\"application/json\">(.*?)</script>",
+                Pattern.DOTALL).matcher(page);
+        assertTrue(data.find(), "embedded profile data");
+        String json = data.group(1);
+        long weight = samples.stream().mapToLong(ConvertTest::weightOf).sum();
+        assertTrue(json.contains("\"total\":" + weight + ","), "total " + weight + " in " + head(json));
+        assertTrue(json.contains("\"" + CHAIN_C + "\""), "the hot method's name");
+        // Frame types for the colour legend, and the page's controls.
+        assertTrue(json.contains("\"types\":["), head(json));
+        for (String control : Arrays.asList("id=\"search\"", "id=\"threads\"", "id=\"icicle\"", "id=\"legend\"",
+                "id=\"reset\"")) {
+            assertTrue(page.contains(control), control);
+        }
+    }
+
+    static String head(String s) {
+        return s.length() < 400 ? s : s.substring(0, 400) + "...";
+    }
+
+    static String chromium() {
+        for (String name : new String[] {"chromium", "chromium-browser", "google-chrome"}) {
+            for (String dirName : System.getenv().getOrDefault("PATH", "/usr/bin").split(File.pathSeparator)) {
+                File f = new File(dirName, name);
+                if (f.canExecute()) {
+                    return f.getPath();
+                }
+            }
+        }
+        return null;
+    }
+
+    /** Runs headless Chromium on the page with the given fragment and extra arguments; returns stdout. */
+    static String browse(String fragment, String... args) throws Exception {
+        String browser = chromium();
+        Assumptions.assumeTrue(browser != null,
+                "Chromium is not installed (apt-get install chromium): browser checks of the HTML page skipped");
+        List<String> cmd = new ArrayList<>(Arrays.asList(browser, "--headless", "--no-sandbox", "--disable-gpu",
+                "--hide-scrollbars", "--user-data-dir=" + dir.resolve("chromium-profile"),
+                "--virtual-time-budget=5000"));
+        cmd.addAll(Arrays.asList(args));
+        cmd.add(html.toUri() + fragment);
+        Path out = dir.resolve("chromium.out");
+        Process p = new ProcessBuilder(cmd).redirectOutput(out.toFile())
+                .redirectError(dir.resolve("chromium.err").toFile()).start();
+        assertTrue(p.waitFor(3, TimeUnit.MINUTES), "chromium did not finish");
+        assertEquals(0, p.exitValue(), "chromium: " + new String(Files.readAllBytes(dir.resolve("chromium.err"))));
+        return new String(Files.readAllBytes(out), StandardCharsets.UTF_8);
+    }
+
+    /** The text of the frame boxes (div.f) in a dumped DOM whose class list is exactly {@code cls}. */
+    static List<String> boxes(String dom, String cls) {
+        List<String> names = new ArrayList<>();
+        Matcher m = Pattern.compile("<div class=\"" + cls + "\"[^>]*>([^<]*)</div>").matcher(dom);
+        while (m.find()) {
+            names.add(m.group(1));
+        }
+        return names;
+    }
+
+    @Test
+    void chromiumDrawsTheHotMethodAndSearchHighlightsIt() throws Exception {
+        String dom = browse("#icicle=1", "--dump-dom");
+        long weight = samples.stream().mapToLong(ConvertTest::weightOf).sum();
+        assertTrue(dom.contains("data-rendered=\"" + weight + "\""), "the script ran over all samples");
+        assertTrue(boxes(dom, "f").contains(CHAIN_C), "a box for " + CHAIN_C);
+        assertTrue(boxes(dom, "f match").isEmpty(), "nothing highlighted without a search");
+
+        dom = browse("#icicle=1&search=chainC", "--dump-dom");
+        List<String> matched = boxes(dom, "f match");
+        assertTrue(matched.contains(CHAIN_C), "search highlights " + CHAIN_C + ": " + matched);
+        assertTrue(matched.stream().allMatch(n -> n.contains("chainC")), "only matches: " + matched);
+        assertTrue(dom.contains("matched: "), "the matched share is shown");
+
+        // Per thread: a root box per thread, named as collapsed --threads names it.
+        dom = browse("#icicle=1&threads=1", "--dump-dom");
+        assertTrue(boxes(dom, "f").stream().anyMatch(n -> n.startsWith(thread + " tid=")),
+                "a box for the thread " + thread);
+    }
+
+    @Test
+    void screenshotShowsTheHighlightedBox() throws Exception {
+        Path png = dir.resolve("flame.png");
+        browse("#icicle=1&search=chainC", "--window-size=1200,2400", "--screenshot=" + png);
+        BufferedImage image = ImageIO.read(png.toFile());
+        int highlighted = 0;
+        for (int y = 0; y < image.getHeight(); y++) {
+            for (int x = 0; x < image.getWidth(); x++) {
+                if ((image.getRGB(x, y) & 0xffffff) == MATCH_RGB) {
+                    highlighted++;
+                }
+            }
+        }
+        // chainC holds most of the samples: its box spans a good part of the width.
+        assertTrue(highlighted > 1200 * 5, "highlighted pixels: " + highlighted);
+    }
+}
