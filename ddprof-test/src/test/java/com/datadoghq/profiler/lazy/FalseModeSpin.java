@@ -16,9 +16,12 @@ public final class FalseModeSpin implements Runnable {
 
     @Override
     public void run() {
-        long deadline = System.nanoTime() + MILLIS * 1_000_000L;
+        // CPU time of this thread, not wall time: a busy host must not starve the samples.
+        java.lang.management.ThreadMXBean cpu = java.lang.management.ManagementFactory.getThreadMXBean();
+        long deadline = cpu.getCurrentThreadCpuTime() + MILLIS * 1_000_000L;
+        long wallCap = System.nanoTime() + 60_000_000_000L;
         long acc = 0;
-        while (System.nanoTime() < deadline) {
+        while (cpu.getCurrentThreadCpuTime() < deadline && System.nanoTime() < wallCap) {
             acc += descend(DEPTH, acc);
         }
         sink = acc;

@@ -95,9 +95,12 @@ public final class LazyMain {
     }
 
     static long spinHere(long millis) {
-        long deadline = System.nanoTime() + millis * 1_000_000L;
+        // CPU time of this thread, not wall time: a busy host must not starve the samples.
+        java.lang.management.ThreadMXBean cpu = java.lang.management.ManagementFactory.getThreadMXBean();
+        long deadline = cpu.getCurrentThreadCpuTime() + millis * 1_000_000L;
+        long wallCap = System.nanoTime() + 60_000_000_000L;
         long x = 1;
-        while (System.nanoTime() < deadline) {
+        while (cpu.getCurrentThreadCpuTime() < deadline && System.nanoTime() < wallCap) {
             for (int i = 0; i < 20_000; i++) {
                 x = x * 6364136223846793005L + 1442695040888963407L;
             }

@@ -16,9 +16,12 @@ public final class LazyRedefTarget implements LongBinaryOperator {
     /** Runs method {@code which} (0 alpha, 1 beta, 2 gamma) for {@code millis}. */
     @Override
     public long applyAsLong(long which, long millis) {
-        long deadline = System.nanoTime() + millis * 1_000_000L;
+        // CPU time of this thread, not wall time: a busy host must not starve the samples.
+        java.lang.management.ThreadMXBean cpu = java.lang.management.ManagementFactory.getThreadMXBean();
+        long deadline = cpu.getCurrentThreadCpuTime() + millis * 1_000_000L;
+        long wallCap = System.nanoTime() + 60_000_000_000L;
         long acc = 0;
-        while (System.nanoTime() < deadline) {
+        while (cpu.getCurrentThreadCpuTime() < deadline && System.nanoTime() < wallCap) {
             if (which == 0) {
                 acc += alpha(acc);
             } else if (which == 1) {
