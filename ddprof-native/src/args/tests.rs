@@ -962,7 +962,7 @@ fn not_yet_sampled_lists_requested_options() {
         ]
     );
     assert!(ok("event=alloc,cpu").not_yet_sampled().is_empty());
-    assert_eq!(ok("event=wall").not_yet_sampled(), vec!["wall"]);
+    assert!(ok("event=wall").not_yet_sampled().is_empty());
 }
 
 #[test]
