@@ -288,13 +288,14 @@ class WallClockTest {
         List<RecordedEvent> samples = methodSamples(file);
         String[][] expected = {
             {"wall-holder", "PARKED"}, {"wall-contender", "CONTENDED"}, {"wall-waiter", "WAITING"},
-            // SLEEPING up to JDK 11; from 17 HotSpot sleeps on a park event and says CONDVAR_WAIT.
-            {"wall-sleeper", TestEnv.jdk() <= 11 ? "SLEEPING" : "PARKED"},
+            // HotSpot sets SLEEPING, then sleeps on a park event whose wait says CONDVAR_WAIT.
+            {"wall-sleeper", "PARKED|SLEEPING"},
         };
         for (String[] x : expected) {
             List<RecordedEvent> mine = JfrReader.onThread(samples, x[0]);
             assertTrue(mine.size() >= 10, x[0] + ": " + mine.size() + " samples");
-            assertTrue(share(mine, "state", x[1]) >= 0.7 * mine.size(), x[0] + ": " + histogram(mine, "state"));
+            long matching = mine.stream().filter(e -> e.getString("state").matches(x[1])).count();
+            assertTrue(matching >= 0.7 * mine.size(), x[0] + ": " + histogram(mine, "state"));
         }
         Map<String, Integer> states = histogram(samples, "state");
         // Threads the JVM does not run Java on (GC, compiler) wait in system calls.
