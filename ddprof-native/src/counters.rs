@@ -45,6 +45,8 @@ counters! {
     WallclockSignalForeign => "wallclock_signal_foreign",
     SkippedWallclockUnwinds => "skipped_wallclock_unwinds",
     WcSignalsQueueFull => "wc_signals_queue_full",
+    WcUnownedBlockedSuppressed => "wc_unowned_blocked_suppressed",
+    WcUnownedBlockedRecorded => "wc_unowned_blocked_recorded",
     ThreadFilterPages => "thread_filter_pages",
     ThreadFilterBytes => "thread_filter_bytes",
     // Signals the sampler queued, the ones that failed (thread gone, queue full, ...), and

@@ -228,7 +228,11 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         )));
     }
     if let Some(w) = &wall_engine {
-        crate::sample::wall::arm(args.wall_collapsing, args.wall_skip_idle);
+        crate::sample::wall::arm(
+            args.wall_collapsing,
+            args.wall_skip_idle,
+            args.wall_precheck,
+        );
         if reset {
             drop(wall::take_epochs());
         }

@@ -16,6 +16,13 @@
 //! are those of the slot, and [`record_idle`] records the slot's trace again, weight 1, from
 //! the sampler thread, without a signal (`wallclock_idle_samples`).
 
+//! `wallprecheck` (upstream's unowned-blocked fallback), for threads without a span: of the
+//! observations that find the thread blocked (sleeping, parked, waiting, contended), the 1st,
+//! 11th, 21st, ... are recorded, each carrying as weight the ones suppressed before it
+//! (`wc_unowned_blocked_recorded` / `_suppressed`); the first observation that finds it
+//! runnable again first records the pending tail with the blocked sample's trace and state.
+//! Upstream's owned block runs (its park/block hooks) do not exist here.
+
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::OnceLock;
@@ -36,6 +43,9 @@ static ARMED: AtomicBool = AtomicBool::new(false);
 static COLLAPSING: AtomicBool = AtomicBool::new(false);
 /// Keep each thread's last sample for [`record_idle`].
 static KEEP_LAST: AtomicBool = AtomicBool::new(false);
+static PRECHECK: AtomicBool = AtomicBool::new(false);
+/// `wallprecheck`: one blocked observation in this many is recorded.
+const UNOWNED_BLOCKED_RATIO: u32 = 10;
 static TABLE: OnceLock<Mapped<Slot>> = OnceLock::new();
 
 /// One thread's previous wall sample: what collapsing compares, and what an idle thread's
@@ -56,6 +66,10 @@ struct Slot {
     trace: AtomicU32,
     /// The thread's CPU time (ns) when the handler finished; 0 unknown.
     cpu_ns: AtomicU64,
+    /// `wallprecheck`: blocked observations since the thread was last seen runnable, and
+    /// those of them suppressed and not yet carried by a recorded sample.
+    decisions: AtomicU32,
+    unowned_pending: AtomicU64,
 }
 
 // SAFETY: atomics only; zero is a valid, empty slot.
@@ -69,16 +83,19 @@ pub fn init() -> Result<(), signal::SigactionFailed> {
 
 /// Wall signals from now on are sampled (the recording gate of `handler::arm` must be open
 /// too). `collapsing`: reuse the trace of an unchanged stack; `idle`: keep each thread's
-/// last sample for [`record_idle`].
-pub fn arm(collapsing: bool, idle: bool) {
+/// last sample for [`record_idle`]; `precheck`: thin out blocked spanless threads.
+pub fn arm(collapsing: bool, idle: bool, precheck: bool) {
     if let Some(t) = TABLE.get() {
         for slot in t.iter() {
             slot.trace.store(0, Ordering::Relaxed);
             slot.tid.store(0, Ordering::Relaxed);
+            slot.decisions.store(0, Ordering::Relaxed);
+            slot.unowned_pending.store(0, Ordering::Relaxed);
         }
     }
     COLLAPSING.store(collapsing, Ordering::Relaxed);
     KEEP_LAST.store(idle, Ordering::Relaxed);
+    PRECHECK.store(precheck, Ordering::Relaxed);
     ARMED.store(true, Ordering::Release);
 }
 
@@ -129,14 +146,26 @@ pub fn record_idle(tid: i32) -> bool {
         for (a, s) in context.attrs.iter_mut().zip(slot.attrs.iter()) {
             *a = s.load(Ordering::Relaxed);
         }
-        let s = Sample {
+        let mut s = Sample {
             kind: EventKind::Wall,
             weight: 1,
             mode: slot.mode.load(Ordering::Relaxed),
             state: slot.state.load(Ordering::Relaxed),
             context,
         };
-        handler::record_reused(tid, &s, slot.epoch.load(Ordering::Relaxed), trace) == Some(true)
+        match precheck(slot, tid, &s) {
+            // The observation is accounted for: it is weight of a later sample.
+            Precheck::Suppress => true,
+            Precheck::Record(weight) => {
+                s.weight = weight;
+                let epoch = slot.epoch.load(Ordering::Relaxed);
+                let done = handler::record_reused(tid, &s, epoch, trace) == Some(true);
+                if !done {
+                    restore(slot, weight);
+                }
+                done
+            }
+        }
     } else {
         false
     };
@@ -173,19 +202,29 @@ fn sample(uc: SignalContext) {
         context: Context::of_current_thread(),
     };
     let collapsing = COLLAPSING.load(Ordering::Relaxed);
-    let slot = if collapsing || KEEP_LAST.load(Ordering::Relaxed) {
-        slot_of(tid).filter(|slot| {
-            slot.busy
-                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-        })
-    } else {
-        None
-    };
+    let slot =
+        if collapsing || KEEP_LAST.load(Ordering::Relaxed) || PRECHECK.load(Ordering::Relaxed) {
+            slot_of(tid).filter(|slot| {
+                slot.busy
+                    .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            })
+        } else {
+            None
+        };
     let Some(slot) = slot else {
         handler::walk_and_record(uc, &s);
         return;
     };
+    let mut s = s;
+    match precheck(slot, tid, &s) {
+        Precheck::Suppress => {
+            slot.cpu_ns.store(thread_cpu_ns(), Ordering::Relaxed);
+            slot.busy.store(false, Ordering::Release);
+            return;
+        }
+        Precheck::Record(weight) => s.weight = weight,
+    }
     let (pc, sp) = pc_sp(uc);
     let same = collapsing
         && slot.tid.load(Ordering::Relaxed) == tid
@@ -204,7 +243,15 @@ fn sample(uc: SignalContext) {
         Counter::SkippedWallclockUnwinds.inc();
     } else {
         let recorded = handler::walk_and_record(uc, &s);
+        if recorded.is_none() {
+            restore(slot, s.weight);
+        }
         let (epoch, trace) = recorded.unwrap_or((0, 0));
+        if slot.tid.load(Ordering::Relaxed) != tid {
+            // Another thread's slot until now: its precheck state is not this thread's.
+            slot.decisions.store(0, Ordering::Relaxed);
+            slot.unowned_pending.store(0, Ordering::Relaxed);
+        }
         slot.tid.store(tid, Ordering::Relaxed);
         slot.pc.store(pc, Ordering::Relaxed);
         slot.sp.store(sp, Ordering::Relaxed);
@@ -236,6 +283,72 @@ fn thread_cpu_ns() -> u64 {
     (ts.tv_sec as u64)
         .wrapping_mul(1_000_000_000)
         .wrapping_add(ts.tv_nsec as u64)
+}
+
+enum Precheck {
+    Suppress,
+    Record(u64),
+}
+
+fn is_blocked(state: u8) -> bool {
+    matches!(
+        state,
+        mode::state::SLEEPING | mode::state::PARKED | mode::state::WAITING | mode::state::CONTENDED
+    )
+}
+
+/// The `wallprecheck` decision for an observation `s` of `tid`, whose slot the caller holds:
+/// suppress it (counted as weight for later), or record it with the returned weight. An
+/// observation that finds the thread runnable first records the pending tail. Signal-safe.
+fn precheck(slot: &Slot, tid: i32, s: &Sample) -> Precheck {
+    if !PRECHECK.load(Ordering::Relaxed)
+        || s.context.span_id != 0
+        || slot.tid.load(Ordering::Relaxed) != tid
+    {
+        return Precheck::Record(s.weight);
+    }
+    if is_blocked(s.state) {
+        let decision = slot.decisions.fetch_add(1, Ordering::Relaxed) + 1;
+        if decision % UNOWNED_BLOCKED_RATIO != 1 {
+            slot.unowned_pending.fetch_add(1, Ordering::Relaxed);
+            Counter::WcUnownedBlockedSuppressed.inc();
+            return Precheck::Suppress;
+        }
+        Counter::WcUnownedBlockedRecorded.inc();
+        return Precheck::Record(s.weight + slot.unowned_pending.swap(0, Ordering::Relaxed));
+    }
+    // Runnable again: the observations suppressed since the last recorded blocked sample go
+    // out with that sample's trace and state, as one sample.
+    slot.decisions.store(0, Ordering::Relaxed);
+    let tail = slot.unowned_pending.swap(0, Ordering::Relaxed);
+    let trace = slot.trace.load(Ordering::Relaxed);
+    if tail > 0 && trace != 0 {
+        let mut context = Context {
+            span_id: slot.span.load(Ordering::Relaxed),
+            root_span_id: slot.root.load(Ordering::Relaxed),
+            attrs: [0; MAX_ATTRIBUTES],
+        };
+        for (a, v) in context.attrs.iter_mut().zip(slot.attrs.iter()) {
+            *a = v.load(Ordering::Relaxed);
+        }
+        let deferred = Sample {
+            kind: EventKind::Wall,
+            weight: tail,
+            mode: slot.mode.load(Ordering::Relaxed),
+            state: slot.state.load(Ordering::Relaxed),
+            context,
+        };
+        let _ = handler::record_reused(tid, &deferred, slot.epoch.load(Ordering::Relaxed), trace);
+    }
+    Precheck::Record(s.weight)
+}
+
+/// A recorded weight that could not be written goes back to the pending weight.
+fn restore(slot: &Slot, weight: u64) {
+    if weight > 1 {
+        slot.unowned_pending
+            .fetch_add(weight - 1, Ordering::Relaxed);
+    }
 }
 
 fn pc_sp(uc: SignalContext) -> (u64, u64) {
