@@ -54,6 +54,7 @@ counters! {
     WallclockSignalsSent => "wallclock_signals_sent",
     WallclockSignalsFailed => "wallclock_signals_failed",
     WallclockIdleSamples => "wallclock_idle_samples",
+    WallclockTicks => "wallclock_ticks",
     // Registered threads (addThread) now.
     ThreadFilterThreads => "thread_filter_threads",
     ThreadIdsCount => "thread_ids_count",

@@ -278,6 +278,7 @@ fn run(config: Config, control: &Control) {
             ..Counts::default()
         };
         reservoir(&mut threads, tpt, &mut rng);
+        Counter::WallclockTicks.inc();
         for &tid in &threads {
             if config.skip_idle && is_idle(tid) && wall::record_idle(tid) {
                 Counter::WallclockIdleSamples.inc();
@@ -318,7 +319,8 @@ fn is_idle(tid: i32) -> bool {
     let Some(last) = wall::last_sample_cpu_ns(tid) else {
         return false;
     };
-    thread_cpu_ns(tid).is_some_and(|now| now.saturating_sub(last) <= IDLE_CPU_NS)
+    // A clock behind the slot's is another thread that got the tid since: not idle.
+    thread_cpu_ns(tid).is_some_and(|now| now >= last && now - last <= IDLE_CPU_NS)
 }
 
 #[cfg(test)]

@@ -573,6 +573,12 @@ pub fn thread_ended(tid: i32) {
     if let Some(e) = ENGINE.read().as_ref() {
         e.thread_ended(tid);
     }
+    crate::sample::wall::forget(tid);
+    // A registered thread leaves the wall-clock filter when its Java life ends, not only when
+    // its native thread exits later (the context's destructor frees the slot then).
+    if let Some(c) = crate::sample::context::current() {
+        crate::thread_filter::set(c, false);
+    }
     threads::ended(tid, EPOCH.load(Ordering::Acquire));
 }
 

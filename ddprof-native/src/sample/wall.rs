@@ -108,6 +108,27 @@ fn slot_of(tid: i32) -> Option<&'static Slot> {
     TABLE.get()?.get((tid as u32 as usize) & (SLOTS - 1))
 }
 
+/// Thread `tid` is ending (JVMTI ThreadEnd): its slot no longer describes anyone, so a later
+/// thread with the same tid is never taken for idle with its stack. Not called from a handler.
+pub fn forget(tid: i32) {
+    let Some(slot) = slot_of(tid) else { return };
+    for _ in 0..1000 {
+        if slot
+            .busy
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            if slot.tid.load(Ordering::Relaxed) == tid {
+                slot.tid.store(0, Ordering::Relaxed);
+                slot.trace.store(0, Ordering::Relaxed);
+            }
+            slot.busy.store(false, Ordering::Release);
+            return;
+        }
+        std::hint::spin_loop();
+    }
+}
+
 /// The CPU time (ns) `tid` had when its last wall sample's handler finished, if its slot
 /// holds a sample that can be recorded again.
 pub fn last_sample_cpu_ns(tid: i32) -> Option<u64> {

@@ -300,8 +300,11 @@ class WallClockTest {
         Map<String, Integer> states = histogram(samples, "state");
         // Threads the JVM does not run Java on (GC, compiler) wait in system calls.
         assertTrue(states.containsKey("SYSCALL"), "states " + states);
-        assertFalse(states.containsKey("NEW"), "states " + states);
-        assertFalse(states.containsKey("TERMINATED"), "states " + states);
+        // With filter= a thread is a candidate from its clone on, so one caught before HotSpot
+        // started it is NEW (its OSThread is INITIALIZED): rare. Registered threads never are
+        // (threeMethodsSharingWallTimeGetItsShareOfTheWeight).
+        long startOrEnd = share(samples, "state", "NEW") + share(samples, "state", "TERMINATED");
+        assertTrue(startOrEnd <= 0.01 * samples.size(), "states " + states);
         assertFalse(histogram(samples, "mode").containsKey("UNKNOWN"), "modes " + histogram(samples, "mode"));
     }
 
@@ -338,6 +341,9 @@ class WallClockTest {
             }
         }
         assertTrue(total > 90, total + " total weight");
+        Map<String, Integer> states = histogram(samples, "state");
+        assertFalse(states.containsKey("NEW") || states.containsKey("TERMINATED"), "states " + states);
+        assertFalse(histogram(samples, "mode").containsKey("UNKNOWN"), "modes " + histogram(samples, "mode"));
         long spentTotal = spent[0] + spent[1] + spent[2];
         for (int i = 0; i < 3; i++) {
             double expected = (double) spent[i] / spentTotal;
@@ -376,7 +382,7 @@ class WallClockTest {
         assertTrue(stacks.size() <= 5, stacks.size() + " distinct stacks for one parked thread");
     }
 
-    /** Total weight and the wall span the epochs cover (ms). */
+    /** Total weight and the wall time (ms) from start to stop. */
     private long[] idleRun(String options, int idleThreads, Map<String, Long> countersOut) throws Exception {
         Path file = dir.resolve("idle-" + options.replace('=', '-').replace(',', '-') + ".jfr");
         CountDownLatch registered = new CountDownLatch(idleThreads);
@@ -394,10 +400,13 @@ class WallClockTest {
             }, failures));
         }
         registered.await();
+        long t0 = System.nanoTime();
         TestEnv.start(profiler, "start,wall=5ms," + options + "file=" + file);
         Thread.sleep(1500);
-        countersOut.putAll(profiler.getDebugCounters());
         profiler.stop();
+        // Counters keep their values until the next start.
+        countersOut.putAll(profiler.getDebugCounters());
+        long elapsedMs = (System.nanoTime() - t0) / 1_000_000L;
         release.countDown();
         for (Thread t : threads) {
             t.join();
@@ -408,11 +417,7 @@ class WallClockTest {
         for (RecordedEvent e : JfrReader.ofType(all, METHOD_SAMPLE)) {
             weight += e.getLong("weight");
         }
-        long span = 0;
-        for (RecordedEvent e : JfrReader.ofType(all, EPOCH)) {
-            span += e.getLong("duration");
-        }
-        return new long[] {weight, span};
+        return new long[] {weight, elapsedMs};
     }
 
     @Test
@@ -433,10 +438,12 @@ class WallClockTest {
         assertTrue(idle >= 0.8 * a[0], idle + " idle samples of " + a[0] + " (" + sent + " signals)");
         assertTrue(sent <= 0.2 * a[0], sent + " signals for " + a[0] + " samples");
         assertEquals(0, signalling.get("wallclock_idle_samples"));
-        // The same weight per second of sampling either way (16 threads per tick).
-        double rateA = (double) a[0] / Math.max(1, a[1]);
-        double rateB = (double) b[0] / Math.max(1, b[1]);
-        assertTrue(Math.abs(rateA - rateB) <= 0.1 * rateB,
-                "weight per ms: " + rateA + " skipping idle threads, " + rateB + " signalling them");
+        // The same weight per tick either way: 16 of the 100 threads (the sampler's tick rate itself
+        // depends on how busy the host is, so runs are compared per tick).
+        double perTickA = (double) a[0] / skipping.get("wallclock_ticks");
+        double perTickB = (double) b[0] / signalling.get("wallclock_ticks");
+        assertTrue(Math.abs(perTickA - perTickB) <= 0.05 * perTickB,
+                "weight per tick: " + perTickA + " skipping idle threads, " + perTickB + " signalling them");
+        assertTrue(perTickB >= 0.9 * 16, perTickB + " weight per tick for 16 threads per tick");
     }
 }

@@ -83,10 +83,11 @@ class WallPrecheckTest {
         assertEquals(0, failures.get());
 
         List<RecordedEvent> samples = WallClockTest.methodSamples(file);
+        // The blocked observations (the run after the park is RUNNABLE), whatever their stacks.
         List<RecordedEvent> thin = JfrReader.onThread(samples, "wall-spanless").stream()
-                .filter(e -> JfrReader.contains(e, WallWork.class, "park")).collect(Collectors.toList());
+                .filter(e -> "PARKED".equals(e.getString("state"))).collect(Collectors.toList());
         List<RecordedEvent> full = JfrReader.onThread(samples, "wall-traced").stream()
-                .filter(e -> JfrReader.contains(e, WallWork.class, "park")).collect(Collectors.toList());
+                .filter(e -> "PARKED".equals(e.getString("state"))).collect(Collectors.toList());
         long thinWeight = thin.stream().mapToLong(e -> e.getLong("weight")).sum();
         long fullWeight = full.stream().mapToLong(e -> e.getLong("weight")).sum();
         assertTrue(fullWeight > 90, fullWeight + " weight of the traced thread parked 1 s at wall=1ms");
@@ -100,8 +101,10 @@ class WallPrecheckTest {
         long recorded = counters.get("wc_unowned_blocked_recorded");
         assertTrue(suppressed > 0 && recorded > 0, "suppressed " + suppressed + ", recorded " + recorded);
         // Every observation of the parked spanless thread is weight of some sample (the tail was
-        // flushed when it ran again): the recorded ones plus the suppressed ones.
-        assertTrue(thinWeight >= suppressed + recorded - 2 && thinWeight <= suppressed + recorded + 2,
+        // flushed when it ran again): the recorded ones plus the suppressed ones. At most one
+        // ratio's worth (9) may be missing: a tail the sampler had no tick to flush before the thread
+        // ended. The first observation, before the thread owned its slot, is not a precheck decision.
+        assertTrue(thinWeight >= suppressed + recorded - 9 && thinWeight <= suppressed + recorded + 1,
                 "weight " + thinWeight + " for " + recorded + " recorded and " + suppressed + " suppressed observations");
     }
 }
