@@ -25,7 +25,8 @@ import jdk.jfr.consumer.RecordingFile;
 /**
  * Wall-clock sampling of a mostly idle process: 1,000 parked threads and 2 busy ones
  * ({@link CpuWorkload}) at a 50 ms wall interval. Per mode, a fresh child JVM measures the busy
- * threads' ops per second, the process CPU per second, and the signals (ddprof's
+ * threads' ops per second and per process CPU-second (the host may starve a run; work per CPU-second
+ * does not depend on how much CPU the run got), the process CPU per second, and the signals (ddprof's
  * {@code wallclock_signals_sent}) and wall events per second; modes are shuffled inside each round.
  *
  * <p>Modes: {@code none}; ddprof with every thread a candidate ({@code wall=50ms,filter=}) with
@@ -100,13 +101,19 @@ public final class WallIdleBenchmark {
                 results.get(mode).add(res);
             }
         }
+        for (List<Map<String, Double>> runs : results.values()) {
+            for (Map<String, Double> m : runs) {
+                m.put("ops_cpu", m.get("ops_s") / m.get("cpu_s"));
+            }
+        }
+        double noneOpsCpu = median(results.get("none"), "ops_cpu");
+        System.out.println("| mode | ops per CPU-second vs none | busy ops/s vs none | process CPU/s | signals/s | wall events/s | idle samples/s |");
+        System.out.println("|---|---|---|---|---|---|---|");
         double noneOps = median(results.get("none"), "ops_s");
-        double noneCpu = median(results.get("none"), "cpu_s");
-        System.out.println("| mode | busy ops/s vs none | process CPU/s (none " + fmt(noneCpu) + ") | signals/s | wall events/s | idle samples/s |");
-        System.out.println("|---|---|---|---|---|---|");
         for (String mode : modes) {
             List<Map<String, Double>> runs = results.get(mode);
-            System.out.println("| " + mode + " | " + fmt(median(runs, "ops_s") / noneOps) + " " + range(runs, "ops_s", noneOps)
+            System.out.println("| " + mode + " | " + fmt(median(runs, "ops_cpu") / noneOpsCpu) + " " + range(runs, "ops_cpu", noneOpsCpu)
+                    + " | " + fmt(median(runs, "ops_s") / noneOps)
                     + " | " + fmt(median(runs, "cpu_s")) + " | " + fmt(median(runs, "signals_s")) + " | "
                     + fmt(median(runs, "events_s")) + " | " + fmt(median(runs, "idle_s")) + " |");
         }
