@@ -438,12 +438,17 @@ class WallClockTest {
         assertTrue(idle >= 0.8 * a[0], idle + " idle samples of " + a[0] + " (" + sent + " signals)");
         assertTrue(sent <= 0.2 * a[0], sent + " signals for " + a[0] + " samples");
         assertEquals(0, signalling.get("wallclock_idle_samples"));
-        // The same weight per tick either way: 16 of the 100 threads (the sampler's tick rate itself
-        // depends on how busy the host is, so runs are compared per tick).
+        // Weight per tick (the sampler's tick rate itself follows the host's load, so runs are compared
+        // per tick): 16 of the 100 threads. Skipping must not lose any against signalling: within 5%
+        // of it, or better, since on a starved host a thread that has not yet run the handler for its
+        // previous SIGVTALRM merges the next one (a standard signal is pending at most once), which
+        // costs the signalling run observations; and it must not count any twice (at most 16).
         double perTickA = (double) a[0] / skipping.get("wallclock_ticks");
         double perTickB = (double) b[0] / signalling.get("wallclock_ticks");
-        assertTrue(Math.abs(perTickA - perTickB) <= 0.05 * perTickB,
-                "weight per tick: " + perTickA + " skipping idle threads, " + perTickB + " signalling them");
-        assertTrue(perTickB >= 0.9 * 16, perTickB + " weight per tick for 16 threads per tick");
+        String detail = "weight per tick: " + perTickA + " skipping idle threads, " + perTickB + " signalling them ("
+                + signalling.get("wallclock_signals_sent") + " signals sent, " + signalling.get("wallclock_signal_own")
+                + " handled)";
+        assertTrue(perTickA >= 0.95 * perTickB, detail);
+        assertTrue(perTickA <= 16.0 * 1.001, detail);
     }
 }
