@@ -40,6 +40,23 @@ counters! {
     CtimerOverruns => "ctimer_overruns",
     CtimerTimersPruned => "ctimer_timers_pruned",
     HandlerDrainTimeout => "handler_drain_timeout",
+    // Wall-clock sampling (engine/wall.rs, sample/wall.rs), upstream's names first.
+    WallclockSignalOwn => "wallclock_signal_own",
+    WallclockSignalForeign => "wallclock_signal_foreign",
+    SkippedWallclockUnwinds => "skipped_wallclock_unwinds",
+    WcSignalsQueueFull => "wc_signals_queue_full",
+    WcUnownedBlockedSuppressed => "wc_unowned_blocked_suppressed",
+    WcUnownedBlockedRecorded => "wc_unowned_blocked_recorded",
+    ThreadFilterPages => "thread_filter_pages",
+    ThreadFilterBytes => "thread_filter_bytes",
+    // Signals the sampler queued, the ones that failed (thread gone, queue full, ...), and
+    // the observations of idle threads recorded without a signal.
+    WallclockSignalsSent => "wallclock_signals_sent",
+    WallclockSignalsFailed => "wallclock_signals_failed",
+    WallclockIdleSamples => "wallclock_idle_samples",
+    WallclockTicks => "wallclock_ticks",
+    // Registered threads (addThread) now.
+    ThreadFilterThreads => "thread_filter_threads",
     ThreadIdsCount => "thread_ids_count",
     ThreadNamesCount => "thread_names_count",
     AgctNoJavaFrame => "agct_no_java_frame",

@@ -21,6 +21,7 @@ pub mod process_context;
 pub mod profiler;
 pub mod sample;
 pub mod symbols;
+pub mod thread_filter;
 pub mod threads;
 pub mod tracing;
 pub mod vm;

@@ -31,6 +31,8 @@ unsafe extern "C" fn end_context(p: *mut libc::c_void) {
     if unsafe { (*c).published.load(Ordering::Relaxed) } {
         crate::otel_tls::publish(std::ptr::null());
     }
+    // SAFETY: as above.
+    crate::thread_filter::release(unsafe { &*c });
     // SAFETY: as above; nothing reaches the context any more (key value cleared, TLS slot
     // cleared).
     drop(unsafe { Box::from_raw(c) });

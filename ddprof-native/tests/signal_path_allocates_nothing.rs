@@ -123,3 +123,47 @@ fn native_unwinding_allocates_nothing() {
     assert_eq!(after - before, 0, "native unwinding allocated");
     assert_eq!(ends, 1000);
 }
+
+#[test]
+fn reusing_a_wall_trace_allocates_nothing_and_stops_at_the_next_dump() {
+    use javaProfiler::sample::record::{record_reused, record_traced};
+    let recorder = Recorder::new(1 << 10, 1 << 14, 1 << 12);
+    let frames: Vec<Frame> = (0..20)
+        .map(|d| Frame::java(7_000 + d, d as i32, 1))
+        .collect();
+    let event = |frames| Event {
+        kind: EventKind::Wall,
+        weight: 1,
+        ticks: 1,
+        tid: 42,
+        context: Context::default(),
+        frames,
+        truncated: false,
+        mode: 4,
+        state: 4,
+    };
+    let before = thread_allocations();
+    let (epoch, trace) = record_traced(&recorder, &event(&frames)).unwrap();
+    for _ in 0..100 {
+        assert_eq!(
+            record_reused(&recorder, &event(&[]), epoch, trace),
+            Some(true)
+        );
+    }
+    assert_eq!(
+        thread_allocations() - before,
+        0,
+        "the signal path allocated"
+    );
+    let old = recorder.flip().unwrap();
+    let gen = recorder.generation(old);
+    assert_eq!(gen.sample_count(), 101);
+    assert!(gen.samples().all(|s| s.trace_id == trace));
+    assert_eq!(gen.traces.len(), 1);
+    // The generation that interned the trace is retired: the id means nothing in the new one.
+    assert_eq!(record_reused(&recorder, &event(&[]), epoch, trace), None);
+    recorder.clear(old);
+    let _ = recorder.flip().unwrap();
+    // Active again, but cleared since: a new epoch.
+    assert_eq!(record_reused(&recorder, &event(&[]), epoch, trace), None);
+}

@@ -162,7 +162,7 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_filterThread0(
 ) {
     quiet((), || {
         if let Some(c) = threads::current_context() {
-            c.filtered_in.store(add != 0, Ordering::Relaxed);
+            crate::thread_filter::set(c, add != 0);
         }
     })
 }

@@ -69,7 +69,6 @@ impl Args {
             .as_ref()
             .is_some_and(|m| m.allocations || m.liveness);
         [
-            ("wall", self.wall_interval_ns.is_some()),
             ("memory", memory_on),
             ("generations", self.generations),
             ("nativemem", self.nativemem.is_some()),

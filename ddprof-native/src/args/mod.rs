@@ -250,12 +250,17 @@ pub struct Args {
     pub cpu_engine: CpuEngine,
     /// `None` = wall-clock sampling off.
     pub wall_interval_ns: Option<u64>,
-    /// `wall=~INTERVAL`: collapse consecutive identical wall samples into one weighted sample.
+    /// `wall=~INTERVAL`: a thread whose pc, sp and span ids are unchanged since its previous
+    /// wall sample reuses that sample's trace without a walk (still one event per signal,
+    /// weight 1).
     pub wall_collapsing: bool,
     pub wall_threads_per_tick: u32,
     /// `wallsampler=j…`: JVMTI wall sampler instead of ASGCT.
     pub wall_sampler_jvmti: bool,
     pub wall_precheck: bool,
+    /// `wallidle=false` turns it off (ddprof's own option): a thread whose CPU time did not
+    /// advance since its last wall sample is not signalled; that sample is recorded again.
+    pub wall_skip_idle: bool,
     /// `event=` as given, or `"cpu"` when the default-event rule applied. `event=alloc` is never
     /// stored here (it only touches `memory`).
     pub event: Option<String>,
@@ -308,6 +313,7 @@ impl Default for Args {
             wall_threads_per_tick: DEFAULT_WALL_THREADS_PER_TICK,
             wall_sampler_jvmti: false,
             wall_precheck: false,
+            wall_skip_idle: true,
             event: None,
             interval: None,
             memory: None,

@@ -29,6 +29,7 @@ const OPTIONS: &[(&str, Handler)] = &[
     ("walltpt", wall::walltpt),
     ("wallsampler", wall::wallsampler),
     ("wallprecheck", wall::wallprecheck),
+    ("wallidle", wall::wallidle),
     // Allocations and liveness.
     ("memory", memory::memory),
     ("generations", memory::generations),

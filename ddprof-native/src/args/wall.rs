@@ -1,4 +1,5 @@
-//! Wall-clock options: `wall`, `walltpt`, `wallsampler`, `wallprecheck`. As for `cpu`, the
+//! Wall-clock options: `wall`, `walltpt`, `wallsampler`, `wallprecheck`, and ddprof's
+//! `wallidle`. As for `cpu`, the
 //! interval itself is resolved by `parse` after the last token.
 
 use super::draft::Draft;
@@ -37,6 +38,16 @@ pub(super) fn wallsampler(d: &mut Draft, value: Option<&str>) -> Result<(), Reas
 /// `wallprecheck`: off only for `false` (any case) or `0`; upstream's rule, so `no` means on.
 pub(super) fn wallprecheck(d: &mut Draft, value: Option<&str>) -> Result<(), Reason> {
     d.args.wall_precheck = match value {
+        None => true,
+        Some(v) => !(v.eq_ignore_ascii_case("false") || v == "0"),
+    };
+    Ok(())
+}
+
+/// `wallidle[=bool]` (ddprof only): skip signalling threads that ran nothing since their last
+/// wall sample, recording that sample again. On by default; off only for `false` or `0`.
+pub(super) fn wallidle(d: &mut Draft, value: Option<&str>) -> Result<(), Reason> {
+    d.args.wall_skip_idle = match value {
         None => true,
         Some(v) => !(v.eq_ignore_ascii_case("false") || v == "0"),
     };

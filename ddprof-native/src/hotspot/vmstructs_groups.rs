@@ -216,6 +216,7 @@ vm_group!(threads_group -> ThreadsGroup {
     vframe_array_head: offset "JavaThread::_vframe_array_head",
     osthread: offset "JavaThread::_osthread" | "Thread::_osthread",
     osthread_thread_id: scalar(INT) "OSThread::_thread_id",
+    osthread_state: optional_offset "OSThread::_state",
     stack_base: offset "JavaThread::_stack_base" | "Thread::_stack_base",
     stack_size: offset "JavaThread::_stack_size" | "Thread::_stack_size",
     anchor_sp: offset "JavaFrameAnchor::_last_Java_sp",

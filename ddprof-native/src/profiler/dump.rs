@@ -107,10 +107,7 @@ pub fn build_chunk(
         if s.trace_id == 0 || unnamed.contains(&s.trace_id) {
             unnamed_samples += 1;
         }
-        // Every kind the handler records today is CPU time (`sample::record::EventKind`);
-        // a new kind gets its own event type here.
-        debug_assert_eq!(EventKind::from_raw(s.event), Some(EventKind::Cpu));
-        chunk.execution_sample(&Sample {
+        let sample = Sample {
             ticks: s.ticks,
             tid: s.tid as i64,
             trace_key: chunk.trace_ref(s.trace_id as u64),
@@ -121,7 +118,16 @@ pub fn build_chunk(
             span_id: s.span_id as i64,
             local_root_span_id: s.root_span_id as i64,
             attrs: &attrs,
-        });
+        };
+        // The record's kind picks the event type (`sample::record::EventKind`).
+        match EventKind::from_raw(s.event) {
+            Some(EventKind::Wall) => chunk.method_sample(&sample),
+            _ => chunk.execution_sample(&sample),
+        }
+    }
+    // The wall-clock sampler's epochs since the previous chunk.
+    for e in crate::engine::wall::take_epochs() {
+        chunk.wall_clock_epoch(&e);
     }
     // Endpoints and queue times recorded through the API since the previous chunk.
     tids.extend(crate::tracing::write_events(
@@ -172,7 +178,7 @@ pub fn build_chunk(
         memleak_capacity: 0,
         memleak_track_percent: 0,
         gc_generations: args.generations,
-        mode_mask: 1,
+        mode_mask: sampled_mode_mask(args),
         version: VERSION,
         cpu_engine: session.engine.name(),
     });
@@ -203,6 +209,18 @@ pub fn build_chunk(
     )
 }
 
+/// `modeMask` of what this session really samples (`crate::args::EM_*` bits).
+fn sampled_mode_mask(args: &Args) -> i32 {
+    let mut mask = 0;
+    if args.cpu_interval_ns.is_some() {
+        mask |= crate::args::EM_CPU;
+    }
+    if args.wall_interval_ns.is_some() {
+        mask |= crate::args::EM_WALL;
+    }
+    mask as i32
+}
+
 fn write_settings(chunk: &mut ChunkBuilder, session: &Session, ticks: i64, tid: i64) {
     let args = &session.args;
     let rec = jfr::T_ACTIVE_RECORDING;
@@ -220,7 +238,10 @@ fn write_settings(chunk: &mut ChunkBuilder, session: &Session, ticks: i64, tid: 
         ("hotspot", "true".into()),
         ("openj9", "false".into()),
         ("cpuEngine", session.engine.name().into()),
-        ("wallEngine", "None".into()),
+        (
+            "wallEngine",
+            session.wall.as_ref().map_or("None", |w| w.name()).into(),
+        ),
         ("cstack", args.cstack_requested.clone()),
         ("stackwalker", session.walker.into()),
         ("fjmethodid", session.fjmethodid.name().to_string()),
@@ -253,8 +274,13 @@ fn write_settings(chunk: &mut ChunkBuilder, session: &Session, ticks: i64, tid: 
         "interval",
         &cpu.unwrap_or(0).to_string(),
     );
-    // Engines that do not exist yet: the request is echoed, `enabled` says the truth.
-    chunk.active_setting(ticks, tid, jfr::T_METHOD_SAMPLE, "enabled", "false");
+    chunk.active_setting(
+        ticks,
+        tid,
+        jfr::T_METHOD_SAMPLE,
+        "enabled",
+        &session.wall.is_some().to_string(),
+    );
     chunk.active_setting(
         ticks,
         tid,

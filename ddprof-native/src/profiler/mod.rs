@@ -11,7 +11,8 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::args::{self, Action, Args, CStack, CpuEngine as EngineChoice, FjMethodId};
 use crate::counters;
-use crate::engine::{ctimer::CTimer, itimer::ITimer, Engine};
+use crate::engine::wall::{self, WallClock};
+use crate::engine::{ctimer::CTimer, itimer::ITimer, Engine, NoCpu};
 use crate::hotspot::{trace_id, vmstructs};
 use crate::methods::{lazy, preload};
 use crate::sample::handler::{self, WalkerKind};
@@ -116,12 +117,13 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     let jvmti = vm::jvmti().ok_or_else(|| Error::State("JVMTI is not available".into()))?;
     // `args::parse` ran the start-time checks (`Args::validate_for_start`): a file is set
     // and something is asked for. What remains is whether this build samples any of it:
-    // CPU is the only engine today.
+    // CPU and wall clock.
     let file = PathBuf::from(args.file.clone().unwrap_or_default());
     let reset = args.action == Action::Start;
-    let interval = args
-        .cpu_interval_ns
-        .ok_or_else(|| Error::Argument(args::REASON_NO_EVENTS.into()))?;
+    let interval = args.cpu_interval_ns;
+    if interval.is_none() && args.wall_interval_ns.is_none() {
+        return Err(Error::Argument(args::REASON_NO_EVENTS.into()));
+    }
     open_output(&file, reset)?;
     if sanity::check_once(args.nosanity).is_some_and(|o| o.failed) {
         warnings.push(
@@ -181,9 +183,33 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     // started before us and JVMTI ThreadStart will never report it.
     register_current_thread(jni);
 
-    let engine: Arc<dyn Engine> = match args.cpu_engine {
-        EngineChoice::CTimer => Arc::new(CTimer::default()),
-        EngineChoice::ITimer => Arc::new(ITimer),
+    let engine: Arc<dyn Engine> = match (interval, args.cpu_engine) {
+        (None, _) => Arc::new(NoCpu),
+        (Some(_), EngineChoice::CTimer) => Arc::new(CTimer::default()),
+        (Some(_), EngineChoice::ITimer) => Arc::new(ITimer),
+    };
+    let wall_engine = match args.wall_interval_ns {
+        Some(ns) => {
+            crate::sample::wall::init().map_err(|e| Error::State(sigaction_message(e)))?;
+            if args.wall_sampler_jvmti {
+                warnings.push(
+                    "wallsampler=jvmti is not available in this version; using the signal-based sampler (asgct)"
+                        .into(),
+                );
+            }
+            if args.wall_precheck {
+                warnings.push(
+                    "wallprecheck is accepted but not yet applied by this version of ddprof".into(),
+                );
+            }
+            Some(Arc::new(WallClock::new(wall::Config {
+                interval_ns: ns.max(1),
+                threads_per_tick: args.wall_threads_per_tick,
+                filter: args.filter,
+                skip_idle: args.wall_skip_idle,
+            })))
+        }
+        None => None,
     };
     // cstack=vmx: the VM walker also records native frames (sample/walk/native.rs).
     let mixed = walker == WalkerKind::Vm && args.cstack == CStack::Vmx;
@@ -201,13 +227,33 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         args.jstackdepth as usize,
     );
     *ENGINE.write() = Some(engine.clone());
-    if let Err(e) = engine.start(interval) {
+    if let Err(e) = engine.start(interval.unwrap_or(0)) {
         handler::disarm();
         *ENGINE.write() = None;
         return Err(Error::State(format!(
             "Failed to start the {} engine: {e}",
             engine.name()
         )));
+    }
+    if let Some(w) = &wall_engine {
+        crate::sample::wall::arm(
+            args.wall_collapsing,
+            args.wall_skip_idle,
+            args.wall_precheck,
+        );
+        if reset {
+            drop(wall::take_epochs());
+        }
+        if let Err(e) = w.start() {
+            crate::sample::wall::disarm();
+            engine.stop();
+            handler::disarm();
+            *ENGINE.write() = None;
+            return Err(Error::State(format!(
+                "Failed to start the {} engine: {e}",
+                w.name()
+            )));
+        }
     }
     for w in &warnings {
         log::warn(w);
@@ -224,6 +270,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     *session = Some(Session {
         args,
         engine,
+        wall: wall_engine,
         file,
         started: Instant::now(),
         started_epoch_ms: epoch_nanos() / 1_000_000,
@@ -368,6 +415,10 @@ pub fn stop(jni: *mut JNIEnv) -> Result<(), Error> {
     let Some(session) = guard.as_mut() else {
         return Err(Error::State("Profiler is not active".into()));
     };
+    if let Some(w) = &session.wall {
+        w.stop();
+        crate::sample::wall::disarm();
+    }
     session.engine.stop();
     handler::disarm();
     *ENGINE.write() = None;
@@ -480,12 +531,16 @@ fn write_chunk(
 
 pub fn status() -> String {
     let session = SESSION.lock();
-    let (running, engine) = match session.as_ref() {
-        Some(s) => (true, s.engine.name()),
-        None => (false, "None"),
+    let (running, engine, wall) = match session.as_ref() {
+        Some(s) => (
+            true,
+            s.engine.name(),
+            s.wall.as_ref().map_or("None", |w| w.name()),
+        ),
+        None => (false, "None", "None"),
     };
     format!(
-        "== Java-Profiler Status ===\n Running          : {running}\n CPU Engine       : {engine}\n WallClock Engine : None\n Allocations      : None\n"
+        "== Java-Profiler Status ===\n Running          : {running}\n CPU Engine       : {engine}\n WallClock Engine : {wall}\n Allocations      : None\n"
     )
 }
 
@@ -518,6 +573,12 @@ pub fn thread_started(tid: i32) {
 pub fn thread_ended(tid: i32) {
     if let Some(e) = ENGINE.read().as_ref() {
         e.thread_ended(tid);
+    }
+    crate::sample::wall::forget(tid);
+    // A registered thread leaves the wall-clock filter when its Java life ends, not only when
+    // its native thread exits later (the context's destructor frees the slot then).
+    if let Some(c) = crate::sample::context::current() {
+        crate::thread_filter::set(c, false);
     }
     threads::ended(tid, EPOCH.load(Ordering::Acquire));
 }

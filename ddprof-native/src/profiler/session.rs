@@ -6,12 +6,15 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::args::{Args, FjMethodId};
+use crate::engine::wall::WallClock;
 use crate::engine::Engine;
 
 /// A running recording.
 pub struct Session {
     pub args: Args,
     pub engine: Arc<dyn Engine>,
+    /// The wall-clock sampler, when `wall` was asked for.
+    pub wall: Option<Arc<WallClock>>,
     pub file: PathBuf,
     pub started: Instant,
     pub started_epoch_ms: i64,

@@ -221,8 +221,9 @@ pub struct ThreadContext {
     pub root_span_id: AtomicU64,
     /// Sidecar: per slot, `epoch << 32 | encoding` (`crate::context` dictionary id, 0 = unset).
     attrs: [AtomicU64; MAX_ATTRIBUTES],
-    /// Registered with `addThread()` (the wall-clock thread filter).
-    pub filtered_in: AtomicBool,
+    /// The thread's slot in the wall-clock thread filter (`crate::thread_filter`) plus 1;
+    /// 0: none yet.
+    pub filter_slot: AtomicU32,
     /// `otel_thread_ctx_v1` of this thread points at `record` (set by `crate::threads`).
     pub published: AtomicBool,
 }

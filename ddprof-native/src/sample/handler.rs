@@ -122,7 +122,7 @@ fn owns(code: c_int, value: u64) -> bool {
     }
 }
 
-fn monotonic_nanos() -> i64 {
+pub(super) fn monotonic_nanos() -> i64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -151,24 +151,86 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, uc: *mut libc::c
         return;
     }
     Counter::CtimerSignalOwn.inc();
-    // SeqCst pairs with `disarm`: either it sees this handler in flight, or this handler
-    // sees the gate closed.
-    IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
-    if RUNNING.load(Ordering::SeqCst) {
+    let gate = InFlight::enter();
+    if gate.open() {
         // A per-thread CPU timer fires on the scheduler tick: the expirations the kernel
         // merged into this signal (`si_overrun`) are CPU time this sample stands for.
         if si.overrun > 0 {
             Counter::CtimerOverruns.add(i64::from(si.overrun));
         }
-        sample(SignalContext(uc), 1 + u64::from(si.overrun));
+        let uc = SignalContext(uc);
+        let (mode, thread_state) = mode::of_interrupted(uc);
+        let sample = Sample {
+            kind: EventKind::Cpu,
+            weight: 1 + u64::from(si.overrun),
+            mode,
+            state: thread_state,
+            context: Context::of_current_thread(),
+        };
+        walk_and_record(uc, &sample);
     }
-    IN_FLIGHT.fetch_sub(1, Ordering::Release);
 }
 
-/// Walks and records one sample of the current thread, standing for `weight` sampling
-/// intervals of CPU time. Signal-safe.
-fn sample(uc: SignalContext, weight: u64) {
-    let Some(state) = STATE.get() else { return };
+/// A handler inside the gate: `disarm` waits until every one has left. Signal-safe.
+pub(super) struct InFlight;
+
+impl InFlight {
+    pub(super) fn enter() -> InFlight {
+        // SeqCst pairs with `disarm`: either it sees this handler in flight, or this handler
+        // sees the gate closed.
+        IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
+        InFlight
+    }
+
+    /// Whether sampling is armed.
+    pub(super) fn open(&self) -> bool {
+        RUNNING.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        IN_FLIGHT.fetch_sub(1, Ordering::Release);
+    }
+}
+
+/// What a handler records besides the stack: the event kind, its weight, the thread's mode,
+/// state and context.
+pub(super) struct Sample {
+    pub kind: EventKind,
+    pub weight: u64,
+    pub mode: u8,
+    pub state: u8,
+    pub context: Context,
+}
+
+/// Records `s` as a sample of thread `tid` with the trace `trace_id` interned in
+/// generation epoch `epoch`, without walking. None when that generation was retired since
+/// (walk instead). Signal-safe.
+pub(super) fn record_reused(tid: i32, s: &Sample, epoch: u64, trace_id: u32) -> Option<bool> {
+    let state = STATE.get()?;
+    let event = Event {
+        kind: s.kind,
+        weight: s.weight,
+        ticks: monotonic_nanos(),
+        tid,
+        context: s.context,
+        frames: &[],
+        truncated: false,
+        mode: s.mode,
+        state: s.state,
+    };
+    let done = record::record_reused(&state.recorder, &event, epoch, trace_id);
+    if done == Some(true) {
+        Counter::Samples.inc();
+    }
+    done
+}
+
+/// Walks and records one sample of the current thread. Returns the generation epoch and
+/// trace id it was recorded with (None: dropped). Signal-safe.
+pub(super) fn walk_and_record(uc: SignalContext, s: &Sample) -> Option<(u64, u32)> {
+    let state = STATE.get()?;
     let vm = match WALKER.load(Ordering::Relaxed) {
         x if x == WalkerKind::Vm as u8 => VmWalker::get(),
         _ => None,
@@ -179,7 +241,7 @@ fn sample(uc: SignalContext, weight: u64) {
         (None, Some(a)) => a,
         (None, None) => {
             Counter::AgctUnavailable.inc();
-            return;
+            return None;
         }
     };
     let start = monotonic_nanos();
@@ -198,7 +260,7 @@ fn sample(uc: SignalContext, weight: u64) {
         })
     else {
         Counter::SamplesDroppedBusy.inc();
-        return;
+        return None;
     };
     // SAFETY: we hold this stripe's busy flag, so no other handler touches its frames.
     let frames = unsafe { &mut *stripe.frames.get() };
@@ -219,26 +281,26 @@ fn sample(uc: SignalContext, weight: u64) {
     if walk.truncated {
         Counter::WalkTruncated.inc();
     }
-    let (mode, thread_state) = mode::of_interrupted(uc);
-    let recorded = record::record(
+    let recorded = record::record_traced(
         &state.recorder,
         &Event {
-            kind: EventKind::Cpu,
-            weight,
+            kind: s.kind,
+            weight: s.weight,
             ticks: start,
             tid,
-            context: Context::of_current_thread(),
+            context: s.context,
             frames: frames.get(..walk.frames).unwrap_or(&[]),
             truncated: walk.truncated,
-            mode,
-            state: thread_state,
+            mode: s.mode,
+            state: s.state,
         },
     );
     stripe.busy.store(false, Ordering::Release);
-    if recorded {
+    if recorded.is_some() {
         Counter::Samples.inc();
     }
     let spent = monotonic_nanos().wrapping_sub(start);
     Counter::UnwindingNanos.add(spent);
     Counter::UnwindingNanosMax.max(spent);
+    recorded
 }

@@ -25,3 +25,4 @@ pub mod tags;
 pub mod traces;
 pub mod vm;
 pub mod walk;
+pub mod wall;

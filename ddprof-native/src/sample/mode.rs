@@ -19,9 +19,21 @@ pub mod execution {
     pub const SYSCALL: u8 = 5;
 }
 
-/// `ThreadState` pool keys used for samples of running threads.
+/// `ThreadState` pool keys. They follow HotSpot's `OSThread` `ThreadState` values
+/// (allocated, initialized, runnable, monitor wait, condvar wait, object wait, breakpointed,
+/// sleeping, zombie), plus SYSCALL for a signal that interrupted a system call.
 pub mod state {
+    pub const UNKNOWN: u8 = 0;
+    pub const NEW: u8 = 1;
     pub const RUNNABLE: u8 = 2;
+    /// Monitor enter, contended.
+    pub const CONTENDED: u8 = 3;
+    /// Condition variable (LockSupport.park).
+    pub const PARKED: u8 = 4;
+    /// Object.wait.
+    pub const WAITING: u8 = 5;
+    pub const SLEEPING: u8 = 7;
+    pub const TERMINATED: u8 = 8;
     pub const SYSCALL: u8 = 9;
 }
 
@@ -31,6 +43,45 @@ pub fn of_interrupted(uc: SignalContext) -> (u8, u8) {
         return (execution::SYSCALL, state::SYSCALL);
     }
     (vm_mode(), state::RUNNABLE)
+}
+
+/// (mode, state) of a wall-clock sample: the state is the Java thread's OSThread state;
+/// where that is unknown (not a Java thread, or unreadable) SYSCALL when the signal
+/// interrupted a system call (mode SYSCALL too), else RUNNABLE. Signal-safe.
+pub fn of_wall(uc: SignalContext) -> (u8, u8) {
+    let st = os_thread_state();
+    if st != state::UNKNOWN {
+        return (vm_mode(), st);
+    }
+    if in_syscall(uc) || at_syscall(uc) {
+        return (execution::SYSCALL, state::SYSCALL);
+    }
+    (vm_mode(), state::RUNNABLE)
+}
+
+/// The current Java thread's `OSThread::_state` as a ThreadState key, UNKNOWN when there is
+/// no Java thread, no exported field, or a value outside HotSpot's range.
+fn os_thread_state() -> u8 {
+    let Some(threads) = layout::get().and_then(|l| l.threads.as_ref()) else {
+        return state::UNKNOWN;
+    };
+    let Some(offset) = threads.osthread_state else {
+        return state::UNKNOWN;
+    };
+    let Some(thread) = current_thread::java_thread() else {
+        return state::UNKNOWN;
+    };
+    let Some(osthread) = super::safe_access::load_usize(thread + threads.osthread) else {
+        return state::UNKNOWN;
+    };
+    if osthread == 0 {
+        return state::UNKNOWN;
+    }
+    match super::safe_access::load_u32(osthread + offset) {
+        // ALLOCATED (0) reads as UNKNOWN; INITIALIZED..ZOMBIE map one to one.
+        Some(v @ 1..=8) => v as u8,
+        _ => state::UNKNOWN,
+    }
 }
 
 /// The mode HotSpot's thread state gives: JAVA, JVM, NATIVE or SAFEPOINT for a Java
@@ -78,8 +129,24 @@ fn in_syscall(uc: SignalContext) -> bool {
         .is_some_and(|op| op == SYSCALL)
 }
 
+/// Whether the pc is at a `syscall` instruction: a restartable system call interrupted by
+/// the signal, which the kernel rewound to run again after the handler.
+#[cfg(target_arch = "x86_64")]
+fn at_syscall(uc: SignalContext) -> bool {
+    const SYSCALL: u16 = 0x050f;
+    let Some(regs) = super::walk::regs::Regs::from_context(uc) else {
+        return false;
+    };
+    super::safe_access::load_u16(regs.pc).is_some_and(|op| op == SYSCALL)
+}
+
 /// Other architectures: not recognised yet (the sample keeps the VM's mode).
 #[cfg(not(target_arch = "x86_64"))]
 fn in_syscall(_uc: SignalContext) -> bool {
+    false
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn at_syscall(_uc: SignalContext) -> bool {
     false
 }

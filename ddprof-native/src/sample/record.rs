@@ -14,12 +14,19 @@ use super::traces::{Recorder, SampleRecord};
 pub enum EventKind {
     /// CPU time (`datadog.ExecutionSample`); weight 1 per sampling interval.
     Cpu = 0,
+    /// Wall-clock time (`datadog.MethodSample`); weight 1 per signal, more only for the
+    /// observations a sample stands for (wall precheck, idle threads not signalled).
+    Wall = 1,
 }
 
 impl EventKind {
     /// The kind stored in a record, if it is one this build knows.
     pub fn from_raw(raw: u8) -> Option<EventKind> {
-        (raw == EventKind::Cpu as u8).then_some(EventKind::Cpu)
+        match raw {
+            x if x == EventKind::Cpu as u8 => Some(EventKind::Cpu),
+            x if x == EventKind::Wall as u8 => Some(EventKind::Wall),
+            _ => None,
+        }
     }
 }
 
@@ -72,7 +79,31 @@ pub struct Event<'a> {
 /// Interns the event's trace and appends its record. Signal-safe (no allocation, no lock;
 /// bounded spins in the trace table). Returns false when the event was dropped (counted).
 pub fn record(recorder: &Recorder, event: &Event) -> bool {
-    recorder.record(event.frames, event.truncated, |trace_id| SampleRecord {
+    record_traced(recorder, event).is_some()
+}
+
+/// [`record`], returning the generation epoch and trace id the event got (for a source
+/// that may reuse the trace of an unchanged stack, [`record_reused`]). None when dropped.
+pub fn record_traced(recorder: &Recorder, event: &Event) -> Option<(u64, u32)> {
+    recorder.record_traced(event.frames, event.truncated, |trace_id| {
+        sample_record(event, trace_id)
+    })
+}
+
+/// Records `event` (its frames ignored) with the trace `trace_id` interned in generation
+/// epoch `epoch`. None, and nothing recorded, when a dump retired that generation since:
+/// the caller walks and records normally. Signal-safe.
+pub fn record_reused(
+    recorder: &Recorder,
+    event: &Event,
+    epoch: u64,
+    trace_id: u32,
+) -> Option<bool> {
+    recorder.record_reused(epoch, trace_id, |id| sample_record(event, id))
+}
+
+fn sample_record(event: &Event, trace_id: u32) -> SampleRecord {
+    SampleRecord {
         ticks: event.ticks,
         span_id: event.context.span_id,
         root_span_id: event.context.root_span_id,
@@ -83,5 +114,5 @@ pub fn record(recorder: &Recorder, event: &Event) -> bool {
         event: event.kind as u8,
         mode: event.mode,
         state: event.state,
-    })
+    }
 }

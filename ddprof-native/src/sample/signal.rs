@@ -8,6 +8,13 @@ pub type Handler = extern "C" fn(c_int, *mut libc::siginfo_t, *mut libc::c_void)
 
 pub const SAMPLING_SIGNAL: c_int = libc::SIGPROF;
 
+/// The wall-clock engine's signal: the sampler thread queues it to each chosen thread with
+/// `rt_tgsigqueueinfo` (`SI_QUEUE`, carrying [`WALL_SIGNAL_COOKIE`]).
+pub const WALL_SIGNAL: c_int = libc::SIGVTALRM;
+
+/// Value carried by our wall-clock signals (`si_value` of SI_QUEUE).
+pub const WALL_SIGNAL_COOKIE: u64 = 0x6464_7072_6f66_0002;
+
 /// Value carried by our own timer signals (`si_value` of SI_TIMER), to tell them from
 /// anyone else's SIGPROF.
 pub const TIMER_SIGNAL_MAGIC: u64 = 0x6464_7072_6f66_0001;
@@ -29,6 +36,7 @@ impl SigactionFailed {
                 libc::SIGSEGV => "SIGSEGV",
                 libc::SIGBUS => "SIGBUS",
                 libc::SIGPROF => "SIGPROF",
+                libc::SIGVTALRM => "SIGVTALRM",
                 _ => "signal",
             },
             step,
@@ -102,11 +110,28 @@ impl Default for Previous {
 /// The sampling signal's disposition before ours.
 static PREVIOUS: Previous = Previous::new();
 static INSTALLED: AtomicBool = AtomicBool::new(false);
+/// The wall-clock signal's disposition before ours.
+static PREVIOUS_WALL: Previous = Previous::new();
+static INSTALLED_WALL: AtomicBool = AtomicBool::new(false);
 
 /// Installs `handler` for the sampling signal once (idempotent; callers are serialised by
 /// the profiler lock).
 pub fn install(handler: Handler) -> Result<(), SigactionFailed> {
-    if INSTALLED.load(Ordering::Acquire) {
+    install_once(SAMPLING_SIGNAL, handler, &PREVIOUS, &INSTALLED)
+}
+
+/// Installs `handler` for the wall-clock signal once, as [`install`] does for SIGPROF.
+pub fn install_wall(handler: Handler) -> Result<(), SigactionFailed> {
+    install_once(WALL_SIGNAL, handler, &PREVIOUS_WALL, &INSTALLED_WALL)
+}
+
+fn install_once(
+    sig: c_int,
+    handler: Handler,
+    previous: &Previous,
+    installed: &AtomicBool,
+) -> Result<(), SigactionFailed> {
+    if installed.load(Ordering::Acquire) {
         return Ok(());
     }
     // SAFETY: sigaction with zeroed structs filled before use.
@@ -116,14 +141,14 @@ pub fn install(handler: Handler) -> Result<(), SigactionFailed> {
         sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
         libc::sigemptyset(&mut sa.sa_mask);
         let mut old: libc::sigaction = std::mem::zeroed();
-        if libc::sigaction(SAMPLING_SIGNAL, &sa, &mut old) != 0 {
-            return Err(SigactionFailed::now(SAMPLING_SIGNAL, "install"));
+        if libc::sigaction(sig, &sa, &mut old) != 0 {
+            return Err(SigactionFailed::now(sig, "install"));
         }
         if old.sa_sigaction != handler as usize {
-            PREVIOUS.record(&old);
+            previous.record(&old);
         }
     }
-    INSTALLED.store(true, Ordering::Release);
+    installed.store(true, Ordering::Release);
     Ok(())
 }
 
@@ -131,6 +156,11 @@ pub fn install(handler: Handler) -> Result<(), SigactionFailed> {
 /// Signal-safe.
 pub fn chain(sig: c_int, info: *mut libc::siginfo_t, uc: *mut libc::c_void) {
     PREVIOUS.call(sig, info, uc);
+}
+
+/// [`chain`] for the wall-clock signal. Signal-safe.
+pub fn chain_wall(sig: c_int, info: *mut libc::siginfo_t, uc: *mut libc::c_void) {
+    PREVIOUS_WALL.call(sig, info, uc);
 }
 
 /// Queries `sig`'s disposition, for installers that build on it. `Err` carries errno.
@@ -157,8 +187,9 @@ pub fn replace(sig: c_int, new: &libc::sigaction) -> Result<libc::sigaction, Sig
     }
 }
 
-/// What a handler needs of a siginfo: `si_code`, and for POSIX timer signals (`SI_TIMER`)
-/// `si_value` and `si_overrun`, the expirations the kernel merged into this one signal.
+/// What a handler needs of a siginfo: `si_code`, for POSIX timer signals (`SI_TIMER`)
+/// `si_value` and `si_overrun`, the expirations the kernel merged into this one signal, and
+/// for queued signals (`SI_QUEUE`) `si_value`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SigInfo {
     pub code: c_int,
@@ -175,9 +206,18 @@ pub unsafe fn read_info(info: *const libc::siginfo_t) -> SigInfo {
         return SigInfo::default();
     }
     // SAFETY: the kernel's siginfo is 128 bytes; si_code sits at offset 8 and, for
-    // SI_TIMER, the union at 16 holds si_tid (16), si_overrun (20) and si_value (24).
+    // SI_TIMER, the union at 16 holds si_tid (16), si_overrun (20) and si_value (24); for
+    // SI_QUEUE si_pid (16), si_uid (20) and si_value (24).
     unsafe {
         let code = (*info).si_code;
+        if code == libc::SI_QUEUE {
+            let base = info as *const u8;
+            return SigInfo {
+                code,
+                value: base.add(24).cast::<u64>().read_unaligned(),
+                overrun: 0,
+            };
+        }
         if code != libc::SI_TIMER {
             return SigInfo {
                 code,

@@ -57,6 +57,8 @@ pub struct Generation {
     round: AtomicU32,
     /// A clear was due while a writer was still inside (see the module comment).
     dirty: AtomicBool,
+    /// 0 or 1: which of the recorder's two this is (part of [`Generation::epoch`]).
+    index: u64,
 }
 
 // SAFETY: a record cell is written only by the writer that reserved its index with
@@ -65,7 +67,7 @@ pub struct Generation {
 unsafe impl Sync for Generation {}
 
 impl Generation {
-    fn new(trace_slots: usize, frames: usize, samples: usize) -> Generation {
+    fn new(index: u64, trace_slots: usize, frames: usize, samples: usize) -> Generation {
         Generation {
             traces: TraceTable::new(trace_slots, frames),
             samples: Mapped::new(samples, Category::SampleBuffers),
@@ -73,6 +75,7 @@ impl Generation {
             writers: AtomicUsize::new(0),
             round: AtomicU32::new(1),
             dirty: AtomicBool::new(false),
+            index,
         }
     }
 
@@ -97,6 +100,12 @@ impl Generation {
     /// How many [`Self::samples`] there are.
     pub fn sample_count(&self) -> usize {
         self.samples().count()
+    }
+
+    /// Which activation of this generation is running: its index and its round (bumped by
+    /// every clear), so a trace id is reused only within the activation that interned it.
+    fn epoch(&self) -> u64 {
+        (u64::from(self.round.load(Ordering::Relaxed)) << 1) | self.index
     }
 
     /// Waits (bounded) until no writer is inside. Not signal-safe.
@@ -137,8 +146,8 @@ impl Recorder {
     pub fn new(trace_slots: usize, frames: usize, samples: usize) -> Recorder {
         Recorder {
             gens: [
-                Generation::new(trace_slots, frames, samples),
-                Generation::new(trace_slots, frames, samples),
+                Generation::new(0, trace_slots, frames, samples),
+                Generation::new(1, trace_slots, frames, samples),
             ],
             active: AtomicUsize::new(0),
         }
@@ -152,6 +161,66 @@ impl Recorder {
         truncated: bool,
         make: impl Fn(u32) -> SampleRecord,
     ) -> bool {
+        self.record_traced(frames, truncated, make).is_some()
+    }
+
+    /// [`Recorder::record`], returning the generation's epoch and the trace id the sample
+    /// got, so a later sample with the same stack can reuse it ([`Recorder::record_reused`]).
+    /// None when the sample was dropped. Signal-safe.
+    pub fn record_traced(
+        &self,
+        frames: &[Frame],
+        truncated: bool,
+        make: impl Fn(u32) -> SampleRecord,
+    ) -> Option<(u64, u32)> {
+        self.append(
+            |gen| {
+                Some(if frames.is_empty() {
+                    0
+                } else {
+                    gen.traces.insert(frames, truncated).unwrap_or(0)
+                })
+            },
+            make,
+        )
+    }
+
+    /// Appends a sample whose trace was interned earlier in the same generation epoch (what
+    /// [`Recorder::record_traced`] returned), without interning again. None, and nothing
+    /// recorded, when a dump has retired that generation since. Signal-safe.
+    pub fn record_reused(
+        &self,
+        epoch: u64,
+        trace_id: u32,
+        make: impl Fn(u32) -> SampleRecord,
+    ) -> Option<bool> {
+        let mut stale = false;
+        let done = self.append(
+            |gen| {
+                if gen.epoch() == epoch {
+                    Some(trace_id)
+                } else {
+                    stale = true;
+                    None
+                }
+            },
+            make,
+        );
+        if stale {
+            None
+        } else {
+            Some(done.is_some())
+        }
+    }
+
+    /// Registers as a writer of the active generation, takes a trace id from `trace` (None:
+    /// record nothing), appends `make(trace_id)`, leaves. Returns the epoch and trace id of
+    /// the stored sample.
+    fn append(
+        &self,
+        trace: impl FnOnce(&Generation) -> Option<u32>,
+        make: impl Fn(u32) -> SampleRecord,
+    ) -> Option<(u64, u32)> {
         let gen = loop {
             // SeqCst on both sides of the handshake (here and in `flip`): a store then a load
             // of another location, which only sequential consistency keeps in order.
@@ -164,23 +233,22 @@ impl Recorder {
             // A dump flipped between our load and our registration: use the new one.
             gen.writers.fetch_sub(1, Ordering::Release);
         };
+        let Some(trace_id) = trace(gen) else {
+            gen.writers.fetch_sub(1, Ordering::Release);
+            return None;
+        };
         let index = gen.samples_used.fetch_add(1, Ordering::Relaxed);
         let stored = match gen.samples.get(index) {
             Some(cell) => {
-                let trace_id = if frames.is_empty() {
-                    0
-                } else {
-                    gen.traces.insert(frames, truncated).unwrap_or(0)
-                };
                 // SAFETY: `index` was reserved by this writer alone.
                 unsafe { *cell.record.get() = make(trace_id) };
                 cell.round
                     .store(gen.round.load(Ordering::Relaxed), Ordering::Release);
-                true
+                Some((gen.epoch(), trace_id))
             }
             None => {
                 Counter::SamplesDroppedBufferFull.inc();
-                false
+                None
             }
         };
         gen.writers.fetch_sub(1, Ordering::Release);

@@ -27,6 +27,9 @@ pub struct ThreadsGroup {
     pub osthread: usize,
     /// `OSThread::_thread_id`: the kernel tid.
     pub osthread_thread_id: Field,
+    /// `OSThread::_state` (HotSpot's `ThreadState`, an int: runnable, monitor/condvar/object
+    /// wait, sleeping, ...), read for wall-clock samples; never required.
+    pub osthread_state: Option<usize>,
     /// `JavaThread::_stack_base` (highest address) and `_stack_size`.
     pub stack_base: usize,
     pub stack_size: usize,

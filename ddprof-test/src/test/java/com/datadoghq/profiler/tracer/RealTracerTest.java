@@ -179,8 +179,9 @@ class RealTracerTest {
                 "-Ddd.profiling.ddprof.enabled=true",
                 "-Ddd.profiling.ddprof.cpu.enabled=true",
                 "-Ddd.profiling.ddprof.cpu.interval.ms=" + CPU_INTERVAL_MS,
-                // Not sampled by ddprof yet; the checks are about CPU samples and their context.
-                "-Ddd.profiling.ddprof.wall.enabled=false",
+                // Wall clock as the tracer sets it up by default (wall=~50m,filter=0, addThread and
+                // removeThread on span activation); allocation and live heap are not sampled yet.
+                "-Ddd.profiling.ddprof.wall.enabled=true",
                 // The OTel process context (OTelContext natives): off by default in 1.56.
                 "-Ddd.profiling.experimental.process_context.enabled=true",
                 "-Ddd.profiling.ddprof.alloc.enabled=false",
@@ -295,6 +296,7 @@ class RealTracerTest {
         List<Path> uploads = intake.uploads();
         List<Long> arrivals = intake.uploadNanos();
         List<RecordedEvent> samples = new ArrayList<>();
+        List<RecordedEvent> wallSamples = new ArrayList<>();
         List<RecordedEvent> endpoints = new ArrayList<>();
         List<String> missingChunk = new ArrayList<>();
         int periodic = 0;
@@ -303,6 +305,7 @@ class RealTracerTest {
             periodic += beforeStop ? 1 : 0;
             UploadContent c = read(uploads.get(u));
             samples.addAll(c.executionSamples);
+            wallSamples.addAll(c.methodSamples);
             endpoints.addAll(c.endpoints);
             checks.note("upload " + uploads.get(u).getFileName() + (beforeStop ? "" : " (at shutdown)") + ": " + c.describe());
             // An upload at shutdown may carry an empty ddprof chunk that the JDK's parser
@@ -353,6 +356,19 @@ class RealTracerTest {
                 rightOperation + " of " + withAppSpan + (inSpans.isEmpty() ? "" : "; fields of a sample: "
                         + inSpans.get(0).getFields().stream().map(v -> v.getName()).collect(Collectors.toList())));
 
+        // Wall samples: the tracer registers a worker while a span is active, so the workers' wall
+        // samples fall in the app's spans. At 50 ms their ~2 s of CPU in spans give ~40 per worker.
+        List<RecordedEvent> wallWorkers = wallSamples.stream().filter(e -> {
+            String t = JfrReader.threadName(e);
+            return t != null && t.startsWith(TracedApp.WORKER_PREFIX);
+        }).collect(Collectors.toList());
+        long wallInApp = wallWorkers.stream().filter(e -> appSpans.contains(e.getLong("spanId"))).count();
+        checks.note("wall: " + wallSamples.size() + " datadog.MethodSample, " + wallWorkers.size() + " on the workers, "
+                + wallInApp + " of those in the app's spans");
+        checks.check(wallWorkers.size() >= 10 && wallInApp >= 0.8 * wallWorkers.size(),
+                "wall samples of the workers (>= 10) carry the app's spans (>= 80%)",
+                wallInApp + " of " + wallWorkers.size());
+
         // Endpoints: the tracer records each root span's resource.
         List<RecordedEvent> appEndpoints = endpoints.stream()
                 .filter(e -> roots.contains(e.getLong("localRootSpanId"))).collect(Collectors.toList());
@@ -375,6 +391,7 @@ class RealTracerTest {
         long jmcOnlySamples;
         final List<String> unreadable = new ArrayList<>();
         final List<RecordedEvent> executionSamples = new ArrayList<>();
+        final List<RecordedEvent> methodSamples = new ArrayList<>();
         final List<RecordedEvent> endpoints = new ArrayList<>();
 
         String describe() {
@@ -406,6 +423,7 @@ class RealTracerTest {
                 // include a datadog.Endpoint of the same name.
                 boolean ddprof = false;
                 List<RecordedEvent> samples = new ArrayList<>();
+                List<RecordedEvent> wall = new ArrayList<>();
                 List<RecordedEvent> endpoints = new ArrayList<>();
                 while (rf.hasMoreEvents()) {
                     RecordedEvent e = rf.readEvent();
@@ -416,11 +434,14 @@ class RealTracerTest {
                         samples.add(e);
                     } else if (type.equals("datadog.Endpoint")) {
                         endpoints.add(e);
+                    } else if (type.equals("datadog.MethodSample")) {
+                        wall.add(e);
                     }
                 }
                 if (ddprof) {
                     c.ddprofChunks++;
                     c.executionSamples.addAll(samples);
+                    c.methodSamples.addAll(wall);
                     c.endpoints.addAll(endpoints);
                 } else {
                     c.otherEndpoints += endpoints.size();
