@@ -438,8 +438,8 @@ impl ThreadContext {
 /// Where the Java writer (`DirectContextWriter`, which stores into a thread's context through a
 /// direct `ByteBuffer` instead of a JNI call) finds each field, in this order; one place for the
 /// layout, read by Java once (`JavaProfiler.contextLayout0`). Field sizes: ids 8 bytes each, big
-/// endian in the record; sidecar words native order; `valid` and `filtered_in` one byte.
-pub fn java_layout() -> [i32; 13] {
+/// endian in the record; sidecar words native order; `valid` one byte.
+pub fn java_layout() -> [i32; 12] {
     use std::mem::offset_of;
     let record = offset_of!(ThreadContext, record);
     [
@@ -453,7 +453,6 @@ pub fn java_layout() -> [i32; 13] {
         offset_of!(ThreadContext, root_span_id) as i32,
         offset_of!(ThreadContext, attrs) as i32,
         MAX_ATTRIBUTES as i32,
-        offset_of!(ThreadContext, filtered_in) as i32,
         MAX_VALUE_BYTES as i32,
         LRS_KEY as i32,
     ]

@@ -36,7 +36,6 @@ final class DirectContextWriter extends ContextWriter {
     private static final int ROOT_SPAN_ID;
     private static final int ENCODINGS;
     private static final int SLOTS;
-    private static final int FILTERED_IN;
     private static final int MAX_VALUE_BYTES;
     private static final byte LRS_KEY;
 
@@ -62,9 +61,8 @@ final class DirectContextWriter extends ContextWriter {
         ROOT_SPAN_ID = l[7];
         ENCODINGS = l[8];
         SLOTS = l[9];
-        FILTERED_IN = l[10];
-        MAX_VALUE_BYTES = l[11];
-        LRS_KEY = (byte) l[12];
+        MAX_VALUE_BYTES = l[10];
+        LRS_KEY = (byte) l[11];
         MethodHandle isVirtual;
         try {
             isVirtual = MethodHandles.publicLookup()
@@ -443,8 +441,4 @@ final class DirectContextWriter extends ContextWriter {
         }
     }
 
-    @Override
-    void filter(boolean add) {
-        buf.put(FILTERED_IN, (byte) (add ? 1 : 0));
-    }
 }
