@@ -14,13 +14,31 @@ use super::traces::{Recorder, SampleRecord};
 pub enum EventKind {
     /// CPU time (`datadog.ExecutionSample`); weight 1 per sampling interval.
     Cpu = 0,
+    /// A sampled allocation (`datadog.ObjectSample`, JVMTI SampledObjectAlloc); its size,
+    /// class and float weight are in [`Allocation`].
+    Alloc = 1,
 }
 
 impl EventKind {
     /// The kind stored in a record, if it is one this build knows.
     pub fn from_raw(raw: u8) -> Option<EventKind> {
-        (raw == EventKind::Cpu as u8).then_some(EventKind::Cpu)
+        match raw {
+            x if x == EventKind::Cpu as u8 => Some(EventKind::Cpu),
+            x if x == EventKind::Alloc as u8 => Some(EventKind::Alloc),
+            _ => None,
+        }
     }
+}
+
+/// What an allocation sample adds to its [`Event`].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Allocation {
+    /// Bytes of the sampled object.
+    pub size: u64,
+    /// Id of its class name (`crate::alloc` class-name table).
+    pub class_id: u32,
+    /// Objects of this size the sample stands for: `1 / (1 - exp(-size / interval))`.
+    pub weight: f32,
 }
 
 /// The trace context of the sampled thread at the instant of the sample.
@@ -72,6 +90,15 @@ pub struct Event<'a> {
 /// Interns the event's trace and appends its record. Signal-safe (no allocation, no lock;
 /// bounded spins in the trace table). Returns false when the event was dropped (counted).
 pub fn record(recorder: &Recorder, event: &Event) -> bool {
+    record_with(recorder, event, &Allocation::default())
+}
+
+/// [`record`] for an allocation sample (`event.kind` is [`EventKind::Alloc`]).
+pub fn record_allocation(recorder: &Recorder, event: &Event, alloc: &Allocation) -> bool {
+    record_with(recorder, event, alloc)
+}
+
+fn record_with(recorder: &Recorder, event: &Event, alloc: &Allocation) -> bool {
     recorder.record(event.frames, event.truncated, |trace_id| SampleRecord {
         ticks: event.ticks,
         span_id: event.context.span_id,
@@ -83,5 +110,8 @@ pub fn record(recorder: &Recorder, event: &Event) -> bool {
         event: event.kind as u8,
         mode: event.mode,
         state: event.state,
+        size: alloc.size,
+        class_id: alloc.class_id,
+        alloc_weight: alloc.weight.to_bits(),
     })
 }
