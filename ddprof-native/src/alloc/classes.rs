@@ -52,7 +52,10 @@ pub fn id_of(class: jclass) -> u32 {
 
 /// `Lfoo/Bar;` -> `foo/Bar`; arrays and primitives stay as they are.
 fn internal_name(signature: &str) -> String {
-    match signature.strip_prefix('L').and_then(|s| s.strip_suffix(';')) {
+    match signature
+        .strip_prefix('L')
+        .and_then(|s| s.strip_suffix(';'))
+    {
         Some(inner) => inner.to_string(),
         None => signature.to_string(),
     }

@@ -20,6 +20,9 @@
 //! Everything here runs on JVM threads (the allocating thread's callback, the dump), never in
 //! a signal handler; one mutex guards the table, and its memory is charged to `live_heap`.
 
+// JNI handles are opaque tokens the JVM validates (as in crate::vm).
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -41,6 +44,13 @@ static GC_EPOCH: AtomicU64 = AtomicU64::new(0);
 static ENABLED: AtomicBool = AtomicBool::new(false);
 /// `f64::to_bits` of the fraction of samples kept.
 static RATIO: AtomicU64 = AtomicU64::new(0);
+/// Bumped by every `start` (not `resume`): the context dictionary's ids are per recording.
+static RECORDING: AtomicU64 = AtomicU64::new(0);
+
+/// A new recording begins: attribute ids of entries made before it no longer mean anything.
+pub fn new_recording() {
+    RECORDING.fetch_add(1, Ordering::AcqRel);
+}
 
 struct Entry {
     weak: usize,
@@ -57,6 +67,8 @@ struct Entry {
     age: u64,
     context: Context,
     class_id: u32,
+    /// [`RECORDING`] when it was made.
+    recording: u64,
 }
 
 struct Trace {
@@ -255,6 +267,7 @@ pub fn add(jni: *mut JNIEnv, object: jobject, s: &Sample) {
         age: 0,
         context: s.context,
         class_id: s.class_id,
+        recording: RECORDING.load(Ordering::Acquire),
     });
     Counter::LiveHeapTracked.set(t.entries.len() as i64);
     Counter::LiveHeapTraces.set(t.traces.len() as i64);
@@ -312,6 +325,7 @@ pub fn snapshot(jni: *mut JNIEnv) -> Snapshot {
         return Snapshot::default();
     };
     t.cleanup(jni);
+    let recording = RECORDING.load(Ordering::Acquire);
     let objects = t
         .entries
         .iter()
@@ -326,7 +340,14 @@ pub fn snapshot(jni: *mut JNIEnv) -> Snapshot {
                 ((f64::from(e.weight) * e.size as f64 + e.skipped as f64) / e.size as f64) as f32
             },
             age: e.age,
-            context: e.context,
+            context: if e.recording == recording {
+                e.context
+            } else {
+                Context {
+                    attrs: Default::default(),
+                    ..e.context
+                }
+            },
             class_id: e.class_id,
         })
         .collect();
@@ -426,6 +447,9 @@ mod tests {
         }
         assert!((2_000..3_000).contains(&kept), "kept {kept}");
         // Every byte lands in a kept sample, except those after the last one.
-        assert!(carried <= 1_000_000 && carried > 990_000, "carried {carried}");
+        assert!(
+            carried <= 1_000_000 && carried > 990_000,
+            "carried {carried}"
+        );
     }
 }

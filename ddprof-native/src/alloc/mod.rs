@@ -12,6 +12,9 @@
 //! taken, never below the configured interval (`DDPROF_TEST_DISABLE_RATE_LIMIT=1` turns it
 //! off, as upstream).
 
+// JNI handles are opaque tokens the JVM validates (as in crate::vm).
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
 pub mod classes;
 pub mod live;
 
@@ -75,13 +78,13 @@ fn acquire(jvmti: Jvmti) -> Result<bool, String> {
                     .is_ok();
             Ok(gc_events)
         }
-        Err(jvmti::JVMTI_ERROR_NOT_AVAILABLE) => Err(
-            "allocation sampling is unavailable: the JVMTI capability \
+        Err(jvmti::JVMTI_ERROR_NOT_AVAILABLE) => {
+            Err("allocation sampling is unavailable: the JVMTI capability \
              can_generate_sampled_object_alloc_events is held by another agent (only one \
              JVMTI environment may sample allocations), or this JVM does not support heap \
              sampling (JDK 11+)"
-                .to_string(),
-        ),
+                .to_string())
+        }
         Err(e) => Err(format!(
             "allocation sampling is unavailable: JVMTI AddCapabilities failed ({e})"
         )),
@@ -100,8 +103,13 @@ pub fn start(
     m: &Memory,
     walker: WalkerKind,
     depth: usize,
+    new_recording: bool,
 ) -> Result<Vec<String>, String> {
     let mut warnings = Vec::new();
+    if new_recording {
+        // Context attribute ids are per recording: older entries lose theirs.
+        live::new_recording();
+    }
     let gc_events = acquire(jvmti)?;
     let interval = effective_interval(m.interval);
     sampler::arm(walker, depth);
@@ -166,7 +174,12 @@ pub fn runtime_long(jni: *mut JNIEnv, method: &str) -> Option<i64> {
     // SAFETY: `jni` is the current thread's JNIEnv.
     let mut env = unsafe { jni::JNIEnv::from_raw(jni) }.ok()?;
     let value = env
-        .call_static_method("java/lang/Runtime", "getRuntime", "()Ljava/lang/Runtime;", &[])
+        .call_static_method(
+            "java/lang/Runtime",
+            "getRuntime",
+            "()Ljava/lang/Runtime;",
+            &[],
+        )
         .and_then(|r| r.l())
         .and_then(|rt| {
             let v = env.call_method(&rt, method, "()J", &[]).and_then(|v| v.j());
@@ -250,8 +263,7 @@ fn rate_tick() {
     let next = retarget(current, rate, CONFIGURED.load(Ordering::Relaxed));
     if next != current {
         if let Some(j) = crate::vm::jvmti() {
-            if j
-                .set_heap_sampling_interval(i32::try_from(next).unwrap_or(i32::MAX))
+            if j.set_heap_sampling_interval(i32::try_from(next).unwrap_or(i32::MAX))
                 .is_ok()
             {
                 INTERVAL.store(next, Ordering::Relaxed);
@@ -294,7 +306,11 @@ mod tests {
         assert_eq!(retarget(floor, 200.0, floor), 2 * floor);
         assert_eq!(retarget(floor, 10_000.0, floor), 4 * floor);
         assert_eq!(retarget(4 * floor, 50.0, floor), 2 * floor);
-        assert_eq!(retarget(floor, 1.0, floor), floor, "never below the configured interval");
+        assert_eq!(
+            retarget(floor, 1.0, floor),
+            floor,
+            "never below the configured interval"
+        );
         assert_eq!(retarget(i32::MAX as u64, 1e9, floor), i32::MAX as u64);
     }
 }

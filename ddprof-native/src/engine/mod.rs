@@ -3,6 +3,7 @@
 
 pub mod ctimer;
 pub mod itimer;
+pub mod none;
 
 use crate::sample::handler::SignalSource;
 

@@ -11,7 +11,7 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::args::{self, Action, Args, CStack, CpuEngine as EngineChoice, FjMethodId};
 use crate::counters;
-use crate::engine::{ctimer::CTimer, itimer::ITimer, Engine};
+use crate::engine::{ctimer::CTimer, itimer::ITimer, none::NoCpu, Engine};
 use crate::hotspot::{trace_id, vmstructs};
 use crate::methods::{lazy, preload};
 use crate::sample::handler::{self, WalkerKind};
@@ -114,12 +114,14 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     let jvmti = vm::jvmti().ok_or_else(|| Error::State("JVMTI is not available".into()))?;
     // `args::parse` ran the start-time checks (`Args::validate_for_start`): a file is set
     // and something is asked for. What remains is whether this build samples any of it:
-    // CPU is the only engine today.
+    // CPU and allocations (`memory` with `a`, `l` or `L`).
     let file = PathBuf::from(args.file.clone().unwrap_or_default());
     let reset = args.action == Action::Start;
-    let interval = args
-        .cpu_interval_ns
-        .ok_or_else(|| Error::Argument(args::REASON_NO_EVENTS.into()))?;
+    let interval = args.cpu_interval_ns;
+    let memory = args.memory.clone().filter(|m| m.allocations || m.liveness);
+    if interval.is_none() && memory.is_none() {
+        return Err(Error::Argument(args::REASON_NO_EVENTS.into()));
+    }
     open_output(&file, reset)?;
 
     for option in args.not_yet_sampled() {
@@ -173,9 +175,10 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     // started before us and JVMTI ThreadStart will never report it.
     register_current_thread(jni);
 
-    let engine: Arc<dyn Engine> = match args.cpu_engine {
-        EngineChoice::CTimer => Arc::new(CTimer::default()),
-        EngineChoice::ITimer => Arc::new(ITimer),
+    let engine: Arc<dyn Engine> = match (interval, args.cpu_engine) {
+        (None, _) => Arc::new(NoCpu),
+        (Some(_), EngineChoice::CTimer) => Arc::new(CTimer::default()),
+        (Some(_), EngineChoice::ITimer) => Arc::new(ITimer),
     };
     // cstack=vmx: the VM walker also records native frames (sample/walk/native.rs).
     let mixed = walker == WalkerKind::Vm && args.cstack == CStack::Vmx;
@@ -193,13 +196,26 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         args.jstackdepth as usize,
     );
     *ENGINE.write() = Some(engine.clone());
-    if let Err(e) = engine.start(interval) {
+    if let Err(e) = engine.start(interval.unwrap_or(0)) {
         handler::disarm();
         *ENGINE.write() = None;
         return Err(Error::State(format!(
             "Failed to start the {} engine: {e}",
             engine.name()
         )));
+    }
+    if let Some(m) = &memory {
+        // Allocation samples walk with the same walker and depth as CPU samples.
+        let depth = (args.jstackdepth as usize).min(crate::sample::alloc::MAX_DEPTH);
+        match crate::alloc::start(jvmti, jni, m, walker, depth, reset) {
+            Ok(w) => warnings.extend(w),
+            Err(e) => {
+                engine.stop();
+                handler::disarm();
+                *ENGINE.write() = None;
+                return Err(Error::State(e));
+            }
+        }
     }
     for w in &warnings {
         log::warn(w);
@@ -361,6 +377,9 @@ pub fn stop(jni: *mut JNIEnv) -> Result<(), Error> {
         return Err(Error::State("Profiler is not active".into()));
     };
     session.engine.stop();
+    if let Some(jvmti) = vm::jvmti() {
+        crate::alloc::stop(jvmti);
+    }
     handler::disarm();
     *ENGINE.write() = None;
     crate::tracing::on_stop();
@@ -483,8 +502,12 @@ pub fn status() -> String {
         Some(s) => (true, s.engine.name()),
         None => (false, "None"),
     };
+    let allocations = match session.as_ref().and_then(|s| s.args.memory.as_ref()) {
+        Some(m) if m.allocations || m.liveness => "JVMTI SampledObjectAlloc",
+        _ => "None",
+    };
     format!(
-        "== Java-Profiler Status ===\n Running          : {running}\n CPU Engine       : {engine}\n WallClock Engine : None\n Allocations      : None\n"
+        "== Java-Profiler Status ===\n Running          : {running}\n CPU Engine       : {engine}\n WallClock Engine : None\n Allocations      : {allocations}\n"
     )
 }
 

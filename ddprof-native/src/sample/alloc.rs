@@ -67,17 +67,11 @@ pub fn sample(s: &Sampled, keep: impl FnOnce(&[Frame], bool, &Context, i64)) -> 
     };
     let tid = gettid();
     let first = (tid as usize) % STRIPES;
-    let Some(stripe) = stripes
-        .iter()
-        .cycle()
-        .skip(first)
-        .take(STRIPES)
-        .find(|s| {
-            s.busy
-                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-        })
-    else {
+    let Some(stripe) = stripes.iter().cycle().skip(first).take(STRIPES).find(|s| {
+        s.busy
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }) else {
         Counter::AllocSamplesDropped.inc();
         return None;
     };
