@@ -238,7 +238,9 @@ pub fn on_sampled_alloc(jni: *mut JNIEnv, object: jobject, class: jclass, size: 
     rate_tick();
 }
 
-/// Counts a sample; once a second, moves the interval towards [`TARGET_PER_SECOND`].
+/// Counts a sample; once a second, or as soon as a window has twice its target (a burst
+/// would otherwise run a whole second at the old interval), moves the interval towards
+/// [`TARGET_PER_SECOND`].
 fn rate_tick() {
     let n = WINDOW_SAMPLES.fetch_add(1, Ordering::Relaxed) + 1;
     if !RATE_LIMIT.load(Ordering::Relaxed) {
@@ -246,8 +248,8 @@ fn rate_tick() {
     }
     let start = WINDOW_START.load(Ordering::Relaxed);
     let now = handler::ticks();
-    let elapsed = now.saturating_sub(start);
-    if elapsed < handler::TICKS_PER_SECOND {
+    let elapsed = now.saturating_sub(start).max(1);
+    if elapsed < handler::TICKS_PER_SECOND && n < 2 * TARGET_PER_SECOND {
         return;
     }
     // One thread per window retargets.
@@ -273,14 +275,15 @@ fn rate_tick() {
     }
 }
 
-/// The interval that would have given [`TARGET_PER_SECOND`] at the observed `rate`, moved
-/// at most 4x per window, between the configured floor and `i32::MAX`; unchanged within 25%.
+/// The interval that would have given [`TARGET_PER_SECOND`] at the observed `rate`, raised
+/// at most 16x and lowered at most 4x per window, between the configured floor and
+/// `i32::MAX`; unchanged within 25%.
 fn retarget(current: u64, rate: f64, floor: u64) -> u64 {
     let ratio = rate / TARGET_PER_SECOND as f64;
     if (0.8..=1.25).contains(&ratio) {
         return current;
     }
-    let next = current as f64 * ratio.clamp(0.25, 4.0);
+    let next = current as f64 * ratio.clamp(0.25, 16.0);
     (next as u64).clamp(floor, i32::MAX as u64)
 }
 
@@ -304,7 +307,7 @@ mod tests {
         let floor = 512 * 1024;
         assert_eq!(retarget(floor, 100.0, floor), floor);
         assert_eq!(retarget(floor, 200.0, floor), 2 * floor);
-        assert_eq!(retarget(floor, 10_000.0, floor), 4 * floor);
+        assert_eq!(retarget(floor, 10_000.0, floor), 16 * floor);
         assert_eq!(retarget(4 * floor, 50.0, floor), 2 * floor);
         assert_eq!(
             retarget(floor, 1.0, floor),

@@ -109,6 +109,35 @@ class AllocationProfilingTest {
     }
 
     @Test
+    void theRateControllerRaisesTheIntervalAndTheWeightsFollow() throws Exception {
+        Path file = dir.resolve("rate.jfr");
+        TestEnv.start(profiler, "start,memory=262144:a,file=" + file);
+        long started = System.nanoTime();
+        AtomicLong bytes = new AtomicLong();
+        // 1.5 GiB: 6,000 samples at the configured 256 KiB, tens of seconds' worth at 100/s.
+        Thread t = thread("alloc-heavy", () -> bytes.set(Allocators.measure(() -> Allocators.intsCaller(3L << 29))));
+        t.join();
+        double seconds = (System.nanoTime() - started) / 1e9;
+        long interval = profiler.getDebugCounters().get("alloc_interval_bytes");
+        profiler.stop();
+        List<RecordedEvent> named = JfrReader.onThread(JfrReader.events(file, OBJECT_SAMPLE), "alloc-heavy").stream()
+                .filter(e -> JfrReader.contains(e, Allocators.class, "allocInts")).collect(Collectors.toList());
+        // About 100 per second once the first one-second window closed, a window late at each step.
+        double bound = 300 * seconds + 600;
+        assertTrue(named.size() <= bound, named.size() + " samples in " + seconds + " s (interval now " + interval
+                + "): the controller should hold about 100/s");
+        assertTrue(named.size() >= 20, "samples: " + named.size());
+        double sampled = weighted(named);
+        assertTrue(sampled >= bytes.get() * 0.5 && sampled <= bytes.get() * 1.5, "samples stand for " + (long) sampled
+                + " bytes, the thread allocated " + bytes.get() + " (" + named.size() + " samples, interval now "
+                + interval + ")");
+        List<RecordedEvent> settings = JfrReader.events(file, JfrReader.ACTIVE_SETTING).stream()
+                .filter(e -> e.getLong("id") == 103 && "interval".equals(e.getString("name")))
+                .collect(Collectors.toList());
+        assertFalse(settings.isEmpty(), "no ObjectSample interval setting");
+    }
+
+    @Test
     void allocationSamplesCarryTheThreadsSpanIds() throws Exception {
         Path file = dir.resolve("context.jfr");
         TestEnv.start(profiler, "start,cpu=10ms,memory=262144:a,file=" + file);
