@@ -127,8 +127,10 @@ class AllocationProfilingTest {
         assertTrue(named.size() <= bound, named.size() + " samples in " + seconds + " s (interval now " + interval
                 + "): the controller should hold about 100/s");
         assertTrue(named.size() >= 20, "samples: " + named.size());
+        // Holding the rate trades accuracy for cost: the last intervals are large, and a few
+        // samples carry most of the bytes. Still the same order.
         double sampled = weighted(named);
-        assertTrue(sampled >= bytes.get() * 0.5 && sampled <= bytes.get() * 1.5, "samples stand for " + (long) sampled
+        assertTrue(sampled >= bytes.get() / 3.0 && sampled <= bytes.get() * 3.0, "samples stand for " + (long) sampled
                 + " bytes, the thread allocated " + bytes.get() + " (" + named.size() + " samples, interval now "
                 + interval + ")");
         List<RecordedEvent> settings = JfrReader.events(file, JfrReader.ACTIVE_SETTING).stream()
