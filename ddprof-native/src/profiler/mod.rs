@@ -207,7 +207,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     if let Some(m) = &memory {
         // Allocation samples walk with the same walker and depth as CPU samples.
         let depth = (args.jstackdepth as usize).min(crate::sample::alloc::MAX_DEPTH);
-        match crate::alloc::start(jvmti, jni, m, walker, depth, reset) {
+        match crate::alloc::start(jvmti, jni, m, allocation_walker(walker), depth, reset) {
             Ok(w) => warnings.extend(w),
             Err(e) => {
                 engine.stop();
@@ -336,6 +336,26 @@ fn resolve_walker(args: &Args, warnings: &mut Vec<String>) -> WalkerKind {
             crate::log::info(&format!("VMStructs walker unavailable: {e}"));
             WalkerKind::Agct
         }
+    }
+}
+
+/// The walker of allocation stacks: ours whenever it can run, whatever `cstack` chose for CPU
+/// samples. `cstack` names how signal samples are unwound; upstream takes allocation stacks
+/// with JVMTI whatever it says, and AsyncGetCallTrace started from a callback fails on a share
+/// of them (the thread's last frame is not always walkable for it). Raw frames it records in
+/// the preloading modes are named as in `fjmethodid=false`.
+fn allocation_walker(walker: WalkerKind) -> WalkerKind {
+    if walker == WalkerKind::Vm {
+        return walker;
+    }
+    let ready = cfg!(target_arch = "x86_64")
+        && safe_access::install().is_ok()
+        && current_thread::available()
+        && VmWalker::init(vm::java_feature_version()).is_some();
+    if ready {
+        WalkerKind::Vm
+    } else {
+        WalkerKind::Agct
     }
 }
 

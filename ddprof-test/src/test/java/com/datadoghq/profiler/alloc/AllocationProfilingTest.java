@@ -140,9 +140,10 @@ class AllocationProfilingTest {
     }
 
     @Test
-    void allocationSamplesCarryTheThreadsSpanIds() throws Exception {
+    void allocationSamplesBesideCpuCarryTheThreadsSpanIds() throws Exception {
         Path file = dir.resolve("context.jfr");
-        TestEnv.start(profiler, "start,cpu=10ms,memory=262144:a,file=" + file);
+        // async-profiler's spelling, as upstream's tests write it beside CPU.
+        TestEnv.start(profiler, "start,cpu=10ms,alloc=256k,file=" + file);
         Thread t = thread("alloc-traced", () -> {
             profiler.setContext(0x1234, 0x5678);
             Allocators.intsCaller(64L << 20);
