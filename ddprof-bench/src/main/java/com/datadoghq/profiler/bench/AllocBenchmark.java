@@ -59,9 +59,11 @@ public final class AllocBenchmark {
                 cmd.add(warmup);
                 Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
                 Map<String, String> kv = new HashMap<>();
+                List<String> output = new ArrayList<>();
                 try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(),
                         StandardCharsets.UTF_8))) {
                     for (String line; (line = r.readLine()) != null; ) {
+                        output.add(line);
                         if (line.startsWith("RESULT ")) {
                             for (String f : line.substring(7).split(" ")) {
                                 String[] x = f.split("=", 2);
@@ -73,7 +75,8 @@ public final class AllocBenchmark {
                 p.waitFor();
                 BenchSupport.deleteTree(out);
                 if (!kv.containsKey("ops")) {
-                    System.out.printf("round %d %s: no result (exit %d)%n", round, mode, p.exitValue());
+                    System.out.printf("round %d %s: no result (exit %d):%n  %s%n", round, mode, p.exitValue(),
+                            String.join("\n  ", output.subList(Math.max(0, output.size() - 15), output.size())));
                     continue;
                 }
                 double ops = Double.parseDouble(kv.get("ops"));

@@ -109,8 +109,9 @@ public final class AllocWorker {
                     ring[i] = Long.toString(n);
                     break;
                 default:
+                    // Holds nothing of the ring: chains of lists would keep every old one alive.
                     List<Object> l = new ArrayList<>(4);
-                    l.add(ring[(i + 1) & 1023]);
+                    l.add(Boolean.TRUE);
                     ring[i] = l;
                     break;
             }

@@ -101,6 +101,13 @@ class LivenessTest {
                 "live retained objects stand for " + (long) weighted + " bytes; " + retainedBytes + " were retained");
         Set<String> classes = kept1.stream().map(AllocationProfilingTest::className).collect(Collectors.toSet());
         assertTrue(Set.of("[B", "byte[]").containsAll(classes), "classes of the retained objects: " + classes);
+        // One Class entry for byte[], whichever event names it (upstream writes a second, dotted one).
+        List<RecordedEvent> both = new ArrayList<>(live1);
+        both.addAll(JfrReader.events(first, AllocationProfilingTest.OBJECT_SAMPLE));
+        Set<Long> byteArrayIds = both.stream().filter(e -> classes.contains(AllocationProfilingTest.className(e)))
+                .map(e -> ((jdk.jfr.consumer.RecordedClass) e.getValue("objectClass")).getId())
+                .collect(Collectors.toSet());
+        assertEquals(1, byteArrayIds.size(), "Class pool entries for byte[]: " + byteArrayIds);
         for (RecordedEvent e : kept1) {
             assertTrue(JfrReader.indexOf(e, LivenessTest.class, "retain") >= 0, JfrReader.describe(e));
             assertEquals("live-keeper", JfrReader.threadName(e), "the allocating thread");
@@ -134,6 +141,27 @@ class LivenessTest {
                         e -> e.getString("value"), (x, y) -> y));
         assertEquals("true", settings.get("enabled"), settings.toString());
         assertTrue(Long.parseLong(settings.get("capacity")) > 0, settings.toString());
+    }
+
+    @Test
+    void liveObjectsOutliveTheirRecordingAndKeepTheirStacks() throws Exception {
+        KEPT.clear();
+        TestEnv.start(profiler, "start,memory=262144:l:1,file=" + dir.resolve("one.jfr"));
+        retain();
+        profiler.stop();
+        List<RecordedEvent> one = naming(JfrReader.events(dir.resolve("one.jfr"), HEAP_LIVE_OBJECT), "retain");
+        // A new recording, and call-trace tables emptied by every dump in between.
+        Path two = dir.resolve("two.jfr");
+        TestEnv.start(profiler, "start,memory=262144:l:1,file=" + two);
+        System.gc();
+        profiler.dump(dir.resolve("between.jfr"));
+        profiler.stop();
+        List<RecordedEvent> again = naming(JfrReader.events(two, HEAP_LIVE_OBJECT), "retain");
+        assertTrue(one.size() >= 10, "live in the first recording: " + one.size());
+        assertTrue(again.size() * 10 >= one.size() * 9, "still live, with their allocating stack, in the next "
+                + "recording: " + again.size() + " of " + one.size());
+        assertTrue(again.stream().allMatch(e -> e.getLong("age") >= 1), "they survived a GC since");
+        KEPT.clear();
     }
 
     @Test
