@@ -115,6 +115,7 @@ pub fn start(
     sampler::arm(walker, depth);
     CONFIGURED.store(interval, Ordering::Relaxed);
     INTERVAL.store(interval, Ordering::Relaxed);
+    SESSION.fetch_add(1, Ordering::Relaxed);
     Counter::AllocIntervalBytes.set(interval as i64);
     RATE_LIMIT.store(
         std::env::var("DDPROF_TEST_DISABLE_RATE_LIMIT").as_deref() != Ok("1"),
@@ -198,8 +199,7 @@ pub fn on_sampled_alloc(jni: *mut JNIEnv, object: jobject, class: jclass, size: 
         return;
     }
     let size = u64::try_from(size).unwrap_or(0);
-    let interval = INTERVAL.load(Ordering::Relaxed);
-    let w = weight(size, interval);
+    let w = weight(size, drawn_with(INTERVAL.load(Ordering::Relaxed)));
     let alloc = Allocation {
         size,
         class_id: classes::id_of(class),
@@ -236,6 +236,29 @@ pub fn on_sampled_alloc(jni: *mut JNIEnv, object: jobject, class: jclass, size: 
         }
     });
     rate_tick();
+}
+
+thread_local! {
+    /// (session, interval in force at this thread's previous sample).
+    static DRAWN: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+}
+/// Bumped by every start: an interval remembered from an earlier session is not used.
+static SESSION: AtomicU64 = AtomicU64::new(0);
+
+/// The interval this sample's distance was drawn with. HotSpot draws a thread's next sampling
+/// point when it takes a sample, with the interval in force then; so after the rate controller
+/// moved the interval, each thread's next sample still stands for the old one. Weighting it with
+/// the new one would overweight it by the ratio (up to 16x) once per thread and change.
+fn drawn_with(current: u64) -> u64 {
+    let session = SESSION.load(Ordering::Relaxed);
+    DRAWN.with(|c| {
+        let (s, previous) = c.replace((session, current));
+        if s == session && previous != 0 {
+            previous
+        } else {
+            current
+        }
+    })
 }
 
 /// Counts a sample; once a second, or as soon as a window has twice its target (a burst
