@@ -133,6 +133,21 @@ counters! {
     DictionaryEndpointsKeys => "dictionary_endpoints_keys",
     DictionaryEndpointsKeysBytes => "dictionary_endpoints_keys_bytes",
     TracingEventsDropped => "tracing_events_dropped",
+    // Allocation sampling (alloc/, sample/alloc.rs): ObjectSample events recorded, samples
+    // lost (no frame buffer free, no walker), the heap-sampling interval now in force (the
+    // rate controller moves it).
+    AllocSamples => "alloc_samples",
+    AllocSamplesDropped => "alloc_samples_dropped",
+    AllocIntervalBytes => "alloc_interval_bytes",
+    // The live-heap tracker (alloc/live.rs): entries and capacity now, samples it could not
+    // keep (table at its maximum), distinct stacks it holds, and the last dump's flush:
+    // HeapLiveObject events written and nanoseconds spent.
+    LiveHeapTracked => "live_heap_tracked",
+    LiveHeapCapacity => "live_heap_capacity",
+    LiveHeapDroppedFull => "live_heap_dropped_full",
+    LiveHeapTraces => "live_heap_traces",
+    LiveHeapWrittenLast => "live_heap_written_last",
+    LiveHeapFlushNanosLast => "live_heap_flush_ns_last",
     // Allocator facts (memory/malloc.rs); the arena figures are -1 when unknowable.
     MallocIsGlibc => "malloc_is_glibc",
     MallocHeaderBytes => "malloc_chunk_header_bytes",

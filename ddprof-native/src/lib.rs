@@ -2,6 +2,7 @@
 //! Module map only; docs/architecture.md follows one sample from signal to file.
 #![allow(non_snake_case)]
 
+pub mod alloc;
 pub mod api;
 pub mod args;
 pub mod context;

@@ -1,11 +1,11 @@
 //! The JVMTI event callbacks (VM init and death, thread start and end, class load and
-//! preparation) and the `-agentpath` command they run at VMInit. Each catches panics, so
+//! preparation, sampled allocations and GC ends) and the `-agentpath` command they run at VMInit. Each catches panics, so
 //! none crosses into the JVM, and hands the event to the profiler.
 
 // JNI/JVMTI handles are opaque tokens the JVM validates.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
-use jni::sys::{jclass, JNIEnv};
+use jni::sys::{jclass, jlong, jobject, JNIEnv};
 use parking_lot::Mutex;
 
 use crate::jvmti::{jthread, EventCallbacks, JvmtiEnvPtr};
@@ -25,6 +25,9 @@ pub fn callbacks() -> EventCallbacks {
         class_file_load_hook: None,
         class_load: Some(on_class_load),
         class_prepare: Some(on_class_prepare),
+        garbage_collection_finish: Some(on_gc_finish),
+        sampled_object_alloc: Some(on_sampled_object_alloc),
+        ..EventCallbacks::default()
     }
 }
 
@@ -98,4 +101,21 @@ unsafe extern "C" fn on_class_prepare(
             crate::methods::preload::on_class_prepare(jvmti, jni, class);
         }
     });
+}
+
+/// Inside the GC: nothing but an atomic (no JNI, no JVMTI, no allocation).
+unsafe extern "C" fn on_gc_finish(_env: *mut JvmtiEnvPtr) {
+    crate::alloc::live::on_gc_finish();
+}
+
+/// On the allocating thread, inside the VM (JEP 331 heap sampling).
+unsafe extern "C" fn on_sampled_object_alloc(
+    _env: *mut JvmtiEnvPtr,
+    jni: *mut JNIEnv,
+    _thread: jthread,
+    object: jobject,
+    class: jclass,
+    size: jlong,
+) {
+    let _ = std::panic::catch_unwind(|| crate::alloc::on_sampled_alloc(jni, object, class, size));
 }

@@ -64,12 +64,7 @@ impl Args {
     /// for the "accepted but not yet sampled" warning.
     #[must_use]
     pub fn not_yet_sampled(&self) -> Vec<&'static str> {
-        let memory_on = self
-            .memory
-            .as_ref()
-            .is_some_and(|m| m.allocations || m.liveness);
         [
-            ("memory", memory_on),
             ("generations", self.generations),
             ("nativemem", self.nativemem.is_some()),
             ("natsock", self.natsock_ns.is_some()),

@@ -56,3 +56,15 @@ pub(super) fn generations(d: &mut Draft, value: Option<&str>) -> Result<(), Reas
     }
     Ok(())
 }
+
+/// `alloc[=BYTES]`, async-profiler's spelling that upstream's tests still use
+/// (`cpu=1ms,alloc=512k`): allocation events at that interval, as `memory=BYTES:a`. A bare
+/// `alloc` takes the default interval.
+pub(super) fn alloc(d: &mut Draft, value: Option<&str>) -> Result<(), Reason> {
+    d.memory_interval = Some(match value {
+        None | Some("") => DEFAULT_ALLOC_INTERVAL,
+        Some(n) => parse_non_negative_units(n, Units::Bytes)?,
+    });
+    d.record_allocations = true;
+    Ok(())
+}

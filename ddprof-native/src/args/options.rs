@@ -33,6 +33,7 @@ const OPTIONS: &[(&str, Handler)] = &[
     // Allocations and liveness.
     ("memory", memory::memory),
     ("generations", memory::generations),
+    ("alloc", memory::alloc),
     // Native engines.
     ("nativemem", native::nativemem),
     ("natsock", native::natsock),

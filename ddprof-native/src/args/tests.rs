@@ -154,8 +154,8 @@ fn last_action_wins() {
 
 #[test]
 fn unknown_keys_are_collected_in_order() {
-    let a = ok("cpu,foo,alloc=512k,Bar=1,=x");
-    assert_eq!(a.unknown, vec!["foo", "alloc", "Bar", ""]);
+    let a = ok("cpu,foo,lock=512k,Bar=1,=x");
+    assert_eq!(a.unknown, vec!["foo", "lock", "Bar", ""]);
     assert_eq!(a.cpu_interval_ns, Some(DEFAULT_CPU_INTERVAL_NS));
 }
 
@@ -395,6 +395,18 @@ fn event_must_not_be_empty_or_duplicated() {
     // alloc is not an event of its own, so it never counts as a duplicate.
     assert_eq!(ok("event=cpu,event=alloc").event.as_deref(), Some("cpu"));
     assert_eq!(ok("event=alloc,event=cpu").event.as_deref(), Some("cpu"));
+}
+
+#[test]
+fn alloc_is_memory_with_allocation_events() {
+    let m = memory("cpu=1ms,alloc=512k");
+    assert_eq!(
+        (m.interval, m.allocations, m.liveness),
+        (512 * 1024, true, false)
+    );
+    let m = memory("alloc");
+    assert_eq!((m.interval, m.allocations), (DEFAULT_ALLOC_INTERVAL, true));
+    assert_eq!(err("alloc=-1").option, "alloc");
 }
 
 #[test]
@@ -953,7 +965,6 @@ fn not_yet_sampled_lists_requested_options() {
         ok("cpu,wall,memory,generations=true,nativemem,natsock,jvmtistacks,lightweight=yes")
             .not_yet_sampled(),
         vec![
-            "memory",
             "generations",
             "nativemem",
             "natsock",

@@ -3,6 +3,7 @@
 
 pub mod ctimer;
 pub mod itimer;
+pub mod none;
 pub mod wall;
 
 use crate::sample::handler::SignalSource;
@@ -22,23 +23,6 @@ pub trait Engine: Send + Sync {
     fn signal_source(&self) -> SignalSource;
     /// At every dump: forget per-thread state of threads that are gone.
     fn prune(&self);
-}
-
-/// The CPU engine of a session that samples no CPU (`wall` alone): nothing to arm.
-pub struct NoCpu;
-
-impl Engine for NoCpu {
-    fn name(&self) -> &'static str {
-        "None"
-    }
-    fn start(&self, _interval_ns: u64) -> Result<(), String> {
-        Ok(())
-    }
-    fn stop(&self) {}
-    fn signal_source(&self) -> SignalSource {
-        SignalSource::Timer
-    }
-    fn prune(&self) {}
 }
 
 pub fn timespec(ns: u64) -> libc::timespec {

@@ -23,6 +23,9 @@ pub type JvmtiError = c_int;
 pub const JVMTI_ERROR_NONE: JvmtiError = 0;
 pub const JVMTI_VERSION_1_2: jint = 0x3001_0200;
 pub const JVMTI_ENABLE: c_int = 1;
+pub const JVMTI_DISABLE: c_int = 0;
+/// The capability or function is not available (e.g. held by another environment).
+pub const JVMTI_ERROR_NOT_AVAILABLE: JvmtiError = 98;
 
 pub const EVENT_VM_INIT: c_int = 50;
 pub const EVENT_VM_DEATH: c_int = 51;
@@ -30,6 +33,8 @@ pub const EVENT_THREAD_START: c_int = 52;
 pub const EVENT_THREAD_END: c_int = 53;
 pub const EVENT_CLASS_LOAD: c_int = 55;
 pub const EVENT_CLASS_PREPARE: c_int = 56;
+pub const EVENT_GARBAGE_COLLECTION_FINISH: c_int = 82;
+pub const EVENT_SAMPLED_OBJECT_ALLOC: c_int = 86;
 
 /// Bits of GetClassStatus.
 pub const CLASS_STATUS_ARRAY: jint = 16;
@@ -57,6 +62,7 @@ const GET_SYSTEM_PROPERTY: usize = 131;
 const SET_SYSTEM_PROPERTY: usize = 132;
 const GET_PHASE: usize = 133;
 const ADD_CAPABILITIES: usize = 142;
+const SET_HEAP_SAMPLING_INTERVAL: usize = 156;
 
 /// `jvmtiCapabilities`: 128 bits of flags, bit n = the n-th field of the C struct.
 #[repr(C)]
@@ -70,6 +76,9 @@ impl Capabilities {
     pub const GET_SOURCE_FILE_NAME: u32 = 11;
     pub const GET_LINE_NUMBERS: u32 = 12;
     pub const GENERATE_ALL_CLASS_HOOK_EVENTS: u32 = 26;
+    pub const GENERATE_GARBAGE_COLLECTION_EVENTS: u32 = 31;
+    /// JEP 331 heap sampling (JDK 11+). HotSpot lets one environment hold it at a time.
+    pub const GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS: u32 = 43;
 
     pub fn with(mut self, bit: u32) -> Self {
         self.bits[(bit / 32) as usize] |= 1 << (bit % 32);
@@ -97,9 +106,16 @@ pub type VmInitFn = unsafe extern "C" fn(*mut JvmtiEnvPtr, *mut JNIEnv, jthread)
 pub type VmDeathFn = unsafe extern "C" fn(*mut JvmtiEnvPtr, *mut JNIEnv);
 pub type ThreadFn = unsafe extern "C" fn(*mut JvmtiEnvPtr, *mut JNIEnv, jthread);
 pub type ClassFn = unsafe extern "C" fn(*mut JvmtiEnvPtr, *mut JNIEnv, jthread, jclass);
+/// GarbageCollectionFinish: runs inside the GC; only raw monitors and atomics are allowed.
+pub type GcFn = unsafe extern "C" fn(*mut JvmtiEnvPtr);
+/// SampledObjectAlloc(env, jni, thread, object, object_klass, size), on the allocating thread.
+pub type SampledAllocFn =
+    unsafe extern "C" fn(*mut JvmtiEnvPtr, *mut JNIEnv, jthread, jobject, jclass, jlong);
+type Unused = Option<unsafe extern "C" fn()>;
 
-/// The first seven entries of `jvmtiEventCallbacks` (events 50..56). JVMTI copies only
-/// `size_of` bytes, so a prefix of the struct is a valid argument.
+/// The entries of `jvmtiEventCallbacks` for events 50..86: one slot per event number,
+/// reserved numbers included. JVMTI copies only `size_of` bytes, so a prefix of the struct
+/// is a valid argument.
 #[repr(C)]
 #[derive(Default)]
 pub struct EventCallbacks {
@@ -110,6 +126,14 @@ pub struct EventCallbacks {
     pub class_file_load_hook: Option<unsafe extern "C" fn()>,
     pub class_load: Option<ClassFn>,
     pub class_prepare: Option<ClassFn>,
+    /// Events 57..=81 (VMStart .. GarbageCollectionStart): not used.
+    pub unused_57_81: [Unused; 25],
+    /// Event 82.
+    pub garbage_collection_finish: Option<GcFn>,
+    /// Events 83..=85 (ObjectFree, VMObjectAlloc, reserved).
+    pub unused_83_85: [Unused; 3],
+    /// Event 86.
+    pub sampled_object_alloc: Option<SampledAllocFn>,
 }
 
 /// Opaque `jvmtiEnv` (a pointer to the function table).
@@ -184,6 +208,22 @@ impl Jvmti {
             event,
             ptr::null_mut()
         ))
+    }
+
+    pub fn disable_event(&self, event: c_int) -> Result<(), JvmtiError> {
+        check(call!(
+            self,
+            SET_EVENT_NOTIFICATION_MODE,
+            fn(c_int, c_int, jthread),
+            JVMTI_DISABLE,
+            event,
+            ptr::null_mut()
+        ))
+    }
+
+    /// SetHeapSamplingInterval (JDK 11+): the mean bytes between SampledObjectAlloc events.
+    pub fn set_heap_sampling_interval(&self, bytes: jint) -> Result<(), JvmtiError> {
+        check(call!(self, SET_HEAP_SAMPLING_INTERVAL, fn(jint), bytes))
     }
 
     pub fn phase(&self) -> c_int {

@@ -51,6 +51,8 @@ categories! {
     ThreadInfo => "thread_info", Heap;
     // Native unwinding and naming: DWARF rows (eh_frame.rs), ELF symbol tables (symbols.rs).
     NativeSymbols => "native_symbols", Heap;
+    // The live-heap tracker: its entries (weak refs, weights, contexts) and the stacks they keep.
+    LiveHeap => "live_heap", Heap;
     // Chunk bytes being built and written.
     JfrBuffers => "jfr_buffers", Heap;
     // Signal-path storage, mapped once: the trace table (slots and frame arena) ...

@@ -11,7 +11,8 @@ use super::VERSION;
 use crate::args::Args;
 use crate::counters;
 use crate::jfr::{
-    self, ActiveRecording, ChunkBuilder, ChunkStart, FrameRef, ProfilerConfig, Sample,
+    self, ActiveRecording, ChunkBuilder, ChunkStart, FrameRef, HeapLiveObject, ObjectSample,
+    ProfilerConfig, Sample,
 };
 use crate::methods::info::MethodInfo;
 use crate::methods::resolve::Resolver;
@@ -44,7 +45,7 @@ pub struct ChunkEnd {
 fn write_rate_counters(gen: &Generation, chunk_nanos: i64) {
     let (mut count, mut weight) = (0i128, 0u64);
     let mut threads: HashSet<i32> = HashSet::new();
-    for s in gen.samples() {
+    for s in gen.samples().filter(|s| s.event == EventKind::Cpu as u8) {
         count += 1;
         weight += s.weight;
         threads.insert(s.tid);
@@ -88,8 +89,43 @@ pub fn build_chunk(
         chunk.log(start_ticks, LOG_WARN, w);
     }
 
+    // Live objects (`memory=..:l|L`): the tracker's entries and the stacks they keep, which
+    // outlive the generation's trace table (keys above every table id).
+    let memory = args.memory.as_ref().filter(|m| m.allocations || m.liveness);
+    let live_started = std::time::Instant::now();
+    let live = match memory {
+        Some(m) if m.liveness => crate::alloc::live::snapshot(jni),
+        _ => crate::alloc::live::Snapshot::default(),
+    };
     // Pools first: naming the frames tells which samples could not be walked or named.
-    let unnamed = write_traces(&mut chunk, jni, gen);
+    // When each trace was first sampled: a lazy frame of a redefined class stands only in
+    // traces sampled after its redefinition ended (`methods::lazy::resolve`). A live object's
+    // trace: when the object was allocated.
+    let mut first_sampled: HashMap<u64, i64> = HashMap::new();
+    let mut sampled_at = |id: u64, ticks: i64| {
+        let t = first_sampled.entry(id).or_insert(ticks);
+        *t = (*t).min(ticks);
+    };
+    for smp in gen.samples() {
+        sampled_at(u64::from(smp.trace_id), smp.ticks);
+    }
+    for o in &live.objects {
+        sampled_at(LIVE_TRACE_BASE + u64::from(o.trace), o.ticks);
+    }
+    // A trace no sample refers to (its sample was dropped): the earliest time there is.
+    let since = |id: u64| first_sampled.get(&id).copied().unwrap_or(i64::MIN);
+    let traces: Vec<(u64, &[Frame], bool, i64)> = gen
+        .traces
+        .iter()
+        .map(|t| (u64::from(t.id), t.frames, t.truncated, since(u64::from(t.id))))
+        .chain(live.traces.iter().map(|(id, frames, truncated)| {
+            let id = LIVE_TRACE_BASE + u64::from(*id);
+            (id, &frames[..], *truncated, since(id))
+        }))
+        .collect();
+    let unnamed = write_traces(&mut chunk, jni, &traces);
+    drop(traces);
+    let mut classes: HashMap<u32, u32> = HashMap::new();
     let mut unnamed_samples = 0i64;
     let mut tids: Vec<i64> = vec![me];
     let mut attr_keys: HashMap<u32, u32> = HashMap::new();
@@ -104,8 +140,24 @@ pub fn build_chunk(
             };
         }
         tids.push(s.tid as i64);
-        if s.trace_id == 0 || unnamed.contains(&s.trace_id) {
+        if s.trace_id == 0 || unnamed.contains(&u64::from(s.trace_id)) {
             unnamed_samples += 1;
+        }
+        // The record's kind picks its event type (`sample::record::EventKind`).
+        if EventKind::from_raw(s.event) == Some(EventKind::Alloc) {
+            let object_class = class_key(&mut chunk, &mut classes, s.class_id);
+            chunk.object_sample(&ObjectSample {
+                ticks: s.ticks,
+                tid: s.tid as i64,
+                trace_key: chunk.trace_ref(u64::from(s.trace_id)),
+                object_class,
+                size: s.size as i64,
+                weight: f32::from_bits(s.alloc_weight),
+                span_id: s.span_id as i64,
+                local_root_span_id: s.root_span_id as i64,
+                attrs: &attrs,
+            });
+            continue;
         }
         let sample = Sample {
             ticks: s.ticks,
@@ -129,6 +181,46 @@ pub fn build_chunk(
     for e in crate::engine::wall::take_epochs() {
         chunk.wall_clock_epoch(&e);
     }
+    // One HeapLiveObject per live tracked object, with its allocation-time stack and context.
+    for o in &live.objects {
+        for (slot, id) in attrs.iter_mut().zip(o.context.attrs.iter()) {
+            *slot = match *id {
+                0 => 0,
+                id => *attr_keys.entry(id).or_insert_with(|| {
+                    crate::context::lookup(id).map_or(0, |v| chunk.intern_attribute_value(&v))
+                }),
+            };
+        }
+        tids.push(i64::from(o.tid));
+        let object_class = class_key(&mut chunk, &mut classes, o.class_id);
+        let trace_key = match o.trace {
+            0 => 0,
+            t => chunk.trace_ref(LIVE_TRACE_BASE + u64::from(t)),
+        };
+        chunk.heap_live_object(&HeapLiveObject {
+            ticks: o.ticks,
+            tid: i64::from(o.tid),
+            trace_key,
+            object_class,
+            age: o.age as i64,
+            size: o.size as i64,
+            weight: o.weight,
+            span_id: o.context.span_id as i64,
+            local_root_span_id: o.context.root_span_id as i64,
+            attrs: &attrs,
+        });
+    }
+    if memory.is_some_and(|m| m.heap_usage) {
+        // Used heap now (Runtime total - free): the heap the live objects are part of.
+        let total = crate::alloc::runtime_long(jni, "totalMemory").unwrap_or(0);
+        let free = crate::alloc::runtime_long(jni, "freeMemory").unwrap_or(0);
+        chunk.heap_usage(end_ticks, (total - free).max(0), false);
+    }
+    if memory.is_some_and(|m| m.liveness) {
+        counters::Counter::LiveHeapWrittenLast.set(live.objects.len() as i64);
+        counters::Counter::LiveHeapFlushNanosLast.set(live_started.elapsed().as_nanos() as i64);
+    }
+    drop(live);
     // Endpoints and queue times recorded through the API since the previous chunk.
     tids.extend(crate::tracing::write_events(
         &mut chunk,
@@ -168,17 +260,20 @@ pub fn build_chunk(
             chunk.cpu_load(end_ticks, user, system, machine);
         }
     }
+    write_memory_settings(&mut chunk, memory, end_ticks, me);
+    let liveness = memory.filter(|m| m.liveness);
     chunk.profiler_config(&ProfilerConfig {
         ticks: end_ticks,
         tid: me,
         cpu_interval_ms: args.cpu_interval_ms(),
         wall_interval_ms: args.wall_interval_ms(),
-        alloc_interval: args.memory.as_ref().map_or(0, |m| m.interval as i64),
-        memleak_interval: 0,
-        memleak_capacity: 0,
-        memleak_track_percent: 0,
+        alloc_interval: memory.map_or(0, |m| crate::alloc::effective_interval(m.interval) as i64),
+        memleak_interval: liveness
+            .map_or(0, |m| crate::alloc::effective_interval(m.interval) as i64),
+        memleak_capacity: liveness.map_or(0, |_| crate::alloc::live::sizes().2 as i64),
+        memleak_track_percent: liveness.map_or(0, |m| (m.ratio * 100.0).round() as i64),
         gc_generations: args.generations,
-        mode_mask: sampled_mode_mask(args),
+        mode_mask: sampled_mode_mask(args, memory.is_some()),
         version: VERSION,
         cpu_engine: session.engine.name(),
     });
@@ -210,8 +305,11 @@ pub fn build_chunk(
 }
 
 /// `modeMask` of what this session really samples (`crate::args::EM_*` bits).
-fn sampled_mode_mask(args: &Args) -> i32 {
+fn sampled_mode_mask(args: &Args, allocations: bool) -> i32 {
     let mut mask = 0;
+    if allocations {
+        mask |= crate::args::EM_ALLOC;
+    }
     if args.cpu_interval_ns.is_some() {
         mask |= crate::args::EM_CPU;
     }
@@ -288,8 +386,21 @@ fn write_settings(chunk: &mut ChunkBuilder, session: &Session, ticks: i64, tid: 
         "interval",
         &args.wall_interval_ns.unwrap_or(50_000_000).to_string(),
     );
-    chunk.active_setting(ticks, tid, jfr::T_OBJECT_SAMPLE, "enabled", "false");
-    chunk.active_setting(ticks, tid, jfr::T_HEAP_LIVE_OBJECT, "enabled", "false");
+    let memory = args.memory.as_ref();
+    chunk.active_setting(
+        ticks,
+        tid,
+        jfr::T_OBJECT_SAMPLE,
+        "enabled",
+        &memory.is_some_and(|m| m.allocations).to_string(),
+    );
+    chunk.active_setting(
+        ticks,
+        tid,
+        jfr::T_HEAP_LIVE_OBJECT,
+        "enabled",
+        &memory.is_some_and(|m| m.liveness).to_string(),
+    );
     chunk.active_setting(
         ticks,
         tid,
@@ -306,15 +417,37 @@ fn write_settings(chunk: &mut ChunkBuilder, session: &Session, ticks: i64, tid: 
             &n.to_string(),
         );
     }
-    if let Some(m) = &args.memory {
-        chunk.active_setting(
-            ticks,
-            tid,
-            jfr::T_OBJECT_SAMPLE,
-            "interval",
-            &m.interval.to_string(),
-        );
+}
+
+/// Chunk end, as upstream: the ObjectSample interval in force (the rate controller moves it)
+/// and the HeapLiveObject interval, capacity and maximum capacity.
+fn write_memory_settings(
+    chunk: &mut ChunkBuilder,
+    memory: Option<&crate::args::Memory>,
+    ticks: i64,
+    tid: i64,
+) {
+    let Some(m) = memory else { return };
+    let interval = crate::alloc::interval().to_string();
+    chunk.active_setting(ticks, tid, jfr::T_OBJECT_SAMPLE, "interval", &interval);
+    if m.liveness {
+        let (_, capacity, max) = crate::alloc::live::sizes();
+        let live = jfr::T_HEAP_LIVE_OBJECT;
+        chunk.active_setting(ticks, tid, live, "interval", &interval);
+        chunk.active_setting(ticks, tid, live, "capacity", &capacity.to_string());
+        chunk.active_setting(ticks, tid, live, "maximum capacity", &max.to_string());
     }
+}
+
+/// Trace keys of the live-heap tracker's stacks: above every trace-table id (u32).
+const LIVE_TRACE_BASE: u64 = 1 << 32;
+
+/// Class pool key of an allocation class-name id (`crate::alloc::classes`), once per chunk.
+fn class_key(chunk: &mut ChunkBuilder, keys: &mut HashMap<u32, u32>, id: u32) -> u32 {
+    *keys.entry(id).or_insert_with(|| {
+        let name = crate::alloc::classes::name(id);
+        chunk.intern_class(name.as_deref().unwrap_or("unknown"))
+    })
 }
 
 fn write_system_info(chunk: &mut ChunkBuilder, args: &Args, ticks: i64) {
@@ -425,31 +558,25 @@ fn native_libraries() -> Vec<(String, u64, u64)> {
 
 /// Names every distinct frame once and writes the StackTrace pool. Returns the ids of
 /// traces with a frame that could not be walked or named.
-fn write_traces(chunk: &mut ChunkBuilder, jni: *mut JNIEnv, gen: &Generation) -> HashSet<u32> {
+fn write_traces(
+    chunk: &mut ChunkBuilder,
+    jni: *mut JNIEnv,
+    traces: &[(u64, &[Frame], bool, i64)],
+) -> HashSet<u64> {
     let mut unnamed = HashSet::new();
     let Some(jvmti) = vm::jvmti() else {
         return unnamed;
     };
-    // When each trace was first sampled: a lazy frame of a redefined class stands only in
-    // traces sampled after its redefinition ended (`methods::lazy::resolve`).
-    let mut first_sampled: HashMap<u32, i64> = HashMap::new();
-    for s in gen.samples() {
-        let t = first_sampled.entry(s.trace_id).or_insert(s.ticks);
-        *t = (*t).min(s.ticks);
-    }
     let mut resolver = Resolver::new(jvmti, jni);
-    resolver.prepare(gen.traces.iter().flat_map(|t| t.frames.iter()));
+    resolver.prepare(traces.iter().flat_map(|t| t.1.iter()));
     let mut method_keys: HashMap<(u8, u64), u32> = HashMap::new();
     let mut unknown: Option<u32> = None;
     let mut natives = NativeNames::default();
     let mut refs: Vec<FrameRef> = Vec::new();
-    for trace in gen.traces.iter() {
+    for &(id, frames, walk_truncated, since) in traces {
         refs.clear();
         let mut root_is_entry = false;
-        // A trace no sample refers to (its sample was dropped): the earliest time the
-        // chunk can hold.
-        let since = first_sampled.get(&trace.id).copied().unwrap_or(i64::MIN);
-        for f in trace.frames {
+        for f in frames {
             let (key, line, info_entry, named) = if f.kind == kind::NATIVE_PC {
                 (natives.key(chunk, f.method), 0, false, true)
             } else {
@@ -464,7 +591,7 @@ fn write_traces(chunk: &mut ChunkBuilder, jni: *mut JNIEnv, gen: &Generation) ->
             };
             root_is_entry = info_entry;
             if !named {
-                unnamed.insert(trace.id);
+                unnamed.insert(id);
             }
             refs.push(FrameRef {
                 method: key,
@@ -473,16 +600,15 @@ fn write_traces(chunk: &mut ChunkBuilder, jni: *mut JNIEnv, gen: &Generation) ->
                 frame_type: f.frame_type,
             });
         }
-        let root_is_java = trace
-            .frames
+        let root_is_java = frames
             .last()
             .is_some_and(|f| f.kind != kind::ERROR && f.frame_type != frame_type::NATIVE);
         let truncated = if root_is_java {
             !root_is_entry
         } else {
-            trace.truncated
+            walk_truncated
         };
-        chunk.add_stack_trace(trace.id as u64, truncated, &refs);
+        chunk.add_stack_trace(id, truncated, &refs);
     }
     unnamed
 }

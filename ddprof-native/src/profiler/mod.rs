@@ -12,7 +12,7 @@ use parking_lot::{Mutex, RwLock};
 use crate::args::{self, Action, Args, CStack, CpuEngine as EngineChoice, FjMethodId};
 use crate::counters;
 use crate::engine::wall::{self, WallClock};
-use crate::engine::{ctimer::CTimer, itimer::ITimer, Engine, NoCpu};
+use crate::engine::{ctimer::CTimer, itimer::ITimer, none::NoCpu, Engine};
 use crate::hotspot::{trace_id, vmstructs};
 use crate::methods::{lazy, preload};
 use crate::sample::handler::{self, WalkerKind};
@@ -117,11 +117,12 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     let jvmti = vm::jvmti().ok_or_else(|| Error::State("JVMTI is not available".into()))?;
     // `args::parse` ran the start-time checks (`Args::validate_for_start`): a file is set
     // and something is asked for. What remains is whether this build samples any of it:
-    // CPU and wall clock.
+    // CPU, wall clock and allocations (`memory` with `a`, `l` or `L`).
     let file = PathBuf::from(args.file.clone().unwrap_or_default());
     let reset = args.action == Action::Start;
     let interval = args.cpu_interval_ns;
-    if interval.is_none() && args.wall_interval_ns.is_none() {
+    let memory = args.memory.clone().filter(|m| m.allocations || m.liveness);
+    if interval.is_none() && args.wall_interval_ns.is_none() && memory.is_none() {
         return Err(Error::Argument(args::REASON_NO_EVENTS.into()));
     }
     open_output(&file, reset)?;
@@ -255,6 +256,23 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
             )));
         }
     }
+    if let Some(m) = &memory {
+        // Allocation samples walk with the same walker and depth as CPU samples.
+        let depth = (args.jstackdepth as usize).min(crate::sample::alloc::MAX_DEPTH);
+        match crate::alloc::start(jvmti, jni, m, allocation_walker(walker), depth, reset) {
+            Ok(w) => warnings.extend(w),
+            Err(e) => {
+                if let Some(w) = &wall_engine {
+                    w.stop();
+                    crate::sample::wall::disarm();
+                }
+                engine.stop();
+                handler::disarm();
+                *ENGINE.write() = None;
+                return Err(Error::State(e));
+            }
+        }
+    }
     for w in &warnings {
         log::warn(w);
     }
@@ -378,6 +396,26 @@ fn resolve_walker(args: &Args, warnings: &mut Vec<String>) -> WalkerKind {
     }
 }
 
+/// The walker of allocation stacks: ours whenever it can run, whatever `cstack` chose for CPU
+/// samples. `cstack` names how signal samples are unwound; upstream takes allocation stacks
+/// with JVMTI whatever it says, and AsyncGetCallTrace started from a callback fails on a share
+/// of them (the thread's last frame is not always walkable for it). Raw frames it records in
+/// the preloading modes are named as in `fjmethodid=false`.
+fn allocation_walker(walker: WalkerKind) -> WalkerKind {
+    if walker == WalkerKind::Vm {
+        return walker;
+    }
+    let ready = cfg!(target_arch = "x86_64")
+        && safe_access::install().is_ok()
+        && current_thread::available()
+        && VmWalker::init(vm::java_feature_version()).is_some();
+    if ready {
+        WalkerKind::Vm
+    } else {
+        WalkerKind::Agct
+    }
+}
+
 /// Pool-id base for the next chunk appended to the main file: past every id of the chunks
 /// it already holds (see `jfr::pools::Pools`); 0 whenever the file starts empty.
 static NEXT_ID_BASE: AtomicU32 = AtomicU32::new(0);
@@ -420,6 +458,9 @@ pub fn stop(jni: *mut JNIEnv) -> Result<(), Error> {
         crate::sample::wall::disarm();
     }
     session.engine.stop();
+    if let Some(jvmti) = vm::jvmti() {
+        crate::alloc::stop(jvmti);
+    }
     handler::disarm();
     *ENGINE.write() = None;
     crate::tracing::on_stop();
@@ -539,8 +580,12 @@ pub fn status() -> String {
         ),
         None => (false, "None", "None"),
     };
+    let allocations = match session.as_ref().and_then(|s| s.args.memory.as_ref()) {
+        Some(m) if m.allocations || m.liveness => "JVMTI SampledObjectAlloc",
+        _ => "None",
+    };
     format!(
-        "== Java-Profiler Status ===\n Running          : {running}\n CPU Engine       : {engine}\n WallClock Engine : {wall}\n Allocations      : None\n"
+        "== Java-Profiler Status ===\n Running          : {running}\n CPU Engine       : {engine}\n WallClock Engine : {wall}\n Allocations      : {allocations}\n"
     )
 }
 

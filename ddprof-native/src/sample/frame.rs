@@ -37,7 +37,7 @@ pub mod kind {
 }
 
 /// One frame as recorded by a walker, leaf first in a trace. Plain data, 16 bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 #[repr(C)]
 pub struct Frame {
     pub method: u64,

@@ -13,6 +13,7 @@
 //! `crate::memory::{Mapped, Zeroable, Category}` (memory mapped once at start); the test
 //! `tests/signal_wing_imports.rs` fails on anything else, so the rule is kept by the build.
 
+pub mod alloc;
 pub mod context;
 pub mod frame;
 pub mod handler;

@@ -17,6 +17,9 @@ pub enum EventKind {
     /// Wall-clock time (`datadog.MethodSample`); weight 1 per signal, more only for the
     /// observations a sample stands for (wall precheck, idle threads not signalled).
     Wall = 1,
+    /// A sampled allocation (`datadog.ObjectSample`, JVMTI SampledObjectAlloc); its size,
+    /// class and float weight are in [`Allocation`].
+    Alloc = 2,
 }
 
 impl EventKind {
@@ -25,9 +28,21 @@ impl EventKind {
         match raw {
             x if x == EventKind::Cpu as u8 => Some(EventKind::Cpu),
             x if x == EventKind::Wall as u8 => Some(EventKind::Wall),
+            x if x == EventKind::Alloc as u8 => Some(EventKind::Alloc),
             _ => None,
         }
     }
+}
+
+/// What an allocation sample adds to its [`Event`].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Allocation {
+    /// Bytes of the sampled object.
+    pub size: u64,
+    /// Id of its class name (`crate::alloc` class-name table).
+    pub class_id: u32,
+    /// Objects of this size the sample stands for: `1 / (1 - exp(-size / interval))`.
+    pub weight: f32,
 }
 
 /// The trace context of the sampled thread at the instant of the sample.
@@ -82,11 +97,20 @@ pub fn record(recorder: &Recorder, event: &Event) -> bool {
     record_traced(recorder, event).is_some()
 }
 
+/// [`record`] for an allocation sample (`event.kind` is [`EventKind::Alloc`]).
+pub fn record_allocation(recorder: &Recorder, event: &Event, alloc: &Allocation) -> bool {
+    recorder
+        .record_traced(event.frames, event.truncated, |trace_id| {
+            sample_record(event, trace_id, alloc)
+        })
+        .is_some()
+}
+
 /// [`record`], returning the generation epoch and trace id the event got (for a source
 /// that may reuse the trace of an unchanged stack, [`record_reused`]). None when dropped.
 pub fn record_traced(recorder: &Recorder, event: &Event) -> Option<(u64, u32)> {
     recorder.record_traced(event.frames, event.truncated, |trace_id| {
-        sample_record(event, trace_id)
+        sample_record(event, trace_id, &Allocation::default())
     })
 }
 
@@ -99,10 +123,12 @@ pub fn record_reused(
     epoch: u64,
     trace_id: u32,
 ) -> Option<bool> {
-    recorder.record_reused(epoch, trace_id, |id| sample_record(event, id))
+    recorder.record_reused(epoch, trace_id, |id| {
+        sample_record(event, id, &Allocation::default())
+    })
 }
 
-fn sample_record(event: &Event, trace_id: u32) -> SampleRecord {
+fn sample_record(event: &Event, trace_id: u32, alloc: &Allocation) -> SampleRecord {
     SampleRecord {
         ticks: event.ticks,
         span_id: event.context.span_id,
@@ -114,5 +140,8 @@ fn sample_record(event: &Event, trace_id: u32) -> SampleRecord {
         event: event.kind as u8,
         mode: event.mode,
         state: event.state,
+        size: alloc.size,
+        class_id: alloc.class_id,
+        alloc_weight: alloc.weight.to_bits(),
     }
 }

@@ -38,6 +38,13 @@ pub struct SampleRecord {
     /// JFR ExecutionMode and ThreadState keys (`crate::sample::mode`).
     pub mode: u8,
     pub state: u8,
+    /// Allocation samples (`EventKind::Alloc`): the object's bytes, its class (an id of the
+    /// allocation class-name table, `crate::alloc`) and its weight (how many objects like
+    /// it the sample stands for). Zero for every other kind.
+    pub size: u64,
+    pub class_id: u32,
+    /// `f32::to_bits` of the weight (records stay `Eq`).
+    pub alloc_weight: u32,
 }
 
 struct RecordCell {

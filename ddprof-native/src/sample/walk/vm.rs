@@ -314,6 +314,22 @@ impl StackWalker for VmWalker {
 
     /// Signal-safe.
     fn walk(&self, uc: SignalContext, frames: &mut [Frame]) -> Walk {
+        self.walk_from(Some(uc), frames)
+    }
+}
+
+impl VmWalker {
+    /// Walks the calling thread's Java stack from its last Java frame (the frame anchor
+    /// HotSpot sets whenever Java calls into the VM or native code), without a signal
+    /// context: for a JVMTI callback running on the thread itself, such as
+    /// SampledObjectAlloc, whose Java caller is stopped at the anchor while we walk.
+    /// Native frames between the callback and the anchor are not recorded. Allocation-free
+    /// and lock-free, like the signal walk; an empty anchor gives one error frame.
+    pub fn walk_from_anchor(&self, frames: &mut [Frame]) -> Walk {
+        self.walk_from(None, frames)
+    }
+
+    fn walk_from(&self, uc: Option<SignalContext>, frames: &mut [Frame]) -> Walk {
         let mut out = Out::new(frames);
         let end = self.walk_into(uc, &mut out);
         out.flush_counts();
@@ -341,13 +357,24 @@ impl StackWalker for VmWalker {
 }
 
 impl VmWalker {
-    /// Ok(true): complete; Ok(false): the buffer filled up; Err(reason).
-    fn walk_into(&self, uc: SignalContext, out: &mut Out) -> Result<bool, i32> {
+    /// Ok(true): complete; Ok(false): the buffer filled up; Err(reason). Without a signal
+    /// context (`uc` None) the walk starts at the thread's frame anchor.
+    fn walk_into(&self, uc: Option<SignalContext>, out: &mut Out) -> Result<bool, i32> {
         let l = self.layout;
         let (Some(threads), Some(cc)) = (l.threads.as_ref(), l.code_cache.as_ref()) else {
             return Err(reason::UNAVAILABLE);
         };
-        let regs = Regs::from_context(uc).ok_or(reason::UNAVAILABLE)?;
+        let regs = match uc {
+            Some(uc) => Regs::from_context(uc).ok_or(reason::UNAVAILABLE)?,
+            // Only the stack bounds read sp then: any address of this frame will do.
+            None => {
+                let here = 0u8;
+                Regs {
+                    sp: std::ptr::addr_of!(here) as usize,
+                    ..Regs::default()
+                }
+            }
+        };
         // The code heaps, interpreter and call stub: read at setup, else once per walk.
         let fresh;
         let code = match &self.code {
@@ -367,6 +394,9 @@ impl VmWalker {
             fp: regs.fp,
         };
         let Some(thread) = current_thread::java_thread() else {
+            if uc.is_none() {
+                return Err(reason::NOT_JAVA_THREAD);
+            }
             let bounds = native::thread_bounds(
                 current_thread::any_thread(),
                 threads.stack_base,
@@ -392,7 +422,15 @@ impl VmWalker {
             sp: regs.sp,
             fp: regs.fp,
         };
-        if !in_java {
+        if uc.is_none() {
+            // Called on the thread itself from the VM (a JVMTI callback): its Java frames
+            // start at the anchor, which stays put while we run.
+            if anchor_sp == 0 {
+                return Err(reason::NO_JAVA_FRAME);
+            }
+            cur = self.resume_at_anchor(anchor).ok_or(reason::NO_JAVA_FRAME)?;
+            anchor_used = true;
+        } else if !in_java {
             let (frames, n) = (&mut *out.frames, &mut out.n);
             if anchor_sp == 0 {
                 return native::native_only(top, bounds, &in_code, frames, n)

@@ -132,7 +132,7 @@ public final class MemoryBudgetBenchmark {
         int[] distinct = distinctMethods(dump);
 
         String[] cats = {"misc", "dictionary", "method_map", "line_tables", "class_registry", "thread_info",
-            "native_symbols", "jfr_buffers", "calltrace", "sample_buffers"};
+            "native_symbols", "live_heap", "jfr_buffers", "calltrace", "sample_buffers"};
         System.out.printf(Locale.ROOT, "%n| category | after start | per thread | per class | dump peak | per sampled method |%n");
         System.out.println("|---|---:|---:|---:|---:|---:|");
         for (String c : cats) {
@@ -178,7 +178,7 @@ public final class MemoryBudgetBenchmark {
     private static long lowerBound(Map<String, Long> g) {
         long v = g.get("native_mem_resident_bytes.calltrace") + g.get("native_mem_resident_bytes.sample_buffers");
         for (String c : new String[] {"misc", "dictionary", "method_map", "line_tables", "class_registry",
-            "thread_info", "native_symbols", "jfr_buffers"}) {
+            "thread_info", "native_symbols", "live_heap", "jfr_buffers"}) {
             v += g.get("native_mem_live_bytes." + c) + g.get("native_mem_chunk_overhead_bytes." + c);
         }
         return v;

@@ -1,0 +1,114 @@
+//! The allocation sample's walk and record: what the JVMTI SampledObjectAlloc callback does
+//! on the allocating thread, inside the VM (`crate::alloc` calls it). The stack comes from
+//! our VM walker started at the thread's frame anchor (`VmWalker::walk_from_anchor`), so
+//! frames are raw `Method*`s (tagged in the lazy mode) exactly as in CPU samples and no
+//! jmethodID is created; without the VM walker, AsyncGetCallTrace (which needs no signal
+//! context for a thread stopped in native code). Allocation-free and lock-free like the
+//! signal path: frame buffers are mapped once, taken with a try-lock, and the record goes
+//! through the one recording entry (`record::record_allocation`).
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+use super::context::gettid;
+use super::frame::Frame;
+use super::handler::{self, WalkerKind};
+use super::record::{self, Allocation, Context, Event, EventKind};
+use super::walk::{agct::Agct, vm::VmWalker, SignalContext, StackWalker};
+use crate::counters::Counter;
+use crate::memory::{Category, Mapped, Zeroable};
+
+/// Deepest allocation stack recorded (`jstackdepth` is clamped to it).
+pub const MAX_DEPTH: usize = 2048;
+/// Frame buffers for concurrent callbacks; one is taken with a try-lock.
+const STRIPES: usize = 8;
+
+static DEPTH: AtomicUsize = AtomicUsize::new(MAX_DEPTH);
+static WALKER: AtomicU8 = AtomicU8::new(WalkerKind::Agct as u8);
+
+struct Stripe {
+    busy: AtomicBool,
+    frames: UnsafeCell<[Frame; MAX_DEPTH]>,
+}
+
+// SAFETY: an AtomicBool and plain-integer frames are valid when zeroed.
+unsafe impl Zeroable for Stripe {}
+// SAFETY: a stripe's frames are touched only by the thread holding its `busy` flag.
+unsafe impl Sync for Stripe {}
+
+static STRIPES_MAP: OnceLock<Mapped<Stripe>> = OnceLock::new();
+
+/// Maps the frame buffers (once, not on the allocation path) and sets the walker and depth
+/// the callbacks use.
+pub fn arm(walker: WalkerKind, depth: usize) {
+    STRIPES_MAP.get_or_init(|| Mapped::new(STRIPES, Category::SampleBuffers));
+    WALKER.store(walker as u8, Ordering::Relaxed);
+    DEPTH.store(depth.clamp(1, MAX_DEPTH), Ordering::Relaxed);
+}
+
+/// One sampled allocation as the callback sees it.
+pub struct Sampled {
+    pub alloc: Allocation,
+    /// Record a `datadog.ObjectSample` (`memory=..:a`); else only `keep` sees the stack.
+    pub record: bool,
+}
+
+/// Walks the current thread's Java stack, records the allocation sample (if asked) and
+/// hands the frames to `keep` (the live-heap tracker), all while holding one frame buffer.
+/// Returns the context the sample was recorded with, or None when it was dropped (counted
+/// in `alloc_samples_dropped`). Allocation-free; `keep` is the caller's.
+pub fn sample(s: &Sampled, keep: impl FnOnce(&[Frame], bool, &Context, i64)) -> Option<Context> {
+    let stripes = STRIPES_MAP.get()?;
+    let recorder = handler::recorder()?;
+    let vm = match WALKER.load(Ordering::Relaxed) {
+        x if x == WalkerKind::Vm as u8 => VmWalker::get(),
+        _ => None,
+    };
+    let tid = gettid();
+    let first = (tid as usize) % STRIPES;
+    let Some(stripe) = stripes.iter().cycle().skip(first).take(STRIPES).find(|s| {
+        s.busy
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }) else {
+        Counter::AllocSamplesDropped.inc();
+        return None;
+    };
+    // SAFETY: we hold this stripe's busy flag, so no other thread touches its frames.
+    let frames = unsafe { &mut *stripe.frames.get() };
+    let depth = DEPTH.load(Ordering::Relaxed).min(MAX_DEPTH);
+    let buf = frames.get_mut(..depth).unwrap_or(&mut []);
+    let walk = match (vm, Agct::loaded()) {
+        (Some(v), _) => v.walk_from_anchor(buf),
+        // A thread in native code: AsyncGetCallTrace starts at its last Java frame.
+        (None, Some(a)) => a.walk(SignalContext(std::ptr::null_mut()), buf),
+        (None, None) => {
+            stripe.busy.store(false, Ordering::Release);
+            Counter::AllocSamplesDropped.inc();
+            return None;
+        }
+    };
+    let walked = buf.get(..walk.frames).unwrap_or(&[]);
+    let ticks = handler::ticks();
+    let context = Context::of_current_thread();
+    let event = Event {
+        kind: EventKind::Alloc,
+        weight: 1,
+        ticks,
+        tid,
+        context,
+        frames: walked,
+        truncated: walk.truncated,
+        // The thread is inside the VM, called from Java.
+        mode: super::mode::execution::JVM,
+        state: super::mode::state::RUNNABLE,
+    };
+    let recorded = s.record && record::record_allocation(recorder, &event, &s.alloc);
+    keep(walked, walk.truncated, &context, ticks);
+    stripe.busy.store(false, Ordering::Release);
+    if recorded {
+        Counter::AllocSamples.inc();
+    }
+    Some(context)
+}
