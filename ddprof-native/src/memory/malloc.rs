@@ -164,7 +164,11 @@ mod tests {
         // SAFETY: plain malloc/free of blocks held only here.
         let usable = unsafe {
             let blocks: Vec<*mut libc::c_void> = (0..64).map(|_| libc::malloc(96)).collect();
-            let u = blocks.iter().map(|&p| libc::malloc_usable_size(p)).min().unwrap_or(0);
+            let u = blocks
+                .iter()
+                .map(|&p| libc::malloc_usable_size(p))
+                .min()
+                .unwrap_or(0);
             blocks.into_iter().for_each(|p| libc::free(p));
             u
         };

@@ -117,7 +117,14 @@ pub fn build_chunk(
     let traces: Vec<(u64, &[Frame], bool, i64)> = gen
         .traces
         .iter()
-        .map(|t| (u64::from(t.id), t.frames, t.truncated, since(u64::from(t.id))))
+        .map(|t| {
+            (
+                u64::from(t.id),
+                t.frames,
+                t.truncated,
+                since(u64::from(t.id)),
+            )
+        })
         .chain(live.traces.iter().map(|(id, frames, truncated)| {
             let id = LIVE_TRACE_BASE + u64::from(*id);
             (id, &frames[..], *truncated, since(id))
