@@ -278,21 +278,19 @@ public final class Profile {
 
     /** Total events of a kind. */
     public long totalCount(EventKind kind) {
-        long n = 0;
-        for (Sample s : samples.values()) {
-            if (s.kind == kind) {
-                n += s.count;
-            }
-        }
-        return n;
+        return total(kind, s -> s.count);
     }
 
     /** Total value of a kind ({@link Sample#value}). */
     public long totalValue(EventKind kind) {
+        return total(kind, s -> s.value);
+    }
+
+    private long total(EventKind kind, java.util.function.ToLongFunction<Sample> of) {
         long n = 0;
         for (Sample s : samples.values()) {
             if (s.kind == kind) {
-                n += s.value;
+                n += of.applyAsLong(s);
             }
         }
         return n;
