@@ -71,13 +71,17 @@ class ContextWriter {
         return JavaProfiler.setContextValue0(slot, e.encoding, e.utf8, e.utf8.length);
     }
 
-    /** {@code setValue}, or {@code clearValue} for a null entry, per pair; how many were written. */
-    int setValues(int[] slots, ContextValueCache.Entry[] entries, int count) {
+    /**
+     * {@code setValue}, or {@code clearValue} for a value {@code cache} cannot encode, per pair;
+     * how many were written.
+     */
+    int setValues(int[] slots, CharSequence[] values, int count, ContextValueCache cache) {
         int written = 0;
         for (int i = 0; i < count; i++) {
-            if (entries[i] == null) {
+            ContextValueCache.Entry e = cache.resolve(values[i]);
+            if (e == null) {
                 clearValue(slots[i]);
-            } else if (setValue(slots[i], entries[i])) {
+            } else if (setValue(slots[i], e)) {
                 written++;
             }
         }

@@ -326,11 +326,7 @@ public final class JavaProfiler {
         for (int i = 0; i < count; i++) {
             checkSlot(slots[i]);
         }
-        ContextValueCache.Entry[] entries = new ContextValueCache.Entry[count];
-        for (int i = 0; i < count; i++) {
-            entries[i] = contextValueCache.resolve(values[i]);
-        }
-        return writer().setValues(slots, entries, count);
+        return writer().setValues(slots, values, count, contextValueCache);
     }
 
     /**

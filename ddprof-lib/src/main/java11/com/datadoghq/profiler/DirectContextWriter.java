@@ -362,13 +362,13 @@ final class DirectContextWriter extends ContextWriter {
     }
 
     @Override
-    int setValues(int[] slots, ContextValueCache.Entry[] entries, int count) {
+    int setValues(int[] slots, CharSequence[] vs, int count, ContextValueCache cache) {
         boolean publish = buf.get(VALID) == 1;
         detach();
         int written = 0;
         for (int i = 0; i < count; i++) {
             int slot = slots[i];
-            ContextValueCache.Entry e = entries[i];
+            ContextValueCache.Entry e = cache.resolve(vs[i]);
             boolean ok = e != null && fits(slot, e.utf8.length);
             // The fit test of the next pair needs this one's size: keep attrsBytes current
             // without storing (writeAttrs stores everything once, below).
