@@ -172,23 +172,19 @@ public final class Profile {
     public String jvm = "";
 
     int frame(Frame f) {
-        Integer id = frameIds.get(f);
-        if (id == null) {
-            id = frames.size();
-            frames.add(f);
-            frameIds.put(f, id);
-        }
-        return id;
+        return intern(frames, frameIds, f);
     }
 
     int thread(ThreadInfo t) {
-        Integer id = threadIds.get(t);
-        if (id == null) {
-            id = threads.size();
-            threads.add(t);
-            threadIds.put(t, id);
-        }
-        return id;
+        return intern(threads, threadIds, t);
+    }
+
+    /** The index of {@code v} in {@code list}, appended (and indexed in {@code ids}) if new. */
+    private static <T> int intern(List<T> list, Map<T, Integer> ids, T v) {
+        return ids.computeIfAbsent(v, k -> {
+            list.add(k);
+            return list.size() - 1;
+        });
     }
 
     void setAttributeNames(List<String> names) {
