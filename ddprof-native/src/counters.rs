@@ -46,6 +46,7 @@ counters! {
     SkippedWallclockUnwinds => "skipped_wallclock_unwinds",
     WcSignalsQueueFull => "wc_signals_queue_full",
     WcUnownedBlockedSuppressed => "wc_unowned_blocked_suppressed",
+    WcSignalsSuppressedSampledRun => "wc_signals_suppressed_sampled_run",
     WcUnownedBlockedRecorded => "wc_unowned_blocked_recorded",
     ThreadFilterPages => "thread_filter_pages",
     ThreadFilterBytes => "thread_filter_bytes",

@@ -167,6 +167,71 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_filterThread0(
     })
 }
 
+// ---- Owned blocked runs (`sample::block_run`): instrumentation around parks and sleeps of
+// ---- registered threads. A thread that never registered (`addThread`) has no filter cell,
+// ---- and these do nothing, as upstream's do with the filter off.
+
+fn own_filter_cell() -> Option<&'static crate::sample::block_run::FilterCell> {
+    context::current()?.filter_cell()
+}
+
+#[no_mangle]
+pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_parkEnter0(
+    _env: JNIEnv,
+    _class: JClass,
+) {
+    quiet((), || {
+        if let Some(cell) = own_filter_cell() {
+            cell.enter(crate::sample::mode::state::PARKED);
+        }
+    })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_parkExit0(
+    _env: JNIEnv,
+    _class: JClass,
+    _blocker: jlong,
+    _unblocking_span_id: jlong,
+) {
+    quiet((), || {
+        if let Some(cell) = own_filter_cell() {
+            cell.exit_park();
+        }
+    })
+}
+
+/// HotSpot's OSThread state for `Thread.sleep`, the one state `blockEnter` accepts (as
+/// upstream); it is also the JFR thread state's code.
+const OS_THREAD_SLEEPING: jint = 7;
+
+#[no_mangle]
+pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_blockEnter0(
+    _env: JNIEnv,
+    _class: JClass,
+    state: jint,
+) -> jlong {
+    quiet(0, || match (state, own_filter_cell()) {
+        (OS_THREAD_SLEEPING, Some(cell)) => {
+            jlong::from(cell.enter(crate::sample::mode::state::SLEEPING))
+        }
+        _ => 0,
+    })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_blockExit0(
+    _env: JNIEnv,
+    _class: JClass,
+    token: jlong,
+) {
+    quiet((), || {
+        if let (Ok(run), Some(cell)) = (u32::try_from(token), own_filter_cell()) {
+            cell.exit(run);
+        }
+    })
+}
+
 // ---- Trace context (docs/context.md). Java checks the arguments (span 0, slot bounds,
 // ---- value sizes); these calls never throw. Each is one write of the calling thread's
 // ---- record and sidecar (`sample::context::ThreadContext`).

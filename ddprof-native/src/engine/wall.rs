@@ -4,7 +4,9 @@
 //!    filter on, else every task of `/proc/self/task`, itself excepted;
 //! 2. picks `walltpt` of them by reservoir sampling (each is chosen with probability
 //!    min(1, walltpt / candidates));
-//! 3. for each: if idle-thread skipping is on and the thread's CPU clock has not advanced
+//! 3. for each: under `wallprecheck`, a registered thread whose owned blocked run already has
+//!    its sample (`sample::block_run`) is skipped (`wc_signals_suppressed_sampled_run`); else if
+//!    idle-thread skipping is on and the thread's CPU clock has not advanced
 //!    since its last wall sample finished, records that sample again without a signal
 //!    (`sample::wall::record_idle`); else queues SIGVTALRM with our cookie through
 //!    `rt_tgsigqueueinfo` (`sample::wall` handles it), counting failures: thread gone
@@ -21,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use crate::counters::Counter;
 use crate::jfr::WallClockEpoch;
+use crate::sample::block_run::FilterCell;
 use crate::sample::context::gettid;
 use crate::sample::handler;
 use crate::sample::signal::{WALL_SIGNAL, WALL_SIGNAL_COOKIE};
@@ -48,6 +51,8 @@ pub struct Config {
     pub filter: bool,
     /// Record idle threads' last sample again instead of signalling them.
     pub skip_idle: bool,
+    /// `wallprecheck`: no signal for a thread whose owned blocked run has its sample.
+    pub precheck: bool,
 }
 
 struct Control {
@@ -147,7 +152,7 @@ impl Rng {
 
 /// Keeps `k` uniformly chosen elements of `v` (in its first `k` places) and truncates the
 /// rest: a partial Fisher-Yates shuffle, which picks each with probability k/len.
-fn reservoir(v: &mut Vec<i32>, k: usize, rng: &mut Rng) {
+fn reservoir<T>(v: &mut Vec<T>, k: usize, rng: &mut Rng) {
     if v.len() <= k {
         return;
     }
@@ -234,6 +239,7 @@ struct Counts {
     failed: i32,
     exited: i32,
     denied: i32,
+    suppressed: i32,
 }
 
 fn push_epoch(start_ticks: i64, duration_ms: i64, c: Counts) {
@@ -250,7 +256,7 @@ fn push_epoch(start_ticks: i64, duration_ms: i64, c: Counts) {
         num_failed_samples: c.failed,
         num_exited_threads: c.exited,
         num_permission_denied: c.denied,
-        num_suppressed_sampled_run: 0,
+        num_suppressed_sampled_run: i64::from(c.suppressed),
     });
 }
 
@@ -261,7 +267,8 @@ fn run(config: Config, control: &Control) {
     let uid = unsafe { libc::getuid() };
     let mut rng = Rng::seeded();
     let tpt = config.threads_per_tick.max(1) as usize;
-    let mut threads: Vec<i32> = Vec::new();
+    // Each candidate's tid, and its filter cell when it is a registered thread.
+    let mut threads: Vec<(i32, Option<&FilterCell>)> = Vec::new();
     let mut epoch_start = Instant::now();
     let mut epoch_ticks = handler::ticks();
     let mut last: Option<Counts> = None;
@@ -270,17 +277,26 @@ fn run(config: Config, control: &Control) {
         if config.filter {
             crate::thread_filter::collect(&mut threads);
         } else {
-            threads.extend(crate::threads::all_tids());
+            threads.extend(crate::threads::all_tids().into_iter().map(|t| (t, None)));
         }
-        threads.retain(|&t| t != me);
+        threads.retain(|&(t, _)| t != me);
         let mut counts = Counts {
             pool: threads.len() as i32,
             ..Counts::default()
         };
         reservoir(&mut threads, tpt, &mut rng);
         Counter::WallclockTicks.inc();
-        for &tid in &threads {
-            if config.skip_idle && is_idle(tid) && wall::record_idle(tid) {
+        for &(tid, cell) in &threads {
+            // wallprecheck: a registered thread in an owned blocked run (park/block hooks).
+            let owned = cell.filter(|c| config.precheck && c.open_run() != 0);
+            if owned.is_some_and(FilterCell::run_sampled) {
+                // Blocked since its sample, by its own account: nothing new to see.
+                Counter::WcSignalsSuppressedSampledRun.inc();
+                counts.suppressed += 1;
+                continue;
+            }
+            // A run's one sample comes from the handler, which marks it taken: no idle repeat.
+            if owned.is_none() && config.skip_idle && is_idle(tid) && wall::record_idle(tid) {
                 Counter::WallclockIdleSamples.inc();
                 counts.ok += 1;
                 continue;

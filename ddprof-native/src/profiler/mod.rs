@@ -198,16 +198,12 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
                         .into(),
                 );
             }
-            if args.wall_precheck {
-                warnings.push(
-                    "wallprecheck is accepted but not yet applied by this version of ddprof".into(),
-                );
-            }
             Some(Arc::new(WallClock::new(wall::Config {
                 interval_ns: ns.max(1),
                 threads_per_tick: args.wall_threads_per_tick,
                 filter: args.filter,
                 skip_idle: args.wall_skip_idle,
+                precheck: args.wall_precheck,
             })))
         }
         None => None,

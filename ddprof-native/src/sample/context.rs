@@ -19,8 +19,12 @@
 //! thread (the key's destructor runs after glibc has cleared the thread's value).
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{fence, AtomicBool, AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{
+    fence, AtomicBool, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering,
+};
 use std::sync::OnceLock;
+
+use super::block_run::FilterCell;
 
 /// Attribute slots per thread (`JavaProfiler.MAX_CONTEXT_SLOTS`, `maxContextSlots0`).
 pub const MAX_ATTRIBUTES: usize = 10;
@@ -221,9 +225,9 @@ pub struct ThreadContext {
     pub root_span_id: AtomicU64,
     /// Sidecar: per slot, `epoch << 32 | encoding` (`crate::context` dictionary id, 0 = unset).
     attrs: [AtomicU64; MAX_ATTRIBUTES],
-    /// The thread's slot in the wall-clock thread filter (`crate::thread_filter`) plus 1;
-    /// 0: none yet.
-    pub filter_slot: AtomicU32,
+    /// The thread's cell in the wall-clock thread filter (`crate::thread_filter`, which never
+    /// frees cells); null: none yet.
+    pub filter_cell: AtomicPtr<FilterCell>,
     /// `otel_thread_ctx_v1` of this thread points at `record` (set by `crate::threads`).
     pub published: AtomicBool,
 }
@@ -238,6 +242,13 @@ impl ThreadContext {
     fn attach(&self) {
         fence(Ordering::Release);
         self.record.valid.store(1, Ordering::Relaxed);
+    }
+
+    /// The thread's wall-clock filter cell, if it ever registered. Signal-safe.
+    #[inline]
+    pub fn filter_cell(&self) -> Option<&'static FilterCell> {
+        // SAFETY: a non-null pointer is a cell of the filter's pages, which are never freed.
+        unsafe { self.filter_cell.load(Ordering::Acquire).as_ref() }
     }
 
     fn has_attrs(&self) -> bool {

@@ -14,6 +14,7 @@
 //! `tests/signal_wing_imports.rs` fails on anything else, so the rule is kept by the build.
 
 pub mod alloc;
+pub mod block_run;
 pub mod context;
 pub mod frame;
 pub mod handler;

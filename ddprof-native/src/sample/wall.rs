@@ -12,22 +12,26 @@
 //!
 //! Idle threads: the slot also keeps the thread's CPU time when its handler finished. The
 //! sampler reads the thread's CPU clock before signalling; if it has not advanced (beyond
-//! the handler's own return path) since, the thread ran nothing, so its stack and context
-//! are those of the slot, and [`record_idle`] records the slot's trace again, weight 1, from
-//! the sampler thread, without a signal (`wallclock_idle_samples`).
+//! the handler's own return path) since, and that sample found the thread waiting (blocked
+//! or in a system call), the thread is still waiting there, so its stack and context are
+//! those of the slot, and [`record_idle`] records the slot's trace again, weight 1, from the
+//! sampler thread, without a signal (`wallclock_idle_samples`). A sample that found it
+//! running is not repeated: a thread can block within the idle allowance of CPU.
 
 //! `wallprecheck` (upstream's unowned-blocked fallback), for threads without a span: of the
 //! observations that find the thread blocked (sleeping, parked, waiting, contended), the 1st,
 //! 11th, 21st, ... are recorded, each carrying as weight the ones suppressed before it
 //! (`wc_unowned_blocked_recorded` / `_suppressed`); the first observation that finds it
 //! runnable again first records the pending tail with the blocked sample's trace and state.
-//! Upstream's owned block runs (its park/block hooks) do not exist here.
+//! A thread in an owned blocked run (`block_run`: the park/block hooks said so) is recorded
+//! once per run instead, whole, and not again until the run ends.
 
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::OnceLock;
 
-use super::context::{gettid, MAX_ATTRIBUTES};
+use super::block_run::FilterCell;
+use super::context::{self, gettid, MAX_ATTRIBUTES};
 use super::handler::{self, InFlight, Sample};
 use super::mode;
 use super::record::{Context, EventKind};
@@ -130,10 +134,16 @@ pub fn forget(tid: i32) {
 }
 
 /// The CPU time (ns) `tid` had when its last wall sample's handler finished, if its slot
-/// holds a sample that can be recorded again.
+/// holds a sample that can be recorded again: one that found the thread waiting (blocked or
+/// in a system call). A thread sampled running can stop within the few microseconds the idle
+/// test allows (a sample caught on its way into a park), so its next observation must look.
 pub fn last_sample_cpu_ns(tid: i32) -> Option<u64> {
     let slot = slot_of(tid)?;
     if slot.tid.load(Ordering::Acquire) != tid || slot.trace.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    let state = slot.state.load(Ordering::Relaxed);
+    if !(is_blocked(state) || state == mode::state::SYSCALL) {
         return None;
     }
     match slot.cpu_ns.load(Ordering::Relaxed) {
@@ -222,6 +232,11 @@ fn sample(uc: SignalContext) {
         state,
         context: Context::of_current_thread(),
     };
+    let owned = owned_run(&s);
+    if owned.is_some_and(|(cell, _)| cell.run_sampled()) {
+        Counter::WcSignalsSuppressedSampledRun.inc();
+        return;
+    }
     let collapsing = COLLAPSING.load(Ordering::Relaxed);
     let slot =
         if collapsing || KEEP_LAST.load(Ordering::Relaxed) || PRECHECK.load(Ordering::Relaxed) {
@@ -234,11 +249,20 @@ fn sample(uc: SignalContext) {
             None
         };
     let Some(slot) = slot else {
-        handler::walk_and_record(uc, &s);
+        let recorded = handler::walk_and_record(uc, &s);
+        if let (Some(_), Some((cell, run))) = (recorded, owned) {
+            cell.mark_sampled(run);
+        }
         return;
     };
     let mut s = s;
-    match precheck(slot, tid, &s) {
+    // An owned run is sampled once, whole: the unowned thinning does not apply to it.
+    let decision = if owned.is_some() {
+        Precheck::Record(s.weight)
+    } else {
+        precheck(slot, tid, &s)
+    };
+    match decision {
         Precheck::Suppress => {
             slot.cpu_ns.store(thread_cpu_ns(), Ordering::Relaxed);
             slot.busy.store(false, Ordering::Release);
@@ -260,8 +284,9 @@ fn sample(uc: SignalContext) {
     } else {
         None
     };
-    if reused.is_some() {
+    let recorded = if reused.is_some() {
         Counter::SkippedWallclockUnwinds.inc();
+        reused == Some(true)
     } else {
         let recorded = handler::walk_and_record(uc, &s);
         if recorded.is_none() {
@@ -283,12 +308,28 @@ fn sample(uc: SignalContext) {
         }
         slot.epoch.store(epoch, Ordering::Relaxed);
         slot.trace.store(trace, Ordering::Relaxed);
+        recorded.is_some()
+    };
+    if let (true, Some((cell, run))) = (recorded, owned) {
+        // Only a recorded sample covers the run: a lost one leaves the next signal to retry.
+        cell.mark_sampled(run);
     }
     // Either way, the state of this sample is the one an idle observation repeats.
     slot.mode.store(s.mode, Ordering::Relaxed);
     slot.state.store(s.state, Ordering::Relaxed);
     slot.cpu_ns.store(thread_cpu_ns(), Ordering::Relaxed);
     slot.busy.store(false, Ordering::Release);
+}
+
+/// Under `wallprecheck`, the owned blocked run (`block_run`) the interrupted thread is in, if
+/// it has no span: its filter cell and the run. Signal-safe.
+fn owned_run(s: &Sample) -> Option<(&'static FilterCell, u32)> {
+    if !PRECHECK.load(Ordering::Relaxed) || s.context.span_id != 0 {
+        return None;
+    }
+    let cell = context::current()?.filter_cell()?;
+    let run = cell.open_run();
+    (run != 0).then_some((cell, run))
 }
 
 /// The calling thread's CPU time in ns, 0 if unreadable. Signal-safe.

@@ -517,24 +517,41 @@ public final class JavaProfiler {
 
     private static native long currentTicks0();
 
-    // Package-private hooks for park/block instrumentation. Upstream uses them to tell the
-    // wall-clock sampler that a thread is parked or blocked. ddprof has no wall-clock engine yet,
-    // so there is nothing to tell: they are deliberate no-ops, kept so instrumentation that calls
-    // them keeps linking.
+    // Package-private hooks for park/block instrumentation, as upstream's: a registered thread
+    // (addThread) says it is about to park or sleep and when it is done. Under wallprecheck the
+    // wall-clock sampler then takes one sample of such a run, not one per tick (a thread without
+    // a span only). A thread that never registered is not followed: the calls do nothing.
 
     void parkEnter() {
+        parkEnter0();
     }
 
     void parkExit(long blocker, long unblockingSpanId) {
+        parkExit0(blocker, unblockingSpanId);
     }
 
-    /** @return a token for {@link #blockExit(long)}; always 0 (nothing armed). */
+    /**
+     * @param state HotSpot's OSThread state of the run; only SLEEPING (7) is followed
+     * @return a token for {@link #blockExit(long)}; 0 when nothing was armed (another state,
+     *     a thread that never registered, or a run already open)
+     */
     long blockEnter(int state) {
-        return 0;
+        return blockEnter0(state);
     }
 
     void blockExit(long token) {
+        if (token != 0) {
+            blockExit0(token);
+        }
     }
+
+    private static native void parkEnter0();
+
+    private static native void parkExit0(long blocker, long unblockingSpanId);
+
+    private static native long blockEnter0(int state);
+
+    private static native void blockExit0(long token);
 
     // ---- native methods, implemented in ddprof-native/src/api as
     // ---- Java_com_datadoghq_profiler_JavaProfiler_<name> (the tests' probes are in
