@@ -1,0 +1,165 @@
+package com.datadoghq.profiler.bench;
+
+import com.datadoghq.profiler.JavaProfiler;
+
+import java.io.File;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.lang.reflect.Method;
+import java.net.URL;
+import java.net.URLClassLoader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * One run of {@link KotlinCompileBenchmark}, in a fresh JVM started with
+ * {@code -XX:NativeMemoryTracking=summary}:
+ * {@code KotlinCompileWorker <none|true|false|lazy> <files> <compiles>}, with {@code -Dkotlin.cp} the
+ * Kotlin compiler's classpath (kotlin-compiler-embeddable and its dependencies, kotlin-stdlib among them).
+ *
+ * <p>A real program that loads thousands of classes and runs many of them: the Kotlin compiler, loaded
+ * through its own class loader, compiles a generated source set of {@code files} files (data classes,
+ * interfaces, generics, lambdas, extension functions, {@code when}, cross-file references)
+ * {@code compiles} times into fresh output directories, with ddprof sampling it at {@code cpu=10ms} in
+ * the given {@code fjmethodid} mode and a dump after every compile (the first dump and the later ones
+ * timed on the dumping thread). Then, after HotSpot's arena pool had a pass to empty, the NMT summary.
+ * Prints {@code RESULT mode=.. Class=<KB> Internal=<KB> Total_minus_heap=<KB> classes=.. first_dump_ms=..
+ * later_dump_ms=.. compile_ms=..} and the profiler's counters.
+ */
+public final class KotlinCompileWorker {
+    private KotlinCompileWorker() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        String mode = args[0];
+        int files = Integer.parseInt(args[1]);
+        int compiles = Integer.parseInt(args[2]);
+        String cp = System.getProperty("kotlin.cp");
+        if (cp == null || cp.isEmpty()) {
+            throw new IllegalArgumentException("-Dkotlin.cp (the Kotlin compiler's classpath) is required");
+        }
+        List<URL> urls = new ArrayList<>();
+        String stdlib = null;
+        for (String p : cp.split(File.pathSeparator)) {
+            urls.add(new File(p).toURI().toURL());
+            if (new File(p).getName().matches("kotlin-stdlib-[0-9.]+\\.jar")) {
+                stdlib = p;
+            }
+        }
+        if (stdlib == null) {
+            throw new IllegalArgumentException("no kotlin-stdlib jar in -Dkotlin.cp");
+        }
+        Path dir = Files.createTempDirectory("ddprof-kotlin-");
+        Path src = dir.resolve("src");
+        generate(src, files);
+
+        BenchSupport.nmtCommittedKb(); // loads the JMX classes before anything is measured
+        JavaProfiler profiler = BenchSupport.startProfiler(mode, "cpu=10ms", dir);
+        URLClassLoader loader = new URLClassLoader(urls.toArray(new URL[0]), ClassLoader.getPlatformClassLoader());
+        Class<?> k2 = Class.forName("org.jetbrains.kotlin.cli.jvm.K2JVMCompiler", true, loader);
+        Object compiler = k2.getConstructor().newInstance();
+        Method exec = k2.getMethod("exec", PrintStream.class, String[].class);
+        PrintStream quiet = new PrintStream(OutputStream.nullOutputStream(), true, StandardCharsets.UTF_8);
+
+        long compileNs = 0;
+        long firstDumpNs = -1;
+        List<Double> laterDumps = new ArrayList<>();
+        for (int i = 0; i < compiles; i++) {
+            Path out = dir.resolve("out" + i);
+            String[] kargs = {"-d", out.toString(), "-no-stdlib", "-no-reflect", "-classpath", stdlib,
+                "-Xno-call-assertions", src.toString()};
+            long t0 = System.nanoTime();
+            Object code = exec.invoke(compiler, quiet, kargs);
+            compileNs += System.nanoTime() - t0;
+            if (!"OK".equals(String.valueOf(code))) {
+                throw new IllegalStateException("kotlinc exit " + code + " on compile " + i);
+            }
+            if (profiler != null) {
+                long d0 = System.nanoTime();
+                profiler.dump(dir.resolve("dump" + i + ".jfr"));
+                long d = System.nanoTime() - d0;
+                if (firstDumpNs < 0) {
+                    firstDumpNs = d;
+                } else {
+                    laterDumps.add(d / 1e6);
+                }
+            }
+        }
+        Map<String, Long> counters = BenchSupport.counters(profiler);
+        // HotSpot empties its arena-chunk pool every 5 s: let one pass run before the summary.
+        Thread.sleep(Long.getLong("settle", 5500));
+        Map<String, Long> nmt = BenchSupport.nmtCommittedKb();
+        long classes = java.lang.management.ManagementFactory.getClassLoadingMXBean().getLoadedClassCount();
+
+        BenchSupport.Result r = new BenchSupport.Result()
+                .put("mode", mode)
+                .put("Class", nmt.getOrDefault("Class", 0L))
+                .put("Internal", nmt.getOrDefault("Internal", 0L))
+                .put("Total_minus_heap", nmt.get("Total") - nmt.getOrDefault("Java Heap", 0L))
+                .put("classes", classes)
+                .put("compile_ms", String.format(Locale.ROOT, "%.0f", compileNs / 1e6))
+                .put("first_dump_ms", String.format(Locale.ROOT, "%.1f", firstDumpNs / 1e6))
+                .put("later_dump_ms", String.format(Locale.ROOT, "%.1f",
+                        laterDumps.isEmpty() ? -1 : BenchSupport.median(laterDumps)));
+        for (String k : new String[] {"samples", "jmethodids_preloaded", "method_resolve_lazy_jmethodids_created",
+                "method_resolve_lazy_metadata", "klass_registry_entries", "klass_registry_bytes",
+                "fjmethodid_lazy_fallback"}) {
+            r.put(k, counters.getOrDefault(k, 0L));
+        }
+        r.print();
+        if (profiler != null) {
+            profiler.stop();
+        }
+        loader.close();
+        BenchSupport.deleteTree(dir);
+    }
+
+    /** {@code files} Kotlin files, each using the previous one's types so resolution crosses files. */
+    private static void generate(Path src, int files) throws Exception {
+        Files.createDirectories(src);
+        for (int i = 0; i < files; i++) {
+            String prev = i == 0 ? null : "gen.p" + (i - 1);
+            StringBuilder k = new StringBuilder();
+            k.append("package gen.p").append(i).append("\n\n");
+            if (prev != null) {
+                k.append("import ").append(prev).append(".Record").append(i - 1).append("\n");
+                k.append("import ").append(prev).append(".render\n\n");
+            }
+            k.append("data class Record").append(i).append("(val id: Int, val name: String, val tags: List<String>)\n\n");
+            k.append("interface Shape").append(i).append(" { fun area(): Double }\n");
+            k.append("class Circle").append(i).append("(val r: Double) : Shape").append(i)
+                    .append(" { override fun area() = Math.PI * r * r }\n");
+            k.append("class Rect").append(i).append("(val w: Double, val h: Double) : Shape").append(i)
+                    .append(" { override fun area() = w * h }\n\n");
+            k.append("fun Record").append(i).append(".render(): String = \"$name#$id\" + tags.joinToString(prefix = \"[\", postfix = \"]\")\n\n");
+            k.append("object Util").append(i).append(" {\n");
+            k.append("    fun <T : Comparable<T>> top(xs: List<T>, n: Int): List<T> = xs.sortedDescending().take(n)\n");
+            k.append("    fun group(rs: List<Record").append(i).append(">): Map<String, Int> =\n");
+            k.append("        rs.groupBy { it.name }.mapValues { (_, v) -> v.sumOf { it.id } }\n");
+            k.append("    fun describe(x: Any?): String = when (x) {\n");
+            k.append("        is Int -> \"int $x\"\n        is String -> \"str ${x.length}\"\n");
+            k.append("        is Record").append(i).append(" -> x.render()\n        null -> \"null\"\n        else -> x.toString()\n    }\n");
+            for (int m = 0; m < 12; m++) {
+                k.append("    fun m").append(m).append("(xs: List<Int>): Int {\n");
+                k.append("        var acc = ").append(m).append("\n");
+                k.append("        for (x in xs.filter { it % ").append(m + 2).append(" != 0 }.map { it * ").append(m + 1)
+                        .append(" }) acc += x\n");
+                k.append("        val s: Shape").append(i).append(" = if (acc % 2 == 0) Circle").append(i)
+                        .append("(acc.toDouble()) else Rect").append(i).append("(1.0, acc.toDouble())\n");
+                k.append("        return acc + s.area().toInt() + top(xs, 3).sum()\n    }\n");
+            }
+            if (prev != null) {
+                k.append("    fun link(r: Record").append(i - 1).append("): Record").append(i)
+                        .append(" = Record").append(i).append("(r.id + 1, r.render(), r.tags + \"p").append(i)
+                        .append("\")\n");
+            }
+            k.append("}\n");
+            Files.writeString(src.resolve("F" + i + ".kt"), k.toString());
+        }
+    }
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The real-workload row of the lazy-jmethodID benchmarks: native memory and dump latency of
+# fjmethodid=true|false|lazy (and no profiler) while the Kotlin compiler compiles a generated source
+# set repeatedly in one JVM (com.datadoghq.profiler.bench.KotlinCompileBenchmark). The compiler is
+# Maven Central's org.jetbrains.kotlin:kotlin-compiler-embeddable, resolved with its dependencies into
+# the local Maven repository on first use. Results: docs/benchmarks.md ("Lazy method IDs", "A real
+# workload").
+#
+#   bash scripts/bench-kotlin.sh [--no-build] [-Dkey=value ...]
+#
+# Options (system properties): -Drounds=3 -Dkt.files=40 -Dkt.compiles=3 -Dkt.modes=none,true,false,lazy
+# -Dkt.settle=5500 -Dkotlin.version=2.2.21 -DjvmArgs="..." -Dseed=N, and the quiet-host wait of
+# bench-lazy.sh (-DquietWait=20 -DquietBudget=60 -DquietCpu=0.3).
+# About 15 minutes with the defaults on a quiet 2-CPU host (12 fresh JVMs of about a minute each).
+set -euo pipefail
+
+main() {
+  ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  cd "$ROOT"
+  build=1
+  props=()
+  version=2.2.21
+  for a in "$@"; do
+    case "$a" in
+      --no-build) build=0 ;;
+      -Dkotlin.version=*) version="${a#-Dkotlin.version=}" ;;
+      -D*) props+=("$a") ;;
+      -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+      *) echo "bench-kotlin.sh: unknown argument $a (try --help)" >&2; exit 2 ;;
+    esac
+  done
+  # shellcheck disable=SC1091
+  . "$ROOT/scripts/bench-common.sh"
+  bench_prepare ddprof-bench-kotlin "$build" || exit 1
+
+  # The compiler's classpath, from a throwaway pom that depends on it.
+  kdir="$BENCH_SNAP/kotlin"
+  mkdir -p "$kdir"
+  cat > "$kdir/pom.xml" <<POM
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>bench</groupId><artifactId>kotlin-cp</artifactId><version>1</version>
+  <dependencies>
+    <dependency>
+      <groupId>org.jetbrains.kotlin</groupId><artifactId>kotlin-compiler-embeddable</artifactId>
+      <version>$version</version>
+    </dependency>
+  </dependencies>
+</project>
+POM
+  mvn -q -f "$kdir/pom.xml" dependency:build-classpath -Dmdep.outputFile="$kdir/cp.txt" >/dev/null
+  kcp="$(cat "$kdir/cp.txt")"
+
+  echo "bench-kotlin.sh: kotlin-compiler-embeddable $version; $("$JAVA" -version 2>&1 | head -1); $(nproc) CPUs;" \
+    "kernel $(uname -r); load $(cut -d' ' -f1-3 /proc/loadavg);" \
+    "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (dirty tree)')"
+  start=$(date +%s)
+  "$JAVA" "${props[@]}" "-Dkotlin.cp=$kcp" -cp "$BENCH_CP" com.datadoghq.profiler.bench.KotlinCompileBenchmark
+  echo "bench-kotlin.sh: done in $(( $(date +%s) - start )) s; load $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
+main "$@"; exit $?
