@@ -121,6 +121,7 @@ counters! {
     MethodResolveLazyStale => "method_resolve_lazy_stale",
     MethodResolveLazyNotCurrent => "method_resolve_lazy_not_current",
     MethodResolveLazyRedefined => "method_resolve_lazy_redefined",
+    MethodResolveLazyByIdnum => "method_resolve_lazy_by_idnum",
     MethodResolveLazyUnreadable => "method_resolve_lazy_unreadable",
     MethodResolveLazyMetadata => "method_resolve_lazy_metadata",
     MethodResolveLazyIdsCreated => "method_resolve_lazy_jmethodids_created",

@@ -59,6 +59,7 @@ fn tagging_raw_frames_allocates_nothing() {
             (i % 300) as i32,
             1,
             Tag::of_trace_id(i),
+            Some(i as u16),
         )
         .expect("taggable");
         let u = tags::untag(&f);

@@ -291,19 +291,14 @@ fn finish(marked: &[Marked], rc: JvmtiError) {
     for &(k, name, _) in marked {
         end(k, name, ok);
     }
-    // The new methods' later samples carry IDs. In the lazy mode this is the one place
-    // that makes jmethodIDs for sampled code (`method_resolve_lazy_jmethodids_created`
-    // counts them): a frame names its `Method*`, which a redefinition replaces and may
-    // reuse, so samples taken while a class is redefined again and again would otherwise
-    // all be refused (docs/architecture.md, "Lazy method IDs").
-    if ok {
+    // Outside the lazy mode the new methods' later samples carry IDs (their raw frames
+    // would be refused). The lazy mode needs none: its frames carry the method's idnum,
+    // which names the method in every version (`methods/lazy/resolve.rs`).
+    if ok && !crate::sample::tags::is_active() {
         if let Some(jvmti) = own_env() {
             for &(_, _, c) in marked {
                 if let Ok(n) = jvmti.load_method_ids(c) {
                     Counter::MethodIdsPreloaded.add(n as i64);
-                    if crate::sample::tags::is_active() {
-                        Counter::MethodResolveLazyIdsCreated.add(n as i64);
-                    }
                 }
             }
         }

@@ -59,20 +59,23 @@ impl Resolver {
         &self.cache[&method_id]
     }
 
-    /// The method-pool key of a frame in a trace whose earliest sample was taken at `since`:
-    /// a tagged raw frame (lazy mode) that the checks of `lazy::resolve` accept becomes its
-    /// jmethodID if it has one (so that it shares a pool entry with the frames sampled with
-    /// that ID), else its checked `Method*` | `NO_ID_KEY`; every other frame keeps its own
-    /// kind and value. The frame's marker bit decides, not the mode running now.
-    pub fn key_of(&mut self, frame: &Frame, since: i64) -> (u8, u64) {
+    /// The method-pool key of a frame in a trace whose earliest sample was taken at `since`,
+    /// and whether its line numbers can be trusted: a tagged raw frame (lazy mode) that the
+    /// checks of `lazy::resolve` accept becomes its jmethodID if it has one (so that it
+    /// shares a pool entry with the frames sampled with that ID), else its checked
+    /// `Method*` | `NO_ID_KEY` (no lines for a frame that may have run in an older version
+    /// of a redefined method); every other frame keeps its own kind and value. The frame's
+    /// marker bit decides, not the mode running now.
+    pub fn key_of(&mut self, frame: &Frame, since: i64) -> (u8, u64, bool) {
         let _mem = memory::scope(Category::MethodMap);
         let u = tags::untag(frame);
         let Some(tag) = u.tag else {
-            return (frame.kind, frame.method);
+            return (frame.kind, frame.method, true);
         };
-        let Some(a) = self.lazy.method_id(u.method, tag, since) else {
-            return (frame.kind, frame.method);
+        let Some(named) = self.lazy.method_id(u.method, tag, u.idnum, since) else {
+            return (frame.kind, frame.method, true);
         };
+        let a = named.accepted;
         if !self.cache.contains_key(&a.key) {
             // Named now, while the holder is known and pinned: the class part comes from
             // the pinned reference (once per class), the rest from the metadata the
@@ -88,7 +91,7 @@ impl Resolver {
                 });
             self.cache.insert(a.key, info);
         }
-        (kind::JAVA_METHOD_ID, a.key)
+        (kind::JAVA_METHOD_ID, a.key, named.lines)
     }
 
     /// Called once before the frames of a dump are keyed: warms the cache for the lazy
@@ -109,7 +112,7 @@ impl Resolver {
         let _mem = memory::scope(Category::MethodMap);
         let u = tags::untag(frame);
         if let Some(tag) = u.tag {
-            return match self.lazy.refusal(u.method, tag, since) {
+            return match self.lazy.refusal(u.method, tag, u.idnum, since) {
                 Some(Refused::Unloaded | Refused::Stale) => &self.unloaded,
                 _ => &self.unknown,
             };

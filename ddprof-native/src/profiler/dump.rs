@@ -663,7 +663,8 @@ fn frame_ref(
     f: &Frame,
     since: i64,
 ) -> (u32, i32, bool, bool) {
-    let mut pool_key = resolver.key_of(f, since);
+    let (key_kind, key_value, lines) = resolver.key_of(f, since);
+    let mut pool_key = (key_kind, key_value);
     let info: &MethodInfo = match pool_key.0 {
         kind::JAVA_METHOD_ID => resolver.resolve(pool_key.1),
         kind::RAW_METHOD => {
@@ -685,7 +686,7 @@ fn frame_ref(
         }
     };
     let named = !info.class_name.is_empty();
-    let line = if f.frame_type == frame_type::NATIVE {
+    let line = if f.frame_type == frame_type::NATIVE || !lines {
         0
     } else {
         info.line_of(tags::bci(f).max(0)) // AGCT reports bci -1 at method entry: use bci 0

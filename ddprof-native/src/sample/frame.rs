@@ -45,7 +45,9 @@ pub struct Frame {
     pub kind: u8,
     /// JFR frame type, one of [`frame_type`].
     pub frame_type: u8,
-    pub _pad: u16,
+    /// A tagged raw frame's method idnum as sampled, plus one (`sample::tags`); 0 otherwise
+    /// or when it could not be read. It names the method across its class's redefinitions.
+    pub idnum: u16,
 }
 
 impl Frame {
@@ -55,7 +57,7 @@ impl Frame {
             bci,
             kind: kind::JAVA_METHOD_ID,
             frame_type,
-            _pad: 0,
+            idnum: 0,
         }
     }
     pub const fn raw(method: u64, bci: i32, frame_type: u8) -> Frame {
@@ -64,7 +66,7 @@ impl Frame {
             bci,
             kind: kind::RAW_METHOD,
             frame_type,
-            _pad: 0,
+            idnum: 0,
         }
     }
     /// A native frame at `pc`: JFR frame type Native, no bci.
@@ -74,7 +76,7 @@ impl Frame {
             bci: 0,
             kind: kind::NATIVE_PC,
             frame_type: frame_type::NATIVE,
-            _pad: 0,
+            idnum: 0,
         }
     }
     /// Where a walk stopped: typed Native, since the code there could not be named as
@@ -85,7 +87,7 @@ impl Frame {
             bci: reason,
             kind: kind::ERROR,
             frame_type: frame_type::NATIVE,
-            _pad: 0,
+            idnum: 0,
         }
     }
 }

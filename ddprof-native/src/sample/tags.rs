@@ -35,11 +35,12 @@ pub fn set_active(on: bool) {
     ACTIVE.store(on, Ordering::Release);
 }
 
-/// The tag of a method's holder: `None` when the holder or its trace ID cannot be read.
-/// Signal-safe.
-pub fn tag_of(m: &MethodGroup, method: usize) -> Option<Tag> {
-    let holder = method::holder(m, method)?;
-    trace_id::trace_id(holder).map(Tag::of_trace_id)
+/// The tag of a method's holder: `None` when the holder or its trace ID cannot be read;
+/// with the method's idnum (`None` if unreadable). Signal-safe.
+pub fn tag_of(m: &MethodGroup, method: usize) -> Option<(Tag, Option<u16>)> {
+    let (holder, idnum) = method::holder_and_idnum(m, method)?;
+    let tag = trace_id::trace_id(holder).map(Tag::of_trace_id)?;
+    Some((tag, idnum))
 }
 
 /// Bits of the trace ID kept in a tag. Two live classes whose IDs agree in these bits
@@ -87,10 +88,19 @@ pub struct Untagged {
     pub method: u64,
     pub bci: i32,
     pub tag: Option<Tag>,
+    /// The method's idnum when sampled (tagged frames only, when it was read).
+    pub idnum: Option<u16>,
 }
 
 /// A tagged raw frame, or `None` when `method` or `bci` do not leave room for the tag.
-pub fn tagged_frame(method: u64, bci: i32, frame_type: u8, tag: Tag) -> Option<Frame> {
+/// `idnum`: the method's, as read with the tag (HotSpot's unset idnum 0xffff is none).
+pub fn tagged_frame(
+    method: u64,
+    bci: i32,
+    frame_type: u8,
+    tag: Tag,
+    idnum: Option<u16>,
+) -> Option<Frame> {
     if method & !POINTER_MASK != 0 {
         return None;
     }
@@ -102,7 +112,9 @@ pub fn tagged_frame(method: u64, bci: i32, frame_type: u8, tag: Tag) -> Option<F
     let t = tag.bits();
     let method = method | (u64::from(t & 0xffff) << POINTER_BITS);
     let bci = bci_bits | ((t >> 16) << BCI_BITS);
-    Some(Frame::raw(method, bci as i32, frame_type))
+    let mut f = Frame::raw(method, bci as i32, frame_type);
+    f.idnum = idnum.map_or(0, |n| n.wrapping_add(1));
+    Some(f)
 }
 
 /// Whether a raw frame carries a tag (see the module comment).
@@ -118,6 +130,7 @@ pub fn untag(f: &Frame) -> Untagged {
             method: f.method,
             bci: f.bci,
             tag: None,
+            idnum: None,
         };
     }
     let b = f.bci as u32;
@@ -130,6 +143,7 @@ pub fn untag(f: &Frame) -> Untagged {
         method: f.method & POINTER_MASK,
         bci,
         tag: Some(Tag(tag)),
+        idnum: f.idnum.checked_sub(1),
     }
 }
 
@@ -152,14 +166,17 @@ mod tests {
             (0x7f00_0000_0000, 12, (1 << 40) + 5), // ID beyond the tag range keeps its low bits
         ] {
             let tag = Tag::of_trace_id(id);
-            let f = tagged_frame(m, bci, 1, tag).expect("taggable");
+            let idnum = Some((id % 65535) as u16);
+            let f = tagged_frame(m, bci, 1, tag, idnum).expect("taggable");
             assert!(is_tagged(&f));
             let u = untag(&f);
             assert_eq!(
-                (u.method, u.bci, u.tag),
-                (m, bci, Some(tag)),
+                (u.method, u.bci, u.tag, u.idnum),
+                (m, bci, Some(tag), idnum),
                 "{m:#x} {bci} {id}"
             );
+            let without = tagged_frame(m, bci, 1, tag, None).expect("taggable");
+            assert_eq!(untag(&without).idnum, None);
             assert!(u.tag.unwrap().matches(id));
             assert_eq!(f.frame_type, 1);
             assert_eq!(f.kind, kind::RAW_METHOD);
@@ -180,12 +197,12 @@ mod tests {
     fn untaggable_frames_are_refused() {
         let tag = Tag::of_trace_id(5);
         // A pointer with high bits set (not a user-space address on x86_64).
-        assert!(tagged_frame(0xffff_8000_0000_0000, 0, 0, tag).is_none());
-        assert!(tagged_frame(0x0001_0000_0000_0000, 0, 0, tag).is_none());
+        assert!(tagged_frame(0xffff_8000_0000_0000, 0, 0, tag, None).is_none());
+        assert!(tagged_frame(0x0001_0000_0000_0000, 0, 0, tag, None).is_none());
         // bcis that do not fit in 16 bits, other negative values.
-        assert!(tagged_frame(0x1000, 65535, 0, tag).is_none());
-        assert!(tagged_frame(0x1000, 70000, 0, tag).is_none());
-        assert!(tagged_frame(0x1000, -2, 0, tag).is_none());
+        assert!(tagged_frame(0x1000, 65535, 0, tag, None).is_none());
+        assert!(tagged_frame(0x1000, 70000, 0, tag, None).is_none());
+        assert!(tagged_frame(0x1000, -2, 0, tag, None).is_none());
     }
 
     #[test]
@@ -205,8 +222,8 @@ mod tests {
 
     #[test]
     fn frames_of_one_method_with_different_tags_differ() {
-        let a = tagged_frame(0x1000, 3, 0, Tag::of_trace_id(1)).unwrap();
-        let b = tagged_frame(0x1000, 3, 0, Tag::of_trace_id(2)).unwrap();
+        let a = tagged_frame(0x1000, 3, 0, Tag::of_trace_id(1), None).unwrap();
+        let b = tagged_frame(0x1000, 3, 0, Tag::of_trace_id(2), None).unwrap();
         assert_ne!(a, b);
         assert_eq!(untag(&a).method, untag(&b).method);
         assert_eq!(bci(&a), 3);

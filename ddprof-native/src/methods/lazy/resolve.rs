@@ -5,7 +5,7 @@
 //! hold another method now, or the class may have been redefined. It is used as a lookup
 //! key until proven live, in this order:
 //! 1. under crash protection, read only its holder `Klass*` and its idnum;
-//! 2. refuse classes being redefined now (`method_resolve_lazy_redefined`);
+//! 2. note when the class's latest redefinition ended, if it had one;
 //! 3. pin the holder through the registry: a strong local reference to its mirror, so it
 //!    cannot unload from here on (not registered or collected: `method_resolve_lazy_unloaded`);
 //! 4. the pinned class's trace ID must match the frame's tag, else the `Klass*` now
@@ -17,15 +17,23 @@
 //!    jmethodID; `method_resolve_lazy_metadata`; unreadable: `method_resolve_lazy_unreadable`).
 //!    The key is the method's jmethodID if something else made one (so it shares a pool
 //!    entry with frames sampled with that ID), else the `Method*` | [`NO_ID_KEY`];
-//! 7. the redefinition state is read again: a redefinition may have started during 3-6,
-//!    and the reads of step 6 must not be trusted then.
+//! 7. the class's methods array must still be the one step 5 read: a redefinition swaps
+//!    in a new array at a safepoint, and only after that can the methods of the old one be
+//!    freed; if it was replaced, steps 5-6 are read again (a few times at most, then the
+//!    frame is refused, `method_resolve_lazy_redefined`). A redefinition that is merely
+//!    running has not touched the class yet: its new methods belong to a scratch class
+//!    until the swap, and a stale frame that reads one fails at step 3 or 4.
 //!
-//! A redefined class (one whose redefinition succeeded, at any time) is accepted only for
-//! traces whose every sample was taken after its latest redefinition ended
-//! ([`LazyResolver::method_id`]'s `since`): a sample's time is read before its stack is
-//! walked, so such a frame was walked from the class as it is now, and an old version's
-//! `Method*` in it is not current (step 5), and cannot have been reused for a new method
-//! since (that needs another redefinition, which would have ended later).
+//! A redefined class (one whose redefinition succeeded, at any time): the walker recorded,
+//! beside the tag, the method's idnum as sampled, which a method keeps across versions. A
+//! frame whose `Method*` is current and had that idnum is that method; one whose `Method*`
+//! is an older version's (not current at step 5) is named by the current method of its
+//! idnum. Either way the name is right; the line numbers are those of the version that ran
+//! only if every sample of the trace was taken after the class's latest redefinition ended
+//! ([`LazyResolver::method_id`]'s `since`: a sample's time is read before its stack is
+//! walked, so such a frame was walked from the class as it is now), and are left out
+//! otherwise. A frame without a recorded idnum keeps the older rule: refused in traces
+//! sampled before the redefinition ended (`method_resolve_lazy_redefined`).
 //!
 //! Steps 2-4 are done once per class per dump, not per frame ([`LazyResolver`]): a class
 //! stays pinned until the dump ends, so its `Klass*` cannot be reused and its trace ID
@@ -53,6 +61,19 @@ use crate::sample::vm::{method, trace_id};
 
 /// Largest class whose methods array is scanned when the idnum slot does not match.
 pub const SCAN_CAP: usize = 256;
+
+/// Times steps 5-7 are read again when the class's methods array was replaced during them.
+const REDEFINITION_RETRIES: usize = 4;
+
+/// What steps 5-7 found.
+enum Version {
+    Named {
+        key: u64,
+        by_idnum: bool,
+    },
+    /// A redefinition replaced the class's methods array during the reads.
+    Replaced,
+}
 
 /// Local references reserved at a time for pinned classes (the JNI frame of the dump
 /// grows by this much whenever it is full).
@@ -96,9 +117,23 @@ pub struct Accepted {
     pub klass: usize,
     /// A local reference to the holder's mirror, valid as long as the resolver.
     pub class: jclass,
-    /// When the holder's latest redefinition ended, if it was ever redefined: the frame
-    /// stands only in traces sampled after that.
+    /// When the holder's latest redefinition ended, if it was ever redefined: the frame's
+    /// line numbers stand only in traces sampled after that.
     pub redefined_at: Option<i64>,
+    /// Named through the idnum it was sampled with (its `Method*` is an older version's):
+    /// the method is right, its line table is not that of the version that ran.
+    pub by_idnum: bool,
+}
+
+/// What [`LazyResolver::method_id`] gives an accepted frame: its method and whether its
+/// line numbers can be trusted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Named {
+    pub accepted: Accepted,
+    /// False for a frame that may have run in an older version of its method than the one
+    /// named (a redefinition ended after its trace's earliest sample, or it was named by
+    /// idnum): its bci does not index the current line table, so it gets no line.
+    pub lines: bool,
 }
 
 /// A class met in this dump: pinned (with the trace ID read after pinning), or refused
@@ -120,7 +155,8 @@ enum ClassState {
 pub struct LazyResolver {
     jni: *mut JNIEnv,
     classes: WordMap<usize, ClassState>,
-    frames: WordMap<(u64, Tag), Result<Accepted, Refused>>,
+    /// By (untagged `Method*`, tag, idnum as sampled + 1, 0 unknown).
+    frames: WordMap<(u64, Tag, u16), Result<Accepted, Refused>>,
     /// Metadata of accepted methods, by key, until [`Self::take_parts`].
     parts: WordMap<u64, MethodParts>,
     /// The compressed-stream encoding of line tables (the VM walker's).
@@ -143,12 +179,21 @@ impl LazyResolver {
         }
     }
 
-    /// The checked pool key of a tagged raw frame's method in a trace whose earliest
-    /// sample was taken at `since` (`sample::handler::ticks`), or `None` when refused (each
-    /// distinct frame counted once, by reason; a redefined class's frame once per trace
-    /// sampled too early). Repeats come from the cache (`raw_frame_resolve_cache_hits`).
-    pub fn method_id(&mut self, method: u64, tag: Tag, since: i64) -> Option<Accepted> {
-        let result = match self.frames.get(&(method, tag)) {
+    /// The checked pool key of a tagged raw frame's method (`idnum`: as sampled, if read)
+    /// in a trace whose earliest sample was taken at `since` (`sample::handler::ticks`), or
+    /// `None` when refused (each distinct frame counted once, by reason). A frame of a class
+    /// redefined after `since` is named by its idnum without lines, or refused when its idnum
+    /// is unknown (counted once per trace). Repeats come from the cache
+    /// (`raw_frame_resolve_cache_hits`).
+    pub fn method_id(
+        &mut self,
+        method: u64,
+        tag: Tag,
+        idnum: Option<u16>,
+        since: i64,
+    ) -> Option<Named> {
+        let cache_key = (method, tag, idnum.map_or(0, |n| n.wrapping_add(1)));
+        let result = match self.frames.get(&cache_key) {
             Some(a) => {
                 Counter::RawFrameResolveCacheHits.inc();
                 *a
@@ -157,28 +202,44 @@ impl LazyResolver {
                 let result = layout::get()
                     .and_then(|l| l.method.as_ref())
                     .ok_or(Refused::Unloaded)
-                    .and_then(|m| self.checked_id(m, method as usize, tag));
+                    .and_then(|m| self.checked_id(m, method as usize, tag, idnum));
                 if let Err(r) = result {
                     r.count();
                 }
-                self.frames.insert((method, tag), result);
+                self.frames.insert(cache_key, result);
                 result
             }
         };
         let a = result.ok()?;
-        if a.redefined_at.is_some_and(|at| at >= since) {
+        let straddles = a.redefined_at.is_some_and(|at| at >= since);
+        if straddles && idnum.is_none() {
             Refused::Redefined.count();
             return None;
         }
-        Some(a)
+        if straddles || a.by_idnum {
+            Counter::MethodResolveLazyByIdnum.inc();
+        }
+        Some(Named {
+            accepted: a,
+            lines: !straddles && !a.by_idnum,
+        })
     }
 
     /// Why [`Self::method_id`] refused this frame, if it did: its own refusal, else, for a
-    /// frame of a redefined class in a trace sampled at `since`, that one.
-    pub fn refusal(&self, method: u64, tag: Tag, since: i64) -> Option<Refused> {
-        match self.frames.get(&(method, tag))? {
+    /// frame without an idnum of a class redefined after `since`, that one.
+    pub fn refusal(
+        &self,
+        method: u64,
+        tag: Tag,
+        idnum: Option<u16>,
+        since: i64,
+    ) -> Option<Refused> {
+        let cache_key = (method, tag, idnum.map_or(0, |n| n.wrapping_add(1)));
+        match self.frames.get(&cache_key)? {
             Err(r) => Some(*r),
-            Ok(a) if a.redefined_at.is_some_and(|at| at >= since) => Some(Refused::Redefined),
+            Ok(a) if idnum.is_none() && a.redefined_at.is_some_and(|at| at >= since) => {
+                Some(Refused::Redefined)
+            }
             Ok(_) => None,
         }
     }
@@ -188,6 +249,7 @@ impl LazyResolver {
         m: &MethodGroup,
         method: usize,
         tag: Tag,
+        sampled_idnum: Option<u16>,
     ) -> Result<Accepted, Refused> {
         // 1. Holder and idnum only.
         let holder = method::holder(m, method).ok_or(Refused::Unloaded)?;
@@ -209,33 +271,84 @@ impl LazyResolver {
         if !trace_id.is_some_and(|id| tag.matches(id)) {
             return Err(Refused::Stale);
         }
-        // 5.
-        let (data, len) = klass::methods(m, holder).ok_or(Refused::NotCurrent)?;
-        if klass::methods_contain(data, len, method, idnum, SCAN_CAP, load_usize) != Contains::Yes {
-            return Err(Refused::NotCurrent);
+        // 5-7, read again if the class's methods array was replaced meanwhile.
+        for _ in 0..REDEFINITION_RETRIES {
+            if let Version::Named { key, by_idnum } =
+                self.current_version(m, holder, method, idnum, sampled_idnum, redefined_at)?
+            {
+                // The latest redefinition as of the reads: a frame of a trace sampled before it
+                // gets no line numbers.
+                let redefined_at = redefine::redefinition(holder).ended_at.max(redefined_at);
+                self.classes.insert(
+                    holder,
+                    ClassState::Pinned {
+                        class,
+                        trace_id,
+                        redefined_at,
+                    },
+                );
+                return Ok(Accepted {
+                    key,
+                    klass: holder,
+                    class,
+                    redefined_at,
+                    by_idnum,
+                });
+            }
         }
+        Err(Refused::Redefined)
+    }
+
+    /// Steps 5-7 for a method of `holder`, pinned; `redefined_at` as the class state has it.
+    fn current_version(
+        &mut self,
+        m: &MethodGroup,
+        holder: usize,
+        method: usize,
+        idnum: usize,
+        sampled_idnum: Option<u16>,
+        redefined_at: Option<i64>,
+    ) -> Result<Version, Refused> {
+        // 5. A current method, sampled as the method it is now; else, in a redefined class,
+        // the current version of the method the frame was sampled in (its idnum).
+        let (data, len) = klass::methods(m, holder).ok_or(Refused::NotCurrent)?;
+        let current = klass::methods_contain(data, len, method, idnum, SCAN_CAP, load_usize)
+            == Contains::Yes
+            && sampled_idnum.is_none_or(|n| usize::from(n) == idnum);
+        let ever_redefined =
+            redefined_at.is_some() || redefine::redefinition(holder).ended_at.is_some();
+        let (method, by_idnum) = match (current, sampled_idnum, ever_redefined) {
+            (true, _, _) => (method, false),
+            (false, Some(n), true) => {
+                let version =
+                    klass::method_with_idnum(data, len, usize::from(n), load_usize, |x| {
+                        x.checked_add(m.method.const_method)
+                            .and_then(load_usize)
+                            .and_then(|cm| load_field(cm, m.const_method.method_idnum))
+                            .map(|v| v as usize)
+                    });
+                (version.ok_or(Refused::NotCurrent)?, true)
+            }
+            _ => return Err(Refused::NotCurrent),
+        };
         // 6. The metadata; an ID only if something else made it.
         let parts = self.encoding.and_then(|e| raw::method_parts(m, method, e));
         let id = method::jmethod_id(m, method).map(|id| id as u64);
+        // 7. The methods read are current only if the array is still the class's: a
+        // redefinition swaps in a new one (at a safepoint), and only then can the old one's
+        // methods be freed.
+        if klass::methods(m, holder).map(|(d, _)| d) != Some(data) {
+            return Ok(Version::Replaced);
+        }
         if parts.is_none() && id.is_none() {
             return Err(Refused::Unreadable);
-        }
-        // 7.
-        let now = redefine::redefinition(holder);
-        if now.in_flight || now.ended_at != redefined_at {
-            return Err(Refused::Redefined);
         }
         let key = id.unwrap_or(method as u64 | NO_ID_KEY);
         if let Some(p) = parts {
             Counter::MethodResolveLazyMetadata.inc();
             self.parts.insert(key, p);
         }
-        Ok(Accepted {
-            key,
-            klass: holder,
-            class,
-            redefined_at,
-        })
+        Ok(Version::Named { key, by_idnum })
     }
 
     /// Warms the cache for the distinct tagged frames the dump is about to check
@@ -267,9 +380,7 @@ impl LazyResolver {
             return *s;
         }
         let redefinition = redefine::redefinition(holder);
-        let state = if redefinition.in_flight {
-            ClassState::Refused(Refused::Redefined)
-        } else if !self.reserve_local() {
+        let state = if !self.reserve_local() {
             ClassState::Refused(Refused::Unloaded)
         } else {
             match super::registry().pin(&JniRefs(self.jni), holder) {

@@ -116,6 +116,34 @@ pub fn methods_contain(
     }
 }
 
+/// The method of `(data, len)` (from [`methods`]) whose idnum is `idnum`: first the slot
+/// `idnum`, then every slot, as HotSpot's `InstanceKlass::method_with_idnum` looks. A
+/// method keeps its idnum across its class's redefinitions, so this is the current
+/// version of a method sampled in an older one. `idnum_of` reads one method's idnum.
+pub fn method_with_idnum(
+    data: usize,
+    len: usize,
+    idnum: usize,
+    read: impl Fn(usize) -> Option<usize>,
+    idnum_of: impl Fn(usize) -> Option<usize>,
+) -> Option<usize> {
+    let at = |i: usize| {
+        i.checked_mul(8)
+            .and_then(|o| data.checked_add(o))
+            .and_then(&read)
+            .filter(|&m| m != 0)
+    };
+    let has = |m: usize| idnum_of(m) == Some(idnum);
+    if let Some(m) = (idnum < len)
+        .then(|| at(idnum))
+        .flatten()
+        .filter(|&m| has(m))
+    {
+        return Some(m);
+    }
+    (0..len).filter_map(at).find(|&m| has(m))
+}
+
 /// Answer of [`methods_contain`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Contains {

@@ -19,6 +19,17 @@ pub fn holder(m: &MethodGroup, method: usize) -> Option<usize> {
     holder_of(m, const_method)
 }
 
+/// The holder and the idnum (`None` if unreadable, or HotSpot's unset 0xffff) of `method`,
+/// from one read of its `ConstMethod*`. Signal-safe.
+pub fn holder_and_idnum(m: &MethodGroup, method: usize) -> Option<(usize, Option<u16>)> {
+    let const_method = load_usize(method.checked_add(m.method.const_method)?)?;
+    let holder = holder_of(m, const_method)?;
+    let idnum = load_field(const_method, m.const_method.method_idnum)
+        .and_then(|n| u16::try_from(n).ok())
+        .filter(|&n| n != u16::MAX);
+    Some((holder, idnum))
+}
+
 /// The holder from an already read `ConstMethod*`: constants -> pool_holder.
 /// Signal-safe.
 fn holder_of(m: &MethodGroup, const_method: usize) -> Option<usize> {

@@ -241,7 +241,8 @@ impl Chain {
 enum MethodKind {
     Id(usize),
     Raw,
-    Tagged(tags::Tag),
+    /// The holder's tag and the method's idnum.
+    Tagged(tags::Tag, Option<u16>),
     Untaggable,
 }
 
@@ -549,7 +550,7 @@ impl VmWalker {
             MethodKind::Id(id) => Some(Frame::java(id as u64, bci, frame_type)),
             MethodKind::Raw => Some(Frame::raw(m as u64, bci, frame_type)),
             // The bci is part of the tagged encoding and may not fit.
-            MethodKind::Tagged(t) => tags::tagged_frame(m as u64, bci, frame_type, t),
+            MethodKind::Tagged(t, idnum) => tags::tagged_frame(m as u64, bci, frame_type, t, idnum),
             MethodKind::Untaggable => None,
         };
         match (frame, kind) {
@@ -581,7 +582,7 @@ impl VmWalker {
             return MethodKind::Raw;
         }
         match tags::tag_of(mg, m) {
-            Some(t) => MethodKind::Tagged(t),
+            Some((t, idnum)) => MethodKind::Tagged(t, idnum),
             None => MethodKind::Untaggable,
         }
     }

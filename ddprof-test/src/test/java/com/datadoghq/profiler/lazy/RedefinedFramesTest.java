@@ -164,6 +164,17 @@ class RedefinedFramesTest {
         int named = helperSamples[1] + helperSamples[2];
         assertTrue(named >= floor, "helper frames " + named + " < " + floor + " (" + summary + ")");
         assertTrue(helperSamples[1] >= floor / 8 && helperSamples[2] >= floor / 8, "both versions sampled: " + summary);
+        if (options.equals("fjmethodid=lazy")) {
+            // A thousand redefinitions and not one jmethodID: the frames carry the method's idnum,
+            // which names it in every version, so they are named, not refused.
+            assertEquals(0L, values.get("method_resolve_lazy_jmethodids_created"), summary);
+            assertTrue(values.get("method_resolve_lazy_by_idnum") > 0, "no frame named by idnum: " + summary);
+            // Refused for the redefinitions: (nearly) none. Frames the walk itself could not name are
+            // unknown in every mode and are not counted here.
+            long refused = values.get("method_resolve_lazy_redefined");
+            assertTrue(refused * 10 <= named, refused + " frames refused for redefinitions, " + named
+                    + " named helper frames: " + summary);
+        }
     }
 
     /**
@@ -194,6 +205,12 @@ class RedefinedFramesTest {
             }
             if (slot >= allowed.length) {
                 return "a chain of more than " + allowed.length + " frames of the target";
+            }
+            // The leaf may be `work` one place early: a walk of hot's compiled frame can miss the helper
+            // inlined into it (seen about once in ten runs, in every mode). `work` is the same method in
+            // both versions and the thread was in it, so that is a missing frame, not a wrong one.
+            if (i == 0 && slot == 1 && name.equals("work")) {
+                return null;
             }
             if (!name.equals("unknown") && !Arrays.asList(allowed[slot]).contains(name)) {
                 return "frame " + slot + " above the worker loop is " + name + ", expected " + String.join(" or ",
