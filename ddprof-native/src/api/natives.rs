@@ -1,5 +1,5 @@
 //! `com.datadoghq.profiler.JavaProfiler` native methods, and the test probes of
-//! `com.datadoghq.profiler.internal.Diagnostics` (`getTid0`, `getClassTraceId0`).
+//! `com.datadoghq.profiler.internal.Diagnostics` (`getTid0`, `getClassTraceId0`, `makeMethodIds0`, ...).
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -601,6 +601,21 @@ pub extern "system" fn Java_com_datadoghq_profiler_internal_Diagnostics_getTid0(
     _class: JClass,
 ) -> jint {
     quiet(0, context::gettid)
+}
+
+/// Test helper: makes the jmethodIDs of every method of `class` (JVMTI GetClassMethods creates
+/// any missing), as a profiler taking stacks through GetStackTrace does for sampled frames; the
+/// positive control of the tests that check a mode makes none. The number of methods, or -1.
+#[no_mangle]
+pub extern "system" fn Java_com_datadoghq_profiler_internal_Diagnostics_makeMethodIds0(
+    mut env: JNIEnv,
+    _class: JClass,
+    of: JClass,
+) -> jint {
+    guarded(&mut env, -1, |_| {
+        let n = crate::vm::jvmti().and_then(|j| j.load_method_ids(of.as_raw()).ok());
+        Ok(n.map_or(-1, |n| jint::try_from(n).unwrap_or(jint::MAX)))
+    })
 }
 
 /// Test helper: the JFR class trace ID of `class` as the calibrated offset reads it, -1

@@ -40,11 +40,11 @@ impl Args {
         if self.cpu_interval_ns.is_some() || self.perf_event().is_some() {
             mask |= EM_CPU;
         }
-        if self.generations
-            || self
-                .memory
-                .as_ref()
-                .is_some_and(|m| m.allocations || m.liveness)
+        // `generations=true` always has a memory interval and liveness (`parse`).
+        if self
+            .memory
+            .as_ref()
+            .is_some_and(|m| m.allocations || m.liveness)
         {
             mask |= EM_ALLOC;
         }
@@ -65,7 +65,6 @@ impl Args {
     #[must_use]
     pub fn not_yet_sampled(&self) -> Vec<&'static str> {
         [
-            ("generations", self.generations),
             ("nativemem", self.nativemem.is_some()),
             ("natsock", self.natsock_ns.is_some()),
             ("jvmtistacks", self.jvmtistacks),

@@ -47,8 +47,10 @@ pub(super) fn memory(d: &mut Draft, value: Option<&str>) -> Result<(), Reason> {
     Ok(())
 }
 
-/// `generations=true` (only that value, any case) tracks generations and, when no memory
-/// interval is set yet (or it is 0), sets a conservative one; a later `memory=` replaces it.
+/// `generations=true` (only that value, any case) turns on the live-heap tracker (objects and
+/// the GCs they survived; `parse` folds it into `Memory::liveness`, whatever the memory flags)
+/// and, when no memory interval is set yet (or it is 0), sets a conservative one; a later
+/// `memory=` replaces it.
 pub(super) fn generations(d: &mut Draft, value: Option<&str>) -> Result<(), Reason> {
     d.args.generations = value.is_some_and(|v| v.eq_ignore_ascii_case("true"));
     if d.args.generations && d.memory_interval.unwrap_or(0) == 0 {

@@ -233,7 +233,7 @@ pub struct Memory {
     pub interval: u64,
     /// Record `datadog.ObjectSample` events.
     pub allocations: bool,
-    /// Record `datadog.HeapLiveObject` events.
+    /// Record `datadog.HeapLiveObject` events (flag `l` or `L`, or `generations=true`).
     pub liveness: bool,
     /// Record `datadog.HeapUsage` events (flag `L`).
     pub heap_usage: bool,
@@ -268,6 +268,8 @@ pub struct Args {
     /// value, and the wall interval when `event=` was given and `wall` has no positive value.
     pub interval: Option<u64>,
     pub memory: Option<Memory>,
+    /// `generations=true`: live objects are tracked (`Memory::liveness`) and the recording's
+    /// config says `gcGenerations`.
     pub generations: bool,
     /// `None` = off; `Some(0)` = every allocation.
     pub nativemem: Option<u64>,

@@ -112,10 +112,13 @@ fn resolve(
             _ => DEFAULT_WALL_INTERVAL_NS,
         });
     }
+    // `generations=true` tracks live objects and their ages whatever the memory flags say
+    // (`memory=256k:a,generations=true` writes HeapLiveObject too), as upstream.
+    let liveness = record_liveness || args.generations;
     args.memory = memory_interval.map(|interval| Memory {
         interval,
         allocations: record_allocations,
-        liveness: record_liveness,
+        liveness,
         heap_usage: record_heap_usage,
         ratio: live_ratio,
     });

@@ -594,7 +594,7 @@ fn memory_ratio_is_ignored_without_liveness() {
 }
 
 #[test]
-fn generations_true_tracks_generations_with_conservative_interval() {
+fn generations_true_tracks_liveness_with_conservative_interval() {
     let a = ok("generations=true");
     assert!(a.generations);
     assert_eq!(
@@ -602,7 +602,7 @@ fn generations_true_tracks_generations_with_conservative_interval() {
         Some(Memory {
             interval: GENERATIONS_ALLOC_INTERVAL,
             allocations: false,
-            liveness: false,
+            liveness: true,
             heap_usage: false,
             ratio: DEFAULT_LIVE_SAMPLES_RATIO,
         })
@@ -620,6 +620,28 @@ fn generations_true_tracks_generations_with_conservative_interval() {
         memory("event=alloc,generations=true").interval,
         GENERATIONS_ALLOC_INTERVAL
     );
+}
+
+#[test]
+fn generations_true_adds_liveness_to_any_memory_flags() {
+    // Allocations only, then generations: both, at the memory interval.
+    let m = memory("memory=256k:a,generations=true");
+    assert_eq!(
+        (m.interval, m.allocations, m.liveness, m.heap_usage),
+        (262_144, true, true, false)
+    );
+    // Either order; the ratio stays the default (it is only read with `l`/`L`).
+    let m = memory("generations=true,memory=256k:a");
+    assert_eq!((m.allocations, m.liveness), (true, true));
+    assert_eq!(m.ratio, DEFAULT_LIVE_SAMPLES_RATIO);
+    // `L` keeps its heap usage; an empty flags section gets liveness alone.
+    assert!(memory("memory=1m:L:0.5,generations=true").heap_usage);
+    let m = memory("memory=1m:,generations=true");
+    assert_eq!((m.allocations, m.liveness), (false, true));
+    // Without it, `a` is allocations only; `generations=false` adds nothing.
+    assert!(!memory("memory=256k:a").liveness);
+    assert!(!memory("memory=256k:a,generations=false").liveness);
+    assert!(!memory("generations=true,generations=false,memory=256k:a").liveness);
 }
 
 #[test]
@@ -964,16 +986,15 @@ fn not_yet_sampled_lists_requested_options() {
     assert_eq!(
         ok("cpu,wall,memory,generations=true,nativemem,natsock,jvmtistacks,lightweight=yes")
             .not_yet_sampled(),
-        vec![
-            "generations",
-            "nativemem",
-            "natsock",
-            "jvmtistacks",
-            "lightweight"
-        ]
+        vec!["nativemem", "natsock", "jvmtistacks", "lightweight"]
     );
     assert!(ok("event=alloc,cpu").not_yet_sampled().is_empty());
     assert!(ok("event=wall").not_yet_sampled().is_empty());
+    // Honoured: the live-heap tracker.
+    assert!(ok("generations=true").not_yet_sampled().is_empty());
+    assert!(ok("memory=256k:a,generations=true")
+        .not_yet_sampled()
+        .is_empty());
 }
 
 #[test]

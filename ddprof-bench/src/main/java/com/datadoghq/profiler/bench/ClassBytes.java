@@ -9,9 +9,11 @@ import java.util.Map;
 
 /**
  * A tiny class-file writer for the lazy-jmethodID benchmarks: just enough of JVMS chapter 4 to
- * write the two shapes of class they load, with no library.
+ * write the shapes of class they load, with no library.
  *
  * <ul>
+ *   <li>{@link #allocating}: many distinct allocating methods behind {@code IntConsumer}
+ *       (the allocation-profiling memory benchmark).</li>
  *   <li>{@link #trivial}: a public class with {@code n} methods
  *       {@code public static int m<i>(int x) { return x + i; }} and nothing else (version 52;
  *       straight-line code, so no StackMapTable is needed).</li>
@@ -116,6 +118,45 @@ final class ClassBytes {
         }
         c.addTrivialMethods(extra);
         return c.finish(49, internalName, "java/lang/Object", CHAIN);
+    }
+
+    /**
+     * A class of {@code methods} distinct allocating methods, driven through {@code IntConsumer}:
+     * {@code public static void a<i>(int n) { <sinkOwner>.sink = new byte[n]; }}, a public
+     * no-argument constructor and {@code accept(n)} calling every {@code a<i>(n)} in turn
+     * (version 52, straight-line code). The store to a static field keeps the JIT from removing
+     * the allocation once {@code a<i>} is inlined.
+     */
+    static byte[] allocating(String internalName, int methods, String sinkOwner) {
+        ClassBytes c = new ClassBytes();
+        try {
+            int objInit = c.methodref("java/lang/Object", "<init>", "()V");
+            c.method(0x0001, "<init>", "()V", 1, 1, new byte[] {
+                0x2a,                                             // aload_0
+                (byte) 0xb7, hi(objInit), lo(objInit),            // invokespecial Object.<init>
+                (byte) 0xb1,                                      // return
+            });
+            int sink = c.memberRef(9, sinkOwner, "sink", "Ljava/lang/Object;");
+            java.io.ByteArrayOutputStream accept = new java.io.ByteArrayOutputStream();
+            for (int i = 0; i < methods; i++) {
+                c.method(0x0009, "a" + i, "(I)V", 1, 1, new byte[] {
+                    0x1a,                                         // iload_0
+                    (byte) 0xbc, 8,                               // newarray byte
+                    (byte) 0xb3, hi(sink), lo(sink),              // putstatic sink
+                    (byte) 0xb1,                                  // return
+                });
+                int a = c.methodref(internalName, "a" + i, "(I)V");
+                accept.write(new byte[] {
+                    0x1b,                                         // iload_1
+                    (byte) 0xb8, hi(a), lo(a),                    // invokestatic a<i>
+                });
+            }
+            accept.write(0xb1);                                   // return
+            c.method(0x0001, "accept", "(I)V", 1, 2, accept.toByteArray());
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return c.finish(52, internalName, "java/lang/Object", "java/util/function/IntConsumer");
     }
 
     private void addTrivialMethods(int n) {

@@ -27,6 +27,16 @@ public final class Diagnostics {
     }
 
     /**
+     * Makes the jmethodIDs of every method of {@code c} (JVMTI {@code GetClassMethods}), as a
+     * profiler taking stacks through {@code GetStackTrace} does for the frames it samples: the
+     * positive control of tests that check a mode creates none. Returns the number of methods,
+     * or -1 when JVMTI refused.
+     */
+    public static int makeMethodIds(Class<?> c) {
+        return makeMethodIds0(c);
+    }
+
+    /**
      * The calling thread's OTel thread-context record (640 bytes) as an outside reader finds it:
      * the exported TLS symbol {@code otel_thread_ctx_v1} looked up by name with {@code dlsym},
      * the pointer stored there followed. {@code null} if the symbol or the pointer is missing
@@ -60,4 +70,6 @@ public final class Diagnostics {
     private static native long getClassTraceId0(Class<?> c);
 
     private static native byte[] readOtelRecordBySymbol0();
+
+    private static native int makeMethodIds0(Class<?> c);
 }
