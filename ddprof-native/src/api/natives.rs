@@ -612,11 +612,13 @@ pub extern "system" fn Java_com_datadoghq_profiler_internal_Diagnostics_getClass
     of: JClass,
 ) -> jlong {
     guarded(&mut env, -1, |env| {
+        crate::hotspot::zgc::init();
         let _ = crate::hotspot::trace_id::calibrate(env.get_raw());
         let id = crate::sample::vm::layout::get()
             .and_then(|l| l.method.as_ref())
-            .and_then(|m| crate::sample::vm::klass::of_class_ref(m, of.as_raw()))
+            .and_then(|m| crate::hotspot::zgc::klass_of_class_ref(m, env.get_raw(), of.as_raw()))
             .and_then(crate::sample::vm::trace_id::trace_id);
         Ok(id.map_or(-1, |i| i as jlong))
     })
 }
+
