@@ -111,6 +111,7 @@ counters! {
     DictionaryContextKeys => "dictionary_context_keys",
     LazyFallback => "fjmethodid_lazy_fallback",
     KlassTraceIdOffset => "klass_trace_id_offset",
+    ZgcMirrorRefreshes => "zgc_mirror_refreshes",
     KlassTraceIdBeyondTagRange => "klass_trace_id_beyond_tag_range",
     KlassRegistryEntries => "klass_registry_entries",
     KlassRegistryBytes => "klass_registry_bytes",

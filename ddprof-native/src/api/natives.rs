@@ -627,11 +627,75 @@ pub extern "system" fn Java_com_datadoghq_profiler_internal_Diagnostics_getClass
     of: JClass,
 ) -> jlong {
     guarded(&mut env, -1, |env| {
+        crate::hotspot::zgc::init();
         let _ = crate::hotspot::trace_id::calibrate(env.get_raw());
         let id = crate::sample::vm::layout::get()
             .and_then(|l| l.method.as_ref())
-            .and_then(|m| crate::sample::vm::klass::of_class_ref(m, of.as_raw()))
+            .and_then(|m| crate::hotspot::zgc::klass_of_class_ref(m, env.get_raw(), of.as_raw()))
             .and_then(crate::sample::vm::trace_id::trace_id);
         Ok(id.map_or(-1, |i| i as jlong))
+    })
+}
+
+/// Test helper (`LazyJvmtiEquivalenceTest`): for every method of `of`, what the lazy mode's
+/// metadata reader says about its `Method*` (`methods::raw::method_parts`, the function the
+/// dump names lazily tagged frames with) next to what JVMTI says (GetMethodName,
+/// GetMethodModifiers, GetLineNumberTable). Two strings per method, ours then JVMTI's,
+/// each `name descriptor modifiers=N lines=[bci:line,...]`; ours is `unreadable` when the
+/// reader gives nothing. JVMTI GetClassMethods makes the methods' jmethodIDs (the
+/// `Method*` is the word a jmethodID points at, JDK <= 25): never call it in a JVM whose
+/// lazy counters a test asserts.
+#[no_mangle]
+pub extern "system" fn Java_com_datadoghq_profiler_internal_Diagnostics_compareMethodMetadata0(
+    mut env: JNIEnv,
+    _class: JClass,
+    of: JClass,
+) -> jobjectArray {
+    guarded(&mut env, std::ptr::null_mut(), |env| {
+        let jvmti =
+            crate::vm::jvmti().ok_or_else(|| Error::State("JVMTI is not available".into()))?;
+        let m = crate::sample::vm::layout::get()
+            .and_then(|l| l.method.as_ref())
+            .ok_or_else(|| Error::State("no VMStructs method group".into()))?;
+        let encoding = crate::sample::vm::debuginfo::Encoding::for_feature_version(
+            crate::vm::java_feature_version(),
+        );
+        let ids = jvmti
+            .class_methods(of.as_raw())
+            .map_err(|e| Error::State(format!("GetClassMethods: {e:?}")))?;
+        let render = |name: &str, sig: &str, mods: i32, lines: &[(i64, i32)]| {
+            let lines: Vec<String> = lines.iter().map(|(b, l)| format!("{b}:{l}")).collect();
+            format!("{name} {sig} modifiers={mods} lines=[{}]", lines.join(","))
+        };
+        let mut out = Vec::with_capacity(ids.len() * 2);
+        for id in ids {
+            let method = crate::sample::safe_access::load_usize(id as usize).unwrap_or(0);
+            let ours = (method != 0)
+                .then(|| crate::methods::raw::method_parts(m, method, encoding))
+                .flatten()
+                .map_or_else(
+                    || "unreadable".to_string(),
+                    |p| render(&p.name, &p.descriptor, p.modifiers, &p.lines),
+                );
+            let (name, sig) = jvmti
+                .method_name(id)
+                .map_err(|e| Error::State(format!("GetMethodName: {e:?}")))?;
+            let mods = jvmti
+                .method_modifiers(id)
+                .map_err(|e| Error::State(format!("GetMethodModifiers: {e:?}")))?;
+            out.push(ours);
+            out.push(render(&name, &sig, mods, &jvmti.line_number_table(id)));
+        }
+        let array = env
+            .new_object_array(out.len() as i32, "java/lang/String", JObject::null())
+            .map_err(|e| Error::State(e.to_string()))?;
+        for (i, s) in out.iter().enumerate() {
+            let js = env.new_string(s).map_err(|e| Error::State(e.to_string()))?;
+            env.set_object_array_element(&array, i as i32, &js)
+                .map_err(|e| Error::State(e.to_string()))?;
+            env.delete_local_ref(js)
+                .map_err(|e| Error::State(e.to_string()))?;
+        }
+        Ok(array.into_raw())
     })
 }

@@ -14,7 +14,6 @@ use std::sync::OnceLock;
 use jni::sys::{jclass, JNIEnv};
 
 use crate::sample::safe_access::load_u64;
-use crate::sample::vm::klass;
 use crate::sample::vm::layout;
 use crate::sample::vm::layout::MethodGroup;
 use crate::sample::vm::trace_id::ID_SHIFT;
@@ -100,6 +99,8 @@ pub fn calibrate(jni: *mut JNIEnv) -> Result<usize, String> {
 }
 
 fn run_calibration(jni: *mut JNIEnv) -> Result<usize, String> {
+    // The Klass* reads decode the mirror oops: settle how this JVM stores them first.
+    super::zgc::init();
     let m = layout::get()
         .and_then(|l| l.method.as_ref())
         .ok_or("the VMStructs method group is unavailable")?;
@@ -113,14 +114,19 @@ fn run_calibration(jni: *mut JNIEnv) -> Result<usize, String> {
         let c = std::ffi::CString::new(name.as_str()).expect("no NUL in a class name");
         refs.push(crate::jvmti::find_class(jni, &c));
     }
-    let result = snapshot_all(m, &refs).and_then(|s| find_offset(&s).map_err(|e| e.to_string()));
+    let result =
+        snapshot_all(m, jni, &refs).and_then(|s| find_offset(&s).map_err(|e| e.to_string()));
     for r in refs {
         crate::jvmti::delete_local_ref(jni, r);
     }
     result
 }
 
-fn snapshot_all(m: &MethodGroup, refs: &[jclass]) -> Result<Vec<Vec<u64>>, String> {
+fn snapshot_all(
+    m: &MethodGroup,
+    jni: *mut JNIEnv,
+    refs: &[jclass],
+) -> Result<Vec<Vec<u64>>, String> {
     let words = m.klass.size / 8;
     if words < 2 {
         return Err("sizeof(Klass) is unknown".into());
@@ -130,7 +136,8 @@ fn snapshot_all(m: &MethodGroup, refs: &[jclass]) -> Result<Vec<Vec<u64>>, Strin
             if r.is_null() {
                 return Err("FindClass of a java.lang.Void array class failed".to_string());
             }
-            let k = klass::of_class_ref(m, r).ok_or("cannot read the Klass of a mirror")?;
+            let k = super::zgc::klass_of_class_ref(m, jni, r)
+                .ok_or("cannot read the Klass of a mirror")?;
             (0..words)
                 .map(|i| load_u64(k + i * 8))
                 .collect::<Option<Vec<u64>>>()

@@ -55,6 +55,7 @@ pub fn init() {
                 if !enabled {
                     crate::log::info("DebugNonSafepoints could not be enabled: compiled frames are located at safepoints only");
                 }
+                super::zgc::keep_statics(&tables);
                 let layout = VmLayout::resolve(&tables);
                 let missing = layout.missing.clone();
                 (Some(layout), missing)

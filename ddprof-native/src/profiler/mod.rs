@@ -174,6 +174,9 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         PENDING_SETTINGS.lock().clear();
     }
     let walker = resolve_walker(&args, &mut warnings);
+    // Before any oop is read through a handle: under ZGC they are colored pointers.
+    let oops = crate::hotspot::zgc::init();
+    log::info(&format!("oops outside the heap: {oops:?}"));
     // Once per process; the lazy mode needs it, the gauge reports it in every mode.
     let _ = trace_id::calibrate(jni);
     counters::Counter::KlassTraceIdOffset.set(crate::sample::vm::trace_id::offset() as i64);

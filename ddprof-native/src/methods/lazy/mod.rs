@@ -27,6 +27,7 @@ use crate::jvmti::{self, Jvmti};
 use crate::sample::tags;
 use crate::sample::vm::klass;
 use crate::sample::vm::layout::{self};
+use crate::sample::vm::oop::HeapOops;
 
 static REGISTRY: OnceLock<Registry> = OnceLock::new();
 
@@ -40,7 +41,8 @@ pub fn registry() -> &'static Registry {
 
 /// Why the lazy mode cannot run here, if it cannot: it needs the VM walker, the
 /// `InstanceKlass::_methods` field (the method group of the layout), jmethodIDs that are
-/// pointers (JDK <= 25), the redefinition hooks, and a calibrated trace-ID offset.
+/// pointers (JDK <= 25), the redefinition hooks, an oop encoding it can decode (ZGC's
+/// colored pointers: `crate::hotspot::zgc`), and a calibrated trace-ID offset.
 /// Runs the calibration the first time. On a JVM thread.
 pub fn prerequisites(jni: *mut JNIEnv, java_feature: u32) -> Result<(), String> {
     if crate::sample::walk::vm::VmWalker::get().is_none() {
@@ -56,6 +58,11 @@ pub fn prerequisites(jni: *mut JNIEnv, java_feature: u32) -> Result<(), String> 
     }
     if !crate::jvmti::redefine::installed() {
         return Err("the RedefineClasses/RetransformClasses hooks are not installed".into());
+    }
+    if let HeapOops::Unknown(reason) = crate::hotspot::zgc::init() {
+        return Err(format!(
+            "oops in JNI handles cannot be decoded under this ZGC ({reason})"
+        ));
     }
     trace_id::calibrate(jni)
         .map(drop)
@@ -139,7 +146,7 @@ pub fn register_class(jvmti: Jvmti, jni: *mut JNIEnv, class: jclass) {
     let Some(m) = layout::get().and_then(|l| l.method.as_ref()) else {
         return;
     };
-    let klass = klass::of_class_ref(m, class);
+    let klass = crate::hotspot::zgc::klass_of_class_ref(m, jni, class);
     if let Some(k) = klass {
         if !klass::is_instance_klass(m, k) {
             return;

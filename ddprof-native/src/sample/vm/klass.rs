@@ -7,29 +7,49 @@
 //! answer is checked: the Klass's own `_java_mirror` must lead back to the same oop, and
 //! the handle must still hold it afterwards. A mismatch is retried a few times, then
 //! reported as `None`; callers treat that as "cannot tell" (never as a wrong class).
+//! Under ZGC both oops are decoded from their colored form first (`super::oop`); under
+//! generational ZGC a mirror's OopHandle can keep an old address for a GC cycle, which
+//! `crate::hotspot::zgc::klass_of_class_ref` works around on JVM threads.
 
 use jni::sys::jobject;
 
 use super::codecache::load_field;
 use super::layout::MethodGroup;
+use super::oop;
 use crate::sample::safe_access::{load_i32, load_usize};
 
-/// JNI global and weak global handles carry a type tag in their low bits on recent JDKs.
+/// JNI global and weak global handles carry a type tag in their low bits on recent JDKs
+/// (weak 1, global 2 on 21+; weak 1 on 11-20); a local handle has none.
 const HANDLE_TAG_MASK: usize = 0b11;
 /// Attempts before giving up on a Klass* read that keeps changing under a moving GC.
 const ATTEMPTS: usize = 4;
 /// Methods of one class (idnums are u2).
 const MAX_METHODS: usize = 1 << 16;
 
-/// The oop a JNI handle (local, global or weak global) refers to, 0 for a cleared one;
-/// `None` for a null handle or an unreadable slot. A raw read: no GC barrier, so only
-/// "0" is a firm answer (a cleared weak slot is never set again).
+/// The address of the object a JNI handle (local, global or weak global) refers to, 0 for
+/// a cleared one; `None` for a null handle, an unreadable slot, or a value that is not an
+/// oop of this JVM's encoding (`oop::HeapOops`: ZGC's colored pointers are decoded). A raw
+/// read: no GC barrier, so only "0" is a firm answer (a cleared weak slot is never set
+/// again), and an address may be where the object was before it moved.
 pub fn oop_of(handle: jobject) -> Option<usize> {
+    let tag = (handle as usize) & HANDLE_TAG_MASK;
     let slot = (handle as usize) & !HANDLE_TAG_MASK;
     if slot == 0 {
         return None;
     }
-    load_usize(slot)
+    // Global and weak global handles live in OopStorage, which ZGC colors; locals do not
+    // (JDK 21+, the only JDKs with generational ZGC, tag every global handle).
+    oop::encoding().decode(load_usize(slot)?, tag != 0)
+}
+
+/// The address of the mirror behind `Klass::_java_mirror` (an OopHandle: an OopStorage
+/// slot, colored under ZGC); `None` if unreadable or not an oop.
+fn mirror_of(m: &MethodGroup, klass: usize) -> Option<usize> {
+    let slot = load_usize(klass.checked_add(m.klass.java_mirror)?)?;
+    if slot == 0 {
+        return None;
+    }
+    oop::encoding().decode(load_usize(slot)?, true)
 }
 
 /// The `Klass*` of the class a JNI handle refers to; `None` for primitive classes, a
@@ -42,7 +62,7 @@ pub fn of_class_ref(m: &MethodGroup, class: jobject) -> Option<usize> {
     }
     for _ in 0..ATTEMPTS {
         let oop = oop_of(class)?;
-        if oop == 0 || !oop.is_multiple_of(8) {
+        if oop == 0 {
             return None;
         }
         let Some(klass) = oop.checked_add(klass_offset).and_then(load_usize) else {
@@ -58,12 +78,9 @@ pub fn of_class_ref(m: &MethodGroup, class: jobject) -> Option<usize> {
         if !klass.is_multiple_of(8) {
             continue;
         }
-        let back = klass
-            .checked_add(m.klass.java_mirror)
-            .and_then(load_usize)
-            .filter(|h| *h != 0)
-            .and_then(load_usize);
-        if back == Some(oop) && oop_of(class) == Some(oop) {
+        // Both sides decoded: under ZGC the handle and the OopHandle may carry different
+        // colors for the same object, and only the addresses must agree.
+        if mirror_of(m, klass) == Some(oop) && oop_of(class) == Some(oop) {
             return Some(klass);
         }
     }

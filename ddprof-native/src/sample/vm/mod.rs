@@ -9,6 +9,7 @@ pub mod debuginfo;
 pub mod klass;
 pub mod layout;
 pub mod method;
+pub mod oop;
 pub mod trace_id;
 
 use super::safe_access;

@@ -37,6 +37,17 @@ public final class Diagnostics {
     }
 
     /**
+     * For every method of {@code c} (JVMTI {@code GetClassMethods}, which creates their
+     * jmethodIDs), what the lazy method-ID mode's metadata reader says about its {@code Method*}
+     * and what JVMTI says: two strings per method, ours first, each
+     * {@code name descriptor modifiers=N lines=[bci:line,...]} ({@code unreadable} if ours cannot
+     * read it). Creates jmethodIDs: not for a JVM whose lazy counters a test checks.
+     */
+    public static String[] compareMethodMetadata(Class<?> c) {
+        return compareMethodMetadata0(c);
+    }
+
+    /**
      * The calling thread's OTel thread-context record (640 bytes) as an outside reader finds it:
      * the exported TLS symbol {@code otel_thread_ctx_v1} looked up by name with {@code dlsym},
      * the pointer stored there followed. {@code null} if the symbol or the pointer is missing
@@ -72,4 +83,6 @@ public final class Diagnostics {
     private static native byte[] readOtelRecordBySymbol0();
 
     private static native int makeMethodIds0(Class<?> c);
+
+    private static native String[] compareMethodMetadata0(Class<?> c);
 }

@@ -18,7 +18,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * Runs a workload class from the test classes in a fresh JVM of the JDK under test
  * ({@code ddprof.test.java}), with whatever {@code -agentpath} / {@code -javaagent} options
- * the test gives, and captures its output.
+ * the test gives, and captures its output. The system property {@code ddprof.test.childJvmArgs}
+ * (space-separated) is put before every child's own JVM arguments.
  */
 public final class ChildJvm {
     private final List<String> jvmArgs = new ArrayList<>();
@@ -62,6 +63,12 @@ public final class ChildJvm {
     public Result run(Path workDir) throws IOException, InterruptedException {
         List<String> cmd = new ArrayList<>();
         cmd.add(TestEnv.javaExecutable());
+        // -Dddprof.test.childJvmArgs="-XX:+UseZGC ..." runs every child JVM with these first
+        // (by hand, e.g. to run the lazy tests under another collector).
+        String extra = System.getProperty("ddprof.test.childJvmArgs", "").trim();
+        if (!extra.isEmpty()) {
+            cmd.addAll(Arrays.asList(extra.split("\\s+")));
+        }
         cmd.addAll(jvmArgs);
         // Without a main class the JVM arguments say what to run (e.g. -jar JAR ARGS).
         if (mainClass != null) {

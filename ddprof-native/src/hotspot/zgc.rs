@@ -1,0 +1,302 @@
+//! Which oop encoding this JVM uses (`crate::sample::vm::oop::HeapOops`), from the VM flags
+//! `UseZGC` and `ZGenerational` and ZGC's own VMStructs globals (docs/hotspot.md 5.7).
+//!
+//! ZGC exports its pointer masks through one static instance whose fields point at the
+//! globals: `ZGlobalsForVMStructs::_instance_p` (generational ZGC on 21+, the only ZGC on
+//! 11-20) and `XGlobalsForVMStructs::_instance_p` (non-generational ZGC on 21-23). The
+//! addresses are taken from the tables at load ([`keep_statics`]); the values are set by
+//! the heap's initialisation, so they are read at the first start ([`init`]), when the
+//! VM is running.
+//!
+//! The layout is accepted only if the JVM's own globals agree with what the decoder
+//! assumes:
+//! - generational: `_ZAddressOffsetMask` is `2^n - 1`, the load-good mask has one Remapped
+//!   bit, and `_ZPointerLoadShift` is the shift that bit implies;
+//! - non-generational: `_XAddressOffsetMask` (or `_ZAddressOffsetMask` before 21) is
+//!   `2^n - 1`, the metadata mask is the four bits above it and Finalizable the highest.
+//!
+//! Otherwise the encoding is `Unknown` with the reason, and the lazy mode falls back.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+use jni::sys::{jobject, JNIEnv};
+
+use super::vmstructs::{flags, VmTables};
+use crate::counters::Counter;
+use crate::sample::safe_access::load_usize;
+use crate::sample::vm::klass;
+use crate::sample::vm::layout::MethodGroup;
+use crate::sample::vm::oop::{self, zpointer_shift, HeapOops};
+
+/// Offsets of the fields of one `*GlobalsForVMStructs` instance (each a pointer to the
+/// global), and the address of its `_instance_p`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Globals {
+    instance_p: usize,
+    fields: Vec<(&'static str, usize)>,
+}
+
+impl Globals {
+    fn from_tables(tables: &VmTables, ty: &str, names: &[&'static str]) -> Option<Globals> {
+        let instance = tables.field(&format!("{ty}::_instance_p"))?;
+        if !instance.is_static || instance.address == 0 {
+            return None;
+        }
+        let fields = names
+            .iter()
+            .filter_map(|n| {
+                let e = tables.field(&format!("{ty}::{n}"))?;
+                (!e.is_static).then_some((*n, e.offset))
+            })
+            .collect();
+        Some(Globals {
+            instance_p: instance.address,
+            fields,
+        })
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.fields.iter().any(|(n, _)| *n == name)
+    }
+
+    /// The value of the global `name` points at (all are word-sized: `uintptr_t`,
+    /// `size_t`); `None` if not exported or unreadable.
+    fn read(&self, name: &str) -> Option<usize> {
+        let (_, offset) = self.fields.iter().find(|(n, _)| *n == name)?;
+        let instance = load_usize(self.instance_p)?;
+        if instance == 0 {
+            return None;
+        }
+        let global = load_usize(instance.checked_add(*offset)?)?;
+        if global == 0 {
+            return None;
+        }
+        load_usize(global)
+    }
+}
+
+const Z_FIELDS: &[&str] = &[
+    "_ZAddressOffsetMask",
+    "_ZPointerLoadGoodMask",
+    "_ZPointerLoadShift",
+    "_ZAddressMetadataMask",
+    "_ZAddressMetadataFinalizable",
+];
+const X_FIELDS: &[&str] = &[
+    "_XAddressOffsetMask",
+    "_XAddressMetadataMask",
+    "_XAddressMetadataFinalizable",
+];
+
+#[derive(Debug, Default)]
+struct Statics {
+    z: Option<Globals>,
+    x: Option<Globals>,
+}
+
+static STATICS: OnceLock<Statics> = OnceLock::new();
+
+/// Keeps the addresses of ZGC's exported globals. Called once by `vmstructs::init`.
+pub fn keep_statics(tables: &VmTables) {
+    STATICS.get_or_init(|| Statics {
+        z: Globals::from_tables(tables, "ZGlobalsForVMStructs", Z_FIELDS),
+        x: Globals::from_tables(tables, "XGlobalsForVMStructs", X_FIELDS),
+    });
+}
+
+/// Settles and publishes the oop encoding (first call with a running heap wins); returns
+/// it. On a JVM thread, at a start.
+pub fn init() -> HeapOops {
+    if let Some(e) = oop::published() {
+        return e;
+    }
+    let Ok(table) = flags::table() else {
+        // No flags: nothing tells ZGC apart; reads stay plain and their round trips
+        // refuse what they cannot confirm.
+        return HeapOops::Plain;
+    };
+    if !table.get_bool("UseZGC").unwrap_or(false) {
+        return oop::publish(HeapOops::Plain);
+    }
+    let statics = STATICS.get_or_init(Statics::default);
+    let generational = match table.get_bool("ZGenerational") {
+        Ok(g) => g,
+        // 11-20 (only the old ZGC) or 24+ (only the generational one): the exported
+        // globals say which.
+        Err(_) => statics
+            .z
+            .as_ref()
+            .is_some_and(|z| z.has("_ZPointerLoadShift")),
+    };
+    match settle(statics, generational) {
+        Settled::Known(e) => oop::publish(e),
+        // The heap's globals are not set yet (a start this early is not expected):
+        // nothing is published, so a later start looks again.
+        Settled::NotYet => HeapOops::Unknown("ZGC's pointer masks are not initialised yet"),
+    }
+}
+
+/// The load-good mask at the last refresh ([`klass_of_class_ref`]); 0 before any.
+static REFRESHED_AT: AtomicUsize = AtomicUsize::new(0);
+
+/// `klass::of_class_ref`, with one more chance under generational ZGC. There a relocation
+/// flips the good color and leaves OopStorage slots, `Klass::_java_mirror` among them,
+/// holding the old color and the old address until something loads them through the
+/// barrier (which heals the slot) or the next marking remaps them: a class whose mirror
+/// moved since then fails the round trip, possibly for a whole GC cycle. JVMTI
+/// GetLoadedClasses loads every class's mirror through the barrier; it is called at most
+/// once per good-mask value (once per relocation), counted in `zgc_mirror_refreshes`, and
+/// the read is tried again. On a JVM thread (`jni` is its env).
+pub fn klass_of_class_ref(m: &MethodGroup, jni: *mut JNIEnv, class: jobject) -> Option<usize> {
+    if let Some(k) = klass::of_class_ref(m, class) {
+        return Some(k);
+    }
+    if !matches!(oop::encoding(), HeapOops::ZColored { .. }) || jni.is_null() {
+        return None;
+    }
+    let good = STATICS
+        .get()
+        .and_then(|s| s.z.as_ref())
+        .and_then(|z| z.read("_ZPointerLoadGoodMask"))?;
+    if REFRESHED_AT.swap(good, Ordering::AcqRel) == good {
+        // Already refreshed since the last flip: the slot is not stale, the class is
+        // primitive, or the object moved meanwhile; "cannot tell" stands.
+        return None;
+    }
+    let jvmti = crate::vm::jvmti()?;
+    for c in jvmti.loaded_classes() {
+        crate::jvmti::delete_local_ref(jni, c);
+    }
+    Counter::ZgcMirrorRefreshes.inc();
+    klass::of_class_ref(m, class)
+}
+
+enum Settled {
+    Known(HeapOops),
+    NotYet,
+}
+
+fn settle(statics: &Statics, generational: bool) -> Settled {
+    if generational {
+        let Some(z) = statics.z.as_ref().filter(|z| z.has("_ZPointerLoadShift")) else {
+            return Settled::Known(HeapOops::Unknown(
+                "generational ZGC without the exported ZPointer masks",
+            ));
+        };
+        let (Some(offset_mask), Some(good), Some(shift)) = (
+            z.read("_ZAddressOffsetMask"),
+            z.read("_ZPointerLoadGoodMask"),
+            z.read("_ZPointerLoadShift"),
+        ) else {
+            return Settled::Known(HeapOops::Unknown("ZGC's pointer masks are unreadable"));
+        };
+        if offset_mask == 0 || good == 0 {
+            return Settled::NotYet;
+        }
+        Settled::Known(generational_layout(offset_mask, good, shift))
+    } else {
+        let (g, prefix) = match (statics.x.as_ref(), statics.z.as_ref()) {
+            (Some(x), _) => (x, "_X"),
+            (None, Some(z)) if z.has("_ZAddressMetadataMask") => (z, "_Z"),
+            _ => {
+                return Settled::Known(HeapOops::Unknown(
+                    "this JDK's non-generational ZGC does not export its address masks",
+                ))
+            }
+        };
+        let (Some(offset_mask), Some(metadata), Some(finalizable)) = (
+            g.read(&format!("{prefix}AddressOffsetMask")),
+            g.read(&format!("{prefix}AddressMetadataMask")),
+            g.read(&format!("{prefix}AddressMetadataFinalizable")),
+        ) else {
+            return Settled::Known(HeapOops::Unknown("ZGC's address masks are unreadable"));
+        };
+        if offset_mask == 0 {
+            return Settled::NotYet;
+        }
+        Settled::Known(multi_mapped_layout(offset_mask, metadata, finalizable))
+    }
+}
+
+/// Offset bits of an offset mask `2^n - 1` with a plausible `n` (ZGC uses 42 to 44).
+fn offset_bits(mask: usize) -> Option<u32> {
+    let n = mask.trailing_ones();
+    (mask.count_ones() == n && (32..=47).contains(&n)).then_some(n)
+}
+
+fn generational_layout(offset_mask: usize, load_good: usize, load_shift: usize) -> HeapOops {
+    let Some(bits) = offset_bits(offset_mask) else {
+        return HeapOops::Unknown("ZGC's address offset mask is not 2^n - 1");
+    };
+    // The good mask's own shift, computed as the decoder computes any pointer's, must be
+    // the one the VM uses in its load barrier.
+    match zpointer_shift(load_good) {
+        Some(s) if s as usize == load_shift => HeapOops::ZColored { offset_bits: bits },
+        _ => HeapOops::Unknown("ZGC's load shift does not match its load-good mask"),
+    }
+}
+
+fn multi_mapped_layout(offset_mask: usize, metadata: usize, finalizable: usize) -> HeapOops {
+    let Some(bits) = offset_bits(offset_mask) else {
+        return HeapOops::Unknown("ZGC's address offset mask is not 2^n - 1");
+    };
+    if metadata != 0xf << bits || finalizable != 0b1000 << bits {
+        return HeapOops::Unknown("ZGC's metadata bits are not the four above the offset");
+    }
+    HeapOops::ZMultiMapped { offset_bits: bits }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generational_layouts_are_checked_against_the_vm_shift() {
+        let mask = (1usize << 42) - 1;
+        // Load-good mask with Remapped bit 2 (bit 14) and some mark bits: shift 15.
+        let good = (1 << 14) | 0x0500;
+        assert_eq!(
+            generational_layout(mask, good, 15),
+            HeapOops::ZColored { offset_bits: 42 }
+        );
+        assert!(matches!(
+            generational_layout(mask, good, 16),
+            HeapOops::Unknown(_)
+        ));
+        assert!(matches!(
+            generational_layout(mask, (1 << 14) | (1 << 13), 15),
+            HeapOops::Unknown(_)
+        ));
+        assert!(matches!(
+            generational_layout(mask ^ 0x10, good, 15),
+            HeapOops::Unknown(_)
+        ));
+    }
+
+    #[test]
+    fn multi_mapped_layouts_need_the_four_metadata_bits() {
+        let mask = (1usize << 44) - 1;
+        assert_eq!(
+            multi_mapped_layout(mask, 0xf << 44, 8 << 44),
+            HeapOops::ZMultiMapped { offset_bits: 44 }
+        );
+        assert!(matches!(
+            multi_mapped_layout(mask, 0x7 << 44, 8 << 44),
+            HeapOops::Unknown(_)
+        ));
+        assert!(matches!(
+            multi_mapped_layout(mask, 0xf << 44, 4 << 44),
+            HeapOops::Unknown(_)
+        ));
+    }
+
+    #[test]
+    fn offset_masks() {
+        assert_eq!(offset_bits((1 << 42) - 1), Some(42));
+        assert_eq!(offset_bits((1 << 44) - 1), Some(44));
+        assert_eq!(offset_bits(0), None);
+        assert_eq!(offset_bits(0xffff), None);
+        assert_eq!(offset_bits(((1 << 42) - 1) & !0x100), None);
+    }
+}
