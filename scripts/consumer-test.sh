@@ -246,7 +246,7 @@ for home in "${javas[@]}"; do
   flags=()
   if [ "${feature%%.*}" -ge 24 ] 2>/dev/null; then flags=(--enable-native-access=ALL-UNNAMED); fi
   out="$WORK/jdk$feature"
-  if ! "$java" "${flags[@]}" -cp "$cp" consumer.App "$out.jfr" "$VERSION" >"$out.out" 2>"$out.err"; then
+  if ! timeout 300 "$java" "${flags[@]}" -cp "$cp" consumer.App "$out.jfr" "$VERSION" >"$out.out" 2>"$out.err"; then
     cat "$out.out" "$out.err" >&2
     fail "the consumer's main failed on JDK $feature"
   fi
@@ -257,7 +257,7 @@ for home in "${javas[@]}"; do
   note "JDK $feature${flags[*]:+ ${flags[*]}}: $(tail -1 "$out.out")"
   if [ ${#flags[@]} -gt 0 ]; then
     # java -jar: the manifest's Enable-Native-Access stands in for the flag.
-    "$java" -jar "$JAR" "start,cpu=10ms,file=$out-jar.jfr" >"$out-jar.out" 2>"$out-jar.err" \
+    timeout 300 "$java" -jar "$JAR" "start,cpu=10ms,file=$out-jar.jfr" >"$out-jar.out" 2>"$out-jar.err" \
       || { cat "$out-jar.out" "$out-jar.err" >&2; fail "java -jar ddprof.jar start failed on JDK $feature"; }
     ! grep -qi "warning.*\(restricted method\|native access\)" "$out-jar.err" \
       || { cat "$out-jar.err" >&2; fail "JDK $feature warned about native access under java -jar"; }
