@@ -14,7 +14,7 @@ bench_prepare() {
     (cd "$ROOT" && mvn -q -DskipTests install)
   fi
   local bench_jar="$ROOT/ddprof-bench/target/ddprof-bench-0.1.0-SNAPSHOT.jar"
-  local lib_jar="$ROOT/ddprof-lib/target/ddprof-lib-0.1.0-SNAPSHOT.jar"
+  local lib_jar="$ROOT/ddprof-lib/target/ddprof-0.1.0-SNAPSHOT.jar"
   local j
   for j in "$bench_jar" "$lib_jar"; do
     [ -f "$j" ] || { echo "$name: $j missing: build first (drop --no-build)" >&2; return 1; }
@@ -22,6 +22,6 @@ bench_prepare() {
   BENCH_SNAP="$(mktemp -d "${TMPDIR:-/tmp}/$name.XXXXXX")"
   trap 'rm -rf "$BENCH_SNAP"' EXIT
   cp "$bench_jar" "$BENCH_SNAP/ddprof-bench.jar"
-  cp "$lib_jar" "$BENCH_SNAP/ddprof-lib.jar"
-  BENCH_CP="$BENCH_SNAP/ddprof-bench.jar:$BENCH_SNAP/ddprof-lib.jar"
+  cp "$lib_jar" "$BENCH_SNAP/ddprof.jar"
+  BENCH_CP="$BENCH_SNAP/ddprof-bench.jar:$BENCH_SNAP/ddprof.jar"
 }

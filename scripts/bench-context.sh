@@ -2,10 +2,10 @@
 # The context-write micro-benchmarks (issue 11, "Cost"): JMH, ddprof beside an empty JNI call, a
 # pure-Java baseline and upstream's published jar, on each JDK, in one run. Builds the project,
 # then per JDK runs two JMH invocations back to back:
-#   1. ddprof-lib: com.datadoghq.profiler.bench.ContextBenchmark (setTraceContext,
+#   1. ours (com.datadoghq:ddprof, built here): com.datadoghq.profiler.bench.ContextBenchmark (setTraceContext,
 #      setContextValue, clearTraceContext, the empty JNI call, the Java baseline) and
 #      LegacyContextBenchmark (setContext, setContextValue(offset, encoding), clearContext);
-#   2. upstream's com.datadoghq:ddprof jar (fetched with Maven) in place of ddprof-lib:
+#   2. upstream's com.datadoghq:ddprof jar (fetched with Maven) in place of ours:
 #      LegacyContextBenchmark only (upstream's jar has only that API).
 # Each benchmark runs in its own forked JVM (JMH @Fork); the second invocation's forks load the
 # other library. Then prints one table (ns/op with JMH's 99.9% error, and the ratio to the empty
@@ -71,12 +71,12 @@ main() {
     out="$BENCH_SNAP"
   fi
 
-  # JMH and its dependencies (jopt-simple, commons-math3), without ddprof-lib: the snapshot's
+  # JMH and its dependencies (jopt-simple, commons-math3), without our jar: the snapshot's
   # or upstream's jar goes in its place.
   mvn -q -pl ddprof-bench dependency:build-classpath -Dmdep.includeScope=runtime \
     -Dmdep.outputFile="$BENCH_SNAP/jmh.cp" >/dev/null
-  jmh_cp="$(tr ':' '\n' <"$BENCH_SNAP/jmh.cp" | grep -v '/ddprof-lib/' | paste -sd: -)"
-  ours_cp="$BENCH_SNAP/ddprof-bench.jar:$BENCH_SNAP/ddprof-lib.jar:$jmh_cp"
+  jmh_cp="$(tr ':' '\n' <"$BENCH_SNAP/jmh.cp" | grep -v -e '/com/datadoghq/ddprof/' -e '/ddprof-lib/target/' | paste -sd: -)"
+  ours_cp="$BENCH_SNAP/ddprof-bench.jar:$BENCH_SNAP/ddprof.jar:$jmh_cp"
   if [ "$upstream" != none ]; then
     mvn -q org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy \
       -Dartifact="com.datadoghq:ddprof:$upstream" -DoutputDirectory="$BENCH_SNAP" >/dev/null

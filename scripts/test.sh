@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command: builds everything and runs every test suite,
-# the end-to-end JUnit tests once per JDK of the matrix (11, 17, 21, 25).
+# the end-to-end JUnit tests once per JDK of the matrix (11, 17, 21, 25), installs the artifact
+# (com.datadoghq:ddprof) into the local Maven repository and checks it as a consumer's project
+# sees it (scripts/consumer-test.sh, offline, on JDK 17 and 25).
 #
 #   bash scripts/test.sh [extra maven arguments, e.g. -Dtest=CpuSamplingTest]
 #
@@ -50,4 +52,5 @@ if [ -z "${JAVA_HOME:-}" ]; then
 fi
 echo "test.sh: build JDK $JAVA_HOME; test JDKs 11=$JDK11 17=$JDK17 21=$JDK21 25=$JDK25"
 
-mvn -B verify -Djdk11="$JDK11" -Djdk21="$JDK21" -Djdk25="$JDK25" "$@"
+mvn -B install -Djdk11="$JDK11" -Djdk21="$JDK21" -Djdk25="$JDK25" "$@"
+bash scripts/consumer-test.sh "$JDK17" "$JDK25"

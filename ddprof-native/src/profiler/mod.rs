@@ -31,7 +31,13 @@ mod session;
 
 pub use session::{PendingSetting, Session};
 
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The library's version: the Maven project's (`DDPROF_VERSION`, which the build of the jar puts
+/// in cargo's environment), so that `getVersion()`, the `version` command and the recordings say
+/// what the jar's manifest says; the crate's own version only for a bare `cargo build`.
+pub const VERSION: &str = match option_env!("DDPROF_VERSION") {
+    Some(v) => v,
+    None => env!("CARGO_PKG_VERSION"),
+};
 
 /// Errors as the Java API reports them.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,7 +3,7 @@ package com.datadoghq.profiler;
 import java.lang.instrument.Instrumentation;
 
 /**
- * {@code -javaagent:ddprof-lib.jar=<command>} entry point (and the dynamic-attach one).
+ * {@code -javaagent:ddprof.jar=<command>} entry point (and the dynamic-attach one).
  *
  * <p>Loads the native library and runs {@code <command>} (for example
  * {@code start,cpu=10ms,file=profile.jfr}) with {@link JavaProfiler#execute(String)}. Without a
@@ -38,7 +38,7 @@ public final class Agent {
     }
 
     /**
-     * What {@code java -jar ddprof-lib.jar attach} passes: {@code ATTACH_PREFIX + id + ":" +
+     * What {@code java -jar ddprof.jar attach} passes: {@code ATTACH_PREFIX + id + ":" +
      * command}. The outcome goes to the system property {@code RESULT_PROPERTY + id}, which the
      * attacher reads back through the attach connection: {@code ok:REPLY}, {@code usage:MESSAGE}
      * (the command was refused) or {@code error:MESSAGE}.

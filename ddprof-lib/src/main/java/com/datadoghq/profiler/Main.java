@@ -11,7 +11,7 @@ import java.util.Properties;
 import java.util.Set;
 
 /**
- * {@code java -jar ddprof-lib.jar <command>}: small tools shipped with the library.
+ * {@code java -jar ddprof.jar <command>}: small tools shipped with the library.
  *
  * <pre>
  *   demo [seconds] [jfr-path]   profile a bundled CPU-bound workload, then print its report
@@ -140,7 +140,7 @@ public final class Main {
     }
 
     static void usage(PrintStream s) {
-        s.println("Usage: java -jar ddprof-lib.jar <command>");
+        s.println("Usage: java -jar ddprof.jar <command>");
         s.println();
         s.println("Commands:");
         s.println("  demo [seconds] [jfr-path]   profile a bundled CPU-bound workload (default 5 s),");

@@ -23,7 +23,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * The context writes of java-profiler's older API ({@code setContext(spanId, rootSpanId)},
  * {@code setContextValue(offset, encoding)}, {@code clearContext()}), which both ddprof and
  * upstream's {@code com.datadoghq:ddprof} jar have. It only calls what both have, so
- * {@code scripts/bench-context.sh} runs this class twice: once with ddprof-lib on the class path,
+ * {@code scripts/bench-context.sh} runs this class twice: once with our jar on the class path,
  * once with upstream's jar instead (a separate JMH invocation, so a separate JVM fork with the
  * other library). {@link ContextBenchmark} has ddprof's current API and the empty JNI call (not
  * here: upstream has no public empty native, and its {@code getSamples()} is an instance method

@@ -33,7 +33,7 @@ import jdk.jfr.consumer.RecordingFile;
  * Also prints the process RSS at each point and the profiler's lower and upper bound of its share
  * (docs/memory.md, "Reconciling with RSS").
  *
- * <p>{@code java -cp ddprof-bench.jar:ddprof-lib.jar com.datadoghq.profiler.bench.MemoryBudgetBenchmark
+ * <p>{@code java -cp ddprof-bench.jar:ddprof.jar com.datadoghq.profiler.bench.MemoryBudgetBenchmark
  * [mode=lazy] [threads=200] [classes=10000] [sampled=2000] [seconds=8]}
  */
 public final class MemoryBudgetBenchmark {

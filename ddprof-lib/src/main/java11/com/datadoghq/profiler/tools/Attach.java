@@ -55,7 +55,7 @@ public final class Attach {
             return 1;
         }
         if (!jar.toString().endsWith(".jar") || !new File(jar.toString()).isFile()) {
-            System.err.println("attach must run from the ddprof jar (java -jar ddprof-lib.jar attach ...), not from " + jar);
+            System.err.println("attach must run from the ddprof jar (java -jar ddprof.jar attach ...), not from " + jar);
             return 1;
         }
         String id = UUID.randomUUID().toString();

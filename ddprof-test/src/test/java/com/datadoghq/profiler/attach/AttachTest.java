@@ -26,7 +26,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * {@code java -jar ddprof-lib.jar attach PID COMMAND} against a running JVM that was started
+ * {@code java -jar ddprof.jar attach PID COMMAND} against a running JVM that was started
  * without any profiler: start, status, dump, stop, and the failures a user must be told about,
  * each with its exit code. The target burns CPU only when the test asks it to (a file), and the
  * test waits for it to say it is done, so the recording holds samples however loaded the host.

@@ -41,7 +41,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * {@code java -jar ddprof-lib.jar convert}: every output format of one recording, run as a user
+ * {@code java -jar ddprof.jar convert}: every output format of one recording, run as a user
  * runs it (a child JVM of the JDK under test), decoded with independent readers (the official
  * protobuf runtime with pprof's and OTLP's generated classes; Chromium for the HTML page) and
  * compared with what the JDK's JFR parser reads from the same file.

@@ -4,7 +4,7 @@ import com.datadoghq.profiler.JavaProfiler;
 import com.datadoghq.profiler.testing.CpuBurner;
 
 /**
- * A child JVM's main for a user who has only the ddprof-lib jar on the class path:
+ * A child JVM's main for a user who has only the ddprof jar on the class path:
  * {@code JavaProfiler.getInstance()} must find and load the bundled native library by itself.
  * Args: the recording file, then the workload milliseconds.
  */

@@ -10,7 +10,7 @@ import com.datadoghq.profiler.LibraryLoader;
 import com.datadoghq.profiler.testing.CpuBurner;
 
 /**
- * A child JVM's main (class path: the ddprof-lib jar, no library named) that loads the bundled
+ * A child JVM's main (class path: the ddprof jar, no library named) that loads the bundled
  * library, profiles, writes one dump, reports what it loaded and prints {@code READY}; then, by
  * its first argument, {@code wait}s to be killed or {@code halt}s. Args: mode, recording file.
  */

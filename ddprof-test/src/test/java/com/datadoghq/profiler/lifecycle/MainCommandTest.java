@@ -10,6 +10,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.jar.Attributes;
+import java.util.jar.JarFile;
 
 import com.datadoghq.profiler.testing.ChildJvm;
 import com.datadoghq.profiler.testing.JfrReader;
@@ -19,7 +21,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * {@code java -jar ddprof-lib.jar <profiler command>}, as with upstream's jar: the command runs
+ * {@code java -jar ddprof.jar <profiler command>}, as with upstream's jar: the command runs
  * through {@code execute} in that JVM, its reply is printed, and the exit code says how it went
  * (0 ok, 1 failed, 2 invalid); the tool verbs keep their meaning.
  */
@@ -75,6 +77,32 @@ class MainCommandTest {
         assertTrue(unknown.stderr.contains("Unknown command: frobnicate"), unknown.describe());
         ChildJvm.Result extra = jar("status", "now");
         assertEquals(2, extra.exitCode, extra.describe());
+    }
+
+    /**
+     * One version everywhere: the jar's manifest, {@code java -jar ddprof.jar version} (its
+     * properties resource), the native library's {@code getVersion()} and the recording's
+     * config event all say the Maven project's version.
+     */
+    @Test
+    void everyVersionStringIsTheJarsVersion() throws Exception {
+        String manifest;
+        try (JarFile jar = new JarFile(TestEnv.libJar().toFile())) {
+            manifest = jar.getManifest().getMainAttributes().getValue(Attributes.Name.IMPLEMENTATION_VERSION);
+        }
+        assertTrue(manifest != null && manifest.matches("\\d+\\.\\d+\\.\\d+.*"), "Implementation-Version: " + manifest);
+        assertTrue(TestEnv.libJar().getFileName().toString().equals("ddprof-" + manifest + ".jar"),
+                TestEnv.libJar() + " is not ddprof-" + manifest + ".jar");
+        ChildJvm.Result version = jar("version");
+        assertEquals(manifest, version.stdout.trim(), version.describe());
+        assertEquals(manifest, TestEnv.profiler().getVersion(), "JavaProfiler.getVersion() (the native library)");
+
+        Path file = dir.resolve("version.jfr");
+        ChildJvm.Result r = jar("start,cpu=10ms,file=" + file);
+        assertEquals(0, r.exitCode, r.describe());
+        List<RecordedEvent> config = JfrReader.ofType(JfrReader.readAll(file), JfrReader.PROFILER_CONFIG);
+        assertFalse(config.isEmpty(), r.describe());
+        assertEquals(manifest, config.get(0).getString("version"), "datadog.DatadogProfilerConfig version");
     }
 
     private ChildJvm.Result jar(String... args) throws Exception {

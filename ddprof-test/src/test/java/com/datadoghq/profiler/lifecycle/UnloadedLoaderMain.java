@@ -14,12 +14,12 @@ import java.util.TreeSet;
 import com.datadoghq.profiler.testing.CpuBurner;
 
 /**
- * A child JVM's main: the Java API in a throwaway class loader (the ddprof-lib jar, bootstrap
+ * A child JVM's main: the Java API in a throwaway class loader (the ddprof jar, bootstrap
  * parent) loads the bundled library and starts profiling; the loader is dropped and collected
  * (which makes the JDK dlclose the library) while the profiler keeps running; threads start,
  * sample and end for a while; then a second loader reaches the same library, reads the status
  * and stops the recording. Prints {@code unloaded=}, {@code status:}, {@code inodes=} (distinct
- * inodes of the mapped library files) and {@code done}. Args: the ddprof-lib jar, the recording.
+ * inodes of the mapped library files) and {@code done}. Args: the ddprof jar, the recording.
  */
 public final class UnloadedLoaderMain {
     public static void main(String[] args) throws Exception {

@@ -15,8 +15,9 @@ import com.datadoghq.profiler.JavaProfiler;
  * <p>System properties set by ddprof-test's surefire executions:
  * <ul>
  *   <li>{@code ddprof.test.jdk}: the feature release of the JDK running the tests (11, 17, 21, 25)</li>
- *   <li>{@code ddprof.lib.jar}: the built ddprof-lib jar (carries the native library)</li>
- *   <li>{@code ddprof.native.lib}: the built libjavaProfiler.so</li>
+ *   <li>{@code ddprof.lib.jar}: the built jar (com.datadoghq:ddprof) (carries the native library)</li>
+ *   <li>{@code ddprof.native.lib}: the libjavaProfiler.so that jar carries (stripped; its DWARF is in
+ *       the debuginfo jar)</li>
  *   <li>{@code ddprof.test.java}: the java executable of the running JDK, for child JVMs</li>
  * </ul>
  */

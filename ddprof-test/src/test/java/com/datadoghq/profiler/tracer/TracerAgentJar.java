@@ -34,7 +34,7 @@ import java.util.zip.ZipOutputStream;
  *
  * <p>The copy drops every file under {@code <shared>/com/datadoghq/profiler/} and every
  * {@code libjavaProfiler.so} (all platforms: on a platform we do not ship, loading fails instead of
- * quietly running the tracer's profiler), then adds everything our ddprof-lib jar has under
+ * quietly running the tracer's profiler), then adds everything our jar (com.datadoghq:ddprof) has under
  * {@code com/datadoghq/profiler/} ({@code .class} renamed {@code .classdata}, other resources as they
  * are) and under {@code META-INF/native-libs/}, all below the {@code shared} directory.
  */

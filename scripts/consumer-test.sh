@@ -1,0 +1,267 @@
+#!/usr/bin/env bash
+# What a user of the published artifact sees: a scratch Maven project that depends on
+# com.datadoghq:ddprof as installed in the local repository (mvn install, which scripts/test.sh
+# runs first), resolved offline (-o). It checks
+#
+#   - the resolved dependencies are that one artifact of ours and nothing else, and its pom
+#     names no parent and no dependency;
+#   - the jar is the one just built (ddprof-lib/target), under 2 MB, and carries the LICENSE and
+#     the manifest entries (version, Enable-Native-Access);
+#   - the native library in it is stripped of its DWARF and names its .debug file, which the
+#     debuginfo artifact carries with the same build id, and which turns an address of the
+#     stripped library into a source line (how a crash report is read: docs/debugging.md);
+#   - the sources and javadoc artifacts resolve and hold the API;
+#   - the project's own main profiles itself with fjmethodid=lazy, reads its recording back with
+#     jdk.jfr.consumer and finds samples of its own method, and getVersion() is the artifact's
+#     version; on JDK 24+ (when given) with --enable-native-access=ALL-UNNAMED and no warning.
+#
+#   bash scripts/consumer-test.sh [JAVA_HOME ...]   (default: $JAVA_HOME or the java on PATH)
+#
+# Needs what the build needs (Maven with the plugins the build downloaded, binutils). Work files:
+# target/consumer-test/ at the repository root.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+WORK="$ROOT/target/consumer-test"
+fail() { echo "consumer-test.sh: FAIL: $*" >&2; exit 1; }
+note() { echo "consumer-test.sh: $*"; }
+
+VERSION="$(sed -n 's|^  <version>\(.*\)</version>$|\1|p' "$ROOT/pom.xml" | head -1)"
+[ -n "$VERSION" ] || fail "no <version> in $ROOT/pom.xml"
+BUILT="$ROOT/ddprof-lib/target/ddprof-$VERSION.jar"
+[ -f "$BUILT" ] || fail "$BUILT missing: build and install first (mvn -DskipTests install)"
+MAX_JAR_BYTES=2000000
+
+javas=("$@")
+if [ ${#javas[@]} = 0 ]; then
+  javas=("${JAVA_HOME:-$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")}")
+fi
+
+rm -rf "$WORK"
+mkdir -p "$WORK/app/src/main/java/consumer"
+cd "$WORK/app"
+
+# Plugin versions are the build's own (root pom.xml), so that -o finds them in the local repository.
+plugin_version() { sed -n "s|^ *<$1.version>\(.*\)</$1.version>$|\1|p" "$ROOT/pom.xml" | head -1; }
+cat >pom.xml <<EOF
+<?xml version="1.0" encoding="UTF-8"?>
+<project xmlns="http://maven.apache.org/POM/4.0.0"
+         xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
+         xsi:schemaLocation="http://maven.apache.org/POM/4.0.0 https://maven.apache.org/xsd/maven-4.0.0.xsd">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>example</groupId>
+  <artifactId>ddprof-consumer</artifactId>
+  <version>1</version>
+  <properties>
+    <project.build.sourceEncoding>UTF-8</project.build.sourceEncoding>
+    <maven.compiler.release>11</maven.compiler.release>
+  </properties>
+  <dependencies>
+    <dependency>
+      <groupId>com.datadoghq</groupId>
+      <artifactId>ddprof</artifactId>
+      <version>$VERSION</version>
+    </dependency>
+  </dependencies>
+  <build>
+    <plugins>
+      <plugin>
+        <groupId>org.apache.maven.plugins</groupId>
+        <artifactId>maven-resources-plugin</artifactId>
+        <version>$(plugin_version maven-resources-plugin)</version>
+      </plugin>
+      <plugin>
+        <groupId>org.apache.maven.plugins</groupId>
+        <artifactId>maven-compiler-plugin</artifactId>
+        <version>$(plugin_version maven-compiler-plugin)</version>
+      </plugin>
+      <plugin>
+        <groupId>org.apache.maven.plugins</groupId>
+        <artifactId>maven-dependency-plugin</artifactId>
+        <version>$(plugin_version maven-dependency-plugin)</version>
+        <configuration>
+          <!-- dependency:list, dependency:build-classpath -->
+          <includeScope>runtime</includeScope>
+          <outputAbsoluteArtifactFilename>true</outputAbsoluteArtifactFilename>
+          <!-- dependency:copy: the artifact's companions -->
+          <artifactItems>
+            <artifactItem><groupId>com.datadoghq</groupId><artifactId>ddprof</artifactId><version>$VERSION</version><classifier>debuginfo</classifier></artifactItem>
+            <artifactItem><groupId>com.datadoghq</groupId><artifactId>ddprof</artifactId><version>$VERSION</version><classifier>sources</classifier></artifactItem>
+            <artifactItem><groupId>com.datadoghq</groupId><artifactId>ddprof</artifactId><version>$VERSION</version><classifier>javadoc</classifier></artifactItem>
+          </artifactItems>
+          <outputDirectory>$WORK/companions</outputDirectory>
+        </configuration>
+      </plugin>
+    </plugins>
+  </build>
+</project>
+EOF
+
+cat >src/main/java/consumer/App.java <<'EOF'
+package consumer;
+
+import com.datadoghq.profiler.JavaProfiler;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import jdk.jfr.consumer.RecordedEvent;
+import jdk.jfr.consumer.RecordedFrame;
+import jdk.jfr.consumer.RecordingFile;
+
+/** Profiles itself with the published jar and reads its own recording. Args: file, version. */
+public final class App {
+    static volatile long sink;
+
+    public static void main(String[] args) throws Exception {
+        Path jfr = Paths.get(args[0]).toAbsolutePath();
+        JavaProfiler profiler = JavaProfiler.getInstance();
+        System.out.println("start: " + profiler.execute("start,cpu=10ms,fjmethodid=lazy,file=" + jfr).trim());
+        // 1.5 s of this thread's CPU time, however busy the host is.
+        ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+        long until = threads.getCurrentThreadCpuTime() + 1_500_000_000L;
+        while (threads.getCurrentThreadCpuTime() < until) {
+            burn();
+        }
+        profiler.stop();
+
+        long samples = 0;
+        long ours = 0;
+        try (RecordingFile in = new RecordingFile(jfr)) {
+            while (in.hasMoreEvents()) {
+                RecordedEvent e = in.readEvent();
+                if (!e.getEventType().getName().equals("datadog.ExecutionSample")) {
+                    continue;
+                }
+                samples++;
+                if (e.getStackTrace() == null) {
+                    continue;
+                }
+                for (RecordedFrame f : e.getStackTrace().getFrames()) {
+                    if (f.getMethod() != null && f.getMethod().getType().getName().equals(App.class.getName())
+                            && f.getMethod().getName().equals("burn")) {
+                        ours++;
+                        break;
+                    }
+                }
+            }
+        }
+        String version = profiler.getVersion();
+        System.out.println("version=" + version + " samples=" + samples + " in App.burn=" + ours);
+        if (!version.equals(args[1])) {
+            System.out.println("FAIL: getVersion() is " + version + ", the artifact's version " + args[1]);
+            System.exit(1);
+        }
+        if (ours == 0) {
+            System.out.println("FAIL: no datadog.ExecutionSample in App.burn");
+            System.exit(1);
+        }
+    }
+
+    private static void burn() {
+        long x = sink;
+        for (int i = 0; i < 100_000; i++) {
+            x = x * 6364136223846793005L + 1442695040888963407L;
+        }
+        sink = x;
+    }
+}
+EOF
+
+# One offline Maven run: compile the program, list and print its dependencies, fetch the companions.
+note "mvn -o compile dependency:list dependency:build-classpath dependency:copy (log: $WORK/mvn.log)"
+if ! mvn -o -B -Dstyle.color=never compile dependency:list dependency:build-classpath dependency:copy \
+    -DoutputFile="$WORK/deps.txt" -Dmdep.outputFile="$WORK/cp.txt" >"$WORK/mvn.log" 2>&1; then
+  tail -30 "$WORK/mvn.log" >&2
+  fail "the consumer project does not build offline: is com.datadoghq:ddprof:$VERSION installed (mvn install)?"
+fi
+
+# 1. The dependency tree: our one artifact.
+deps="$(grep -E '^ +[^ ]+:[^ ]+:' "$WORK/deps.txt" | sed 's/^ *//; s/ -- .*//' || true)"
+note "resolved dependencies: $(echo "$deps" | sed 's/:[^:]*$//' | paste -sd' ' -)"
+[ "$(echo "$deps" | grep -c .)" = 1 ] || fail "expected one dependency, got: $deps"
+echo "$deps" | grep -q "^com.datadoghq:ddprof:jar:$VERSION:compile:" || fail "the dependency is not com.datadoghq:ddprof:jar:$VERSION: $deps"
+JAR="${deps#*:compile:}"
+[ -f "$JAR" ] || fail "resolved jar $JAR does not exist"
+[ "$(cat "$WORK/cp.txt")" = "$JAR" ] || fail "the class path is not just $JAR: $(cat "$WORK/cp.txt")"
+POM="${JAR%.jar}.pom"
+! grep -q "<parent>" "$POM" || fail "$POM names a parent pom (a consumer would need it)"
+! grep -q "<dependency>" "$POM" || fail "$POM declares dependencies"
+cmp -s "$JAR" "$BUILT" || fail "$JAR is not $BUILT: the local repository holds another build (run mvn install again)"
+
+# 2. The jar.
+size=$(stat -c %s "$JAR")
+note "jar $(basename "$JAR"): $size bytes (limit $MAX_JAR_BYTES)"
+[ "$size" -lt "$MAX_JAR_BYTES" ] || fail "the jar is $size bytes, not under $MAX_JAR_BYTES"
+mkdir -p "$WORK/jar"
+(cd "$WORK/jar" && unzip -q "$JAR")
+[ -f "$WORK/jar/META-INF/LICENSE" ] && grep -q "Apache License" "$WORK/jar/META-INF/LICENSE" || fail "no Apache LICENSE in META-INF"
+manifest="$(tr -d '\r' <"$WORK/jar/META-INF/MANIFEST.MF")"
+echo "$manifest" | grep -qx "Implementation-Version: $VERSION" || fail "manifest Implementation-Version is not $VERSION"
+echo "$manifest" | grep -qx "Enable-Native-Access: ALL-UNNAMED" || fail "manifest lacks Enable-Native-Access: ALL-UNNAMED"
+grep -qx "version=$VERSION" "$WORK/jar/com/datadoghq/profiler/ddprof-version.properties" || fail "ddprof-version.properties is not $VERSION"
+
+# 3. The native library: stripped, with its debug info in the debuginfo artifact.
+LIB="$WORK/jar/META-INF/native-libs/linux-x64/libjavaProfiler.so"
+[ -f "$LIB" ] || fail "no META-INF/native-libs/linux-x64/libjavaProfiler.so in the jar"
+sections="$(readelf -SW "$LIB")"
+! echo "$sections" | grep -q '\.debug_' || fail "the bundled library still has DWARF sections"
+echo "$sections" | grep -q '\.symtab' || fail "the bundled library lost its symbol table"
+debuglink="$(readelf -p .gnu_debuglink "$LIB" 2>/dev/null | sed -n 's/^ *\[ *0\] *//p')"
+[ "$debuglink" = "libjavaProfiler.so.debug" ] || fail "the bundled library's .gnu_debuglink is '$debuglink'"
+build_id() { readelf -n "$1" | sed -n 's/^ *Build ID: *//p'; }
+mkdir -p "$WORK/debuginfo"
+(cd "$WORK/debuginfo" && unzip -q "$WORK/companions/ddprof-$VERSION-debuginfo.jar")
+DEBUG="$WORK/debuginfo/META-INF/native-libs/linux-x64/libjavaProfiler.so.debug"
+[ -f "$DEBUG" ] || fail "the debuginfo jar has no META-INF/native-libs/linux-x64/libjavaProfiler.so.debug"
+[ -n "$(build_id "$LIB")" ] && [ "$(build_id "$LIB")" = "$(build_id "$DEBUG")" ] \
+  || fail "build ids differ: library $(build_id "$LIB"), debug file $(build_id "$DEBUG")"
+# An address of the stripped library, as a crash report gives it, to a source line.
+symbol=Java_com_datadoghq_profiler_JavaProfiler_getVersion0
+addr="$(nm "$LIB" | awk -v s="$symbol" '$3 == s { print $1 }')"
+[ -n "$addr" ] || fail "$symbol is not in the bundled library's symbol table"
+line="$(addr2line -f -e "$DEBUG" "0x$addr" | tail -1)"
+note "$symbol at 0x$addr: $line (addr2line -e libjavaProfiler.so.debug)"
+case "$line" in *natives.rs:[0-9]*) ;; *) fail "the debug file does not name natives.rs for $symbol: $line" ;; esac
+if command -v gdb >/dev/null 2>&1; then
+  # gdb finds the .debug file through .gnu_debuglink once it lies beside the library.
+  mkdir -p "$WORK/gdb"
+  cp "$LIB" "$WORK/gdb/"
+  alone="$(timeout 120 gdb -nx -batch -ex "info line $symbol" "$WORK/gdb/libjavaProfiler.so" 2>&1 | tail -1)"
+  cp "$DEBUG" "$WORK/gdb/"
+  linked="$(timeout 120 gdb -nx -batch -ex "info line $symbol" "$WORK/gdb/libjavaProfiler.so" 2>&1 | tail -1)"
+  case "$alone" in *"No line number information"*) ;; *) fail "gdb found line numbers in the stripped library alone: $alone" ;; esac
+  case "$linked" in *natives.rs*) ;; *) fail "gdb did not follow .gnu_debuglink to the .debug file: $linked" ;; esac
+  note "gdb, .debug beside the library: ${linked%% starts at*}"
+fi
+unzip -l "$WORK/companions/ddprof-$VERSION-sources.jar" | grep -q 'com/datadoghq/profiler/JavaProfiler.java' || fail "sources jar lacks JavaProfiler.java"
+unzip -l "$WORK/companions/ddprof-$VERSION-sources.jar" | grep -q 'com/datadoghq/profiler/tools/convert/Convert.java' || fail "sources jar lacks the java11 sources"
+unzip -l "$WORK/companions/ddprof-$VERSION-javadoc.jar" | grep -q 'com/datadoghq/profiler/JavaProfiler.html' || fail "javadoc jar lacks JavaProfiler.html"
+
+# 4. The user's program, on each JDK.
+cp="target/classes:$(cat "$WORK/cp.txt")"
+for home in "${javas[@]}"; do
+  java="$home/bin/java"
+  feature="$("$java" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')"
+  flags=()
+  if [ "${feature%%.*}" -ge 24 ] 2>/dev/null; then flags=(--enable-native-access=ALL-UNNAMED); fi
+  out="$WORK/jdk$feature"
+  if ! timeout 300 "$java" "${flags[@]}" -cp "$cp" consumer.App "$out.jfr" "$VERSION" >"$out.out" 2>"$out.err"; then
+    cat "$out.out" "$out.err" >&2
+    fail "the consumer's main failed on JDK $feature"
+  fi
+  if grep -qi "warning.*\(restricted method\|native access\)" "$out.err"; then
+    cat "$out.err" >&2
+    fail "JDK $feature warned about native access with ${flags[*]:-no flag}"
+  fi
+  note "JDK $feature${flags[*]:+ ${flags[*]}}: $(tail -1 "$out.out")"
+  if [ ${#flags[@]} -gt 0 ]; then
+    # java -jar: the manifest's Enable-Native-Access stands in for the flag.
+    timeout 300 "$java" -jar "$JAR" "start,cpu=10ms,file=$out-jar.jfr" >"$out-jar.out" 2>"$out-jar.err" \
+      || { cat "$out-jar.out" "$out-jar.err" >&2; fail "java -jar ddprof.jar start failed on JDK $feature"; }
+    ! grep -qi "warning.*\(restricted method\|native access\)" "$out-jar.err" \
+      || { cat "$out-jar.err" >&2; fail "JDK $feature warned about native access under java -jar"; }
+    note "JDK $feature java -jar ddprof.jar start: $(head -1 "$out-jar.out"), no native-access warning"
+  fi
+done
+note "OK: com.datadoghq:ddprof:$VERSION as a consumer sees it"
