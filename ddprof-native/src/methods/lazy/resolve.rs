@@ -107,6 +107,11 @@ impl Refused {
 /// set. jmethodIDs are pointers below 2^47, so the two kinds of key never collide.
 pub const NO_ID_KEY: u64 = 1 << 62;
 
+/// The key of [`LazyResolver`]'s frame cache: (untagged `Method*`, tag, idnum + 1 or 0).
+fn frame_key(method: u64, tag: Tag, idnum: Option<u16>) -> (u64, Tag, u16) {
+    (method, tag, idnum.map_or(0, |n| n.wrapping_add(1)))
+}
+
 /// A tagged frame that passed every check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Accepted {
@@ -192,7 +197,7 @@ impl LazyResolver {
         idnum: Option<u16>,
         since: i64,
     ) -> Option<Named> {
-        let cache_key = (method, tag, idnum.map_or(0, |n| n.wrapping_add(1)));
+        let cache_key = frame_key(method, tag, idnum);
         let result = match self.frames.get(&cache_key) {
             Some(a) => {
                 Counter::RawFrameResolveCacheHits.inc();
@@ -234,8 +239,7 @@ impl LazyResolver {
         idnum: Option<u16>,
         since: i64,
     ) -> Option<Refused> {
-        let cache_key = (method, tag, idnum.map_or(0, |n| n.wrapping_add(1)));
-        match self.frames.get(&cache_key)? {
+        match self.frames.get(&frame_key(method, tag, idnum))? {
             Err(r) => Some(*r),
             Ok(a) if idnum.is_none() && a.redefined_at.is_some_and(|at| at >= since) => {
                 Some(Refused::Redefined)
