@@ -17,6 +17,7 @@
 //! Not a signal handler: it may allocate and lock. Epoch events wait in a bounded buffer
 //! taken by each dump ([`take_epochs`]).
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -287,10 +288,15 @@ fn run(config: Config, control: &Control) {
         reservoir(&mut threads, tpt, &mut rng);
         Counter::WallclockTicks.inc();
         for &(tid, cell) in &threads {
-            // wallprecheck: a registered thread in an owned blocked run (park/block hooks).
-            let owned = cell.filter(|c| config.precheck && c.open_run() != 0);
-            if owned.is_some_and(FilterCell::run_sampled) {
-                // Blocked since its sample, by its own account: nothing new to see.
+            // wallprecheck: a registered thread in an owned blocked run (park/block hooks); the
+            // cell still this thread's (a cell is reused once its thread exits).
+            let owned = cell.filter(|c| {
+                config.precheck && c.open_run() != 0 && c.tid.load(Ordering::Relaxed) == tid
+            });
+            // Blocked since its sample, by its own account and by its CPU clock (which also
+            // keeps a run whose exit hook was lost from hiding a thread that runs again):
+            // nothing new to see.
+            if owned.is_some_and(FilterCell::run_sampled) && is_idle(tid) {
                 Counter::WcSignalsSuppressedSampledRun.inc();
                 counts.suppressed += 1;
                 continue;

@@ -159,7 +159,7 @@ pub fn klass_of_class_ref(m: &MethodGroup, jni: *mut JNIEnv, class: jobject) -> 
         .get()
         .and_then(|s| s.z.as_ref())
         .and_then(|z| z.read("_ZPointerLoadGoodMask"))?;
-    if REFRESHED_AT.swap(good, Ordering::AcqRel) == good {
+    if REFRESHED_AT.load(Ordering::Acquire) == good {
         // Already refreshed since the last flip: the slot is not stale, the class is
         // primitive, or the object moved meanwhile; "cannot tell" stands.
         return None;
@@ -168,6 +168,9 @@ pub fn klass_of_class_ref(m: &MethodGroup, jni: *mut JNIEnv, class: jobject) -> 
     for c in jvmti.loaded_classes() {
         crate::jvmti::delete_local_ref(jni, c);
     }
+    // Published once done: a thread failing meanwhile refreshes too rather than give up
+    // before this refresh healed its slot.
+    REFRESHED_AT.store(good, Ordering::Release);
     Counter::ZgcMirrorRefreshes.inc();
     klass::of_class_ref(m, class)
 }

@@ -30,27 +30,28 @@ pub struct FilterCell {
 static GENERATION: AtomicU32 = AtomicU32::new(0);
 
 impl FilterCell {
-    /// The thread enters a blocked run in `state` (a `mode::state` code); returns the run,
-    /// or 0 when one is already open (the outer one stays). Called by the thread itself.
+    /// The thread enters a blocked run in `state` (a `mode::state` code); returns the run.
+    /// A run still open is replaced: a thread blocks in one place at a time, so an open run
+    /// here is one whose exit was lost (an exit hook that did not run), and keeping it would
+    /// hide the thread from wall sampling. Called by the thread itself.
     pub fn enter(&self, state: u8) -> u32 {
         let generation = (GENERATION.fetch_add(1, Ordering::Relaxed) % 0x00FF_FFFF) + 1;
         let run = generation << 8 | u32::from(state);
-        match self
-            .run
-            .compare_exchange(0, run, Ordering::Release, Ordering::Relaxed)
-        {
-            Ok(_) => run,
-            Err(_) => 0,
-        }
+        self.sampled.store(0, Ordering::Relaxed);
+        self.run.store(run, Ordering::Release);
+        run
     }
 
     /// Ends `run` if it is the open one (an exit of a run that is no longer open does
     /// nothing). Called by the thread itself.
     pub fn exit(&self, run: u32) {
-        if run != 0 {
-            let _ = self
+        if run != 0
+            && self
                 .run
-                .compare_exchange(run, 0, Ordering::Release, Ordering::Relaxed);
+                .compare_exchange(run, 0, Ordering::Release, Ordering::Relaxed)
+                .is_ok()
+        {
+            self.sampled.store(0, Ordering::Relaxed);
         }
     }
 
@@ -105,7 +106,6 @@ mod tests {
         let run = c.enter(state::SLEEPING);
         assert_ne!(run, 0);
         assert_eq!(FilterCell::state_of(run), state::SLEEPING);
-        assert_eq!(c.enter(state::PARKED), 0, "the outer run stays open");
         assert!(!c.run_sampled());
         c.mark_sampled(run);
         assert!(c.run_sampled());
@@ -119,6 +119,25 @@ mod tests {
         let next = c.enter(state::PARKED);
         assert!(next != 0 && next != run);
         assert!(!c.run_sampled(), "a new run needs a sample of its own");
+        c.exit_park();
+        assert_eq!(c.open_run(), 0);
+    }
+
+    #[test]
+    fn a_run_whose_exit_was_lost_is_replaced_by_the_next() {
+        let c = FilterCell::default();
+        let lost = c.enter(state::SLEEPING);
+        c.mark_sampled(lost);
+        // No blockExit: the next enter must not leave the thread looking sampled and blocked.
+        let next = c.enter(state::PARKED);
+        assert_eq!(c.open_run(), next);
+        assert!(!c.run_sampled());
+        c.exit(lost);
+        assert_eq!(
+            c.open_run(),
+            next,
+            "the lost run's late exit does not end the new one"
+        );
         c.exit_park();
         assert_eq!(c.open_run(), 0);
     }

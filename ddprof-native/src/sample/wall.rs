@@ -256,8 +256,12 @@ fn sample(uc: SignalContext) {
         return;
     };
     let mut s = s;
-    // An owned run is sampled once, whole: the unowned thinning does not apply to it.
+    // An owned run is sampled once, whole: the unowned thinning does not apply to it, and
+    // what it held back for the slot's previous stack goes out before that stack is replaced.
     let decision = if owned.is_some() {
+        if slot.tid.load(Ordering::Relaxed) == tid {
+            flush_unowned_tail(slot, tid);
+        }
         Precheck::Record(s.weight)
     } else {
         precheck(slot, tid, &s)
@@ -322,9 +326,14 @@ fn sample(uc: SignalContext) {
 }
 
 /// Under `wallprecheck`, the owned blocked run (`block_run`) the interrupted thread is in, if
-/// it has no span: its filter cell and the run. Signal-safe.
+/// it has no span and is seen waiting: its filter cell and the run. Signal-safe.
 fn owned_run(s: &Sample) -> Option<(&'static FilterCell, u32)> {
-    if !PRECHECK.load(Ordering::Relaxed) || s.context.span_id != 0 {
+    // Only while the thread is seen waiting: a run whose exit hook was lost must not hide a
+    // thread that runs again.
+    if !PRECHECK.load(Ordering::Relaxed)
+        || s.context.span_id != 0
+        || !(is_blocked(s.state) || s.state == mode::state::SYSCALL)
+    {
         return None;
     }
     let cell = context::current()?.filter_cell()?;
@@ -381,6 +390,13 @@ fn precheck(slot: &Slot, tid: i32, s: &Sample) -> Precheck {
     }
     // Runnable again: the observations suppressed since the last recorded blocked sample go
     // out with that sample's trace and state, as one sample.
+    flush_unowned_tail(slot, tid);
+    Precheck::Record(s.weight)
+}
+
+/// Records the blocked observations held back since the slot's last recorded blocked sample
+/// as one sample of that sample's trace and state, and starts counting afresh. Signal-safe.
+fn flush_unowned_tail(slot: &Slot, tid: i32) {
     slot.decisions.store(0, Ordering::Relaxed);
     let tail = slot.unowned_pending.swap(0, Ordering::Relaxed);
     let trace = slot.trace.load(Ordering::Relaxed);
@@ -402,7 +418,6 @@ fn precheck(slot: &Slot, tid: i32, s: &Sample) -> Precheck {
         };
         let _ = handler::record_reused(tid, &deferred, slot.epoch.load(Ordering::Relaxed), trace);
     }
-    Precheck::Record(s.weight)
 }
 
 /// A recorded weight that could not be written goes back to the pending weight.

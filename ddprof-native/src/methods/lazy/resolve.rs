@@ -20,9 +20,12 @@
 //! 7. the class's methods array must still be the one step 5 read: a redefinition swaps
 //!    in a new array at a safepoint, and only after that can the methods of the old one be
 //!    freed; if it was replaced, steps 5-6 are read again (a few times at most, then the
-//!    frame is refused, `method_resolve_lazy_redefined`). A redefinition that is merely
-//!    running has not touched the class yet: its new methods belong to a scratch class
-//!    until the swap, and a stale frame that reads one fails at step 3 or 4.
+//!    frame is refused, `method_resolve_lazy_redefined`). A redefinition still running
+//!    may or may not have swapped the methods yet (its end is recorded only when
+//!    RedefineClasses returns), so a frame checked then is named only by its idnum's
+//!    method and without lines, as one sampled before a redefinition; before its swap the
+//!    new methods belong to a scratch class, and a stale frame that reads one fails at
+//!    step 3 or 4.
 //!
 //! A redefined class (one whose redefinition succeeded, at any time): the walker recorded,
 //! beside the tag, the method's idnum as sampled, which a method keeps across versions. A
@@ -128,6 +131,9 @@ pub struct Accepted {
     /// Named through the idnum it was sampled with (its `Method*` is an older version's):
     /// the method is right, its line table is not that of the version that ran.
     pub by_idnum: bool,
+    /// A redefinition of the holder was running when the frame was checked: its methods may
+    /// have been swapped already, so the frame is treated as sampled before a redefinition.
+    pub in_flight: bool,
 }
 
 /// What [`LazyResolver::method_id`] gives an accepted frame: its method and whether its
@@ -216,7 +222,7 @@ impl LazyResolver {
             }
         };
         let a = result.ok()?;
-        let straddles = a.redefined_at.is_some_and(|at| at >= since);
+        let straddles = a.in_flight || a.redefined_at.is_some_and(|at| at >= since);
         if straddles && idnum.is_none() {
             Refused::Redefined.count();
             return None;
@@ -241,7 +247,10 @@ impl LazyResolver {
     ) -> Option<Refused> {
         match self.frames.get(&frame_key(method, tag, idnum))? {
             Err(r) => Some(*r),
-            Ok(a) if idnum.is_none() && a.redefined_at.is_some_and(|at| at >= since) => {
+            Ok(a)
+                if idnum.is_none()
+                    && (a.in_flight || a.redefined_at.is_some_and(|at| at >= since)) =>
+            {
                 Some(Refused::Redefined)
             }
             Ok(_) => None,
@@ -281,8 +290,11 @@ impl LazyResolver {
                 self.current_version(m, holder, method, idnum, sampled_idnum, redefined_at)?
             {
                 // The latest redefinition as of the reads: a frame of a trace sampled before it
-                // gets no line numbers.
-                let redefined_at = redefine::redefinition(holder).ended_at.max(redefined_at);
+                // gets no line numbers. One still running may have swapped the methods already
+                // (its end is recorded only once RedefineClasses returns): no lines either.
+                let now = redefine::redefinition(holder);
+                let redefined_at = now.ended_at.max(redefined_at);
+                let in_flight = now.in_flight;
                 self.classes.insert(
                     holder,
                     ClassState::Pinned {
@@ -297,6 +309,7 @@ impl LazyResolver {
                     class,
                     redefined_at,
                     by_idnum,
+                    in_flight,
                 });
             }
         }

@@ -520,23 +520,29 @@ public final class JavaProfiler {
     // Package-private hooks for park/block instrumentation, as upstream's: a registered thread
     // (addThread) says it is about to park or sleep and when it is done. Under wallprecheck the
     // wall-clock sampler then takes one sample of such a run, not one per tick (a thread without
-    // a span only). A thread that never registered is not followed: the calls do nothing.
+    // a span only). A thread that never registered is not followed: the calls do nothing. Nor is a
+    // virtual thread: the native side would mark its carrier, which goes on to run other virtual
+    // threads while this one is parked, and this one may resume on another carrier.
 
     void parkEnter() {
-        parkEnter0();
+        if (!isVirtualThread(Thread.currentThread())) {
+            parkEnter0();
+        }
     }
 
     void parkExit(long blocker, long unblockingSpanId) {
-        parkExit0(blocker, unblockingSpanId);
+        if (!isVirtualThread(Thread.currentThread())) {
+            parkExit0(blocker, unblockingSpanId);
+        }
     }
 
     /**
      * @param state HotSpot's OSThread state of the run; only SLEEPING (7) is followed
-     * @return a token for {@link #blockExit(long)}; 0 when nothing was armed (another state,
-     *     a thread that never registered, or a run already open)
+     * @return a token for {@link #blockExit(long)}; 0 when nothing was armed (another state, a
+     *     thread that never registered, a virtual thread)
      */
     long blockEnter(int state) {
-        return blockEnter0(state);
+        return isVirtualThread(Thread.currentThread()) ? 0 : blockEnter0(state);
     }
 
     void blockExit(long token) {

@@ -144,4 +144,23 @@ class WallOwnedRunTest {
         profiler.stop();
         assertEquals(0, token[0], "a thread without a filter cell arms nothing");
     }
+
+    @Test
+    void hooksOfAVirtualThreadDoNothing() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(TestEnv.jdk() >= 21, "virtual threads need JDK 21");
+        TestEnv.start(profiler, "start,wall=1ms,wallprecheck,file=" + dir.resolve("virtual.jfr"));
+        long[] token = new long[1];
+        // Registered through its carrier: the carrier's cell would be marked and stay so while it
+        // runs other virtual threads.
+        Thread vt = VirtualThreadWallTest.startVirtual("wall-virtual-hooks", () -> {
+            profiler.addThread();
+            token[0] = OwnedBlockHooks.blockEnter(profiler, OwnedBlockHooks.SLEEPING);
+            OwnedBlockHooks.parkEnter(profiler);
+            OwnedBlockHooks.parkExit(profiler);
+            profiler.removeThread();
+        });
+        vt.join();
+        profiler.stop();
+        assertEquals(0, token[0], "a virtual thread arms nothing");
+    }
 }
