@@ -26,7 +26,7 @@ WORK="$ROOT/target/consumer-test"
 fail() { echo "consumer-test.sh: FAIL: $*" >&2; exit 1; }
 note() { echo "consumer-test.sh: $*"; }
 
-VERSION="$(sed -n 's|^  <version>\(.*\)</version>$|\1|p' "$ROOT/pom.xml" | head -1)"
+VERSION="$(sed -n 's|^  <version>\(.*\)</version>$|\1|p' "$ROOT/pom.xml" | sed -n 1p)"
 [ -n "$VERSION" ] || fail "no <version> in $ROOT/pom.xml"
 BUILT="$ROOT/ddprof-lib/target/ddprof-$VERSION.jar"
 [ -f "$BUILT" ] || fail "$BUILT missing: build and install first (mvn -DskipTests install)"
@@ -42,7 +42,7 @@ mkdir -p "$WORK/app/src/main/java/consumer"
 cd "$WORK/app"
 
 # Plugin versions are the build's own (root pom.xml), so that -o finds them in the local repository.
-plugin_version() { sed -n "s|^ *<$1.version>\(.*\)</$1.version>$|\1|p" "$ROOT/pom.xml" | head -1; }
+plugin_version() { sed -n "s|^ *<$1.version>\(.*\)</$1.version>$|\1|p" "$ROOT/pom.xml" | sed -n 1p; }
 cat >pom.xml <<EOF
 <?xml version="1.0" encoding="UTF-8"?>
 <project xmlns="http://maven.apache.org/POM/4.0.0"
@@ -180,7 +180,7 @@ fi
 deps="$(grep -E '^ +[^ ]+:[^ ]+:' "$WORK/deps.txt" | sed 's/^ *//; s/ -- .*//' || true)"
 note "resolved dependencies: $(echo "$deps" | sed 's/:[^:]*$//' | paste -sd' ' -)"
 [ "$(echo "$deps" | grep -c .)" = 1 ] || fail "expected one dependency, got: $deps"
-echo "$deps" | grep -q "^com.datadoghq:ddprof:jar:$VERSION:compile:" || fail "the dependency is not com.datadoghq:ddprof:jar:$VERSION: $deps"
+grep -q "^com.datadoghq:ddprof:jar:$VERSION:compile:" <<< "$deps" || fail "the dependency is not com.datadoghq:ddprof:jar:$VERSION: $deps"
 JAR="${deps#*:compile:}"
 [ -f "$JAR" ] || fail "resolved jar $JAR does not exist"
 [ "$(cat "$WORK/cp.txt")" = "$JAR" ] || fail "the class path is not just $JAR: $(cat "$WORK/cp.txt")"
@@ -197,16 +197,16 @@ mkdir -p "$WORK/jar"
 (cd "$WORK/jar" && unzip -q "$JAR")
 [ -f "$WORK/jar/META-INF/LICENSE" ] && grep -q "Apache License" "$WORK/jar/META-INF/LICENSE" || fail "no Apache LICENSE in META-INF"
 manifest="$(tr -d '\r' <"$WORK/jar/META-INF/MANIFEST.MF")"
-echo "$manifest" | grep -qx "Implementation-Version: $VERSION" || fail "manifest Implementation-Version is not $VERSION"
-echo "$manifest" | grep -qx "Enable-Native-Access: ALL-UNNAMED" || fail "manifest lacks Enable-Native-Access: ALL-UNNAMED"
+grep -qx "Implementation-Version: $VERSION" <<< "$manifest" || fail "manifest Implementation-Version is not $VERSION"
+grep -qx "Enable-Native-Access: ALL-UNNAMED" <<< "$manifest" || fail "manifest lacks Enable-Native-Access: ALL-UNNAMED"
 grep -qx "version=$VERSION" "$WORK/jar/com/datadoghq/profiler/ddprof-version.properties" || fail "ddprof-version.properties is not $VERSION"
 
 # 3. The native library: stripped, with its debug info in the debuginfo artifact.
 LIB="$WORK/jar/META-INF/native-libs/linux-x64/libjavaProfiler.so"
 [ -f "$LIB" ] || fail "no META-INF/native-libs/linux-x64/libjavaProfiler.so in the jar"
 sections="$(readelf -SW "$LIB")"
-! echo "$sections" | grep -q '\.debug_' || fail "the bundled library still has DWARF sections"
-echo "$sections" | grep -q '\.symtab' || fail "the bundled library lost its symbol table"
+! grep -q '\.debug_' <<< "$sections" || fail "the bundled library still has DWARF sections"
+grep -q '\.symtab' <<< "$sections" || fail "the bundled library lost its symbol table"
 debuglink="$(readelf -p .gnu_debuglink "$LIB" 2>/dev/null | sed -n 's/^ *\[ *0\] *//p')"
 [ "$debuglink" = "libjavaProfiler.so.debug" ] || fail "the bundled library's .gnu_debuglink is '$debuglink'"
 build_id() { readelf -n "$1" | sed -n 's/^ *Build ID: *//p'; }
@@ -234,9 +234,9 @@ if command -v gdb >/dev/null 2>&1; then
   case "$linked" in *natives.rs*) ;; *) fail "gdb did not follow .gnu_debuglink to the .debug file: $linked" ;; esac
   note "gdb, .debug beside the library: ${linked%% starts at*}"
 fi
-unzip -l "$WORK/companions/ddprof-$VERSION-sources.jar" | grep -q 'com/datadoghq/profiler/JavaProfiler.java' || fail "sources jar lacks JavaProfiler.java"
-unzip -l "$WORK/companions/ddprof-$VERSION-sources.jar" | grep -q 'com/datadoghq/profiler/tools/convert/Convert.java' || fail "sources jar lacks the java11 sources"
-unzip -l "$WORK/companions/ddprof-$VERSION-javadoc.jar" | grep -q 'com/datadoghq/profiler/JavaProfiler.html' || fail "javadoc jar lacks JavaProfiler.html"
+grep -q 'com/datadoghq/profiler/JavaProfiler.java' <<< "$(unzip -l "$WORK/companions/ddprof-$VERSION-sources.jar")" || fail "sources jar lacks JavaProfiler.java"
+grep -q 'com/datadoghq/profiler/tools/convert/Convert.java' <<< "$(unzip -l "$WORK/companions/ddprof-$VERSION-sources.jar")" || fail "sources jar lacks the java11 sources"
+grep -q 'com/datadoghq/profiler/JavaProfiler.html' <<< "$(unzip -l "$WORK/companions/ddprof-$VERSION-javadoc.jar")" || fail "javadoc jar lacks JavaProfiler.html"
 
 # 4. The user's program, on each JDK.
 cp="target/classes:$(cat "$WORK/cp.txt")"
