@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The whole CI run, N times in a row, beside a CPU-bound job (issue "runs for weeks": the suite must stay
+# green on a busy host). Clones the current commit into a fresh directory (as CI does), starts
+# `yes > /dev/null`, runs `bash .ci/run` N times and appends one line per run to SUMMARY.
+#
+#   bash scripts/soak-ci.sh [N=5] [DIR=/tmp/ddprof-soak]
+#
+# About 15 minutes per run on a 2-CPU host. Run nothing else that installs com.datadoghq:ddprof into
+# ~/.m2 meanwhile: scripts/consumer-test.sh reads the installed artifact back.
+set -euo pipefail
+
+main() {
+  local n="${1:-5}" dir="${2:-/tmp/ddprof-soak}"
+  local root
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  rm -rf "$dir"
+  git clone -q "$root" "$dir"
+  if [ -d "$root/.jdks" ]; then cp -r "$root/.jdks" "$dir/"; fi
+  cd "$dir"
+  echo "soak-ci.sh: commit $(git rev-parse --short HEAD), $n runs beside yes > /dev/null" | tee "$dir/SUMMARY"
+  yes > /dev/null &
+  local busy=$!
+  trap 'kill "$busy" 2>/dev/null || true' EXIT
+  local i start result
+  for i in $(seq 1 "$n"); do
+    start=$(date +%s)
+    if bash .ci/run > "$dir/run$i.log" 2>&1; then result=green; else result=RED; fi
+    echo "run $i: $result in $(( $(date +%s) - start )) s ($(date -u +%H:%M)), log $dir/run$i.log" | tee -a "$dir/SUMMARY"
+  done
+}
+
+main "$@"; exit $?
