@@ -136,6 +136,14 @@ pub struct Accepted {
     pub in_flight: bool,
 }
 
+impl Accepted {
+    /// Whether the frame, in a trace whose earliest sample was taken at `since`, may have run
+    /// in another version of its method than the one its `Method*` is now.
+    fn straddles(&self, since: i64) -> bool {
+        self.in_flight || self.redefined_at.is_some_and(|at| at >= since)
+    }
+}
+
 /// What [`LazyResolver::method_id`] gives an accepted frame: its method and whether its
 /// line numbers can be trusted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -222,7 +230,7 @@ impl LazyResolver {
             }
         };
         let a = result.ok()?;
-        let straddles = a.in_flight || a.redefined_at.is_some_and(|at| at >= since);
+        let straddles = a.straddles(since);
         if straddles && idnum.is_none() {
             Refused::Redefined.count();
             return None;
@@ -247,12 +255,7 @@ impl LazyResolver {
     ) -> Option<Refused> {
         match self.frames.get(&frame_key(method, tag, idnum))? {
             Err(r) => Some(*r),
-            Ok(a)
-                if idnum.is_none()
-                    && (a.in_flight || a.redefined_at.is_some_and(|at| at >= since)) =>
-            {
-                Some(Refused::Redefined)
-            }
+            Ok(a) if idnum.is_none() && a.straddles(since) => Some(Refused::Redefined),
             Ok(_) => None,
         }
     }
