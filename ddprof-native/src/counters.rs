@@ -125,6 +125,7 @@ counters! {
     MethodResolveLazyByIdnum => "method_resolve_lazy_by_idnum",
     MethodResolveLazyUnreadable => "method_resolve_lazy_unreadable",
     MethodResolveLazyMetadata => "method_resolve_lazy_metadata",
+    MethodResolveLazyVersionKeys => "method_resolve_lazy_version_keys",
     MethodResolveLazyIdsCreated => "method_resolve_lazy_jmethodids_created",
     RawFrameResolveCacheHits => "raw_frame_resolve_cache_hits",
     DumpCount => "dump_count",

@@ -15,6 +15,7 @@
 pub mod prefetch;
 pub mod registry;
 pub mod resolve;
+pub mod version_keys;
 
 use std::sync::OnceLock;
 

@@ -16,7 +16,9 @@
 //!    are read from its metadata (`methods/raw.rs`: the content JVMTI would return for its
 //!    jmethodID; `method_resolve_lazy_metadata`; unreadable: `method_resolve_lazy_unreadable`).
 //!    The key is the method's jmethodID if something else made one (so it shares a pool
-//!    entry with frames sampled with that ID), else the `Method*` | [`NO_ID_KEY`];
+//!    entry with frames sampled with that ID), else the `Method*` | [`NO_ID_KEY`], or
+//!    another key when that address named other content earlier in the dump (an old
+//!    version's methods freed and their memory reused: `version_keys.rs`);
 //! 7. the class's methods array must still be the one step 5 read: a redefinition swaps
 //!    in a new array at a safepoint, and only after that can the methods of the old one be
 //!    freed; if it was replaced, steps 5-6 are read again (a few times at most, then the
@@ -49,6 +51,7 @@ use crate::methods::word_map::WordMap;
 
 use jni::sys::{jclass, JNIEnv};
 
+use super::version_keys::VersionKeys;
 use super::JniRefs;
 use crate::counters::Counter;
 use crate::jvmti::{self, redefine};
@@ -178,6 +181,8 @@ pub struct LazyResolver {
     frames: WordMap<(u64, Tag, u16), Result<Accepted, Refused>>,
     /// Metadata of accepted methods, by key, until [`Self::take_parts`].
     parts: WordMap<u64, MethodParts>,
+    /// One key per method version met at an address (`version_keys.rs`).
+    versions: VersionKeys,
     /// The compressed-stream encoding of line tables (the VM walker's).
     encoding: Option<Encoding>,
     /// Local references the pushed frame can hold; 0 until the first pin pushes it.
@@ -192,6 +197,7 @@ impl LazyResolver {
             classes: WordMap::default(),
             frames: WordMap::default(),
             parts: WordMap::default(),
+            versions: VersionKeys::default(),
             encoding: crate::sample::walk::vm::VmWalker::get().map(|w| w.encoding()),
             local_capacity: 0,
             pinned: 0,
@@ -360,10 +366,11 @@ impl LazyResolver {
         if klass::methods(m, holder).map(|(d, _)| d) != Some(data) {
             return Ok(Version::Replaced);
         }
-        if parts.is_none() && id.is_none() {
-            return Err(Refused::Unreadable);
-        }
-        let key = id.unwrap_or(method as u64 | NO_ID_KEY);
+        let key = match (id, &parts) {
+            (Some(id), _) => id,
+            (None, Some(p)) => self.versions.key(method as u64 | NO_ID_KEY, p),
+            (None, None) => return Err(Refused::Unreadable),
+        };
         if let Some(p) = parts {
             Counter::MethodResolveLazyMetadata.inc();
             self.parts.insert(key, p);

@@ -155,7 +155,8 @@ class RedefinedFramesTest {
                 + wrongCount + ", after the other version's redefinition returned (correct: still running) "
                 + staleLooking + " (max " + maxStaleLag / 1000 + " us later), unknown frames " + unknown
                 + ", worker CPU " + cpuMs + " ms, lazy_redefined " + values.get("method_resolve_lazy_redefined")
-                + ", raw_unresolved " + values.get("raw_frame_unresolved");
+                + ", raw_unresolved " + values.get("raw_frame_unresolved") + ", version_keys "
+                + values.get("method_resolve_lazy_version_keys");
         System.out.println("RedefinedFramesTest " + summary);
         assertTrue(wrong.isEmpty(), wrongCount + " frames named after a version their thread was not running ("
                 + summary + "):\n  " + String.join("\n  ", wrong));
