@@ -366,6 +366,18 @@ impl ChunkBuilder {
         end_event(out, e);
     }
 
+    /// One `datadog.TraceLink`: the 128-bit trace id (`high`, `low`) of a local root span.
+    pub fn trace_link(&mut self, ticks: i64, local_root_span_id: i64, high: i64, low: i64) {
+        let out = &mut self.events;
+        let e = begin_event(out);
+        put_long(out, md::T_TRACE_LINK);
+        put_long(out, ticks);
+        put_long(out, local_root_span_id);
+        put_long(out, high);
+        put_long(out, low);
+        end_event(out, e);
+    }
+
     pub fn heap_usage(&mut self, ticks: i64, size: i64, is_live: bool) {
         let out = &mut self.events;
         let e = begin_event(out);

@@ -59,6 +59,8 @@ pub const T_PROFILER_COUNTER: i64 = 125;
 pub const T_UNWIND_FAILURE: i64 = 126;
 pub const T_NATIVE_MEMORY_ALLOCATION: i64 = 127;
 pub const T_NATIVE_SOCKET_EVENT: i64 = 128;
+/// Ours, not upstream's: the trace a local root span belongs to (docs/jfr-format.md).
+pub const T_TRACE_LINK: i64 = 129;
 
 pub const T_LABEL: i64 = 201;
 pub const T_CATEGORY: i64 = 202;
@@ -391,6 +393,17 @@ pub static TYPES: &[TypeDef] = &[
         ],
     )
     .event("Endpoint", DATADOG),
+    ty(
+        "datadog.TraceLink",
+        T_TRACE_LINK,
+        &[
+            START_TIME,
+            LOCAL_ROOT_SPAN_ID,
+            field("traceIdHigh", T_LONG),
+            field("traceIdLow", T_LONG),
+        ],
+    )
+    .event("Trace Link", DATADOG),
     ty(
         "datadog.QueueTime",
         T_QUEUE_TIME,

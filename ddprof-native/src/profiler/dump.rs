@@ -137,7 +137,9 @@ pub fn build_chunk(
     let mut tids: Vec<i64> = vec![me];
     let mut attr_keys: HashMap<u32, u32> = HashMap::new();
     let mut attrs = vec![0u32; args.attributes.len()];
+    let mut links = TraceLinks::default();
     for s in gen.samples() {
+        links.note(s.ticks, s.root_span_id, (s.trace_high, s.trace_low));
         for (slot, id) in attrs.iter_mut().zip(s.attrs.iter()) {
             *slot = match *id {
                 0 => 0,
@@ -190,6 +192,7 @@ pub fn build_chunk(
     }
     // One HeapLiveObject per live tracked object, with its allocation-time stack and context.
     for o in &live.objects {
+        links.note(o.ticks, o.context.root_span_id, o.context.trace);
         for (slot, id) in attrs.iter_mut().zip(o.context.attrs.iter()) {
             *slot = match *id {
                 0 => 0,
@@ -228,6 +231,7 @@ pub fn build_chunk(
         counters::Counter::LiveHeapFlushNanosLast.set(live_started.elapsed().as_nanos() as i64);
     }
     drop(live);
+    links.write(&mut chunk);
     // Endpoints and queue times recorded through the API since the previous chunk.
     tids.extend(crate::tracing::write_events(
         &mut chunk,
@@ -704,4 +708,27 @@ fn frame_ref(
         }
     };
     (key, line, entry, named)
+}
+
+/// The trace of each local root span met in a chunk's events, first sighting first: one
+/// `datadog.TraceLink` per root, so that readers can link samples (which carry only span ids,
+/// as upstream's schema has it) to their 128-bit trace id.
+#[derive(Default)]
+struct TraceLinks {
+    seen: HashSet<u64>,
+    order: Vec<(i64, u64, (u64, u64))>,
+}
+
+impl TraceLinks {
+    fn note(&mut self, ticks: i64, root: u64, trace: (u64, u64)) {
+        if root != 0 && trace != (0, 0) && self.seen.insert(root) {
+            self.order.push((ticks, root, trace));
+        }
+    }
+
+    fn write(self, chunk: &mut ChunkBuilder) {
+        for (ticks, root, (high, low)) in self.order {
+            chunk.trace_link(ticks, root as i64, high as i64, low as i64);
+        }
+    }
 }

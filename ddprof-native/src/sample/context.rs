@@ -428,6 +428,16 @@ impl ThreadContext {
         }
     }
 
+    /// The 128-bit trace id (high, low) an event records beside [`Self::snapshot`]: zero
+    /// while the record is not valid. Signal-safe.
+    #[inline]
+    pub fn trace(&self) -> (u64, u64) {
+        if !self.record.is_valid() {
+            return (0, 0);
+        }
+        self.record.trace_id()
+    }
+
     /// What an event records: all zero while the record is not valid. Signal-safe.
     #[inline]
     pub fn snapshot(&self) -> (u64, u64, [u32; MAX_ATTRIBUTES]) {

@@ -50,6 +50,9 @@ pub struct Allocation {
 pub struct Context {
     pub span_id: u64,
     pub root_span_id: u64,
+    /// The 128-bit trace id (high, low); zero when the tracer set none. Written once per
+    /// local root span into the chunk (`datadog.TraceLink`), not into each sample event.
+    pub trace: (u64, u64),
     /// Context attribute ids (`crate::context` dictionary), 0 = unset.
     pub attrs: [u32; MAX_ATTRIBUTES],
 }
@@ -68,6 +71,7 @@ impl Context {
         Context {
             span_id,
             root_span_id,
+            trace: c.trace(),
             attrs,
         }
     }
@@ -133,6 +137,8 @@ fn sample_record(event: &Event, trace_id: u32, alloc: &Allocation) -> SampleReco
         ticks: event.ticks,
         span_id: event.context.span_id,
         root_span_id: event.context.root_span_id,
+        trace_high: event.context.trace.0,
+        trace_low: event.context.trace.1,
         weight: event.weight,
         tid: event.tid,
         trace_id,

@@ -62,6 +62,8 @@ struct Slot {
     sp: AtomicU64,
     span: AtomicU64,
     root: AtomicU64,
+    /// Trace id (high, low).
+    trace_id: [AtomicU64; 2],
     attrs: [AtomicU32; MAX_ATTRIBUTES],
     mode: AtomicU8,
     state: AtomicU8,
@@ -172,6 +174,10 @@ pub fn record_idle(tid: i32) -> bool {
         let mut context = Context {
             span_id: slot.span.load(Ordering::Relaxed),
             root_span_id: slot.root.load(Ordering::Relaxed),
+            trace: (
+                slot.trace_id[0].load(Ordering::Relaxed),
+                slot.trace_id[1].load(Ordering::Relaxed),
+            ),
             attrs: [0; MAX_ATTRIBUTES],
         };
         for (a, s) in context.attrs.iter_mut().zip(slot.attrs.iter()) {
@@ -307,6 +313,8 @@ fn sample(uc: SignalContext) {
         slot.sp.store(sp, Ordering::Relaxed);
         slot.span.store(s.context.span_id, Ordering::Relaxed);
         slot.root.store(s.context.root_span_id, Ordering::Relaxed);
+        slot.trace_id[0].store(s.context.trace.0, Ordering::Relaxed);
+        slot.trace_id[1].store(s.context.trace.1, Ordering::Relaxed);
         for (a, v) in slot.attrs.iter().zip(s.context.attrs.iter()) {
             a.store(*v, Ordering::Relaxed);
         }
@@ -404,6 +412,10 @@ fn flush_unowned_tail(slot: &Slot, tid: i32) {
         let mut context = Context {
             span_id: slot.span.load(Ordering::Relaxed),
             root_span_id: slot.root.load(Ordering::Relaxed),
+            trace: (
+                slot.trace_id[0].load(Ordering::Relaxed),
+                slot.trace_id[1].load(Ordering::Relaxed),
+            ),
             attrs: [0; MAX_ATTRIBUTES],
         };
         for (a, v) in context.attrs.iter_mut().zip(slot.attrs.iter()) {

@@ -73,6 +73,7 @@ fn call(task: Option<&str>) -> QueueTimeArgs<'_> {
         context: Context {
             span_id: 11,
             root_span_id: 12,
+            trace: (0, 0),
             attrs: [0; MAX_ATTRIBUTES],
         },
     }

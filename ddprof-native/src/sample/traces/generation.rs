@@ -26,6 +26,9 @@ pub struct SampleRecord {
     pub ticks: i64,
     pub span_id: u64,
     pub root_span_id: u64,
+    /// The trace id (high, low) of the context, 0 if none (`datadog.TraceLink`).
+    pub trace_high: u64,
+    pub trace_low: u64,
     /// In the event kind's unit (`crate::sample::record::Event::weight`).
     pub weight: u64,
     pub tid: i32,

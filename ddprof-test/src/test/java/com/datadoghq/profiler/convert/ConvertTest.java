@@ -54,6 +54,9 @@ class ConvertTest {
     /** Above 2^63: span ids are unsigned 64-bit, so the encoders must keep all 64 bits. */
     static final long SPAN = Long.MIN_VALUE | 0x1001L;
     static final long ROOT_SPAN = 101;
+    /** The span's 128-bit trace id: both halves non-zero and with the sign bit set in one. */
+    static final long TRACE_HIGH = 0x0123_4567_89ab_cdefL;
+    static final long TRACE_LOW = 0xfedc_ba98_7654_3210L;
     static final String OP = "op-alpha";
     static final String CHAIN_C = CpuBurner.class.getName() + ".chainC";
 
@@ -70,7 +73,7 @@ class ConvertTest {
         TestEnv.stopQuietly(profiler);
         profiler.execute("start,cpu=10ms,attributes=op,file=" + jfr);
         try {
-            profiler.setTraceContext(ROOT_SPAN, SPAN, 0, SPAN, 0, OP, -1, null);
+            profiler.setTraceContext(ROOT_SPAN, SPAN, TRACE_HIGH, TRACE_LOW, 0, OP, -1, null);
             CpuBurner.burn(800);
             profiler.clearTraceContext();
             CpuBurner.burn(400);
@@ -318,6 +321,11 @@ class ConvertTest {
                 var link = dict.getLinkTable(s.getLinkIndex());
                 assertEquals(8, link.getSpanId().size());
                 assertEquals(SPAN, java.nio.ByteBuffer.wrap(link.getSpanId().toByteArray()).getLong());
+                // The trace of the sample's local root span, from the recording's datadog.TraceLink.
+                assertEquals(16, link.getTraceId().size(), "linked sample without its trace id");
+                java.nio.ByteBuffer trace = java.nio.ByteBuffer.wrap(link.getTraceId().toByteArray());
+                assertEquals(TRACE_HIGH, trace.getLong());
+                assertEquals(TRACE_LOW, trace.getLong());
                 linked += v;
             }
             boolean named = false;
@@ -342,6 +350,20 @@ class ConvertTest {
                 linked, "samples linked to the span");
         assertTrue(linked > 0);
         assertEquals(samples.stream().filter(ConvertTest::onChainC).mapToLong(ConvertTest::weightOf).sum(), chainC);
+    }
+
+    @Test
+    void recordingLinksTheRootSpanToItsTrace() throws Exception {
+        // A datadog.TraceLink for the one local root span the samples carried, with both halves of
+        // the trace id as setTraceContext gave them; none for the samples after clearTraceContext.
+        List<RecordedEvent> links = JfrReader.events(jfr, "datadog.TraceLink");
+        // (One per chunk: the file may hold more than one.)
+        assertFalse(links.isEmpty(), "no datadog.TraceLink");
+        for (RecordedEvent link : links) {
+            assertEquals(ROOT_SPAN, link.getLong("localRootSpanId"));
+            assertEquals(TRACE_HIGH, link.getLong("traceIdHigh"));
+            assertEquals(TRACE_LOW, link.getLong("traceIdLow"));
+        }
     }
 
     @Test

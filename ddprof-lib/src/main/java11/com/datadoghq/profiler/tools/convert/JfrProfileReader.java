@@ -40,6 +40,7 @@ public final class JfrProfileReader {
     static final String ACTIVE_SETTING = "jdk.ActiveSetting";
     static final String JVM_INFORMATION = "jdk.JVMInformation";
     static final String JDK_EXECUTION_SAMPLE = "jdk.ExecutionSample";
+    static final String TRACE_LINK = "datadog.TraceLink";
 
     private final Set<EventKind> kinds;
     private final Instant from;
@@ -228,6 +229,10 @@ public final class JfrProfileReader {
                         && !profile.intervalRecorded(EventKind.CPU)) {
                     profile.interval(EventKind.CPU, parsePeriod(event.getString("value")));
                 }
+                break;
+            case TRACE_LINK:
+                profile.traceLink(event.getLong("localRootSpanId"), event.getLong("traceIdHigh"),
+                        event.getLong("traceIdLow"));
                 break;
             case JVM_INFORMATION:
                 if (event.hasField("pid")) {

@@ -28,8 +28,8 @@ import com.datadoghq.profiler.Main;
  *   <li>Sample: {@code stack_index}, one value (the summed {@link Profile.Sample#value}),
  *       attributes {@code thread.name}, {@code thread.id}, {@code datadog.local_root_span_id} and
  *       each set context attribute; {@code link_index} to a Link carrying the sample's span id
- *       (8 bytes, big-endian). JFR sample events carry no trace id, so {@code trace_id} stays
- *       empty.</li>
+ *       (8 bytes, big-endian) and, when the recording links its local root span to a trace
+ *       ({@code datadog.TraceLink}), the 16-byte trace id; else {@code trace_id} stays empty.</li>
  *   <li>Dictionary: entry 0 of every table is the zero value, as the protocol requires; one
  *       Function per method ({@code name_strindex} = {@code pkg.Class.method},
  *       {@code system_name_strindex} adds the descriptor), one Location per (method, line).</li>
@@ -81,6 +81,7 @@ public final class Otlp {
     private static final int LINE_LINE = 2;
     private static final int FUNCTION_NAME = 1;
     private static final int FUNCTION_SYSTEM_NAME = 2;
+    private static final int LINK_TRACE_ID = 1;
     private static final int LINK_SPAN_ID = 2;
     private static final int KVU_KEY = 1;
     private static final int KVU_VALUE = 2;
@@ -104,7 +105,7 @@ public final class Otlp {
         final ProtoWriter stacks = new ProtoWriter();
         final Map<String, Integer> functionIds = new HashMap<>();
         final Map<String, Integer> locationIds = new HashMap<>();
-        final Map<Long, Integer> linkIds = new HashMap<>();
+        final Map<String, Integer> linkIds = new HashMap<>();
         final Map<String, Integer> attributeIds = new HashMap<>();
         final Map<String, Integer> stackIds = new HashMap<>();
         final ProtoWriter m = new ProtoWriter();
@@ -119,7 +120,7 @@ public final class Otlp {
             stacks.message(DICT_STACK_TABLE, empty);
             functionIds.put("", 0);
             locationIds.put("", 0);
-            linkIds.put(0L, 0);
+            linkIds.put("", 0);
             attributeIds.put("", 0);
             stackIds.put("", 0);
         }
@@ -157,20 +158,32 @@ public final class Otlp {
             });
         }
 
-        int link(long spanId) {
+        /** A Link of the span, with its trace id when {@code trace} ({high, low}) is known. */
+        int link(long spanId, long[] trace) {
             if (spanId == 0) {
                 return 0;
             }
-            return linkIds.computeIfAbsent(spanId, k -> {
-                byte[] id = new byte[8];
-                for (int i = 0; i < 8; i++) {
-                    id[i] = (byte) (spanId >>> (56 - 8 * i));
-                }
+            String key = trace == null ? Long.toString(spanId) : spanId + ":" + trace[0] + ":" + trace[1];
+            return linkIds.computeIfAbsent(key, k -> {
                 m.reset();
+                if (trace != null) {
+                    byte[] id = new byte[16];
+                    putBigEndian(id, 0, trace[0]);
+                    putBigEndian(id, 8, trace[1]);
+                    m.bytes(LINK_TRACE_ID, id);
+                }
+                byte[] id = new byte[8];
+                putBigEndian(id, 0, spanId);
                 m.bytes(LINK_SPAN_ID, id);
                 links.message(DICT_LINK_TABLE, m);
                 return linkIds.size();
             });
+        }
+
+        private static void putBigEndian(byte[] to, int at, long v) {
+            for (int i = 0; i < 8; i++) {
+                to[at + i] = (byte) (v >>> (56 - 8 * i));
+            }
         }
 
         int stringAttribute(String key, String value) {
@@ -292,7 +305,7 @@ public final class Otlp {
             m.reset();
             m.varint(SAMPLE_STACK_INDEX, dict.stack(indexes, s.stack.length));
             m.packed(SAMPLE_ATTRIBUTE_INDICES, attrArray, attrArray.length);
-            m.varint(SAMPLE_LINK_INDEX, dict.link(s.spanId));
+            m.varint(SAMPLE_LINK_INDEX, dict.link(s.spanId, profile.traceOf(s.localRootSpanId)));
             m.packed(SAMPLE_VALUES, new long[] {s.value}, 1);
             p.message(PROFILE_SAMPLES, m);
         }

@@ -162,6 +162,8 @@ public final class Profile {
     private final List<String> attributeNames = new ArrayList<>();
     private final Map<Key, Sample> samples = new LinkedHashMap<>();
     private final Map<EventKind, Long> intervals = new EnumMap<>(EventKind.class);
+    /** The 128-bit trace id {high, low} of each local root span ({@code datadog.TraceLink}). */
+    private final Map<Long, long[]> traces = new HashMap<>();
 
     /** The first chunk's start and the last chunk's end (epoch nanoseconds), 0 when unknown. */
     public long startNanos;
@@ -196,6 +198,15 @@ public final class Profile {
         Key key = new Key(kind, stack, thread, spanId, localRootSpanId, attributes);
         return samples.computeIfAbsent(key,
                 k -> new Sample(kind, stack, thread, spanId, localRootSpanId, attributes));
+    }
+
+    void traceLink(long localRootSpanId, long high, long low) {
+        traces.putIfAbsent(localRootSpanId, new long[] {high, low});
+    }
+
+    /** The trace id {high, low} of a local root span, or null when the recording links none. */
+    public long[] traceOf(long localRootSpanId) {
+        return localRootSpanId == 0 ? null : traces.get(localRootSpanId);
     }
 
     void interval(EventKind kind, long nanos) {
