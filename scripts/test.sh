@@ -30,6 +30,7 @@ need() { # need DESCRIPTION TEST-COMMAND DEBIAN-PACKAGE
 need "pip for python3" "python3 -m pip --version" python3-pip
 need "libjemalloc.so.2" "test -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 -o -e /usr/lib/aarch64-linux-gnu/libjemalloc.so.2" libjemalloc2
 need "Maven" "command -v mvn" maven
+need "readelf" "command -v readelf" binutils
 # Optional: Debian's chromium, for the flame-graph page's browser checks (FlameGraphHtmlTest);
 # without it those checks are skipped with a message. DDPROF_NO_BROWSER=1 skips the install.
 if [ -z "${DDPROF_NO_BROWSER:-}" ] && ! command -v chromium >/dev/null 2>&1 \

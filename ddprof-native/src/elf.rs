@@ -199,6 +199,9 @@ fn is_file(dev: &str, ino: &str, own_dev: (u64, u64), own_ino: u64) -> bool {
 pub const PT_LOAD: u32 = 1;
 pub const SHT_SYMTAB: u32 = 2;
 pub const SHT_DYNSYM: u32 = 11;
+pub const SHT_NOTE: u32 = 7;
+/// Note type of the GNU build id (owner `GNU`).
+const NT_GNU_BUILD_ID: u32 = 3;
 
 /// A loadable segment: file offset, virtual address, size in the file.
 #[derive(Clone, Copy, Debug)]
@@ -306,6 +309,18 @@ impl Elf {
         })
     }
 
+    /// The GNU build id (the `NT_GNU_BUILD_ID` note, usually `.note.gnu.build-id`) as lowercase
+    /// hex, the form `readelf -n`, debuginfod and symbol servers use; None without one.
+    pub fn build_id(&self) -> Option<String> {
+        self.sections
+            .iter()
+            .filter(|s| s.kind == SHT_NOTE)
+            .filter_map(|s| self.read(s.offset, s.size))
+            .find_map(|notes| {
+                build_id_note(&notes).map(|id| id.iter().map(|b| format!("{b:02x}")).collect())
+            })
+    }
+
     /// The segment holding file offset `offset`.
     pub fn load_of_offset(&self, offset: u64) -> Option<Load> {
         self.loads
@@ -313,6 +328,27 @@ impl Elf {
             .copied()
             .find(|l| l.offset <= offset && offset < l.offset.saturating_add(l.filesz))
     }
+}
+
+/// The descriptor of the GNU build-id note among `notes` (a note section's bytes: each note is
+/// namesz, descsz, type as u32, then the name and the descriptor, each padded to 4 bytes).
+fn build_id_note(notes: &[u8]) -> Option<&[u8]> {
+    let pad = |n: usize| n.checked_add(3).map(|n| n & !3);
+    let mut at = 0usize;
+    while at.checked_add(12)? <= notes.len() {
+        let namesz = u32_at(notes, at)? as usize;
+        let descsz = u32_at(notes, at + 4)? as usize;
+        let kind = u32_at(notes, at + 8)?;
+        let name_at = at + 12;
+        let desc_at = name_at.checked_add(pad(namesz)?)?;
+        let end = desc_at.checked_add(pad(descsz)?)?;
+        let name = notes.get(name_at..name_at.checked_add(namesz)?)?;
+        if kind == NT_GNU_BUILD_ID && name == b"GNU\0" && descsz > 0 {
+            return notes.get(desc_at..desc_at + descsz);
+        }
+        at = end;
+    }
+    None
 }
 
 fn read_at(file: &File, offset: u64, len: u64) -> Option<Vec<u8>> {
@@ -384,5 +420,45 @@ mod tests {
         assert!(eh.size > 0 && eh.addr > 0);
         assert!(elf.section_named(".no_such_section").is_none());
         assert!(Elf::open("/proc/self/status").is_none());
+    }
+
+    #[test]
+    fn build_id_note_is_found_after_other_notes() {
+        let mut notes = Vec::new();
+        // An ABI tag note first (type 1, name "GNU", 16-byte descriptor), then the build id.
+        for (kind, desc) in [(1u32, vec![0u8; 16]), (3, vec![0xab, 0x01, 0xff])] {
+            notes.extend_from_slice(&4u32.to_le_bytes());
+            notes.extend_from_slice(&(desc.len() as u32).to_le_bytes());
+            notes.extend_from_slice(&kind.to_le_bytes());
+            notes.extend_from_slice(b"GNU\0");
+            notes.extend_from_slice(&desc);
+            notes.resize(notes.len().next_multiple_of(4), 0);
+        }
+        assert_eq!(build_id_note(&notes), Some(&[0xab, 0x01, 0xff][..]));
+        assert_eq!(build_id_note(&notes[..20]), None, "truncated");
+        assert_eq!(build_id_note(&[]), None);
+    }
+
+    #[test]
+    fn libc_build_id_is_what_readelf_prints() {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let libc = executable_mappings(&maps)
+            .into_iter()
+            .find(|m| m.path.contains("libc.so"))
+            .expect("libc mapped");
+        let id = Elf::open(&libc.path)
+            .and_then(|e| e.build_id())
+            .expect("libc has a build id");
+        let Ok(out) = std::process::Command::new("readelf")
+            .args(["-n", &libc.path])
+            .output()
+        else {
+            return; // no binutils: the note parse above still ran
+        };
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains(&format!("Build ID: {id}")),
+            "{id} not in {text}"
+        );
     }
 }

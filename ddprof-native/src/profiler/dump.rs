@@ -497,7 +497,8 @@ fn write_system_info(chunk: &mut ChunkBuilder, args: &Args, ticks: i64) {
     }
     if args.jfr_mask & NO_NATIVE_LIBS == 0 {
         for (name, base, top) in native_libraries() {
-            chunk.native_library(ticks, &name, base, top, "", base);
+            let build_id = build_id_of(&name, base);
+            chunk.native_library(ticks, &name, base, top, &build_id, base);
         }
     }
 }
@@ -559,6 +560,22 @@ fn jvm_start_ms() -> i64 {
 }
 
 /// Executable file mappings of the process: (path, lowest address, highest address).
+/// The build id of the library mapped from `path` at `base` (`""` without one), read from its
+/// file once per mapping: every chunk lists every library again.
+fn build_id_of(path: &str, base: u64) -> String {
+    static IDS: parking_lot::Mutex<Option<HashMap<(String, u64), String>>> =
+        parking_lot::Mutex::new(None);
+    let mut ids = IDS.lock();
+    ids.get_or_insert_with(HashMap::new)
+        .entry((path.to_string(), base))
+        .or_insert_with(|| {
+            crate::elf::Elf::open(path)
+                .and_then(|e| e.build_id())
+                .unwrap_or_default()
+        })
+        .clone()
+}
+
 fn native_libraries() -> Vec<(String, u64, u64)> {
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
     crate::elf::executable_files(&maps)
