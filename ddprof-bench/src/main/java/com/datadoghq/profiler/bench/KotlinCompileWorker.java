@@ -29,7 +29,8 @@ import java.util.Map;
  * the given {@code fjmethodid} mode and a dump after every compile (the first dump and the later ones
  * timed on the dumping thread). Then, after HotSpot's arena pool had a pass to empty, the NMT summary.
  * Prints {@code RESULT mode=.. Class=<KB> Internal=<KB> Total_minus_heap=<KB> classes=.. first_dump_ms=..
- * later_dump_ms=.. compile_ms=..} and the profiler's counters.
+ * later_dump_ms=.. compile_ms=.. first_dump_cpu_ms=.. later_dump_cpu_ms=..} (the dumping thread's CPU time)
+ * and the profiler's counters.
  */
 public final class KotlinCompileWorker {
     private KotlinCompileWorker() {
@@ -68,7 +69,12 @@ public final class KotlinCompileWorker {
 
         long compileNs = 0;
         long firstDumpNs = -1;
+        long firstDumpCpuNs = -1;
         List<Double> laterDumps = new ArrayList<>();
+        List<Double> laterDumpsCpu = new ArrayList<>();
+        // The dump runs on the calling thread: its CPU time is the dump's cost without the waits for
+        // a CPU that a loaded host adds to the wall time.
+        java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
         for (int i = 0; i < compiles; i++) {
             Path out = dir.resolve("out" + i);
             String[] kargs = {"-d", out.toString(), "-no-stdlib", "-no-reflect", "-classpath", stdlib,
@@ -80,13 +86,17 @@ public final class KotlinCompileWorker {
                 throw new IllegalStateException("kotlinc exit " + code + " on compile " + i);
             }
             if (profiler != null) {
+                long c0 = threads.getCurrentThreadCpuTime();
                 long d0 = System.nanoTime();
                 profiler.dump(dir.resolve("dump" + i + ".jfr"));
                 long d = System.nanoTime() - d0;
+                long c = threads.getCurrentThreadCpuTime() - c0;
                 if (firstDumpNs < 0) {
                     firstDumpNs = d;
+                    firstDumpCpuNs = c;
                 } else {
                     laterDumps.add(d / 1e6);
+                    laterDumpsCpu.add(c / 1e6);
                 }
             }
         }
@@ -105,7 +115,10 @@ public final class KotlinCompileWorker {
                 .put("compile_ms", String.format(Locale.ROOT, "%.0f", compileNs / 1e6))
                 .put("first_dump_ms", String.format(Locale.ROOT, "%.1f", firstDumpNs / 1e6))
                 .put("later_dump_ms", String.format(Locale.ROOT, "%.1f",
-                        laterDumps.isEmpty() ? -1 : BenchSupport.median(laterDumps)));
+                        laterDumps.isEmpty() ? -1 : BenchSupport.median(laterDumps)))
+                .put("first_dump_cpu_ms", String.format(Locale.ROOT, "%.1f", firstDumpCpuNs / 1e6))
+                .put("later_dump_cpu_ms", String.format(Locale.ROOT, "%.1f",
+                        laterDumpsCpu.isEmpty() ? -1 : BenchSupport.median(laterDumpsCpu)));
         for (String k : new String[] {"samples", "jmethodids_preloaded", "method_resolve_lazy_jmethodids_created",
                 "method_resolve_lazy_metadata", "klass_registry_entries", "klass_registry_bytes",
                 "fjmethodid_lazy_fallback"}) {
