@@ -2,8 +2,6 @@
 //! per distinct method per dump. A jmethodID whose class was unloaded no longer
 //! resolves (JVMTI answers INVALID_METHODID) and becomes `<unloaded>`.
 
-use std::collections::HashMap;
-
 use jni::sys::{jclass, JNIEnv};
 
 use super::info::{internal_class_name, is_entry_point, MethodInfo};
@@ -20,8 +18,8 @@ pub struct Resolver {
     jvmti: Jvmti,
     jni: *mut JNIEnv,
     thread_class: jclass,
-    cache: HashMap<u64, MethodInfo>,
-    raw_cache: HashMap<u64, MethodInfo>,
+    cache: WordMap<u64, MethodInfo>,
+    raw_cache: WordMap<u64, MethodInfo>,
     /// Tagged raw frames (lazy mode): the checks, and the classes they pinned.
     lazy: LazyResolver,
     /// Internal names of the classes `lazy` pinned, by `Klass*`: one GetClassSignature per
@@ -38,8 +36,8 @@ impl Resolver {
             jvmti,
             jni,
             thread_class,
-            cache: HashMap::new(),
-            raw_cache: HashMap::new(),
+            cache: WordMap::default(),
+            raw_cache: WordMap::default(),
             lazy: LazyResolver::new(jni),
             lazy_class_names: WordMap::default(),
             unknown: MethodInfo::unknown(),

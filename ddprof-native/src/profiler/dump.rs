@@ -16,6 +16,7 @@ use crate::jfr::{
 };
 use crate::methods::info::MethodInfo;
 use crate::methods::resolve::Resolver;
+use crate::methods::word_map::WordMap;
 use crate::sample::frame::{frame_type, kind, Frame};
 use crate::sample::handler::TICKS_PER_SECOND;
 use crate::sample::record::EventKind;
@@ -101,7 +102,7 @@ pub fn build_chunk(
     // When each trace was first sampled: a lazy frame of a redefined class stands only in
     // traces sampled after its redefinition ended (`methods::lazy::resolve`). A live object's
     // trace: when the object was allocated.
-    let mut first_sampled: HashMap<u64, i64> = HashMap::new();
+    let mut first_sampled: WordMap<u64, i64> = WordMap::default();
     let mut sampled_at = |id: u64, ticks: i64| {
         let t = first_sampled.entry(id).or_insert(ticks);
         *t = (*t).min(ticks);
@@ -132,10 +133,10 @@ pub fn build_chunk(
         .collect();
     let unnamed = write_traces(&mut chunk, jni, &traces);
     drop(traces);
-    let mut classes: HashMap<u32, u32> = HashMap::new();
+    let mut classes: WordMap<u32, u32> = WordMap::default();
     let mut unnamed_samples = 0i64;
     let mut tids: Vec<i64> = vec![me];
-    let mut attr_keys: HashMap<u32, u32> = HashMap::new();
+    let mut attr_keys: WordMap<u32, u32> = WordMap::default();
     let mut attrs = vec![0u32; args.attributes.len()];
     let mut links = TraceLinks::default();
     for s in gen.samples() {
@@ -454,7 +455,7 @@ fn write_memory_settings(
 const LIVE_TRACE_BASE: u64 = 1 << 32;
 
 /// Class pool key of an allocation class-name id (`crate::alloc::classes`), once per chunk.
-fn class_key(chunk: &mut ChunkBuilder, keys: &mut HashMap<u32, u32>, id: u32) -> u32 {
+fn class_key(chunk: &mut ChunkBuilder, keys: &mut WordMap<u32, u32>, id: u32) -> u32 {
     *keys.entry(id).or_insert_with(|| {
         let name = crate::alloc::classes::name(id);
         chunk.intern_class(name.as_deref().unwrap_or("unknown"))
@@ -597,7 +598,7 @@ fn write_traces(
     };
     let mut resolver = Resolver::new(jvmti, jni);
     resolver.prepare(traces.iter().flat_map(|t| t.1.iter()));
-    let mut method_keys: HashMap<(u8, u64), u32> = HashMap::new();
+    let mut method_keys: WordMap<(u8, u64), u32> = WordMap::default();
     let mut unknown: Option<u32> = None;
     let mut natives = NativeNames::default();
     let mut refs: Vec<FrameRef> = Vec::new();
@@ -647,7 +648,7 @@ fn write_traces(
 #[derive(Default)]
 struct NativeNames {
     symbols: Option<crate::symbols::Symbolizer>,
-    by_pc: HashMap<u64, u32>,
+    by_pc: WordMap<u64, u32>,
     by_name: HashMap<String, u32>,
 }
 
@@ -679,7 +680,7 @@ impl NativeNames {
 fn frame_ref(
     chunk: &mut ChunkBuilder,
     resolver: &mut Resolver,
-    keys: &mut HashMap<(u8, u64), u32>,
+    keys: &mut WordMap<(u8, u64), u32>,
     unknown: &mut Option<u32>,
     f: &Frame,
     since: i64,
