@@ -126,6 +126,8 @@ counters! {
     MethodResolveLazyUnreadable => "method_resolve_lazy_unreadable",
     MethodResolveLazyMetadata => "method_resolve_lazy_metadata",
     MethodResolveLazyVersionKeys => "method_resolve_lazy_version_keys",
+    MethodResolveLazyKept => "method_resolve_lazy_kept",
+    MethodResolveLazyKeptEntries => "method_resolve_lazy_kept_entries",
     MethodResolveLazyIdsCreated => "method_resolve_lazy_jmethodids_created",
     RawFrameResolveCacheHits => "raw_frame_resolve_cache_hits",
     DumpCount => "dump_count",

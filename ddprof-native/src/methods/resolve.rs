@@ -80,13 +80,17 @@ impl Resolver {
             // checks read (JVMTI if those reads failed; the key is then a jmethodID that
             // something else made). A key without a jmethodID is always in the cache from
             // here on.
-            let parts = self.lazy.take_parts(a.key);
-            let info = self
-                .lookup_in_class(a.key as jni::sys::jmethodID, a.class, a.klass, parts)
-                .unwrap_or_else(|| {
-                    Counter::JmethodidSkipped.inc();
-                    MethodInfo::unloaded()
-                });
+            let info = match self.lazy.take_kept(a.key) {
+                Some(info) => info,
+                None => {
+                    let parts = self.lazy.take_parts(a.key);
+                    self.lookup_in_class(a.key as jni::sys::jmethodID, a.class, a.klass, parts)
+                        .unwrap_or_else(|| {
+                            Counter::JmethodidSkipped.inc();
+                            MethodInfo::unloaded()
+                        })
+                }
+            };
             self.cache.insert(a.key, info);
         }
         (kind::JAVA_METHOD_ID, a.key, named.lines)
@@ -223,6 +227,12 @@ impl Resolver {
 
 impl Drop for Resolver {
     fn drop(&mut self) {
+        // The names the next dump may reuse (`lazy/kept.rs`); the rest are dropped here.
+        {
+            let _mem = memory::scope(Category::MethodMap);
+            let named = std::mem::take(&mut self.cache);
+            self.lazy.keep(named.into_iter());
+        }
         // `lazy` pops its local frame when dropped, after this; `thread_class` belongs to
         // the frame below it, where deleting it is allowed.
         jvmti::delete_local_ref(self.jni, self.thread_class);

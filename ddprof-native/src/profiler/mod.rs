@@ -473,6 +473,8 @@ pub fn stop(jni: *mut JNIEnv) -> Result<(), Error> {
     // Appended: `start` emptied the file, `dump` restarted it, and `resume` keeps the
     // chunks written before it.
     let result = write_chunk(jni, session, &file, true);
+    // The names that last chunk kept for a next dump: there is none in this session.
+    crate::methods::lazy::kept::clear();
     *guard = None;
     result
 }

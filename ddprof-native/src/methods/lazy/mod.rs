@@ -12,6 +12,7 @@
 // JNI handles are opaque tokens the JVM validates.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
+pub mod kept;
 pub mod prefetch;
 pub mod registry;
 pub mod resolve;

@@ -51,10 +51,12 @@ use crate::methods::word_map::WordMap;
 
 use jni::sys::{jclass, JNIEnv};
 
+use super::kept::{self, Kept, KeptNames};
 use super::version_keys::VersionKeys;
 use super::JniRefs;
 use crate::counters::Counter;
 use crate::jvmti::{self, redefine};
+use crate::methods::info::MethodInfo;
 use crate::methods::raw::{self, MethodParts};
 use crate::sample::frame::Frame;
 use crate::sample::safe_access::load_usize;
@@ -158,6 +160,16 @@ pub struct Named {
     pub lines: bool,
 }
 
+/// A pinned holder as [`LazyResolver::current_version`] checks its methods: its `Klass*`,
+/// when its latest redefinition ended as the class state has it, its trace ID read after the
+/// pin.
+#[derive(Clone, Copy)]
+struct Holder {
+    klass: usize,
+    redefined_at: Option<i64>,
+    trace_id: Option<u64>,
+}
+
 /// A class met in this dump: pinned (with the trace ID read after pinning), or refused
 /// for every frame of this dump.
 #[derive(Clone, Copy)]
@@ -183,6 +195,11 @@ pub struct LazyResolver {
     parts: WordMap<u64, MethodParts>,
     /// One key per method version met at an address (`version_keys.rs`).
     versions: VersionKeys,
+    /// Names the previous dump kept (`kept.rs`), taken out as this dump reuses them.
+    kept: KeptNames,
+    /// Keys of this dump whose names the next dump may reuse: (holder's trace ID, methods
+    /// array) as checked.
+    keepable: WordMap<u64, (u64, usize)>,
     /// The compressed-stream encoding of line tables (the VM walker's).
     encoding: Option<Encoding>,
     /// Local references the pushed frame can hold; 0 until the first pin pushes it.
@@ -198,6 +215,8 @@ impl LazyResolver {
             frames: WordMap::default(),
             parts: WordMap::default(),
             versions: VersionKeys::default(),
+            kept: kept::take(),
+            keepable: WordMap::default(),
             encoding: crate::sample::walk::vm::VmWalker::get().map(|w| w.encoding()),
             local_capacity: 0,
             pinned: 0,
@@ -295,8 +314,13 @@ impl LazyResolver {
         }
         // 5-7, read again if the class's methods array was replaced meanwhile.
         for _ in 0..REDEFINITION_RETRIES {
+            let h = Holder {
+                klass: holder,
+                redefined_at,
+                trace_id,
+            };
             if let Version::Named { key, by_idnum } =
-                self.current_version(m, holder, method, idnum, sampled_idnum, redefined_at)?
+                self.current_version(m, h, method, idnum, sampled_idnum)?
             {
                 // The latest redefinition as of the reads: a frame of a trace sampled before it
                 // gets no line numbers. One still running may have swapped the methods already
@@ -325,24 +349,31 @@ impl LazyResolver {
         Err(Refused::Redefined)
     }
 
-    /// Steps 5-7 for a method of `holder`, pinned; `redefined_at` as the class state has it.
+    /// Steps 5-7 for a method of `holder`, pinned.
     fn current_version(
         &mut self,
         m: &MethodGroup,
-        holder: usize,
+        holder: Holder,
         method: usize,
         idnum: usize,
         sampled_idnum: Option<u16>,
-        redefined_at: Option<i64>,
     ) -> Result<Version, Refused> {
+        let Holder {
+            klass: holder,
+            redefined_at,
+            trace_id,
+        } = holder;
         // 5. A current method, sampled as the method it is now; else, in a redefined class,
         // the current version of the method the frame was sampled in (its idnum).
         let (data, len) = klass::methods(m, holder).ok_or(Refused::NotCurrent)?;
         let current = klass::methods_contain(data, len, method, idnum, SCAN_CAP, load_usize)
             == Contains::Yes
             && sampled_idnum.is_none_or(|n| usize::from(n) == idnum);
-        let ever_redefined =
-            redefined_at.is_some() || redefine::redefinition(holder).ended_at.is_some();
+        let now = redefine::redefinition(holder);
+        let ever_redefined = redefined_at.is_some() || now.ended_at.is_some();
+        // A name kept from an earlier dump stands only for a class no redefinition ever
+        // touched (`kept.rs`): the class is the same (trace ID) and so is its methods array.
+        let keep = trace_id.filter(|_| !ever_redefined && !now.in_flight);
         let (method, by_idnum) = match (current, sampled_idnum, ever_redefined) {
             (true, _, _) => (method, false),
             (false, Some(n), true) => {
@@ -357,9 +388,20 @@ impl LazyResolver {
             }
             _ => return Err(Refused::NotCurrent),
         };
-        // 6. The metadata; an ID only if something else made it.
-        let parts = self.encoding.and_then(|e| raw::method_parts(m, method, e));
+        // 6. The metadata (unless an earlier dump named this very method); an ID only if
+        // something else made it.
         let id = method::jmethod_id(m, method).map(|id| id as u64);
+        let no_id_key = method as u64 | NO_ID_KEY;
+        let reuse = id.is_none()
+            && keep.is_some_and(|t| {
+                self.kept
+                    .get(&no_id_key)
+                    .is_some_and(|k| k.trace_id == t && k.methods == data)
+            });
+        let parts = match reuse {
+            true => None,
+            false => self.encoding.and_then(|e| raw::method_parts(m, method, e)),
+        };
         // 7. The methods read are current only if the array is still the class's: a
         // redefinition swaps in a new one (at a safepoint), and only then can the old one's
         // methods be freed.
@@ -368,9 +410,13 @@ impl LazyResolver {
         }
         let key = match (id, &parts) {
             (Some(id), _) => id,
-            (None, Some(p)) => self.versions.key(method as u64 | NO_ID_KEY, p),
+            (None, Some(p)) => self.versions.key(no_id_key, p),
+            (None, None) if reuse => no_id_key,
             (None, None) => return Err(Refused::Unreadable),
         };
+        if let Some(t) = keep.filter(|_| key == no_id_key) {
+            self.keepable.insert(key, (t, data));
+        }
         if let Some(p) = parts {
             Counter::MethodResolveLazyMetadata.inc();
             self.parts.insert(key, p);
@@ -396,9 +442,43 @@ impl LazyResolver {
     }
 
     /// The metadata read for an accepted frame, by its key (once; `None` if the reads
-    /// failed, then JVMTI names it by its jmethodID).
+    /// failed, then JVMTI names it by its jmethodID, or if [`Self::take_kept`] has it).
     pub fn take_parts(&mut self, key: u64) -> Option<MethodParts> {
         self.parts.remove(&key)
+    }
+
+    /// The name an earlier dump gave the accepted frame of `key`, if its checks let this
+    /// dump reuse it (then it has no [`Self::take_parts`]); once.
+    pub fn take_kept(&mut self, key: u64) -> Option<MethodInfo> {
+        if !self.keepable.contains_key(&key) {
+            return None;
+        }
+        let k = self.kept.remove(&key)?;
+        Counter::MethodResolveLazyKept.inc();
+        Some(k.info)
+    }
+
+    /// Leaves for the next dump the names of `named` (this dump's, by key) that it may
+    /// reuse, and only those.
+    pub fn keep(&mut self, named: impl Iterator<Item = (u64, MethodInfo)>) {
+        let mut left = KeptNames::default();
+        for (key, info) in named {
+            if let Some(&(trace_id, methods)) = self.keepable.get(&key) {
+                if !info.class_name.is_empty() {
+                    left.insert(
+                        key,
+                        Kept {
+                            trace_id,
+                            methods,
+                            info,
+                        },
+                    );
+                }
+            }
+        }
+        Counter::MethodResolveLazyKeptEntries.set(left.len() as i64);
+        self.kept.clear();
+        kept::leave(left);
     }
 
     /// Steps 2-3 (and the trace-ID read of step 4) for a class first met in this dump.
