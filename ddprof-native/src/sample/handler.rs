@@ -37,6 +37,9 @@ pub enum SignalSource {
     Timer = 1,
     /// The kernel's interval timer: `SI_KERNEL` (itimer).
     Kernel = 2,
+    /// A perf fd of ours: `POLL_IN`/`POLL_HUP` with `si_fd` the fd of the thread's slot
+    /// (`super::perf`).
+    Perf = 3,
 }
 
 static RUNNING: AtomicBool = AtomicBool::new(false);
@@ -94,6 +97,26 @@ pub fn arm(source: SignalSource, walker: WalkerKind, compare: bool, depth: usize
     RUNNING.store(true, Ordering::Release);
 }
 
+/// Changes whose signals are sampled (an engine that fell back to another at start).
+pub fn set_source(source: SignalSource) {
+    SOURCE.store(source as u8, Ordering::Release);
+}
+
+/// Waits (bounded, as `disarm`) until no handler is inside the gate, without closing it:
+/// an engine that took its fds out of the table closes them only once no handler can
+/// still be reading one. False on timeout. Not signal-safe.
+pub fn wait_for_handlers() -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(DISARM_WAIT_MS);
+    while IN_FLIGHT.load(Ordering::SeqCst) != 0 {
+        if std::time::Instant::now() > deadline {
+            Counter::HandlerDrainTimeout.inc();
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(100));
+    }
+    true
+}
+
 /// Handlers past the gate check and not yet done: `disarm` waits for them.
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 /// How long `disarm` waits for handlers still recording (a walk takes microseconds).
@@ -145,6 +168,10 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, uc: *mut libc::c
     let _errno = ErrnoGuard::new();
     // SAFETY: `info` is the kernel's siginfo for this SA_SIGINFO handler.
     let si = unsafe { signal::read_info(info) };
+    if SOURCE.load(Ordering::Relaxed) == SignalSource::Perf as u8 {
+        on_perf_signal(sig, info, uc, si);
+        return;
+    }
     if !owns(si.code, si.value) {
         Counter::CtimerSignalForeign.inc();
         signal::chain(sig, info, uc);
@@ -163,6 +190,37 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, uc: *mut libc::c
         let sample = Sample {
             kind: EventKind::Cpu,
             weight: 1 + u64::from(si.overrun),
+            mode,
+            state: thread_state,
+            context: Context::of_current_thread(),
+        };
+        walk_and_record(uc, &sample);
+    }
+}
+
+/// A SIGPROF while the perf_events engine is armed. The fd check and its `read` happen
+/// inside the gate, so that an engine closing fds (`wait_for_handlers`) never lets a handler
+/// read an fd number that was closed and reused. Signal-safe.
+fn on_perf_signal(
+    sig: c_int,
+    info: *mut libc::siginfo_t,
+    uc: *mut libc::c_void,
+    si: signal::SigInfo,
+) {
+    let gate = InFlight::enter();
+    let Some(weight) = super::perf::claim(gettid(), si.code, si.fd) else {
+        drop(gate);
+        Counter::CtimerSignalForeign.inc();
+        signal::chain(sig, info, uc);
+        return;
+    };
+    Counter::PerfSignalOwn.inc();
+    if gate.open() {
+        let uc = SignalContext(uc);
+        let (mode, thread_state) = mode::of_interrupted(uc);
+        let sample = Sample {
+            kind: EventKind::Cpu,
+            weight,
             mode,
             state: thread_state,
             context: Context::of_current_thread(),
