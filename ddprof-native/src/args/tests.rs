@@ -329,6 +329,7 @@ fn cpu_events_select_engine() {
     assert_eq!(a.cpu_engine, CpuEngine::Perf);
     assert_eq!(ok("cpu=1ms,event=CPU").cpu_engine, CpuEngine::Perf);
     assert_eq!(ok("cpu=1ms").cpu_engine, CpuEngine::Auto);
+    assert_eq!(ok("cpu=100us").cpu_interval_ns, Some(100_000));
     assert_eq!(ok("interval=1ms").cpu_engine, CpuEngine::Auto);
     let a = ok("event=ctimer");
     assert_eq!(a.cpu_interval_ns, Some(DEFAULT_CPU_INTERVAL_NS));

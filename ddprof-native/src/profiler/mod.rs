@@ -751,3 +751,46 @@ pub fn on_vm_death(jni: *mut JNIEnv) {
         }
     }
 }
+
+#[cfg(test)]
+mod engine_choice_tests {
+    use super::{engine_plan, EngineChoice};
+
+    const TICK: u64 = 4_000_000;
+
+    #[test]
+    fn cpu_interval_keeps_ctimer_where_the_tick_delivers_it() {
+        assert_eq!(
+            engine_plan(EngineChoice::Auto, 10_000_000, TICK),
+            EngineChoice::CTimer
+        );
+        assert_eq!(
+            engine_plan(EngineChoice::Auto, TICK, TICK),
+            EngineChoice::CTimer
+        );
+        assert_eq!(
+            engine_plan(EngineChoice::Auto, 1_000_000, TICK),
+            EngineChoice::Perf
+        );
+        assert_eq!(
+            engine_plan(EngineChoice::Auto, 1_000_000, 1_000_000),
+            EngineChoice::CTimer
+        );
+    }
+
+    #[test]
+    fn named_events_are_what_they_name() {
+        assert_eq!(
+            engine_plan(EngineChoice::Perf, 10_000_000, TICK),
+            EngineChoice::Perf
+        );
+        assert_eq!(
+            engine_plan(EngineChoice::CTimer, 1_000_000, TICK),
+            EngineChoice::CTimer
+        );
+        assert_eq!(
+            engine_plan(EngineChoice::ITimer, 1_000_000, TICK),
+            EngineChoice::ITimer
+        );
+    }
+}
