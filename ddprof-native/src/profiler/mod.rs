@@ -346,6 +346,7 @@ fn start_cpu_engine(
             match perf.start(interval.unwrap_or(0)) {
                 Ok(()) => {
                     counters::Counter::CpuEngine.set(engine_code(perf.name()));
+                    counters::Counter::CpuEngineFallback.set(0);
                     return Ok((perf, None));
                 }
                 Err(e) => {
@@ -361,7 +362,6 @@ fn start_cpu_engine(
                     fallback = Some(format!(
                         "perf_events unavailable for {why}: {e}; using ctimer (at most one signal per thread per tick, weighted by the ticks it stands for)"
                     ));
-                    counters::Counter::CpuEngineFallback.set(1);
                     handler::set_source(SignalSource::Timer);
                     Arc::new(CTimer::default())
                 }
@@ -379,6 +379,7 @@ fn start_cpu_engine(
         )));
     }
     counters::Counter::CpuEngine.set(engine_code(engine.name()));
+    counters::Counter::CpuEngineFallback.set(i64::from(fallback.is_some()));
     Ok((engine, fallback))
 }
 
