@@ -412,6 +412,49 @@ mod tests {
         assert!(msg.contains("perf_event_paranoid="), "{msg}");
     }
 
+    /// The handler's claim: only POLL_IN/POLL_HUP with this thread's own fd, weighing the
+    /// whole periods of CPU the fd counted since the previous claim.
+    #[test]
+    fn claim_accepts_only_this_threads_fd_and_weighs_the_periods() {
+        let tid = crate::sample::context::gettid();
+        let period = 1_000_000;
+        let fd = match open_event(tid, period, 0) {
+            Ok(fd) => fd,
+            Err(e) => {
+                eprintln!("perf_event_open not permitted here (errno {e}); skipped");
+                return;
+            }
+        };
+        slots::init(pid_max());
+        slots::set_period(period);
+        assert!(slots::publish(tid, fd).is_ok());
+        // SAFETY: enabling our own perf fd (not routed: no signal is sent).
+        assert_eq!(unsafe { libc::ioctl(fd, IOC_ENABLE, 0) }, 0);
+        let start = std::time::Instant::now();
+        let mut x = 1u64;
+        while start.elapsed() < std::time::Duration::from_millis(30) {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        assert_eq!(
+            slots::claim(tid, 2, fd),
+            None,
+            "POLL_OUT is not a perf overflow"
+        );
+        assert_eq!(slots::claim(tid, 1, fd + 1), None, "another fd");
+        let w = slots::claim(tid, 1, fd).expect("own fd");
+        // ~30 ms of CPU (less on a busy host, never more than wall time).
+        assert!((1..=31).contains(&w), "weight {w}");
+        assert_eq!(
+            slots::claim(tid, 1, fd),
+            Some(1),
+            "nothing elapsed since: still one"
+        );
+        assert_eq!(slots::take(tid), Some(fd));
+        assert_eq!(slots::claim(tid, 1, fd), None, "taken out");
+        close(fd);
+    }
+
     /// Where the kernel permits it: an event on this thread opens, routes and enables.
     #[test]
     fn own_thread_event_opens_when_permitted() {
