@@ -23,6 +23,9 @@
 //! (which also catches seccomp filters and kernels without perf_events): the refusal,
 //! with errno and `perf_event_paranoid`, is what the profiler reports when it falls back to
 //! ctimer. `DDPROF_TEST_PERF_OPEN_ERRNO=<errno>` (test-only) makes every open fail so.
+//!
+//! Intervals below [`MIN_PERIOD_NS`] are sampled at that period, each sample weighing the
+//! requested intervals it stands for.
 
 use std::collections::HashMap;
 use std::ffi::c_int;
@@ -51,8 +54,12 @@ const ATTR_EXCLUDE_HV: u64 = 1 << 6;
 const F_SETSIG: c_int = 10;
 const F_SETOWN_EX: c_int = 15;
 const F_OWNER_TID: c_int = 0;
-/// The kernel's hrtimer-based software events never fire more often than every 10 µs.
-const MIN_PERIOD_NS: u64 = 10_000;
+/// The shortest period the events are given. The handler's own CPU time counts on the
+/// thread's clock, and a handler costs a few µs (tens for deep stacks): a period near that
+/// would give the thread nothing but samples (a signal pending again at every handler exit).
+/// ctimer's floor is the tick; this one is 100 µs. Weights stay in units of the requested
+/// interval, so that weight times interval is still the CPU time.
+pub const MIN_PERIOD_NS: u64 = 100_000;
 
 /// `struct perf_event_attr` up to `config1` (`PERF_ATTR_SIZE_VER0`, 64 bytes), which
 /// every kernel with perf_events accepts.
@@ -303,6 +310,7 @@ impl Engine for PerfEvents {
 
     fn start(&self, interval_ns: u64) -> Result<(), String> {
         let period = interval_ns.max(MIN_PERIOD_NS);
+        let unit = interval_ns.max(1);
         self.fail_errno.store(
             std::env::var(FAIL_OPEN_ENV).map_or(0, |v| parse_errno(&v)),
             Ordering::Relaxed,
@@ -316,7 +324,7 @@ impl Engine for PerfEvents {
                 pid_max()
             ));
         }
-        slots::set_period(period);
+        slots::set_period(unit);
         self.interval_ns.store(period, Ordering::Relaxed);
         self.exhausted.store(false, Ordering::Relaxed);
         self.armed.store(true, Ordering::Release);

@@ -345,6 +345,14 @@ fn start_cpu_engine(
             arm(&perf);
             match perf.start(interval.unwrap_or(0)) {
                 Ok(()) => {
+                    let ns = interval.unwrap_or(0);
+                    if ns < crate::engine::perf::MIN_PERIOD_NS {
+                        log::warn(&format!(
+                            "cpu={}ns is below perf_events' shortest period; sampling every {}us, each sample weighing the intervals it stands for",
+                            ns,
+                            crate::engine::perf::MIN_PERIOD_NS / 1000
+                        ));
+                    }
                     counters::Counter::CpuEngine.set(engine_code(perf.name()));
                     counters::Counter::CpuEngineFallback.set(0);
                     return Ok((perf, None));

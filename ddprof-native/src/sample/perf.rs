@@ -38,6 +38,7 @@ pub struct Slot {
 unsafe impl Zeroable for Slot {}
 
 static TABLE: OnceLock<Mapped<Slot>> = OnceLock::new();
+/// The unit of weights: the requested interval (the fd's period may be longer).
 static PERIOD_NS: AtomicU64 = AtomicU64::new(1);
 
 /// Makes the table once, with room for thread ids below `len` (pid_max). Not signal-safe.
