@@ -49,6 +49,7 @@ counters! {
     PerfFdsLeaked => "perf_fds_leaked",
     PerfMergedPeriods => "perf_merged_periods",
     PerfReenabled => "perf_reenabled",
+    PerfSamplesDeferred => "perf_samples_deferred",
     // The effective CPU engine (1 = CTimer, 2 = ITimer, 3 = PerfEvents, 0 = none), whether
     // the requested one was refused (1) and ctimer took over, and the achieved samples per
     // CPU-second of the process in the last chunk (a busy thread's samples per second).

@@ -324,7 +324,7 @@ impl Engine for PerfEvents {
                 pid_max()
             ));
         }
-        slots::set_period(unit);
+        slots::set_period(unit, period);
         self.interval_ns.store(period, Ordering::Relaxed);
         self.exhausted.store(false, Ordering::Relaxed);
         self.armed.store(true, Ordering::Release);
@@ -434,7 +434,7 @@ mod tests {
             }
         };
         slots::init(pid_max());
-        slots::set_period(period);
+        slots::set_period(period, period);
         assert!(slots::publish(tid, fd).is_ok());
         // SAFETY: enabling our own perf fd (not routed: no signal is sent).
         assert_eq!(unsafe { libc::ioctl(fd, IOC_ENABLE, 0) }, 0);
@@ -445,21 +445,28 @@ mod tests {
         }
         std::hint::black_box(x);
         assert_eq!(
-            slots::claim(tid, 2, fd),
+            slots::claim(tid, 2, fd, 0),
             None,
             "POLL_OUT is not a perf overflow"
         );
-        assert_eq!(slots::claim(tid, 1, fd + 1), None, "another fd");
-        let w = slots::claim(tid, 1, fd).expect("own fd");
+        assert_eq!(slots::claim(tid, 1, fd + 1, 0), None, "another fd");
+        let w = slots::claim(tid, 1, fd, 0).expect("own fd");
         // ~30 ms of CPU (less on a busy host, never more than wall time).
         assert!((1..=31).contains(&w), "weight {w}");
         assert_eq!(
-            slots::claim(tid, 1, fd),
+            slots::claim(tid, 1, fd, 0),
             Some(1),
-            "nothing elapsed since: still one"
+            "nothing elapsed: still one"
         );
+        slots::finish(tid, 1_000_000_000);
+        assert_eq!(
+            slots::claim(tid, 1, fd, 1_000_000_000 + period / 8),
+            Some(0),
+            "right after the previous sample ended: deferred"
+        );
+        assert_eq!(slots::claim(tid, 1, fd, 1_000_000_000 + period), Some(1));
         assert_eq!(slots::take(tid), Some(fd));
-        assert_eq!(slots::claim(tid, 1, fd), None, "taken out");
+        assert_eq!(slots::claim(tid, 1, fd, 0), None, "taken out");
         close(fd);
     }
 

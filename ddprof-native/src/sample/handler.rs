@@ -208,14 +208,15 @@ fn on_perf_signal(
     si: signal::SigInfo,
 ) {
     let gate = InFlight::enter();
-    let Some(weight) = super::perf::claim(gettid(), si.code, si.fd) else {
+    let tid = gettid();
+    let Some(weight) = super::perf::claim(tid, si.code, si.fd, monotonic_nanos() as u64) else {
         drop(gate);
         Counter::CtimerSignalForeign.inc();
         signal::chain(sig, info, uc);
         return;
     };
     Counter::PerfSignalOwn.inc();
-    if gate.open() {
+    if weight > 0 && gate.open() {
         let uc = SignalContext(uc);
         let (mode, thread_state) = mode::of_interrupted(uc);
         let sample = Sample {
@@ -226,6 +227,7 @@ fn on_perf_signal(
             context: Context::of_current_thread(),
         };
         walk_and_record(uc, &sample);
+        super::perf::finish(tid, monotonic_nanos() as u64);
     }
 }
 

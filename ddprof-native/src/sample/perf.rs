@@ -32,6 +32,8 @@ pub struct Slot {
     fd: AtomicI32,
     /// Count (ns of CPU) the thread's samples stand for so far.
     accounted: AtomicU64,
+    /// CLOCK_MONOTONIC ns at the end of this thread's last sample (0: none yet).
+    last_end: AtomicU64,
 }
 
 // SAFETY: atomics are valid when zeroed.
@@ -40,6 +42,8 @@ unsafe impl Zeroable for Slot {}
 static TABLE: OnceLock<Mapped<Slot>> = OnceLock::new();
 /// The unit of weights: the requested interval (the fd's period may be longer).
 static PERIOD_NS: AtomicU64 = AtomicU64::new(1);
+/// The fds' period.
+static FD_PERIOD_NS: AtomicU64 = AtomicU64::new(1);
 
 /// Makes the table once, with room for thread ids below `len` (pid_max). Not signal-safe.
 pub fn init(len: usize) -> usize {
@@ -53,8 +57,10 @@ pub fn capacity() -> usize {
     TABLE.get().map_or(0, |t| t.len())
 }
 
-pub fn set_period(ns: u64) {
-    PERIOD_NS.store(ns.max(1), Ordering::Relaxed);
+/// `unit_ns`: the requested interval, the unit of weights; `fd_ns`: the fds' period.
+pub fn set_period(unit_ns: u64, fd_ns: u64) {
+    PERIOD_NS.store(unit_ns.max(1), Ordering::Relaxed);
+    FD_PERIOD_NS.store(fd_ns.max(1), Ordering::Relaxed);
 }
 
 fn slot(tid: i32) -> Option<&'static Slot> {
@@ -70,6 +76,7 @@ pub struct NoRoom;
 pub fn publish(tid: i32, fd: c_int) -> Result<Option<c_int>, NoRoom> {
     let s = slot(tid).ok_or(NoRoom)?;
     s.accounted.store(0, Ordering::Relaxed);
+    s.last_end.store(0, Ordering::Relaxed);
     let old = s.fd.swap(fd + 1, Ordering::AcqRel);
     Ok((old > 0).then_some(old - 1))
 }
@@ -82,8 +89,12 @@ pub fn take(tid: i32) -> Option<c_int> {
 
 /// The weight of a signal with `code` and `fd` on thread `tid` when it is a perf signal of
 /// that thread's fd, else None. Reads the fd's count (`read(2)`, async-signal-safe) and
-/// re-enables an event that disabled itself at its event limit. Signal-safe.
-pub fn claim(tid: i32, code: c_int, fd: c_int) -> Option<u64> {
+/// re-enables an event that disabled itself at its event limit. `Some(0)`: ours, but taken
+/// too soon after this thread's previous sample ended (`now` is CLOCK_MONOTONIC ns): the
+/// overflow came from the handler's own CPU time, so no sample now, and its periods go to
+/// the next one. Without that a handler slower than the period would leave the thread
+/// nothing but handlers. Signal-safe.
+pub fn claim(tid: i32, code: c_int, fd: c_int, now: u64) -> Option<u64> {
     if code != POLL_IN && code != POLL_HUP {
         return None;
     }
@@ -98,6 +109,11 @@ pub fn claim(tid: i32, code: c_int, fd: c_int) -> Option<u64> {
         // SAFETY: an ioctl on our own perf fd, async-signal-safe.
         unsafe { libc::ioctl(fd, IOC_ENABLE, 0) };
         Counter::PerfReenabled.inc();
+    }
+    let last_end = s.last_end.load(Ordering::Relaxed);
+    if last_end != 0 && now.wrapping_sub(last_end) < FD_PERIOD_NS.load(Ordering::Relaxed) / 4 {
+        Counter::PerfSamplesDeferred.inc();
+        return Some(0);
     }
     let mut count: u64 = 0;
     // SAFETY: reading 8 bytes into a local from our perf fd (read_format 0: the count).
@@ -116,4 +132,11 @@ pub fn claim(tid: i32, code: c_int, fd: c_int) -> Option<u64> {
         Counter::PerfMergedPeriods.add((periods - 1) as i64);
     }
     Some(periods)
+}
+
+/// Notes that this thread's sample ended at `now` (CLOCK_MONOTONIC ns). Signal-safe.
+pub fn finish(tid: i32, now: u64) {
+    if let Some(s) = slot(tid) {
+        s.last_end.store(now, Ordering::Relaxed);
+    }
 }
