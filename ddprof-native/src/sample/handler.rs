@@ -226,7 +226,7 @@ fn on_perf_signal(
             state: thread_state,
             context: Context::of_current_thread(),
         };
-        walk_and_record(uc, &sample);
+        walk_and_record_as(uc, &sample, tid);
         super::perf::finish(tid, monotonic_nanos() as u64);
     }
 }
@@ -290,6 +290,11 @@ pub(super) fn record_reused(tid: i32, s: &Sample, epoch: u64, trace_id: u32) -> 
 /// Walks and records one sample of the current thread. Returns the generation epoch and
 /// trace id it was recorded with (None: dropped). Signal-safe.
 pub(super) fn walk_and_record(uc: SignalContext, s: &Sample) -> Option<(u64, u32)> {
+    walk_and_record_as(uc, s, gettid())
+}
+
+/// [`walk_and_record`] for a caller that already knows its tid (`gettid` is a system call).
+pub(super) fn walk_and_record_as(uc: SignalContext, s: &Sample, tid: i32) -> Option<(u64, u32)> {
     let state = STATE.get()?;
     let vm = match WALKER.load(Ordering::Relaxed) {
         x if x == WalkerKind::Vm as u8 => VmWalker::get(),
@@ -305,7 +310,6 @@ pub(super) fn walk_and_record(uc: SignalContext, s: &Sample) -> Option<(u64, u32
         }
     };
     let start = monotonic_nanos();
-    let tid = gettid();
     let first = (tid as usize) % STRIPES;
     let Some(stripe) = state
         .stripes
