@@ -368,3 +368,77 @@ pub(super) fn walk_and_record_as(uc: SignalContext, s: &Sample, tid: i32) -> Opt
     Counter::UnwindingNanosMax.max(spent);
     recorded
 }
+
+/// What the steps of a sample cost outside the walk, one thread, warm caches: run by hand
+/// (`cargo test --release --lib record_step_costs -- --ignored --nocapture`) when working on
+/// the handler's cost; it prints, asserts nothing.
+#[cfg(test)]
+mod cost_tests {
+    use super::*;
+
+    /// The best of 5 rounds of `n / 5` calls (the machine may be shared).
+    fn per_op(n: u32, mut f: impl FnMut(u32)) -> f64 {
+        let round = n / 5;
+        (0..5)
+            .map(|r| {
+                let t = std::time::Instant::now();
+                for i in 0..round {
+                    f(r * round + i);
+                }
+                t.elapsed().as_nanos() as f64 / f64::from(round)
+            })
+            .fold(f64::MAX, f64::min)
+    }
+
+    #[test]
+    #[ignore]
+    fn record_step_costs() {
+        let frames: Vec<Frame> = (0..30)
+            .map(|d| Frame::java(0x7f00_0000 + d * 64, d as i32, 1))
+            .collect();
+        let r = Recorder::new(TRACE_SLOTS, TRACE_FRAMES, SAMPLES);
+        let ev = |ticks| Event {
+            kind: EventKind::Cpu,
+            weight: 1,
+            ticks,
+            tid: 1,
+            context: Context::default(),
+            frames: &frames,
+            truncated: false,
+            mode: 1,
+            state: 2,
+        };
+        let n = 100_000;
+        let cold = per_op(n, |i| {
+            std::hint::black_box(record::record_traced(&r, &ev(i64::from(i))));
+        });
+        // Both generations' pages touched once, as after the first dumps of a session.
+        let a = r.flip().expect("flip");
+        per_op(n, |i| {
+            std::hint::black_box(record::record_traced(&r, &ev(i64::from(i))));
+        });
+        r.clear(a);
+        let b = r.flip().expect("flip");
+        r.clear(b);
+        let record = per_op(n, |i| {
+            std::hint::black_box(record::record_traced(&r, &ev(i64::from(i))));
+        });
+        let gen = r.generation(a);
+        let intern = per_op(n, |_| {
+            std::hint::black_box(gen.traces.insert(&frames, false));
+        });
+        let clock = per_op(n, |_| {
+            std::hint::black_box(monotonic_nanos());
+        });
+        let tid = per_op(n, |_| {
+            std::hint::black_box(gettid());
+        });
+        let context = per_op(n, |_| {
+            std::hint::black_box(Context::of_current_thread());
+        });
+        let counter = per_op(n, |_| Counter::Samples.inc());
+        println!(
+            "record_traced (30 frames, hit) {record:.0} ns ({cold:.0} ns on fresh pages), of which interning {intern:.0} ns; clock_gettime {clock:.0} ns; gettid {tid:.0} ns; context {context:.0} ns; counter inc {counter:.1} ns"
+        );
+    }
+}
