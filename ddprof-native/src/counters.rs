@@ -40,6 +40,22 @@ counters! {
     CtimerOverruns => "ctimer_overruns",
     CtimerTimersPruned => "ctimer_timers_pruned",
     HandlerDrainTimeout => "handler_drain_timeout",
+    // perf_events engine (engine/perf.rs, sample/perf.rs).
+    PerfSignalOwn => "perf_signal_own",
+    PerfThreadsArmed => "perf_threads_armed",
+    PerfOpenFailed => "perf_open_failed",
+    PerfOpenEmfile => "perf_open_emfile",
+    PerfFdsPruned => "perf_fds_pruned",
+    PerfFdsLeaked => "perf_fds_leaked",
+    PerfMergedPeriods => "perf_merged_periods",
+    PerfReenabled => "perf_reenabled",
+    PerfSamplesDeferred => "perf_samples_deferred",
+    // The effective CPU engine (1 = CTimer, 2 = ITimer, 3 = PerfEvents, 0 = none), whether
+    // the requested one was refused (1) and ctimer took over, and the achieved samples per
+    // CPU-second of the process in the last chunk (a busy thread's samples per second).
+    CpuEngine => "cpu_engine",
+    CpuEngineFallback => "cpu_engine_fallback",
+    CpuSamplesPerCpuSecond => "cpu_samples_per_cpu_second",
     // Wall-clock sampling (engine/wall.rs, sample/wall.rs), upstream's names first.
     WallclockSignalOwn => "wallclock_signal_own",
     WallclockSignalForeign => "wallclock_signal_foreign",

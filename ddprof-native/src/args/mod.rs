@@ -172,7 +172,13 @@ impl FjMethodId {
 /// Timer behind CPU sampling.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CpuEngine {
-    /// Per-thread CPU timers (`event=cpu`, `event=ctimer`, or just `cpu`).
+    /// `cpu=INTERVAL` or the default event: per-thread CPU timers where they can deliver the
+    /// interval (not finer than the scheduler tick), else perf_events where permitted
+    /// (`crate::engine::choice`).
+    Auto,
+    /// `event=cpu`: perf_events, falling back to ctimer with the reason when refused.
+    Perf,
+    /// Per-thread CPU timers (`event=ctimer`).
     CTimer,
     /// Process-wide `setitimer(ITIMER_PROF)` (`event=itimer`).
     ITimer,
@@ -309,7 +315,7 @@ impl Default for Args {
         Args {
             action: Action::None,
             cpu_interval_ns: None,
-            cpu_engine: CpuEngine::CTimer,
+            cpu_engine: CpuEngine::Auto,
             wall_interval_ns: None,
             wall_collapsing: false,
             wall_threads_per_tick: DEFAULT_WALL_THREADS_PER_TICK,

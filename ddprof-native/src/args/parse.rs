@@ -91,9 +91,13 @@ fn resolve(
     }
     let event_kind = args.event.as_deref().map(EventKind::of);
 
-    if event_kind == Some(EventKind::ITimer) {
-        args.cpu_engine = CpuEngine::ITimer;
-    }
+    args.cpu_engine = match event_kind {
+        Some(EventKind::ITimer) => CpuEngine::ITimer,
+        Some(EventKind::CTimer) => CpuEngine::CTimer,
+        // Named by the user (not the default-event rule): perf_events, as async-profiler.
+        Some(EventKind::Cpu) if explicit_event => CpuEngine::Perf,
+        _ => CpuEngine::Auto,
+    };
     let cpu_event = matches!(
         event_kind,
         Some(EventKind::Cpu | EventKind::CTimer | EventKind::ITimer)

@@ -63,7 +63,7 @@ fn default_args_hold_upstream_defaults() {
     let a = Args::default();
     assert_eq!(a.action, Action::None);
     assert_eq!(a.cpu_interval_ns, None);
-    assert_eq!(a.cpu_engine, CpuEngine::CTimer);
+    assert_eq!(a.cpu_engine, CpuEngine::Auto);
     assert_eq!(a.wall_interval_ns, None);
     assert!(!a.wall_collapsing);
     assert_eq!(a.wall_threads_per_tick, 16);
@@ -103,7 +103,7 @@ fn empty_command_defaults_to_cpu_event() {
     assert_eq!(a.action, Action::None);
     assert_eq!(a.event.as_deref(), Some("cpu"));
     assert_eq!(a.cpu_interval_ns, Some(DEFAULT_CPU_INTERVAL_NS));
-    assert_eq!(a.cpu_engine, CpuEngine::CTimer);
+    assert_eq!(a.cpu_engine, CpuEngine::Auto);
     assert_eq!(a.wall_interval_ns, None);
     assert_eq!(a.mode_mask(), EM_CPU);
 }
@@ -326,7 +326,11 @@ fn interval_must_be_positive() {
 fn cpu_events_select_engine() {
     let a = ok("event=cpu");
     assert_eq!(a.cpu_interval_ns, Some(DEFAULT_CPU_INTERVAL_NS));
-    assert_eq!(a.cpu_engine, CpuEngine::CTimer);
+    assert_eq!(a.cpu_engine, CpuEngine::Perf);
+    assert_eq!(ok("cpu=1ms,event=CPU").cpu_engine, CpuEngine::Perf);
+    assert_eq!(ok("cpu=1ms").cpu_engine, CpuEngine::Auto);
+    assert_eq!(ok("cpu=100us").cpu_interval_ns, Some(100_000));
+    assert_eq!(ok("interval=1ms").cpu_engine, CpuEngine::Auto);
     let a = ok("event=ctimer");
     assert_eq!(a.cpu_interval_ns, Some(DEFAULT_CPU_INTERVAL_NS));
     assert_eq!(a.cpu_engine, CpuEngine::CTimer);

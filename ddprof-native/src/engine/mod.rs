@@ -4,6 +4,7 @@
 pub mod ctimer;
 pub mod itimer;
 pub mod none;
+pub mod perf;
 pub mod wall;
 
 use crate::sample::handler::SignalSource;
@@ -29,5 +30,37 @@ pub fn timespec(ns: u64) -> libc::timespec {
     libc::timespec {
         tv_sec: (ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    }
+}
+
+/// The scheduler tick (1/CONFIG_HZ), the finest interval a per-thread CPU timer delivers:
+/// the kernel checks those timers only at ticks. The resolution of the coarse clocks is
+/// exactly one tick (`clock_getres(CLOCK_MONOTONIC_COARSE)`); 4 ms (CONFIG_HZ=250) where it
+/// cannot be read or is implausible.
+pub fn scheduler_tick_ns() -> u64 {
+    const DEFAULT: u64 = 4_000_000;
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_getres with a valid out pointer.
+    if unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &mut ts) } != 0 {
+        return DEFAULT;
+    }
+    let ns = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+    // CONFIG_HZ is between 100 and 1000 on every kernel in use.
+    if (1_000_000..=10_000_000).contains(&ns) {
+        ns
+    } else {
+        DEFAULT
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_tick_is_a_plausible_hz() {
+        let t = super::scheduler_tick_ns();
+        assert!((1_000_000..=10_000_000).contains(&t), "{t}");
     }
 }

@@ -359,6 +359,27 @@ fn write_settings(chunk: &mut ChunkBuilder, session: &Session, ticks: i64, tid: 
     for (name, value) in &settings {
         chunk.active_setting(ticks, tid, rec, name, value);
     }
+    if let Some(reason) = &session.cpu_engine_fallback {
+        chunk.active_setting(ticks, tid, rec, "cpuEngineFallback", reason);
+    }
+    if let Some(ns) = args.cpu_interval_ns.filter(|&ns| ns > 0) {
+        // Samples per CPU-second: asked for, and achieved over this chunk (what a thread
+        // that ran all along got per second of its CPU time).
+        let requested = 1e9 / ns as f64;
+        // What decided between ctimer and perf_events for `cpu=` (README, "Status").
+        let tick = crate::engine::scheduler_tick_ns().to_string();
+        chunk.active_setting(ticks, tid, rec, "cpuSchedulerTick", &tick);
+        chunk.active_setting(
+            ticks,
+            tid,
+            rec,
+            "cpuSamplingRateRequested",
+            &format!("{requested:.1}"),
+        );
+        if let Some(rate) = session.cpu_rate {
+            chunk.active_setting(ticks, tid, rec, "cpuSamplingRate", &format!("{rate:.1}"));
+        }
+    }
     for attr in &args.attributes {
         chunk.active_setting(ticks, tid, rec, "contextattribute", attr);
     }

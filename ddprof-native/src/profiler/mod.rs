@@ -12,10 +12,10 @@ use parking_lot::{Mutex, RwLock};
 use crate::args::{self, Action, Args, CStack, CpuEngine as EngineChoice, FjMethodId};
 use crate::counters;
 use crate::engine::wall::{self, WallClock};
-use crate::engine::{ctimer::CTimer, itimer::ITimer, none::NoCpu, Engine};
+use crate::engine::{ctimer::CTimer, itimer::ITimer, none::NoCpu, perf::PerfEvents, Engine};
 use crate::hotspot::{trace_id, vmstructs};
 use crate::methods::{lazy, preload};
-use crate::sample::handler::{self, WalkerKind};
+use crate::sample::handler::{self, SignalSource, WalkerKind};
 use crate::sample::safe_access;
 use crate::sample::signal::SigactionFailed;
 use crate::sample::vm::current_thread;
@@ -193,11 +193,6 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     // started before us and JVMTI ThreadStart will never report it.
     register_current_thread(jni);
 
-    let engine: Arc<dyn Engine> = match (interval, args.cpu_engine) {
-        (None, _) => Arc::new(NoCpu),
-        (Some(_), EngineChoice::CTimer) => Arc::new(CTimer::default()),
-        (Some(_), EngineChoice::ITimer) => Arc::new(ITimer),
-    };
     let wall_engine = match args.wall_interval_ns {
         Some(ns) => {
             crate::sample::wall::init().map_err(|e| Error::State(sigaction_message(e)))?;
@@ -226,20 +221,9 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         let bytes = crate::eh_frame::refresh();
         counters::Counter::NativeUnwindTableBytes.set(bytes as i64);
     }
-    handler::arm(
-        engine.signal_source(),
-        walker,
-        args.walkcompare,
-        args.jstackdepth as usize,
-    );
-    *ENGINE.write() = Some(engine.clone());
-    if let Err(e) = engine.start(interval.unwrap_or(0)) {
-        handler::disarm();
-        *ENGINE.write() = None;
-        return Err(Error::State(format!(
-            "Failed to start the {} engine: {e}",
-            engine.name()
-        )));
+    let (engine, cpu_engine_fallback) = start_cpu_engine(&args, walker, interval)?;
+    if let Some(reason) = &cpu_engine_fallback {
+        warnings.push(reason.clone());
     }
     if let Some(w) = &wall_engine {
         crate::sample::wall::arm(
@@ -306,8 +290,130 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         },
         fjmethodid: id_mode,
         warnings,
+        cpu_engine_fallback,
+        rate_base: (process_cpu_nanos(), own_cpu_signals()),
+        cpu_rate: None,
     });
     Ok(out)
+}
+
+/// What `cpu=` / `event=` ask of the CPU engine, given the scheduler tick: the engines to
+/// try in order. `cpu=INTERVAL` keeps ctimer (upstream's engine) where it delivers the
+/// interval and takes perf_events only below the tick, where ctimer cannot; `event=cpu`
+/// asks for perf_events. Either falls back to ctimer when perf_events is refused.
+fn engine_plan(choice: EngineChoice, interval_ns: u64, tick_ns: u64) -> EngineChoice {
+    match choice {
+        EngineChoice::Auto if interval_ns < tick_ns => EngineChoice::Perf,
+        EngineChoice::Auto => EngineChoice::CTimer,
+        other => other,
+    }
+}
+
+fn engine_code(name: &str) -> i64 {
+    match name {
+        "CTimer" => 1,
+        "ITimer" => 2,
+        "PerfEvents" => 3,
+        _ => 0,
+    }
+}
+
+/// Arms the handler and starts the CPU engine `args` call for; perf_events refused is not
+/// an error but ctimer with the reason (returned, and counted in `cpu_engine_fallback`).
+fn start_cpu_engine(
+    args: &Args,
+    walker: WalkerKind,
+    interval: Option<u64>,
+) -> Result<(Arc<dyn Engine>, Option<String>), Error> {
+    let arm = |e: &Arc<dyn Engine>| {
+        handler::arm(
+            e.signal_source(),
+            walker,
+            args.walkcompare,
+            args.jstackdepth as usize,
+        );
+        *ENGINE.write() = Some(e.clone());
+    };
+    let tick = crate::engine::scheduler_tick_ns();
+    let plan = interval.map(|ns| engine_plan(args.cpu_engine, ns, tick));
+    let mut fallback = None;
+    let engine: Arc<dyn Engine> = match plan {
+        None => Arc::new(NoCpu),
+        Some(EngineChoice::ITimer) => Arc::new(ITimer),
+        Some(EngineChoice::Perf) => {
+            let perf: Arc<dyn Engine> = Arc::new(PerfEvents::default());
+            arm(&perf);
+            match perf.start(interval.unwrap_or(0)) {
+                Ok(()) => {
+                    let ns = interval.unwrap_or(0);
+                    if ns < crate::engine::perf::MIN_PERIOD_NS {
+                        log::warn(&format!(
+                            "cpu={}ns is below perf_events' shortest period; sampling every {}us, each sample weighing the intervals it stands for",
+                            ns,
+                            crate::engine::perf::MIN_PERIOD_NS / 1000
+                        ));
+                    }
+                    counters::Counter::CpuEngine.set(engine_code(perf.name()));
+                    counters::Counter::CpuEngineFallback.set(0);
+                    return Ok((perf, None));
+                }
+                Err(e) => {
+                    let why = if args.cpu_engine == EngineChoice::Perf {
+                        "event=cpu".to_string()
+                    } else {
+                        format!(
+                            "cpu={}us is finer than the scheduler tick ({}us)",
+                            interval.unwrap_or(0) / 1000,
+                            tick / 1000
+                        )
+                    };
+                    fallback = Some(format!(
+                        "perf_events unavailable for {why}: {e}; using ctimer (at most one signal per thread per tick, weighted by the ticks it stands for)"
+                    ));
+                    handler::set_source(SignalSource::Timer);
+                    Arc::new(CTimer::default())
+                }
+            }
+        }
+        Some(_) => Arc::new(CTimer::default()),
+    };
+    arm(&engine);
+    if let Err(e) = engine.start(interval.unwrap_or(0)) {
+        handler::disarm();
+        *ENGINE.write() = None;
+        return Err(Error::State(format!(
+            "Failed to start the {} engine: {e}",
+            engine.name()
+        )));
+    }
+    counters::Counter::CpuEngine.set(engine_code(engine.name()));
+    counters::Counter::CpuEngineFallback.set(i64::from(fallback.is_some()));
+    Ok((engine, fallback))
+}
+
+/// CPU time of the whole process, ns.
+fn process_cpu_nanos() -> i64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime with a valid out pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+}
+
+/// CPU-engine signals taken as ours since the start (either engine's counter).
+fn own_cpu_signals() -> i64 {
+    counters::Counter::CtimerSignalOwn.get() + counters::Counter::PerfSignalOwn.get()
+}
+
+/// Samples per CPU-second of the process since `base` (what a busy thread gets per second),
+/// and the new base. None when too little CPU was used to tell.
+fn achieved_rate(base: (i64, i64)) -> (Option<f64>, (i64, i64)) {
+    let now = (process_cpu_nanos(), own_cpu_signals());
+    let cpu = now.0 - base.0;
+    let rate = (cpu >= 10_000_000).then(|| (now.1 - base.1) as f64 * 1e9 / cpu as f64);
+    (rate, now)
 }
 
 /// What a failed `sigaction` tells the user.
@@ -521,6 +627,12 @@ fn write_chunk(
     let end_nanos = epoch_nanos();
     let end_ticks = handler::ticks();
     let epoch = EPOCH.fetch_add(1, Ordering::AcqRel);
+    let (rate, base) = achieved_rate(session.rate_base);
+    session.rate_base = base;
+    session.cpu_rate = rate;
+    if let Some(r) = rate {
+        counters::Counter::CpuSamplesPerCpuSecond.set(r.round() as i64);
+    }
     let settings = std::mem::take(&mut *PENDING_SETTINGS.lock());
     let traced = crate::tracing::take();
     let allocations = crate::memory::thread_allocations();
@@ -591,9 +703,16 @@ pub fn status() -> String {
         Some(m) if m.allocations || m.liveness => "JVMTI SampledObjectAlloc",
         _ => "None",
     };
-    format!(
+    let mut out = format!(
         "== Java-Profiler Status ===\n Running          : {running}\n CPU Engine       : {engine}\n WallClock Engine : {wall}\n Allocations      : {allocations}\n"
-    )
+    );
+    if let Some(reason) = session
+        .as_ref()
+        .and_then(|s| s.cpu_engine_fallback.as_ref())
+    {
+        out.push_str(&format!(" CPU Engine Note  : {reason}\n"));
+    }
+    out
 }
 
 fn status_line() -> String {
@@ -641,5 +760,48 @@ pub fn on_vm_death(jni: *mut JNIEnv) {
         if let Err(e) = stop(jni) {
             eprintln!("[ddprof] failed to complete the recording at JVM exit: {e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod engine_choice_tests {
+    use super::{engine_plan, EngineChoice};
+
+    const TICK: u64 = 4_000_000;
+
+    #[test]
+    fn cpu_interval_keeps_ctimer_where_the_tick_delivers_it() {
+        assert_eq!(
+            engine_plan(EngineChoice::Auto, 10_000_000, TICK),
+            EngineChoice::CTimer
+        );
+        assert_eq!(
+            engine_plan(EngineChoice::Auto, TICK, TICK),
+            EngineChoice::CTimer
+        );
+        assert_eq!(
+            engine_plan(EngineChoice::Auto, 1_000_000, TICK),
+            EngineChoice::Perf
+        );
+        assert_eq!(
+            engine_plan(EngineChoice::Auto, 1_000_000, 1_000_000),
+            EngineChoice::CTimer
+        );
+    }
+
+    #[test]
+    fn named_events_are_what_they_name() {
+        assert_eq!(
+            engine_plan(EngineChoice::Perf, 10_000_000, TICK),
+            EngineChoice::Perf
+        );
+        assert_eq!(
+            engine_plan(EngineChoice::CTimer, 1_000_000, TICK),
+            EngineChoice::CTimer
+        );
+        assert_eq!(
+            engine_plan(EngineChoice::ITimer, 1_000_000, TICK),
+            EngineChoice::ITimer
+        );
     }
 }

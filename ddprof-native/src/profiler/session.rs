@@ -27,6 +27,14 @@ pub struct Session {
     pub fjmethodid: FjMethodId,
     /// Warnings to repeat as log events in the recording.
     pub warnings: Vec<String>,
+    /// Why the CPU engine is not the one asked for or chosen first (perf_events refused),
+    /// for `status`, the log and the `cpuEngineFallback` setting.
+    pub cpu_engine_fallback: Option<String>,
+    /// Process CPU time (ns) and own CPU signals at the start of the chunk being collected:
+    /// the base of the achieved rate (`cpu_samples_per_cpu_second`).
+    pub rate_base: (i64, i64),
+    /// That rate over the chunk just closed, for its `cpuSamplingRate` setting.
+    pub cpu_rate: Option<f64>,
 }
 
 /// `recordSetting` calls waiting for the next chunk.

@@ -37,6 +37,9 @@ pub enum SignalSource {
     Timer = 1,
     /// The kernel's interval timer: `SI_KERNEL` (itimer).
     Kernel = 2,
+    /// A perf fd of ours: `POLL_IN`/`POLL_HUP` with `si_fd` the fd of the thread's slot
+    /// (`super::perf`).
+    Perf = 3,
 }
 
 static RUNNING: AtomicBool = AtomicBool::new(false);
@@ -94,6 +97,26 @@ pub fn arm(source: SignalSource, walker: WalkerKind, compare: bool, depth: usize
     RUNNING.store(true, Ordering::Release);
 }
 
+/// Changes whose signals are sampled (an engine that fell back to another at start).
+pub fn set_source(source: SignalSource) {
+    SOURCE.store(source as u8, Ordering::Release);
+}
+
+/// Waits (bounded, as `disarm`) until no handler is inside the gate, without closing it:
+/// an engine that took its fds out of the table closes them only once no handler can
+/// still be reading one. False on timeout. Not signal-safe.
+pub fn wait_for_handlers() -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(DISARM_WAIT_MS);
+    while IN_FLIGHT.load(Ordering::SeqCst) != 0 {
+        if std::time::Instant::now() > deadline {
+            Counter::HandlerDrainTimeout.inc();
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(100));
+    }
+    true
+}
+
 /// Handlers past the gate check and not yet done: `disarm` waits for them.
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 /// How long `disarm` waits for handlers still recording (a walk takes microseconds).
@@ -145,6 +168,10 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, uc: *mut libc::c
     let _errno = ErrnoGuard::new();
     // SAFETY: `info` is the kernel's siginfo for this SA_SIGINFO handler.
     let si = unsafe { signal::read_info(info) };
+    if SOURCE.load(Ordering::Relaxed) == SignalSource::Perf as u8 {
+        on_perf_signal(sig, info, uc, si);
+        return;
+    }
     if !owns(si.code, si.value) {
         Counter::CtimerSignalForeign.inc();
         signal::chain(sig, info, uc);
@@ -168,6 +195,39 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, uc: *mut libc::c
             context: Context::of_current_thread(),
         };
         walk_and_record(uc, &sample);
+    }
+}
+
+/// A SIGPROF while the perf_events engine is armed. The fd check and its `read` happen
+/// inside the gate, so that an engine closing fds (`wait_for_handlers`) never lets a handler
+/// read an fd number that was closed and reused. Signal-safe.
+fn on_perf_signal(
+    sig: c_int,
+    info: *mut libc::siginfo_t,
+    uc: *mut libc::c_void,
+    si: signal::SigInfo,
+) {
+    let gate = InFlight::enter();
+    let tid = gettid();
+    let Some(weight) = super::perf::claim(tid, si.code, si.fd, monotonic_nanos() as u64) else {
+        drop(gate);
+        Counter::CtimerSignalForeign.inc();
+        signal::chain(sig, info, uc);
+        return;
+    };
+    Counter::PerfSignalOwn.inc();
+    if weight > 0 && gate.open() {
+        let uc = SignalContext(uc);
+        let (mode, thread_state) = mode::of_interrupted(uc);
+        let sample = Sample {
+            kind: EventKind::Cpu,
+            weight,
+            mode,
+            state: thread_state,
+            context: Context::of_current_thread(),
+        };
+        walk_and_record_as(uc, &sample, tid);
+        super::perf::finish(tid, monotonic_nanos() as u64);
     }
 }
 
@@ -230,6 +290,11 @@ pub(super) fn record_reused(tid: i32, s: &Sample, epoch: u64, trace_id: u32) -> 
 /// Walks and records one sample of the current thread. Returns the generation epoch and
 /// trace id it was recorded with (None: dropped). Signal-safe.
 pub(super) fn walk_and_record(uc: SignalContext, s: &Sample) -> Option<(u64, u32)> {
+    walk_and_record_as(uc, s, gettid())
+}
+
+/// [`walk_and_record`] for a caller that already knows its tid (`gettid` is a system call).
+pub(super) fn walk_and_record_as(uc: SignalContext, s: &Sample, tid: i32) -> Option<(u64, u32)> {
     let state = STATE.get()?;
     let vm = match WALKER.load(Ordering::Relaxed) {
         x if x == WalkerKind::Vm as u8 => VmWalker::get(),
@@ -245,7 +310,6 @@ pub(super) fn walk_and_record(uc: SignalContext, s: &Sample) -> Option<(u64, u32
         }
     };
     let start = monotonic_nanos();
-    let tid = gettid();
     let first = (tid as usize) % STRIPES;
     let Some(stripe) = state
         .stripes
@@ -303,4 +367,78 @@ pub(super) fn walk_and_record(uc: SignalContext, s: &Sample) -> Option<(u64, u32
     Counter::UnwindingNanos.add(spent);
     Counter::UnwindingNanosMax.max(spent);
     recorded
+}
+
+/// What the steps of a sample cost outside the walk, one thread, warm caches: run by hand
+/// (`cargo test --release --lib record_step_costs -- --ignored --nocapture`) when working on
+/// the handler's cost; it prints, asserts nothing.
+#[cfg(test)]
+mod cost_tests {
+    use super::*;
+
+    /// The best of 5 rounds of `n / 5` calls (the machine may be shared).
+    fn per_op(n: u32, mut f: impl FnMut(u32)) -> f64 {
+        let round = n / 5;
+        (0..5)
+            .map(|r| {
+                let t = std::time::Instant::now();
+                for i in 0..round {
+                    f(r * round + i);
+                }
+                t.elapsed().as_nanos() as f64 / f64::from(round)
+            })
+            .fold(f64::MAX, f64::min)
+    }
+
+    #[test]
+    #[ignore]
+    fn record_step_costs() {
+        let frames: Vec<Frame> = (0..30)
+            .map(|d| Frame::java(0x7f00_0000 + d * 64, d as i32, 1))
+            .collect();
+        let r = Recorder::new(TRACE_SLOTS, TRACE_FRAMES, SAMPLES);
+        let ev = |ticks| Event {
+            kind: EventKind::Cpu,
+            weight: 1,
+            ticks,
+            tid: 1,
+            context: Context::default(),
+            frames: &frames,
+            truncated: false,
+            mode: 1,
+            state: 2,
+        };
+        let n = 100_000;
+        let cold = per_op(n, |i| {
+            std::hint::black_box(record::record_traced(&r, &ev(i64::from(i))));
+        });
+        // Both generations' pages touched once, as after the first dumps of a session.
+        let a = r.flip().expect("flip");
+        per_op(n, |i| {
+            std::hint::black_box(record::record_traced(&r, &ev(i64::from(i))));
+        });
+        r.clear(a);
+        let b = r.flip().expect("flip");
+        r.clear(b);
+        let record = per_op(n, |i| {
+            std::hint::black_box(record::record_traced(&r, &ev(i64::from(i))));
+        });
+        let gen = r.generation(a);
+        let intern = per_op(n, |_| {
+            std::hint::black_box(gen.traces.insert(&frames, false));
+        });
+        let clock = per_op(n, |_| {
+            std::hint::black_box(monotonic_nanos());
+        });
+        let tid = per_op(n, |_| {
+            std::hint::black_box(gettid());
+        });
+        let context = per_op(n, |_| {
+            std::hint::black_box(Context::of_current_thread());
+        });
+        let counter = per_op(n, |_| Counter::Samples.inc());
+        println!(
+            "record_traced (30 frames, hit) {record:.0} ns ({cold:.0} ns on fresh pages), of which interning {intern:.0} ns; clock_gettime {clock:.0} ns; gettid {tid:.0} ns; context {context:.0} ns; counter inc {counter:.1} ns"
+        );
+    }
 }

@@ -15,6 +15,11 @@ pub const WALL_SIGNAL: c_int = libc::SIGVTALRM;
 /// Value carried by our wall-clock signals (`si_value` of SI_QUEUE).
 pub const WALL_SIGNAL_COOKIE: u64 = 0x6464_7072_6f66_0002;
 
+/// `si_code` of an fd's signal (SIGIO-style, `F_SETSIG`): data to read, and the fd hung up
+/// (a perf event that disabled itself). The kernel's values; libc does not export them.
+pub const POLL_IN: c_int = 1;
+pub const POLL_HUP: c_int = 6;
+
 /// Value carried by our own timer signals (`si_value` of SI_TIMER), to tell them from
 /// anyone else's SIGPROF.
 pub const TIMER_SIGNAL_MAGIC: u64 = 0x6464_7072_6f66_0001;
@@ -189,12 +194,25 @@ pub fn replace(sig: c_int, new: &libc::sigaction) -> Result<libc::sigaction, Sig
 
 /// What a handler needs of a siginfo: `si_code`, for POSIX timer signals (`SI_TIMER`)
 /// `si_value` and `si_overrun`, the expirations the kernel merged into this one signal, and
-/// for queued signals (`SI_QUEUE`) `si_value`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// for queued signals (`SI_QUEUE`) `si_value`, for an fd's signals (`POLL_*`) `si_fd`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SigInfo {
     pub code: c_int,
     pub value: u64,
     pub overrun: u32,
+    /// `si_fd` of an fd's signal (`POLL_IN` .. `POLL_HUP`: perf_events), else -1.
+    pub fd: c_int,
+}
+
+impl Default for SigInfo {
+    fn default() -> Self {
+        SigInfo {
+            code: 0,
+            value: 0,
+            overrun: 0,
+            fd: -1,
+        }
+    }
 }
 
 /// Reads a [`SigInfo`]. Signal-safe.
@@ -207,15 +225,25 @@ pub unsafe fn read_info(info: *const libc::siginfo_t) -> SigInfo {
     }
     // SAFETY: the kernel's siginfo is 128 bytes; si_code sits at offset 8 and, for
     // SI_TIMER, the union at 16 holds si_tid (16), si_overrun (20) and si_value (24); for
-    // SI_QUEUE si_pid (16), si_uid (20) and si_value (24).
+    // SI_QUEUE si_pid (16), si_uid (20) and si_value (24); for the POLL_* codes of an fd's
+    // signal si_band (16, a long) and si_fd (24).
     unsafe {
         let code = (*info).si_code;
+        if (POLL_IN..=POLL_HUP).contains(&code) {
+            let base = info as *const u8;
+            return SigInfo {
+                code,
+                fd: base.add(24).cast::<c_int>().read_unaligned(),
+                ..SigInfo::default()
+            };
+        }
         if code == libc::SI_QUEUE {
             let base = info as *const u8;
             return SigInfo {
                 code,
                 value: base.add(24).cast::<u64>().read_unaligned(),
                 overrun: 0,
+                fd: -1,
             };
         }
         if code != libc::SI_TIMER {
@@ -229,6 +257,7 @@ pub unsafe fn read_info(info: *const libc::siginfo_t) -> SigInfo {
             code,
             value: base.add(24).cast::<u64>().read_unaligned(),
             overrun: base.add(20).cast::<i32>().read_unaligned().max(0) as u32,
+            fd: -1,
         }
     }
 }

@@ -255,7 +255,7 @@ fn sample(uc: SignalContext) {
             None
         };
     let Some(slot) = slot else {
-        let recorded = handler::walk_and_record(uc, &s);
+        let recorded = handler::walk_and_record_as(uc, &s, tid);
         if let (Some(_), Some((cell, run))) = (recorded, owned) {
             cell.mark_sampled(run);
         }
@@ -298,7 +298,7 @@ fn sample(uc: SignalContext) {
         Counter::SkippedWallclockUnwinds.inc();
         reused == Some(true)
     } else {
-        let recorded = handler::walk_and_record(uc, &s);
+        let recorded = handler::walk_and_record_as(uc, &s, tid);
         if recorded.is_none() {
             restore(slot, s.weight);
         }

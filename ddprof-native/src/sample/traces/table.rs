@@ -54,17 +54,23 @@ pub struct TraceView<'a> {
     pub frames: &'a [Frame],
 }
 
+/// Two independent multiply-rotate chains, one over the methods and one over bci and kinds,
+/// which the CPU runs side by side (one chain over both words was a serial dependency of two
+/// rounds per frame: the larger part of interning a hit), folded by a finalizer so that the
+/// low bits the table indexes by depend on every input bit.
 fn hash(frames: &[Frame], truncated: bool) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ truncated as u64;
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut a: u64 = 0xcbf2_9ce4_8422_2325 ^ truncated as u64;
+    let mut b: u64 = frames.len() as u64;
     for f in frames {
-        for w in [
-            f.method,
-            ((f.bci as u32 as u64) << 16) | ((f.kind as u64) << 8) | f.frame_type as u64,
-        ] {
-            h = (h ^ w).wrapping_mul(0x0000_0100_0000_01b3);
-            h ^= h >> 29;
-        }
+        let packed = ((f.bci as u32 as u64) << 16) | ((f.kind as u64) << 8) | f.frame_type as u64;
+        a = (a ^ f.method).wrapping_mul(K).rotate_left(29);
+        b = (b ^ packed).wrapping_mul(K).rotate_left(29);
     }
+    let mut h = a ^ b.rotate_left(32);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
     h | 1
 }
 

@@ -51,7 +51,7 @@ class CpuSamplingTest {
                 "getSamples() should grow while profiling: at start " + samplesAtStart + ", at the end " + samplesAtEnd);
 
         List<RecordedEvent> samples = JfrReader.executionSamples(file);
-        assertChainSampled(samples, 20);
+        assertChainSampled(samples, WORKER, 20);
         assertTrue(samplesAtEnd >= JfrReader.onThread(samples, WORKER).size(),
                 "getSamples() (" + samplesAtEnd + ") counts fewer samples than the recording holds for " + WORKER);
 
@@ -68,7 +68,7 @@ class CpuSamplingTest {
         assertTrue(status.contains("ITimer"), "getStatus() should name the ITimer engine:\n" + status);
 
         List<RecordedEvent> samples = JfrReader.executionSamples(file);
-        assertChainSampled(samples, 20);
+        assertChainSampled(samples, WORKER, 20);
 
         List<RecordedEvent> config = JfrReader.events(file, JfrReader.PROFILER_CONFIG);
         assertFalse(config.isEmpty(), "no " + JfrReader.PROFILER_CONFIG + " event");
@@ -100,12 +100,13 @@ class CpuSamplingTest {
         return status;
     }
 
-    private static void assertChainSampled(List<RecordedEvent> samples, int minSamples) {
+    /** Also used by {@link PerfEventsTest}: samples of {@code workerName} running {@link CpuBurner}. */
+    static void assertChainSampled(List<RecordedEvent> samples, String workerName, int minSamples) {
         assertFalse(samples.isEmpty(), "no " + JfrReader.EXECUTION_SAMPLE + " events");
-        List<RecordedEvent> worker = JfrReader.onThread(samples, WORKER);
+        List<RecordedEvent> worker = JfrReader.onThread(samples, workerName);
         Set<String> threads = samples.stream().map(JfrReader::threadName).collect(Collectors.toCollection(TreeSet::new));
         assertTrue(worker.size() >= minSamples,
-                "expected >= " + minSamples + " samples on thread '" + WORKER + "', got " + worker.size()
+                "expected >= " + minSamples + " samples on thread '" + workerName + "', got " + worker.size()
                         + " (of " + samples.size() + " in all, threads " + threads + ")");
 
         int inOrder = 0;
@@ -137,7 +138,7 @@ class CpuSamplingTest {
                 "frames of chainA/B/C need lineNumber > 0 and bytecodeIndex >= 0; " + unlocated.size() + " of "
                         + chainFrames + " lack them, e.g.\n  " + String.join("\n  ", unlocated.subList(0, Math.min(5, unlocated.size()))));
         assertTrue(inOrder * 2 >= worker.size(),
-                "most samples of '" + WORKER + "' should hold chainC < chainB < chainA (leaf first); " + inOrder
+                "most samples of '" + workerName + "' should hold chainC < chainB < chainA (leaf first); " + inOrder
                         + " of " + worker.size() + " do. First samples:" + JfrReader.describe(worker, 10));
     }
 }

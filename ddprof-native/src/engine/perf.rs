@@ -1,0 +1,485 @@
+//! `PerfEvents`: one perf_events fd per thread (software `cpu-clock`, user space only),
+//! its overflow signalled as SIGPROF to that very thread. The event is a high-resolution
+//! timer on the thread's own CPU time, so unlike ctimer it is not bound to the scheduler
+//! tick: `cpu=1ms` gives a busy thread 1000 samples per CPU-second.
+//!
+//! The event runs free: enabled once, it overflows every `interval` of the thread's CPU
+//! time and each overflow queues one signal. No `PERF_EVENT_IOC_REFRESH`: a refreshed event
+//! disables itself at each overflow and must be re-armed by every exit of the handler, and
+//! that self-disabling inside the hrtimer interrupt is what hangs Linux 6.16/6.17. A free
+//! event needs nothing from the handler; the one run-time cost is that it keeps counting
+//! while the handler runs (the handler's CPU time is the thread's, as under ctimer), and a
+//! second overflow during it waits as a pending signal (the weight covers merged ones:
+//! `crate::sample::perf`).
+//!
+//! fds are opened for every thread alive at start (/proc/self/task) and at JVMTI
+//! ThreadStart, closed at ThreadEnd, at the dump after a thread vanished without one, and at
+//! stop, always with `O_CLOEXEC`. A thread whose setup fails half-way is rolled back (fd
+//! closed, slot cleared). The soft `RLIMIT_NOFILE` is raised to the hard limit at start;
+//! on `EMFILE` the engine stops opening fds for further threads (counted) rather than
+//! starve the application of descriptors.
+//!
+//! Whether the kernel permits it is found by opening one event on the starting thread
+//! (which also catches seccomp filters and kernels without perf_events): the refusal,
+//! with errno and `perf_event_paranoid`, is what the profiler reports when it falls back to
+//! ctimer. `DDPROF_TEST_PERF_OPEN_ERRNO=<errno>` (test-only) makes every open fail so.
+//!
+//! Intervals below [`MIN_PERIOD_NS`] are sampled at that period, each sample weighing the
+//! requested intervals it stands for.
+
+use std::collections::HashMap;
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+use super::Engine;
+use crate::counters::Counter;
+use crate::log;
+use crate::sample::handler::{self, SignalSource};
+use crate::sample::perf::{self as slots, IOC_DISABLE, IOC_ENABLE};
+use crate::sample::signal::SAMPLING_SIGNAL;
+
+/// Test-only: every perf_event_open fails with this errno (a number, or EACCES, EPERM,
+/// ENOSYS, ENOENT, EMFILE).
+pub const FAIL_OPEN_ENV: &str = "DDPROF_TEST_PERF_OPEN_ERRNO";
+
+const PERF_TYPE_SOFTWARE: u32 = 1;
+const PERF_COUNT_SW_CPU_CLOCK: u64 = 0;
+const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
+/// `perf_event_attr` flag bits (the bitfield after `read_format`).
+const ATTR_DISABLED: u64 = 1 << 0;
+const ATTR_EXCLUDE_KERNEL: u64 = 1 << 5;
+const ATTR_EXCLUDE_HV: u64 = 1 << 6;
+const F_SETSIG: c_int = 10;
+const F_SETOWN_EX: c_int = 15;
+const F_OWNER_TID: c_int = 0;
+/// The shortest period the events are given. The handler's own CPU time counts on the
+/// thread's clock, and a handler costs a few µs (tens for deep stacks): a period near that
+/// would give the thread nothing but samples (a signal pending again at every handler exit).
+/// ctimer's floor is the tick; this one is 100 µs. Weights stay in units of the requested
+/// interval, so that weight times interval is still the CPU time.
+pub const MIN_PERIOD_NS: u64 = 100_000;
+
+/// `struct perf_event_attr` up to `config1` (`PERF_ATTR_SIZE_VER0`, 64 bytes), which
+/// every kernel with perf_events accepts.
+#[repr(C)]
+struct PerfEventAttr {
+    type_: u32,
+    size: u32,
+    config: u64,
+    sample_period: u64,
+    sample_type: u64,
+    read_format: u64,
+    flags: u64,
+    wakeup_events: u32,
+    bp_type: u32,
+    config1: u64,
+}
+
+const _: () = assert!(std::mem::size_of::<PerfEventAttr>() == 64);
+
+#[repr(C)]
+struct FOwnerEx {
+    type_: c_int,
+    pid: libc::pid_t,
+}
+
+#[derive(Default)]
+pub struct PerfEvents {
+    interval_ns: AtomicU64,
+    armed: AtomicBool,
+    /// Set on the first `EMFILE`: no more fds this session.
+    exhausted: AtomicBool,
+    /// Simulated errno (test-only), 0 = none.
+    fail_errno: AtomicI32,
+    /// tid -> fd, the engine's own bookkeeping (the handler reads `sample::perf`).
+    fds: Mutex<HashMap<i32, c_int>>,
+}
+
+fn errno() -> c_int {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+fn close(fd: c_int) {
+    // SAFETY: closing an fd we opened and took out of the table.
+    unsafe { libc::close(fd) };
+}
+
+/// `/proc/sys/kernel/perf_event_paranoid`, None where perf_events is absent.
+pub fn paranoid() -> Option<i32> {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+}
+
+fn pid_max() -> usize {
+    std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(1 << 22)
+}
+
+/// Raises the soft limit on open files to the hard one: one fd per thread adds up.
+fn raise_nofile() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit with a valid struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}
+
+fn parse_errno(v: &str) -> c_int {
+    match v.trim() {
+        "EACCES" => libc::EACCES,
+        "EPERM" => libc::EPERM,
+        "ENOSYS" => libc::ENOSYS,
+        "ENOENT" => libc::ENOENT,
+        "EMFILE" => libc::EMFILE,
+        n => n.parse().unwrap_or(libc::EACCES),
+    }
+}
+
+/// Opens a cpu-clock event counting `tid`'s CPU time, overflowing every `period_ns`,
+/// disabled until `arm_fd`.
+fn open_event(tid: i32, period_ns: u64, fail: c_int) -> Result<c_int, c_int> {
+    if fail != 0 {
+        return Err(fail);
+    }
+    let attr = PerfEventAttr {
+        type_: PERF_TYPE_SOFTWARE,
+        size: std::mem::size_of::<PerfEventAttr>() as u32,
+        config: PERF_COUNT_SW_CPU_CLOCK,
+        sample_period: period_ns,
+        sample_type: 0,
+        read_format: 0,
+        // User space only: kernel frames are not collected, and paranoid 2 (the common
+        // default) refuses anything else. The count still includes kernel time.
+        flags: ATTR_DISABLED | ATTR_EXCLUDE_KERNEL | ATTR_EXCLUDE_HV,
+        wakeup_events: 0,
+        bp_type: 0,
+        config1: 0,
+    };
+    // SAFETY: a valid attr of the size it says; pid = tid, any cpu, no group.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            &attr as *const PerfEventAttr,
+            tid,
+            -1 as c_int,
+            -1 as c_int,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        Err(errno())
+    } else {
+        Ok(fd as c_int)
+    }
+}
+
+/// Routes `fd`'s overflows to thread `tid` as SIGPROF. Err(errno) on the first failure.
+fn route_to_thread(fd: c_int, tid: i32) -> Result<(), c_int> {
+    let owner = FOwnerEx {
+        type_: F_OWNER_TID,
+        pid: tid,
+    };
+    // SAFETY: fcntls on our own fd with valid arguments.
+    unsafe {
+        if libc::fcntl(fd, libc::F_SETFL, libc::O_ASYNC) != 0
+            || libc::fcntl(fd, F_SETSIG, SAMPLING_SIGNAL) != 0
+            || libc::fcntl(fd, F_SETOWN_EX, &owner as *const FOwnerEx) != 0
+        {
+            return Err(errno());
+        }
+    }
+    Ok(())
+}
+
+impl PerfEvents {
+    /// Whether the kernel lets this thread open the event, tried once on the calling thread.
+    /// Err: the reason, for the log, `status` and the recording.
+    pub fn probe(&self, interval_ns: u64) -> Result<(), String> {
+        let fail = self.fail_errno.load(Ordering::Relaxed);
+        let tid = crate::sample::context::gettid();
+        match open_event(tid, interval_ns.max(MIN_PERIOD_NS), fail) {
+            Ok(fd) => {
+                close(fd);
+                Ok(())
+            }
+            Err(e) => Err(format!(
+                "perf_event_open refused: {}{} (perf_event_paranoid={})",
+                std::io::Error::from_raw_os_error(e),
+                if fail != 0 { ", simulated" } else { "" },
+                paranoid().map_or("absent".to_string(), |p| p.to_string()),
+            )),
+        }
+    }
+
+    /// Opens and arms `tid`'s fd if the engine is armed; under the fds' lock, which `stop`
+    /// takes to disarm (as ctimer). Err(errno) when the open or set-up failed.
+    fn arm(&self, tid: i32) -> Result<(), c_int> {
+        let mut fds = self.fds.lock();
+        if !self.armed.load(Ordering::Acquire) || self.exhausted.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let period = self.interval_ns.load(Ordering::Relaxed);
+        let fd = match open_event(tid, period, self.fail_errno.load(Ordering::Relaxed)) {
+            Ok(fd) => fd,
+            Err(e) => {
+                if e == libc::EMFILE || e == libc::ENFILE {
+                    Counter::PerfOpenEmfile.inc();
+                    if !self.exhausted.swap(true, Ordering::Relaxed) {
+                        log::warn(&format!(
+                            "perf_events: out of file descriptors at {} threads; threads started from now on are not CPU-sampled",
+                            fds.len()
+                        ));
+                    }
+                } else {
+                    // Threads that exit while we enumerate them are expected here (ESRCH).
+                    Counter::PerfOpenFailed.inc();
+                }
+                return Err(e);
+            }
+        };
+        if let Err(e) = route_to_thread(fd, tid) {
+            close(fd);
+            Counter::PerfOpenFailed.inc();
+            return Err(e);
+        }
+        match slots::publish(tid, fd) {
+            Ok(old) => {
+                // A reused tid still had the dead thread's fd: that thread cannot be in a
+                // handler, and this thread is not in one here.
+                if let Some(old) = old {
+                    fds.remove(&tid);
+                    close(old);
+                }
+            }
+            Err(slots::NoRoom) => {
+                close(fd);
+                Counter::PerfOpenFailed.inc();
+                return Err(libc::ERANGE);
+            }
+        }
+        // SAFETY: enabling our own perf fd.
+        if unsafe { libc::ioctl(fd, IOC_ENABLE, 0) } != 0 {
+            let e = errno();
+            slots::take(tid);
+            close(fd);
+            Counter::PerfOpenFailed.inc();
+            return Err(e);
+        }
+        fds.insert(tid, fd);
+        Counter::PerfThreadsArmed.set(fds.len() as i64);
+        Ok(())
+    }
+
+    /// Takes `victims` out of the table and closes them once no handler can be reading one.
+    fn close_all(&self, victims: Vec<(i32, c_int)>) {
+        if victims.is_empty() {
+            return;
+        }
+        for &(tid, fd) in &victims {
+            slots::take(tid);
+            // SAFETY: disabling our own perf fd; no more overflows from it.
+            unsafe { libc::ioctl(fd, IOC_DISABLE, 0) };
+        }
+        if handler::wait_for_handlers() {
+            for (_, fd) in victims {
+                close(fd);
+            }
+        } else {
+            // A handler stuck past the drain bound might still read one: leaking an fd is
+            // better than letting it read a file that took its number.
+            Counter::PerfFdsLeaked.add(victims.len() as i64);
+        }
+    }
+}
+
+impl Engine for PerfEvents {
+    fn name(&self) -> &'static str {
+        "PerfEvents"
+    }
+
+    fn start(&self, interval_ns: u64) -> Result<(), String> {
+        let period = interval_ns.max(MIN_PERIOD_NS);
+        let unit = interval_ns.max(1);
+        self.fail_errno.store(
+            std::env::var(FAIL_OPEN_ENV).map_or(0, |v| parse_errno(&v)),
+            Ordering::Relaxed,
+        );
+        self.probe(period)?;
+        raise_nofile();
+        let room = slots::init(pid_max());
+        if room < pid_max() {
+            log::warn(&format!(
+                "perf_events: pid_max grew to {} since the first start; threads with ids from {room} on are not CPU-sampled",
+                pid_max()
+            ));
+        }
+        slots::set_period(unit, period);
+        self.interval_ns.store(period, Ordering::Relaxed);
+        self.exhausted.store(false, Ordering::Relaxed);
+        self.armed.store(true, Ordering::Release);
+        let tids = crate::threads::all_tids();
+        if tids.is_empty() {
+            self.stop();
+            return Err("cannot list threads in /proc/self/task".into());
+        }
+        let mut last_error = 0;
+        for tid in tids {
+            if let Err(e) = self.arm(tid) {
+                last_error = e;
+            }
+        }
+        if self.fds.lock().is_empty() {
+            self.stop();
+            return Err(format!(
+                "perf_event_open failed for every thread: {}",
+                std::io::Error::from_raw_os_error(last_error)
+            ));
+        }
+        Ok(())
+    }
+
+    fn stop(&self) {
+        let victims: Vec<(i32, c_int)> = {
+            let mut fds = self.fds.lock();
+            self.armed.store(false, Ordering::Release);
+            fds.drain().collect()
+        };
+        self.close_all(victims);
+        Counter::PerfThreadsArmed.set(0);
+    }
+
+    fn thread_started(&self, tid: i32) {
+        let _ = self.arm(tid);
+    }
+
+    /// On the ending thread itself: no handler of it can be running.
+    fn thread_ended(&self, tid: i32) {
+        let mut fds = self.fds.lock();
+        if let Some(fd) = fds.remove(&tid) {
+            slots::take(tid);
+            close(fd);
+            Counter::PerfThreadsArmed.set(fds.len() as i64);
+        }
+    }
+
+    fn signal_source(&self) -> SignalSource {
+        SignalSource::Perf
+    }
+
+    /// Closes the fds of threads that are gone without a ThreadEnd (threads that were never
+    /// Java threads, or exited during a start).
+    fn prune(&self) {
+        let live: std::collections::HashSet<i32> = crate::threads::all_tids().into_iter().collect();
+        if live.is_empty() {
+            return;
+        }
+        let victims: Vec<(i32, c_int)> = {
+            let mut fds = self.fds.lock();
+            let gone: Vec<i32> = fds.keys().copied().filter(|t| !live.contains(t)).collect();
+            let v = gone
+                .into_iter()
+                .filter_map(|t| fds.remove(&t).map(|fd| (t, fd)))
+                .collect::<Vec<_>>();
+            Counter::PerfThreadsArmed.set(fds.len() as i64);
+            v
+        };
+        Counter::PerfFdsPruned.add(victims.len() as i64);
+        self.close_all(victims);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errno_names_parse() {
+        assert_eq!(parse_errno("EACCES"), libc::EACCES);
+        assert_eq!(parse_errno("EMFILE"), libc::EMFILE);
+        assert_eq!(parse_errno("1"), 1);
+    }
+
+    #[test]
+    fn simulated_failure_is_reported_with_paranoid() {
+        let e = PerfEvents::default();
+        e.fail_errno.store(libc::EACCES, Ordering::Relaxed);
+        let msg = e.probe(1_000_000).unwrap_err();
+        assert!(msg.contains("perf_event_open refused"), "{msg}");
+        assert!(msg.contains("simulated"), "{msg}");
+        assert!(msg.contains("perf_event_paranoid="), "{msg}");
+    }
+
+    /// The handler's claim: only POLL_IN/POLL_HUP with this thread's own fd, weighing the
+    /// whole periods of CPU the fd counted since the previous claim.
+    #[test]
+    fn claim_accepts_only_this_threads_fd_and_weighs_the_periods() {
+        let tid = crate::sample::context::gettid();
+        let period = 1_000_000;
+        let fd = match open_event(tid, period, 0) {
+            Ok(fd) => fd,
+            Err(e) => {
+                eprintln!("perf_event_open not permitted here (errno {e}); skipped");
+                return;
+            }
+        };
+        slots::init(pid_max());
+        slots::set_period(period, period);
+        assert!(slots::publish(tid, fd).is_ok());
+        // SAFETY: enabling our own perf fd (not routed: no signal is sent).
+        assert_eq!(unsafe { libc::ioctl(fd, IOC_ENABLE, 0) }, 0);
+        let start = std::time::Instant::now();
+        let mut x = 1u64;
+        while start.elapsed() < std::time::Duration::from_millis(30) {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        assert_eq!(
+            slots::claim(tid, 2, fd, 0),
+            None,
+            "POLL_OUT is not a perf overflow"
+        );
+        assert_eq!(slots::claim(tid, 1, fd + 1, 0), None, "another fd");
+        let w = slots::claim(tid, 1, fd, 0).expect("own fd");
+        // ~30 ms of CPU (less on a busy host, never more than wall time).
+        assert!((1..=31).contains(&w), "weight {w}");
+        assert_eq!(
+            slots::claim(tid, 1, fd, 0),
+            Some(1),
+            "nothing elapsed: still one"
+        );
+        slots::finish(tid, 1_000_000_000);
+        assert_eq!(
+            slots::claim(tid, 1, fd, 1_000_000_000 + period / 8),
+            Some(0),
+            "right after the previous sample ended: deferred"
+        );
+        assert_eq!(slots::claim(tid, 1, fd, 1_000_000_000 + period), Some(1));
+        assert_eq!(slots::take(tid), Some(fd));
+        assert_eq!(slots::claim(tid, 1, fd, 0), None, "taken out");
+        close(fd);
+    }
+
+    /// Where the kernel permits it: an event on this thread opens, routes and enables.
+    #[test]
+    fn own_thread_event_opens_when_permitted() {
+        let tid = crate::sample::context::gettid();
+        match open_event(tid, 1_000_000, 0) {
+            Ok(fd) => {
+                route_to_thread(fd, tid).expect("fcntl");
+                close(fd);
+            }
+            Err(e) => eprintln!("perf_event_open not permitted here (errno {e}); skipped"),
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! The handler's side of the perf_events engine (`crate::engine::perf`): a table indexed by
+//! thread id holding each armed thread's perf fd and the counter reading its samples have
+//! accounted for so far. The engine writes a slot outside any handler; the handler only
+//! reads its own thread's slot and advances its reading. No lock, no allocation.
+//!
+//! A perf fd set up with `O_ASYNC`, `F_SETSIG` SIGPROF and `F_SETOWN_EX` (`F_OWNER_TID`)
+//! makes the kernel send SIGPROF to that thread at each counter overflow, with `si_code`
+//! `POLL_IN` (`POLL_HUP` when the event disabled itself on reaching its event limit) and
+//! `si_fd` the fd. A signal is ours when it carries one of those codes and the fd this
+//! thread's slot holds: any other SIGPROF (a timer, `kill`, someone else's fd) is not.
+//!
+//! Weight: the fd's count is the thread's CPU time in ns (`cpu-clock`). The kernel merges
+//! overflows whose signal is still pending, and skips the overflows that fall in kernel mode
+//! (`exclude_kernel`), so a sample stands for the whole periods elapsed since the previous
+//! one: `(count - accounted) / period`, at least 1, the remainder carried to the next.
+
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+use super::signal::{POLL_HUP, POLL_IN};
+use crate::counters::Counter;
+use crate::memory::{Category, Mapped, Zeroable};
+
+/// `PERF_EVENT_IOC_ENABLE`: `_IO('$', 0)`, the same number on every architecture.
+pub const IOC_ENABLE: libc::c_ulong = 0x2400;
+/// `PERF_EVENT_IOC_DISABLE`: `_IO('$', 1)`.
+pub const IOC_DISABLE: libc::c_ulong = 0x2401;
+
+pub struct Slot {
+    /// fd + 1 (0: this thread has no perf fd).
+    fd: AtomicI32,
+    /// Count (ns of CPU) the thread's samples stand for so far.
+    accounted: AtomicU64,
+    /// CLOCK_MONOTONIC ns at the end of this thread's last sample (0: none yet).
+    last_end: AtomicU64,
+}
+
+// SAFETY: atomics are valid when zeroed.
+unsafe impl Zeroable for Slot {}
+
+static TABLE: OnceLock<Mapped<Slot>> = OnceLock::new();
+/// The unit of weights: the requested interval (the fd's period may be longer).
+static PERIOD_NS: AtomicU64 = AtomicU64::new(1);
+/// The fds' period.
+static FD_PERIOD_NS: AtomicU64 = AtomicU64::new(1);
+
+/// Makes the table once, with room for thread ids below `len` (pid_max). Not signal-safe.
+pub fn init(len: usize) -> usize {
+    TABLE
+        .get_or_init(|| Mapped::new(len.max(1), Category::SampleBuffers))
+        .len()
+}
+
+/// Ids the table has room for (0 before `init`).
+pub fn capacity() -> usize {
+    TABLE.get().map_or(0, |t| t.len())
+}
+
+/// `unit_ns`: the requested interval, the unit of weights; `fd_ns`: the fds' period.
+pub fn set_period(unit_ns: u64, fd_ns: u64) {
+    PERIOD_NS.store(unit_ns.max(1), Ordering::Relaxed);
+    FD_PERIOD_NS.store(fd_ns.max(1), Ordering::Relaxed);
+}
+
+fn slot(tid: i32) -> Option<&'static Slot> {
+    TABLE.get()?.get(usize::try_from(tid).ok()?)
+}
+
+/// The table has no slot for a thread id (above pid_max at the first start).
+#[derive(Debug)]
+pub struct NoRoom;
+
+/// Gives `tid` the fd `fd`, its reading starting at 0. Returns the fd it replaces (a dead
+/// thread's whose id was reused). False when the table has no room for `tid`.
+pub fn publish(tid: i32, fd: c_int) -> Result<Option<c_int>, NoRoom> {
+    let s = slot(tid).ok_or(NoRoom)?;
+    s.accounted.store(0, Ordering::Relaxed);
+    s.last_end.store(0, Ordering::Relaxed);
+    let old = s.fd.swap(fd + 1, Ordering::AcqRel);
+    Ok((old > 0).then_some(old - 1))
+}
+
+/// Takes `tid`'s fd out of the table: from now on its signals are not ours.
+pub fn take(tid: i32) -> Option<c_int> {
+    let old = slot(tid)?.fd.swap(0, Ordering::AcqRel);
+    (old > 0).then_some(old - 1)
+}
+
+/// The weight of a signal with `code` and `fd` on thread `tid` when it is a perf signal of
+/// that thread's fd, else None. Reads the fd's count (`read(2)`, async-signal-safe) and
+/// re-enables an event that disabled itself at its event limit. `Some(0)`: ours, but taken
+/// too soon after this thread's previous sample ended (`now` is CLOCK_MONOTONIC ns): the
+/// overflow came from the handler's own CPU time, so no sample now, and its periods go to
+/// the next one. Without that a handler slower than the period would leave the thread
+/// nothing but handlers. Signal-safe.
+pub fn claim(tid: i32, code: c_int, fd: c_int, now: u64) -> Option<u64> {
+    if code != POLL_IN && code != POLL_HUP {
+        return None;
+    }
+    let s = slot(tid)?;
+    let mine = s.fd.load(Ordering::Acquire) - 1;
+    if mine < 0 || mine != fd {
+        return None;
+    }
+    if code == POLL_HUP {
+        // The event limit ran out (it counts down from 0, so only after 2^32 overflows):
+        // the event is disabled until enabled again.
+        // SAFETY: an ioctl on our own perf fd, async-signal-safe.
+        unsafe { libc::ioctl(fd, IOC_ENABLE, 0) };
+        Counter::PerfReenabled.inc();
+    }
+    let last_end = s.last_end.load(Ordering::Relaxed);
+    if last_end != 0 && now.wrapping_sub(last_end) < FD_PERIOD_NS.load(Ordering::Relaxed) / 4 {
+        Counter::PerfSamplesDeferred.inc();
+        return Some(0);
+    }
+    let mut count: u64 = 0;
+    // SAFETY: reading 8 bytes into a local from our perf fd (read_format 0: the count).
+    let n = unsafe { libc::read(fd, (&mut count as *mut u64).cast(), 8) };
+    if n != 8 {
+        return Some(1);
+    }
+    let period = PERIOD_NS.load(Ordering::Relaxed);
+    let accounted = s.accounted.load(Ordering::Relaxed);
+    let periods = (count.saturating_sub(accounted) / period).max(1);
+    s.accounted.store(
+        accounted.wrapping_add(periods.wrapping_mul(period)),
+        Ordering::Relaxed,
+    );
+    if periods > 1 {
+        Counter::PerfMergedPeriods.add((periods - 1) as i64);
+    }
+    Some(periods)
+}
+
+/// Notes that this thread's sample ended at `now` (CLOCK_MONOTONIC ns). Signal-safe.
+pub fn finish(tid: i32, now: u64) {
+    if let Some(s) = slot(tid) {
+        s.last_end.store(now, Ordering::Relaxed);
+    }
+}
