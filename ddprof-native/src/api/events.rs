@@ -25,6 +25,7 @@ pub fn callbacks() -> EventCallbacks {
         class_file_load_hook: None,
         class_load: Some(on_class_load),
         class_prepare: Some(on_class_prepare),
+        dynamic_code_generated: Some(crate::hotspot::vtable_stubs::on_dynamic_code),
         garbage_collection_finish: Some(on_gc_finish),
         sampled_object_alloc: Some(on_sampled_object_alloc),
         ..EventCallbacks::default()

@@ -285,7 +285,7 @@ pub struct Args {
     pub lightweight: bool,
     pub remotesym: bool,
     pub jvmtistacks: bool,
-    /// Set by any `cpu` key: resolve the receiver class of vtable/itable stub frames.
+    /// Set by any `cpu` key and by `features=vtable`: receiver classes of vtable/itable stub frames.
     pub vtable_receiver: bool,
     pub attributes: Vec<String>,
     /// Thread filter on (only wall-clock consults it). Absent = on; `filter` or `filter=` = off.

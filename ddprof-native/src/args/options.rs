@@ -46,6 +46,7 @@ const OPTIONS: &[(&str, Handler)] = &[
     ("remotesym", stacks::remotesym),
     ("nosanity", stacks::nosanity),
     ("walkcompare", stacks::walkcompare),
+    ("features", stacks::features),
     // Method IDs.
     ("fjmethodid", methods::fjmethodid),
     ("mcleanup", methods::mcleanup),

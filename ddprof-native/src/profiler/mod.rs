@@ -187,6 +187,21 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     let _ = trace_id::calibrate(jni);
     counters::Counter::KlassTraceIdOffset.set(crate::sample::vm::trace_id::offset() as i64);
 
+    // Receiver classes of vtable/itable stubs: only our walker reads the register, and
+    // only a HotSpot layout says how a header names its class.
+    let receivers = args.vtable_receiver
+        && walker == WalkerKind::Vm
+        && crate::hotspot::receiver::init()
+            .map_err(|e| log::info(&format!("vtable receiver frames unavailable: {e}")))
+            .is_ok();
+    if receivers {
+        crate::hotspot::vtable_stubs::start(jvmti);
+    }
+    crate::sample::vm::receiver::set_enabled(
+        receivers,
+        std::env::var_os(MISRECORD_RECEIVERS_ENV).is_some(),
+    );
+
     let id_mode = resolve_id_mode(&args, walker, jni, &mut warnings);
     preload::apply(id_mode, jvmti, jni);
     // The caller's thread is often the one doing the work; name it now, since it
@@ -353,6 +368,10 @@ fn resolve_id_mode(
         (FjMethodId::False, WalkerKind::Vm) => FjMethodId::False,
     }
 }
+
+/// Test mode (an environment variable, so no option of the grammar): every vtable receiver
+/// is recorded with a trace ID no class has, which the dump must refuse to name.
+const MISRECORD_RECEIVERS_ENV: &str = "DDPROF_TEST_MISRECORD_VTABLE_RECEIVERS";
 
 /// The stack walker `cstack` resolves to: `vm`/`vmx` (and `default`) take our VMStructs
 /// walker when this JVM's layout, the current-thread lookup and the crash protection are
