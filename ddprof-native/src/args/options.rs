@@ -58,6 +58,7 @@ const OPTIONS: &[(&str, Handler)] = &[
     ("jfr", output::jfr),
     ("log", output::log),
     ("loglevel", output::loglevel),
+    ("perfmap", output::perfmap),
 ];
 
 /// The handler of a lower-cased key, `None` for an unknown key.

@@ -305,6 +305,15 @@ fn cpu_key_enables_vtable_receiver() {
 }
 
 #[test]
+fn perfmap_is_a_boolean_option() {
+    assert!(!ok("cpu").perfmap);
+    assert!(ok("cpu,perfmap").perfmap);
+    assert!(ok("cpu,perfmap=true").perfmap);
+    assert!(!ok("cpu,perfmap=false").perfmap);
+    assert!(!ok("cpu,perfmap=0").perfmap);
+}
+
+#[test]
 fn features_vtable_enables_vtable_receiver() {
     assert!(ok("wall=1ms,features=vtable").vtable_receiver);
     assert!(ok("wall,features=stats+VTABLE").vtable_receiver);

@@ -4,13 +4,11 @@
 //! Filled from the event (on whatever thread posts it) and read at dump time; never from a
 //! signal handler. Stubs are never freed, so entries are never removed.
 
-use std::collections::BTreeMap;
-use std::ffi::{c_char, c_void, CStr};
-
 use jni::sys::jint;
 use parking_lot::Mutex;
+use std::collections::BTreeMap;
 
-use crate::jvmti::{self, Jvmti, JvmtiEnvPtr};
+use crate::jvmti::{self, Jvmti};
 
 /// The two stub names HotSpot gives, and what a pc of the blob the event never covered is.
 pub const VTABLE_STUB: &str = "vtable stub";
@@ -33,29 +31,18 @@ pub fn start(jvmti: Jvmti) {
     });
 }
 
-/// The DynamicCodeGenerated callback: keeps the vtable and itable stubs.
-///
-/// # Safety
-/// Called by JVMTI only: `name` is NUL-terminated or null.
-pub unsafe extern "C" fn on_dynamic_code(
-    _env: *mut JvmtiEnvPtr,
-    name: *const c_char,
-    address: *const c_void,
-    length: jint,
-) {
-    let _ = std::panic::catch_unwind(|| {
-        if name.is_null() || length <= 0 {
-            return;
+/// A stub the JVM reported (DynamicCodeGenerated): the vtable and itable stubs are kept.
+pub fn on_stub(name: &[u8], address: usize, length: jint) {
+    let itable = match name {
+        b"vtable stub" => false,
+        b"itable stub" => true,
+        _ => return,
+    };
+    if let Ok(len) = usize::try_from(length) {
+        if len > 0 {
+            add(address, len, itable);
         }
-        // SAFETY: JVMTI passes a NUL-terminated name valid for the callback.
-        let name = unsafe { CStr::from_ptr(name) }.to_bytes();
-        let itable = match name {
-            b"vtable stub" => false,
-            b"itable stub" => true,
-            _ => return,
-        };
-        add(address as usize, length as usize, itable);
-    });
+    }
 }
 
 fn add(start: usize, len: usize, itable: bool) {

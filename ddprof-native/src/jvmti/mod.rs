@@ -33,6 +33,7 @@ pub const EVENT_THREAD_START: c_int = 52;
 pub const EVENT_THREAD_END: c_int = 53;
 pub const EVENT_CLASS_LOAD: c_int = 55;
 pub const EVENT_CLASS_PREPARE: c_int = 56;
+pub const EVENT_COMPILED_METHOD_LOAD: c_int = 68;
 pub const EVENT_DYNAMIC_CODE_GENERATED: c_int = 70;
 pub const EVENT_GARBAGE_COLLECTION_FINISH: c_int = 82;
 pub const EVENT_SAMPLED_OBJECT_ALLOC: c_int = 86;
@@ -78,6 +79,7 @@ impl Capabilities {
     pub const GET_SOURCE_FILE_NAME: u32 = 11;
     pub const GET_LINE_NUMBERS: u32 = 12;
     pub const GENERATE_ALL_CLASS_HOOK_EVENTS: u32 = 26;
+    pub const GENERATE_COMPILED_METHOD_LOAD_EVENTS: u32 = 27;
     pub const GENERATE_GARBAGE_COLLECTION_EVENTS: u32 = 31;
     /// JEP 331 heap sampling (JDK 11+). HotSpot lets one environment hold it at a time.
     pub const GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS: u32 = 43;
@@ -108,6 +110,16 @@ pub type VmInitFn = unsafe extern "C" fn(*mut JvmtiEnvPtr, *mut JNIEnv, jthread)
 pub type VmDeathFn = unsafe extern "C" fn(*mut JvmtiEnvPtr, *mut JNIEnv);
 pub type ThreadFn = unsafe extern "C" fn(*mut JvmtiEnvPtr, *mut JNIEnv, jthread);
 pub type ClassFn = unsafe extern "C" fn(*mut JvmtiEnvPtr, *mut JNIEnv, jthread, jclass);
+/// CompiledMethodLoad(env, method, code_size, code_addr, map_length, map, compile_info).
+pub type CompiledMethodLoadFn = unsafe extern "C" fn(
+    *mut JvmtiEnvPtr,
+    jmethodID,
+    jint,
+    *const c_void,
+    jint,
+    *const c_void,
+    *const c_void,
+);
 /// DynamicCodeGenerated(env, name, address, length): code the VM generated (stubs).
 pub type DynamicCodeFn = unsafe extern "C" fn(*mut JvmtiEnvPtr, *const c_char, *const c_void, jint);
 /// GarbageCollectionFinish: runs inside the GC; only raw monitors and atomics are allowed.
@@ -130,8 +142,12 @@ pub struct EventCallbacks {
     pub class_file_load_hook: Option<unsafe extern "C" fn()>,
     pub class_load: Option<ClassFn>,
     pub class_prepare: Option<ClassFn>,
-    /// Events 57..=69 (VMStart .. CompiledMethodUnload): not used.
-    pub unused_57_69: [Unused; 13],
+    /// Events 57..=67 (VMStart .. NativeMethodBind): not used.
+    pub unused_57_67: [Unused; 11],
+    /// Event 68.
+    pub compiled_method_load: Option<CompiledMethodLoadFn>,
+    /// Event 69 (CompiledMethodUnload): not used.
+    pub unused_69: Unused,
     /// Event 70.
     pub dynamic_code_generated: Option<DynamicCodeFn>,
     /// Events 71..=81 (DataDumpRequest .. GarbageCollectionStart): not used.

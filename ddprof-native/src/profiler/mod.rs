@@ -26,6 +26,7 @@ use crate::{log, threads, vm};
 mod cpu_load;
 mod dump;
 mod output;
+pub mod perfmap;
 mod sanity;
 mod session;
 
@@ -202,6 +203,15 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         std::env::var_os(MISRECORD_RECEIVERS_ENV).is_some(),
     );
 
+    if args.perfmap {
+        match perfmap::start(jvmti) {
+            Ok(path) => log::info(&format!("perf map: {}", path.display())),
+            Err(e) => warnings.push(format!("perfmap: {e}; no perf map is written")),
+        }
+    } else {
+        perfmap::stop();
+    }
+
     let id_mode = resolve_id_mode(&args, walker, jni, &mut warnings);
     preload::apply(id_mode, jvmti, jni);
     // The caller's thread is often the one doing the work; name it now, since it
@@ -251,6 +261,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     if let Err(e) = engine.start(interval.unwrap_or(0)) {
         handler::disarm();
         *ENGINE.write() = None;
+        perfmap::stop();
         return Err(Error::State(format!(
             "Failed to start the {} engine: {e}",
             engine.name()
@@ -270,6 +281,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
             engine.stop();
             handler::disarm();
             *ENGINE.write() = None;
+            perfmap::stop();
             return Err(Error::State(format!(
                 "Failed to start the {} engine: {e}",
                 w.name()
@@ -488,6 +500,7 @@ pub fn stop(jni: *mut JNIEnv) -> Result<(), Error> {
     handler::disarm();
     *ENGINE.write() = None;
     crate::tracing::on_stop();
+    perfmap::stop();
     let file = session.file.clone();
     // Appended: `start` emptied the file, `dump` restarted it, and `resume` keeps the
     // chunks written before it.
