@@ -113,16 +113,17 @@ public final class WalkerProfile {
     public static WalkerProfile record(Path dir, String name, String cstack, Class<?> main, String mode, long millis,
             Duration timeout, String worker, String... jvmOptions) throws Exception {
         return record(dir, name, "cpu=1ms,cstack=" + cstack, cstack, new ChildJvm().main(main, mode,
-                Long.toString(millis)), mode, timeout, worker, jvmOptions);
+                Long.toString(millis)), mode, timeout, worker, JfrReader.EXECUTION_SAMPLE, jvmOptions);
     }
 
     /**
      * As {@link #record(Path, String, String, Class, String, long, Duration, String, String...)} with the
      * profiler options {@code agentOptions} (besides {@code start} and {@code file}), a child prepared by
-     * the caller (main class and arguments, environment) that prints {@code workload done: <mode>}.
+     * the caller (main class and arguments, environment) that prints {@code workload done: <mode>}, reading
+     * the samples of event type {@code sampleType} ({@code datadog.MethodSample} for wall-clock samples).
      */
     public static WalkerProfile record(Path dir, String name, String agentOptions, String cstack, ChildJvm child,
-            String mode, Duration timeout, String worker, String... jvmOptions) throws Exception {
+            String mode, Duration timeout, String worker, String sampleType, String... jvmOptions) throws Exception {
         Path file = dir.resolve(name + ".jfr");
         List<String> options = new ArrayList<>(Arrays.asList(jvmOptions));
         options.add("-agentpath:" + TestEnv.nativeLib() + "=start," + agentOptions + ",file=" + file);
@@ -144,7 +145,7 @@ public final class WalkerProfile {
         Map<String, Long> counters = JfrReader.ofType(events, JfrReader.PROFILER_COUNTER).stream()
                 .filter(e -> e.getString("name").startsWith("walkvm") || e.getString("name").startsWith("vtable"))
                 .collect(Collectors.toMap(e -> e.getString("name"), e -> e.getLong("count"), (a, b) -> b, TreeMap::new));
-        WalkerProfile p = new WalkerProfile(name, JfrReader.ofType(events, JfrReader.EXECUTION_SAMPLE), worker,
+        WalkerProfile p = new WalkerProfile(name, JfrReader.ofType(events, sampleType), worker,
                 counters, r.describe(), r.stdout);
         System.out.println(name + ": " + p.stacks.size() + " worker samples; counters " + counters);
         return p;

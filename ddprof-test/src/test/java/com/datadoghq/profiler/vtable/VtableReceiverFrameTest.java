@@ -16,6 +16,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import com.datadoghq.profiler.testing.ChildJvm;
+import com.datadoghq.profiler.testing.JfrReader;
 import com.datadoghq.profiler.testing.TestEnv;
 import com.datadoghq.profiler.testing.WalkerProfile;
 import com.datadoghq.profiler.testing.WalkerProfile.Frame;
@@ -37,6 +38,7 @@ class VtableReceiverFrameTest {
     private static final String RECEIVER = "<vtable_receiver>";
     private static final String UNRESOLVED = "<unresolved_vtable_receiver>";
     private static final String MAIN = MegamorphicMain.class.getName();
+    private static final String METHOD_SAMPLE = "datadog.MethodSample";
     private static final Set<String> SHAPES = names("Circle", "Square", "Triangle");
     private static final Set<String> COLOURS = names("Red", "Green", "Blue");
 
@@ -114,6 +116,25 @@ class VtableReceiverFrameTest {
                 + s.vtable + ", itable " + s.itable + on.show());
     }
 
+    /**
+     * Wall-clock samples walk the same way: with {@code features=vtable} they carry receiver frames too
+     * (upstream's flag is global as well), and without it (no {@code cpu} key) none.
+     */
+    @Test
+    void wallSamplesWithFeaturesVtable() throws Exception {
+        WalkerProfile off = profileOf("wall-off", "wall=1ms,filter=,cstack=vm", null, "plain", METHOD_SAMPLE);
+        long stubs = off.frames(f -> f.method.endsWith("table stub") || RECEIVER.equals(f.method)).size();
+        assertEquals(0, stubs, "stub or receiver frames in wall samples without features=vtable" + off.show());
+        WalkerProfile on = profileOf("wall-on", "wall=1ms,filter=,cstack=vm,features=vtable", null, "plain",
+                METHOD_SAMPLE);
+        Sites s = sites(on);
+        long floor = floor(on);
+        assertTrue(s.wrong.isEmpty(), "wrong receivers: " + s.wrong + on.show());
+        assertTrue(s.malformed.isEmpty(), "malformed receiver frames: " + s.malformed + on.show());
+        assertTrue(s.total() >= 2 * floor, "receivers in wall samples (floor " + 2 * floor + "): vtable " + s.vtable
+                + ", itable " + s.itable + on.show());
+    }
+
     /** Receiver frames per call site, and whatever breaks the rules. */
     private static final class Sites {
         final Map<String, Integer> vtable = new TreeMap<>();
@@ -181,12 +202,17 @@ class VtableReceiverFrameTest {
 
     private WalkerProfile profile(String name, String agentOptions, String misrecordEnv, String mode,
             String... jvmOptions) throws Exception {
+        return profileOf(name, agentOptions, misrecordEnv, mode, JfrReader.EXECUTION_SAMPLE, jvmOptions);
+    }
+
+    private WalkerProfile profileOf(String name, String agentOptions, String misrecordEnv, String mode,
+            String sampleType, String... jvmOptions) throws Exception {
         ChildJvm child = new ChildJvm().main(MegamorphicMain.class, Long.toString(MILLIS), mode);
         if (misrecordEnv != null) {
             child.env(misrecordEnv, "1");
         }
         WalkerProfile p = WalkerProfile.record(dir, name, agentOptions, "vm", child, "megamorphic", TIMEOUT, WORKER,
-                jvmOptions);
+                sampleType, jvmOptions);
         assertTrue(p.stacks.size() >= 50, "samples on " + WORKER + ": " + p.stacks.size() + "\n" + p.child);
         System.out.println(name + ": receivers " + p.names(f -> RECEIVER.equals(f.method)) + ", classes "
                 + count(p));
