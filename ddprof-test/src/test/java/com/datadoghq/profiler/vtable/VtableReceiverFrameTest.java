@@ -15,6 +15,9 @@ import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import jdk.jfr.consumer.RecordedEvent;
+import jdk.jfr.consumer.RecordedFrame;
+
 import com.datadoghq.profiler.testing.ChildJvm;
 import com.datadoghq.profiler.testing.JfrReader;
 import com.datadoghq.profiler.testing.TestEnv;
@@ -87,6 +90,57 @@ class VtableReceiverFrameTest {
                     + " per site): vtable " + s.vtable + ", itable " + s.itable + p.show());
             assertTrue(s.unresolved * 20 <= s.total(), "unresolved receivers: " + s.unresolved + p.show());
         }
+    }
+
+    /**
+     * Receivers whose classes unload before the dump, while a new loader's classes may take their
+     * memory: a sample taken before the unload names a class of the first loader or is unresolved,
+     * never a class of the second (what a receiver keyed by its {@code Klass*} alone would give once
+     * the address is reused); one taken after names a class of the second.
+     */
+    @Test
+    void unloadedReceiversAreNeverNamedAfterTheirSuccessors() throws Exception {
+        ChildJvm child = new ChildJvm().main(ReloadMain.class, "1500");
+        WalkerProfile p = WalkerProfile.record(dir, "reload", "cpu=1ms,cstack=vm", "vm", child, "reload", TIMEOUT,
+                WORKER, JfrReader.EXECUTION_SAMPLE);
+        assertTrue(p.stdout.contains("unloaded=true"), "the first loader's classes did not unload" + p.show());
+        Matcher m = Pattern.compile("phase2 ms: (\\d+)").matcher(p.stdout);
+        assertTrue(m.find(), "no phase boundary" + p.show());
+        long phase2 = Long.parseLong(m.group(1));
+        Set<String> first = names(ReloadMain.class, "Moon", "Comet", "Rock");
+        Set<String> second = names(ReloadMain.class, "Star", "Planet", "Dust");
+        Map<String, Integer> before = new TreeMap<>();
+        Map<String, Integer> after = new TreeMap<>();
+        List<String> wrong = new java.util.ArrayList<>();
+        for (RecordedEvent e : JfrReader.ofType(JfrReader.readAll(dir.resolve("reload.jfr")), JfrReader.EXECUTION_SAMPLE)) {
+            if (!WORKER.equals(JfrReader.threadName(e)) || e.getStackTrace() == null) {
+                continue;
+            }
+            List<RecordedFrame> frames = e.getStackTrace().getFrames();
+            if (frames.size() < 3 || !RECEIVER.equals(frames.get(0).getMethod().getName())) {
+                continue;
+            }
+            String owner = frames.get(0).getMethod().getType().getName();
+            long t = e.getStartTime().toEpochMilli();
+            // The boundary is printed after the unload wait: allow a little clock skew either way.
+            if (t < phase2 - 50) {
+                before.merge(owner, 1, Integer::sum);
+                if (!first.contains(owner) && !UNRESOLVED.equals(owner)) {
+                    wrong.add("before the unload: " + owner);
+                }
+            } else if (t > phase2 + 50) {
+                after.merge(owner, 1, Integer::sum);
+                if (!second.contains(owner) && !UNRESOLVED.equals(owner)) {
+                    wrong.add("after the unload: " + owner);
+                }
+            }
+        }
+        System.out.println("reload: receivers before the unload " + before + ", after " + after);
+        assertTrue(wrong.isEmpty(), "receivers named after a class that was not the receiver: " + wrong + p.show());
+        long floor = floor(p) / 2;
+        assertTrue(sum(before) >= floor, "receivers before the unload (floor " + floor + "): " + before + p.show());
+        int named = after.entrySet().stream().filter(x -> second.contains(x.getKey())).mapToInt(Map.Entry::getValue).sum();
+        assertTrue(named >= floor, "named receivers after the unload (floor " + floor + "): " + after + p.show());
     }
 
     /** A receiver recorded with a trace ID its class does not have must not be named after it. */
@@ -230,8 +284,12 @@ class VtableReceiverFrameTest {
     }
 
     private static Set<String> names(String... simple) {
+        return names(MegamorphicMain.class, simple);
+    }
+
+    private static Set<String> names(Class<?> outer, String... simple) {
         Set<String> out = new HashSet<>();
-        Arrays.stream(simple).forEach(n -> out.add(MAIN + "$" + n));
+        Arrays.stream(simple).forEach(n -> out.add(outer.getName() + "$" + n));
         return out;
     }
 }
