@@ -291,8 +291,10 @@ pub struct Args {
     pub lightweight: bool,
     pub remotesym: bool,
     pub jvmtistacks: bool,
-    /// Set by any `cpu` key: resolve the receiver class of vtable/itable stub frames.
+    /// Set by any `cpu` key and by `features=vtable`: receiver classes of vtable/itable stub frames.
     pub vtable_receiver: bool,
+    /// `perfmap`: write the JIT code map `/tmp/perf-<pid>.map` while running.
+    pub perfmap: bool,
     pub attributes: Vec<String>,
     /// Thread filter on (only wall-clock consults it). Absent = on; `filter` or `filter=` = off.
     pub filter: bool,
@@ -338,6 +340,7 @@ impl Default for Args {
             remotesym: false,
             jvmtistacks: false,
             vtable_receiver: false,
+            perfmap: false,
             attributes: Vec::new(),
             filter: true,
             file: None,

@@ -46,6 +46,7 @@ const OPTIONS: &[(&str, Handler)] = &[
     ("remotesym", stacks::remotesym),
     ("nosanity", stacks::nosanity),
     ("walkcompare", stacks::walkcompare),
+    ("features", stacks::features),
     // Method IDs.
     ("fjmethodid", methods::fjmethodid),
     ("mcleanup", methods::mcleanup),
@@ -57,6 +58,7 @@ const OPTIONS: &[(&str, Handler)] = &[
     ("jfr", output::jfr),
     ("log", output::log),
     ("loglevel", output::loglevel),
+    ("perfmap", output::perfmap),
 ];
 
 /// The handler of a lower-cased key, `None` for an unknown key.

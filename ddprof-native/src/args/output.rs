@@ -1,8 +1,9 @@
-//! Output and logging: `file` (with `%p`, `%t`, `%{ENV}` expansion), `jfr`, `log`, `loglevel`.
+//! Output and logging: `file` (with `%p`, `%t`, `%{ENV}` expansion), `jfr`, `log`, `loglevel`,
+//! and the code map for native profilers, `perfmap`.
 //! Expansion is pure too: `parse` passes in the environment lookup, the pid and the time.
 
 use super::draft::Draft;
-use super::values::{parse_u32_c, Reason};
+use super::values::{parse_u32_c, true_unless_negative, Reason};
 use super::LogLevel;
 
 /// Longest `%{NAME}` that `file=` expansion looks up (upstream's 128-byte key buffer).
@@ -113,4 +114,10 @@ fn civil_from_days(days: i64) -> (i128, i128, i128) {
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = year_of_era + era * 400 + i128::from(month <= 2);
     (year, month, day)
+}
+
+/// `perfmap[=bool]`: write `/tmp/perf-<pid>.map` while running (bare = on; `n`, `f`, `0` = off).
+pub(super) fn perfmap(d: &mut Draft, value: Option<&str>) -> Result<(), Reason> {
+    d.args.perfmap = true_unless_negative(value);
+    Ok(())
 }

@@ -1,5 +1,5 @@
 //! Stack-walking options: `cstack`, `jstackdepth`, `safemode`, `jvmtistacks`, `lightweight`,
-//! `remotesym`, `nosanity` and ddprof's `walkcompare`. Each boolean keeps upstream's own truth
+//! `remotesym`, `nosanity`, async-profiler's `features` and ddprof's `walkcompare`. Each boolean keeps upstream's own truth
 //! rule (they differ on purpose: configurations written for upstream must mean the same here).
 
 use super::draft::Draft;
@@ -74,5 +74,19 @@ pub(super) fn nosanity(d: &mut Draft, value: Option<&str>) -> Result<(), Reason>
 
 pub(super) fn walkcompare(d: &mut Draft, value: Option<&str>) -> Result<(), Reason> {
     d.args.walkcompare = true_unless_negative(value);
+    Ok(())
+}
+
+/// `features=LIST`: async-profiler's spelling of optional stack details, names joined by `+`.
+/// `vtable` turns on the receiver classes of vtable/itable stub frames (which any `cpu` key
+/// also does, as upstream). Other names are collected as unknown (a warning), not refused.
+pub(super) fn features(d: &mut Draft, value: Option<&str>) -> Result<(), Reason> {
+    for name in value.unwrap_or("").split('+').filter(|n| !n.is_empty()) {
+        if name.eq_ignore_ascii_case("vtable") {
+            d.args.vtable_receiver = true;
+        } else {
+            d.args.unknown.push(format!("features={name}"));
+        }
+    }
     Ok(())
 }

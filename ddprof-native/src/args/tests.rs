@@ -305,6 +305,25 @@ fn cpu_key_enables_vtable_receiver() {
 }
 
 #[test]
+fn perfmap_is_a_boolean_option() {
+    assert!(!ok("cpu").perfmap);
+    assert!(ok("cpu,perfmap").perfmap);
+    assert!(ok("cpu,perfmap=true").perfmap);
+    assert!(!ok("cpu,perfmap=false").perfmap);
+    assert!(!ok("cpu,perfmap=0").perfmap);
+}
+
+#[test]
+fn features_vtable_enables_vtable_receiver() {
+    assert!(ok("wall=1ms,features=vtable").vtable_receiver);
+    assert!(ok("wall,features=stats+VTABLE").vtable_receiver);
+    let a = ok("wall,features=stats+comptask");
+    assert!(!a.vtable_receiver);
+    assert_eq!(a.unknown, vec!["features=stats", "features=comptask"]);
+    assert!(ok("wall,features=").unknown.is_empty());
+}
+
+#[test]
 fn interval_applies_when_cpu_has_no_positive_value() {
     assert_eq!(cpu_ns("cpu,interval=2ms"), Some(2_000_000));
     assert_eq!(cpu_ns("interval=2ms,cpu=0"), Some(2_000_000));

@@ -373,7 +373,23 @@ vm_group!(method_group -> MethodGroup {
     compressed_klass_shift_addr: static_addr "CompressedKlassPointers::_shift"
         | "CompressedKlassPointers::_narrow_klass._shift"
         | "Universe::_narrow_klass._shift",
+    header: shape(object_header),
 });
+
+/// Hand-written: every entry is optional (the receiver classes of vtable stubs need them,
+/// nothing else does), so none records a miss.
+fn object_header(l: &mut Lookup) -> ObjectHeaderFields {
+    ObjectHeaderFields {
+        compressed_klass: l.optional_offset(&["oopDesc::_metadata._compressed_klass"]),
+        klass: l.optional_offset(&["oopDesc::_metadata._klass"]),
+        mark_klass_shift: l
+            .tables
+            .constant("markWord::klass_shift")
+            .and_then(|v| u32::try_from(v).ok())
+            .filter(|&v| v < 64),
+        monitor_header: l.optional_offset(&["ObjectMonitor::_metadata", "ObjectMonitor::_header"]),
+    }
+}
 
 vm_group!(method_fields -> MethodFields {
     size: type_size "Method",

@@ -660,3 +660,26 @@ fn jdk23_shape_disables_nmethod_instead_of_misreading() {
     assert!(layout.code_blob.is_some());
     assert_eq!(layout.missing(), ["nmethod: CodeBlob::_mutable_data"]);
 }
+
+#[test]
+fn object_header_entries_are_optional_and_found_where_exported() {
+    let h25 = fixture(JDK25).method.unwrap().header;
+    assert_eq!(h25.compressed_klass, Some(8));
+    assert_eq!(h25.mark_klass_shift, Some(42));
+    assert_eq!(h25.monitor_header, Some(0)); // ObjectMonitor::_metadata
+    let h11 = fixture(JDK11).method.unwrap().header;
+    assert_eq!((h11.compressed_klass, h11.klass), (Some(8), Some(8)));
+    assert_eq!(h11.mark_klass_shift, None);
+    assert_eq!(h11.monitor_header, Some(0)); // ObjectMonitor::_header
+                                             // Missing entries disable nothing.
+    let layout = jdk17_with(
+        &[
+            "ObjectMonitor::_header",
+            "oopDesc::_metadata._compressed_klass",
+        ],
+        &mut |_| {},
+    );
+    assert!(layout.complete(), "{:?}", layout.missing());
+    let h = layout.method.unwrap().header;
+    assert_eq!((h.compressed_klass, h.monitor_header), (None, None));
+}

@@ -530,6 +530,20 @@ impl ChunkBuilder {
             .intern_method(&class_name, &name, descriptor, modifiers, hidden)
     }
 
+    /// As [`Self::intern_method`] without the name normalisation (the caller has done what
+    /// applies: a receiver frame's class is folded, its method name never replaced).
+    pub fn intern_method_verbatim(
+        &mut self,
+        class_name: &str,
+        name: &str,
+        descriptor: &str,
+        modifiers: i32,
+        hidden: bool,
+    ) -> u32 {
+        self.pools
+            .intern_method(class_name, name, descriptor, modifiers, hidden)
+    }
+
     /// Class pool key (from 1) for a class in internal form, e.g. for
     /// `ObjectSample::object_class`. No name normalisation is applied.
     pub fn intern_class(&mut self, class_name: &str) -> u32 {

@@ -104,6 +104,12 @@ pub struct Pools {
     methods: Vec<MethodEntry>,
     trace_keys: HashSet<u64>,
     traces: Vec<u8>,
+    /// Written StackTrace entries by the hash of their body (truncated flag and frames as
+    /// encoded): the body's range in `traces` and its pool key.
+    trace_bodies: HashMap<u64, Vec<(usize, usize, u64)>>,
+    /// Trace keys whose body equals an earlier one's: that entry's pool key.
+    trace_aliases: HashMap<u64, u64>,
+    traces_written: usize,
     threads: BTreeMap<i64, ThreadEntry>,
     /// Tids that events refer to; any without an `add_thread` entry get a
     /// placeholder so that no sample loses its thread.
@@ -146,10 +152,14 @@ impl Pools {
         u32::try_from(next).unwrap_or(0)
     }
 
-    /// The pool key of trace-table id `key`; 0 (no trace) stays 0.
+    /// The pool key of trace-table id `key`; 0 (no trace) stays 0. A trace whose frames
+    /// equal an earlier trace's (frames the trace table told apart, such as two pcs of one
+    /// stub, that name the same methods) shares that trace's entry.
     pub fn trace_ref(&self, key: u64) -> u64 {
         if key == 0 {
             0
+        } else if let Some(&k) = self.trace_aliases.get(&key) {
+            k
         } else {
             key + u64::from(self.base)
         }
@@ -218,17 +228,40 @@ impl Pools {
         if !self.trace_keys.insert(key) {
             return false;
         }
-        let key = self.trace_ref(key);
-        let out = &mut self.traces;
-        put_varint(out, key);
-        put_bool(out, truncated);
-        put_varint(out, frames.len() as u64);
+        let mut body = Vec::with_capacity(2 + frames.len() * 8);
+        put_bool(&mut body, truncated);
+        put_varint(&mut body, frames.len() as u64);
         for f in frames {
-            put_varint(out, u64::from(f.method));
-            put_int(out, f.line);
-            put_int(out, f.bci);
-            put_varint(out, u64::from(f.frame_type));
+            put_varint(&mut body, u64::from(f.method));
+            put_int(&mut body, f.line);
+            put_int(&mut body, f.bci);
+            put_varint(&mut body, u64::from(f.frame_type));
         }
+        let hash = {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            body.hash(&mut h);
+            h.finish()
+        };
+        let same = self.trace_bodies.get(&hash).and_then(|c| {
+            c.iter()
+                .find(|&&(start, end, _)| self.traces.get(start..end) == Some(&body[..]))
+                .map(|&(_, _, pool_key)| pool_key)
+        });
+        if let Some(pool_key) = same {
+            self.trace_aliases.insert(key, pool_key);
+            return false;
+        }
+        let pool_key = self.trace_ref(key);
+        put_varint(&mut self.traces, pool_key);
+        let start = self.traces.len();
+        self.traces.extend_from_slice(&body);
+        let end = self.traces.len();
+        self.trace_bodies
+            .entry(hash)
+            .or_default()
+            .push((start, end, pool_key));
+        self.traces_written += 1;
         true
     }
 
@@ -260,8 +293,9 @@ impl Pools {
         }
     }
 
+    /// StackTrace entries written (traces equal to an earlier one are not).
     pub fn stack_trace_count(&self) -> usize {
-        self.trace_keys.len()
+        self.traces_written
     }
 
     #[cfg(test)]
@@ -336,7 +370,7 @@ impl Pools {
             }
         });
 
-        section(out, T_STACK_TRACE, self.trace_keys.len(), &mut |out| {
+        section(out, T_STACK_TRACE, self.traces_written, &mut |out| {
             out.extend_from_slice(&self.traces)
         });
 
@@ -463,6 +497,31 @@ mod tests {
         assert_eq!(m, 1);
         assert_eq!(p.classes[0].package, 0);
         assert_eq!(p.intern_method("", "unknown", "()L;", 0x100, false), 1);
+    }
+
+    #[test]
+    fn traces_with_equal_frames_share_one_entry() {
+        let mut p = Pools::with_base(100);
+        let f = |bci| {
+            [FrameRef {
+                method: 3,
+                line: 0,
+                bci,
+                frame_type: 3,
+            }]
+        };
+        assert!(p.add_stack_trace(7, false, &f(-21)));
+        // Another trace-table id (say, another pc of the same stub) naming the same frames.
+        assert!(!p.add_stack_trace(9, false, &f(-21)));
+        assert_eq!(p.trace_ref(9), p.trace_ref(7));
+        assert_eq!(p.trace_ref(7), 107);
+        // A different bci, or truncation, is another trace.
+        assert!(p.add_stack_trace(11, false, &f(0)));
+        assert!(p.add_stack_trace(12, true, &f(-21)));
+        assert_eq!(p.trace_ref(12), 112);
+        assert_eq!(p.stack_trace_count(), 3);
+        // The next chunk's ids start past every trace id, aliased ones included.
+        assert!(p.next_base() > 112);
     }
 
     #[test]

@@ -33,6 +33,8 @@ pub const EVENT_THREAD_START: c_int = 52;
 pub const EVENT_THREAD_END: c_int = 53;
 pub const EVENT_CLASS_LOAD: c_int = 55;
 pub const EVENT_CLASS_PREPARE: c_int = 56;
+pub const EVENT_COMPILED_METHOD_LOAD: c_int = 68;
+pub const EVENT_DYNAMIC_CODE_GENERATED: c_int = 70;
 pub const EVENT_GARBAGE_COLLECTION_FINISH: c_int = 82;
 pub const EVENT_SAMPLED_OBJECT_ALLOC: c_int = 86;
 
@@ -57,6 +59,7 @@ const GET_METHOD_MODIFIERS: usize = 66;
 const GET_LINE_NUMBER_TABLE: usize = 70;
 const GET_LOADED_CLASSES: usize = 78;
 const SET_EVENT_CALLBACKS: usize = 122;
+const GENERATE_EVENTS: usize = 123;
 const GET_SYSTEM_PROPERTIES: usize = 130;
 const GET_SYSTEM_PROPERTY: usize = 131;
 const SET_SYSTEM_PROPERTY: usize = 132;
@@ -76,6 +79,7 @@ impl Capabilities {
     pub const GET_SOURCE_FILE_NAME: u32 = 11;
     pub const GET_LINE_NUMBERS: u32 = 12;
     pub const GENERATE_ALL_CLASS_HOOK_EVENTS: u32 = 26;
+    pub const GENERATE_COMPILED_METHOD_LOAD_EVENTS: u32 = 27;
     pub const GENERATE_GARBAGE_COLLECTION_EVENTS: u32 = 31;
     /// JEP 331 heap sampling (JDK 11+). HotSpot lets one environment hold it at a time.
     pub const GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS: u32 = 43;
@@ -106,6 +110,18 @@ pub type VmInitFn = unsafe extern "C" fn(*mut JvmtiEnvPtr, *mut JNIEnv, jthread)
 pub type VmDeathFn = unsafe extern "C" fn(*mut JvmtiEnvPtr, *mut JNIEnv);
 pub type ThreadFn = unsafe extern "C" fn(*mut JvmtiEnvPtr, *mut JNIEnv, jthread);
 pub type ClassFn = unsafe extern "C" fn(*mut JvmtiEnvPtr, *mut JNIEnv, jthread, jclass);
+/// CompiledMethodLoad(env, method, code_size, code_addr, map_length, map, compile_info).
+pub type CompiledMethodLoadFn = unsafe extern "C" fn(
+    *mut JvmtiEnvPtr,
+    jmethodID,
+    jint,
+    *const c_void,
+    jint,
+    *const c_void,
+    *const c_void,
+);
+/// DynamicCodeGenerated(env, name, address, length): code the VM generated (stubs).
+pub type DynamicCodeFn = unsafe extern "C" fn(*mut JvmtiEnvPtr, *const c_char, *const c_void, jint);
 /// GarbageCollectionFinish: runs inside the GC; only raw monitors and atomics are allowed.
 pub type GcFn = unsafe extern "C" fn(*mut JvmtiEnvPtr);
 /// SampledObjectAlloc(env, jni, thread, object, object_klass, size), on the allocating thread.
@@ -126,8 +142,16 @@ pub struct EventCallbacks {
     pub class_file_load_hook: Option<unsafe extern "C" fn()>,
     pub class_load: Option<ClassFn>,
     pub class_prepare: Option<ClassFn>,
-    /// Events 57..=81 (VMStart .. GarbageCollectionStart): not used.
-    pub unused_57_81: [Unused; 25],
+    /// Events 57..=67 (VMStart .. NativeMethodBind): not used.
+    pub unused_57_67: [Unused; 11],
+    /// Event 68.
+    pub compiled_method_load: Option<CompiledMethodLoadFn>,
+    /// Event 69 (CompiledMethodUnload): not used.
+    pub unused_69: Unused,
+    /// Event 70.
+    pub dynamic_code_generated: Option<DynamicCodeFn>,
+    /// Events 71..=81 (DataDumpRequest .. GarbageCollectionStart): not used.
+    pub unused_71_81: [Unused; 11],
     /// Event 82.
     pub garbage_collection_finish: Option<GcFn>,
     /// Events 83..=85 (ObjectFree, VMObjectAlloc, reserved).
@@ -208,6 +232,11 @@ impl Jvmti {
             event,
             ptr::null_mut()
         ))
+    }
+
+    /// Replays `event` for what already exists (DynamicCodeGenerated: every stub so far).
+    pub fn generate_events(&self, event: c_int) -> Result<(), JvmtiError> {
+        check(call!(self, GENERATE_EVENTS, fn(c_int), event))
     }
 
     pub fn disable_event(&self, event: c_int) -> Result<(), JvmtiError> {

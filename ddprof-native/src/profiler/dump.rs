@@ -15,6 +15,7 @@ use crate::jfr::{
     ProfilerConfig, Sample,
 };
 use crate::methods::info::MethodInfo;
+use crate::methods::receivers;
 use crate::methods::resolve::Resolver;
 use crate::methods::word_map::WordMap;
 use crate::sample::frame::{frame_type, kind, Frame};
@@ -622,6 +623,7 @@ fn write_traces(
     let mut method_keys: WordMap<(u8, u64), u32> = WordMap::default();
     let mut unknown: Option<u32> = None;
     let mut natives = NativeNames::default();
+    let mut receivers = receivers::ReceiverNames::default();
     let mut refs: Vec<FrameRef> = Vec::new();
     for &(id, frames, walk_truncated, since) in traces {
         refs.clear();
@@ -629,6 +631,10 @@ fn write_traces(
         for f in frames {
             let (key, line, info_entry, named) = if f.kind == kind::NATIVE_PC {
                 (natives.key(chunk, f.method), 0, false, true)
+            } else if f.kind == kind::VTABLE_RECEIVER {
+                (receivers.receiver(chunk, f.method, f.bci), 0, false, true)
+            } else if f.kind == kind::VTABLE_STUB {
+                (receivers.stub(chunk, f.method), 0, false, true)
             } else {
                 frame_ref(
                     chunk,
@@ -643,10 +649,16 @@ fn write_traces(
             if !named {
                 unnamed.insert(id);
             }
+            // Non-Java frames of upstream's that carry a bci of their own keep it raw.
+            let bci = match f.kind {
+                kind::VTABLE_RECEIVER => receivers::RECEIVER_BCI,
+                kind::VTABLE_STUB => 0,
+                _ => tags::bci(f).max(0),
+            };
             refs.push(FrameRef {
                 method: key,
                 line,
-                bci: tags::bci(f).max(0),
+                bci,
                 frame_type: f.frame_type,
             });
         }

@@ -26,6 +26,7 @@ use crate::{log, threads, vm};
 mod cpu_load;
 mod dump;
 mod output;
+pub mod perfmap;
 mod sanity;
 mod session;
 
@@ -187,6 +188,30 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     let _ = trace_id::calibrate(jni);
     counters::Counter::KlassTraceIdOffset.set(crate::sample::vm::trace_id::offset() as i64);
 
+    // Receiver classes of vtable/itable stubs: only our walker reads the register, and
+    // only a HotSpot layout says how a header names its class.
+    let receivers = args.vtable_receiver
+        && walker == WalkerKind::Vm
+        && crate::hotspot::receiver::init()
+            .map_err(|e| log::info(&format!("vtable receiver frames unavailable: {e}")))
+            .is_ok();
+    if receivers {
+        crate::hotspot::vtable_stubs::start(jvmti);
+    }
+    crate::sample::vm::receiver::set_enabled(
+        receivers,
+        std::env::var_os(MISRECORD_RECEIVERS_ENV).is_some(),
+    );
+
+    if args.perfmap {
+        match perfmap::start(jvmti) {
+            Ok(path) => log::info(&format!("perf map: {}", path.display())),
+            Err(e) => warnings.push(format!("perfmap: {e}; no perf map is written")),
+        }
+    } else {
+        perfmap::stop();
+    }
+
     let id_mode = resolve_id_mode(&args, walker, jni, &mut warnings);
     preload::apply(id_mode, jvmti, jni);
     // The caller's thread is often the one doing the work; name it now, since it
@@ -221,7 +246,8 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         let bytes = crate::eh_frame::refresh();
         counters::Counter::NativeUnwindTableBytes.set(bytes as i64);
     }
-    let (engine, cpu_engine_fallback) = start_cpu_engine(&args, walker, interval)?;
+    let (engine, cpu_engine_fallback) =
+        start_cpu_engine(&args, walker, interval).inspect_err(|_| perfmap::stop())?;
     if let Some(reason) = &cpu_engine_fallback {
         warnings.push(reason.clone());
     }
@@ -239,6 +265,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
             engine.stop();
             handler::disarm();
             *ENGINE.write() = None;
+            perfmap::stop();
             return Err(Error::State(format!(
                 "Failed to start the {} engine: {e}",
                 w.name()
@@ -460,6 +487,10 @@ fn resolve_id_mode(
     }
 }
 
+/// Test mode (an environment variable, so no option of the grammar): every vtable receiver
+/// is recorded with a trace ID no class has, which the dump must refuse to name.
+const MISRECORD_RECEIVERS_ENV: &str = "DDPROF_TEST_MISRECORD_VTABLE_RECEIVERS";
+
 /// The stack walker `cstack` resolves to: `vm`/`vmx` (and `default`) take our VMStructs
 /// walker when this JVM's layout, the current-thread lookup and the crash protection are
 /// all available; everything else, or a failure of any of those, uses AsyncGetCallTrace.
@@ -575,6 +606,7 @@ pub fn stop(jni: *mut JNIEnv) -> Result<(), Error> {
     handler::disarm();
     *ENGINE.write() = None;
     crate::tracing::on_stop();
+    perfmap::stop();
     let file = session.file.clone();
     // Appended: `start` emptied the file, `dump` restarted it, and `resume` keeps the
     // chunks written before it.

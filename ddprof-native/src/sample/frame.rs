@@ -34,6 +34,14 @@ pub mod kind {
     /// `method` is the pc of a native frame (`cstack=vmx`), named by symbol at dump time.
     /// A kind of its own, so lazy-mode tags (raw frames only) never apply to it.
     pub const NATIVE_PC: u8 = 3;
+    /// The receiver class of a vtable/itable stub (`sample::vm::receiver`): `method` is
+    /// its `Klass*` (0: unreadable), `bci` the low 31 bits of its JFR trace ID then, so
+    /// one class gives one frame and a `Klass*` reused by another class another one.
+    /// Named at dump time, after the trace ID is found there again.
+    pub const VTABLE_RECEIVER: u8 = 4;
+    /// A vtable/itable stub: `method` is the pc, named `vtable stub` or `itable stub` at
+    /// dump time from the stubs the JVM reported (JVMTI DynamicCodeGenerated).
+    pub const VTABLE_STUB: u8 = 5;
 }
 
 /// One frame as recorded by a walker, leaf first in a trace. Plain data, 16 bytes.
@@ -75,6 +83,27 @@ impl Frame {
             method: pc,
             bci: 0,
             kind: kind::NATIVE_PC,
+            frame_type: frame_type::NATIVE,
+            idnum: 0,
+        }
+    }
+    /// The receiver class above a vtable/itable stub frame; `klass` 0 when it could not
+    /// be read. Typed Native, as upstream writes it.
+    pub const fn vtable_receiver(klass: u64, trace_id: u64) -> Frame {
+        Frame {
+            method: klass,
+            bci: (trace_id & 0x7fff_ffff) as i32,
+            kind: kind::VTABLE_RECEIVER,
+            frame_type: frame_type::NATIVE,
+            idnum: 0,
+        }
+    }
+    /// The vtable/itable stub at `pc`.
+    pub const fn vtable_stub(pc: u64) -> Frame {
+        Frame {
+            method: pc,
+            bci: 0,
+            kind: kind::VTABLE_STUB,
             frame_type: frame_type::NATIVE,
             idnum: 0,
         }

@@ -300,6 +300,12 @@ impl CodeBlobGroup {
         load_ptr(blob.addr, self.name).filter(non_null)
     }
 
+    /// Whether the blob holds vtable and itable stubs: HotSpot's VtableBlob, named
+    /// "vtable chunks" on every JDK (kind Vtable on 25). Signal-safe.
+    pub fn is_vtable_blob(&self, blob: Blob) -> bool {
+        self.name_starts_with(blob, b"vtable chunks")
+    }
+
     /// Whether the name starts with `prefix` (false if unreadable). Signal-safe.
     pub fn name_starts_with(&self, blob: Blob, prefix: &[u8]) -> bool {
         match self.name_ptr(blob) {

@@ -219,6 +219,23 @@ pub struct MethodGroup {
     /// 11: `Universe::_narrow_klass._base/_shift`).
     pub compressed_klass_base_addr: usize,
     pub compressed_klass_shift_addr: usize,
+    /// Where an object's header keeps its class (vtable receivers); never required.
+    pub header: ObjectHeaderFields,
+}
+
+/// The object header as far as finding an object's `Klass*` goes (docs/hotspot.md 5.3).
+/// Every entry is optional: without them no receiver class is read, nothing else changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ObjectHeaderFields {
+    /// `oopDesc::_metadata._compressed_klass` (the narrow klass after the mark word).
+    pub compressed_klass: Option<usize>,
+    /// `oopDesc::_metadata._klass` (a full `Klass*`, without compressed class pointers).
+    pub klass: Option<usize>,
+    /// `markWord::klass_shift`: where the narrow klass sits in the mark word under compact
+    /// object headers (24+).
+    pub mark_klass_shift: Option<u32>,
+    /// `ObjectMonitor::_header` (`_metadata` on 25): the displaced mark of an inflated lock.
+    pub monitor_header: Option<usize>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,6 +1,7 @@
 //! HotSpot readers of the signal path: the VM layout they follow, the code cache and
-//! blobs, nmethod debug info, `Method*`/`Klass*` fields, the current `JavaThread` and the
-//! JFR class trace ID. Every read of VM memory goes through `crate::sample::safe_access`.
+//! blobs, nmethod debug info, `Method*`/`Klass*` fields, the current `JavaThread`, the
+//! JFR class trace ID and the receiver class of a vtable/itable stub. Every read of VM
+//! memory goes through `crate::sample::safe_access`.
 //! The same readers serve the dump (metadata naming), which runs on a JVM thread.
 
 pub mod codecache;
@@ -10,6 +11,7 @@ pub mod klass;
 pub mod layout;
 pub mod method;
 pub mod oop;
+pub mod receiver;
 pub mod trace_id;
 
 use super::safe_access;

@@ -22,8 +22,14 @@ pub fn count(vm: &[Frame], agct: &[Frame]) {
         Counter::WalkCompareAgctFailed.inc();
         return;
     }
-    // Native frames (cstack=vmx) have no AsyncGetCallTrace counterpart: compare the rest.
-    let java = |f: &&Frame| f.kind != kind::NATIVE_PC;
+    // Native frames (cstack=vmx) and vtable stub frames have no AsyncGetCallTrace
+    // counterpart: compare the rest.
+    let java = |f: &&Frame| {
+        !matches!(
+            f.kind,
+            kind::NATIVE_PC | kind::VTABLE_RECEIVER | kind::VTABLE_STUB
+        )
+    };
     let same_methods = vm.iter().filter(java).count() == agct.len()
         && vm
             .iter()

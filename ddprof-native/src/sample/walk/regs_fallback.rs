@@ -13,11 +13,35 @@ pub struct Regs {
     pub fp: usize,
     pub method: usize,
     pub sender_sp: usize,
+    /// The first Java argument register (`j_rarg0`: the receiver in a vtable/itable stub).
+    pub receiver: usize,
 }
 
 impl Regs {
     /// None: not read on this architecture. Signal-safe.
     pub fn from_context(_uc: SignalContext) -> Option<Regs> {
+        None
+    }
+}
+
+/// The first Java argument register of the interrupted context, for the port to come:
+/// x1 on aarch64 (`j_rarg0`: the C argument registers shifted by one, as on x86_64); None
+/// where it is not known. Signal-safe.
+#[allow(dead_code)]
+pub fn java_arg0(uc: SignalContext) -> Option<usize> {
+    #[cfg(target_arch = "aarch64")]
+    {
+        let uc = uc.0 as *const libc::ucontext_t;
+        if uc.is_null() {
+            return None;
+        }
+        // SAFETY: the kernel passed this ucontext to our SA_SIGINFO handler.
+        let regs = unsafe { &(*uc).uc_mcontext.regs };
+        regs.get(1).map(|&v| v as usize)
+    }
+    #[cfg(not(target_arch = "aarch64"))]
+    {
+        let _ = uc;
         None
     }
 }

@@ -2,8 +2,10 @@
 
 use super::SignalContext;
 
-/// pc, sp, fp and the two registers the template interpreter keeps its state in at
-/// method entry (rbx = Method*, r13 = sender sp).
+/// pc, sp, fp, the two registers the template interpreter keeps its state in at
+/// method entry (rbx = Method*, r13 = sender sp), and the first Java argument register
+/// (rsi: HotSpot's `j_rarg0`, the C argument registers shifted by one), which holds the
+/// receiver inside a vtable/itable stub.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Regs {
     pub pc: usize,
@@ -11,6 +13,7 @@ pub struct Regs {
     pub fp: usize,
     pub method: usize,
     pub sender_sp: usize,
+    pub receiver: usize,
 }
 
 impl Regs {
@@ -29,6 +32,7 @@ impl Regs {
             fp: reg(libc::REG_RBP),
             method: reg(libc::REG_RBX),
             sender_sp: reg(libc::REG_R13),
+            receiver: reg(libc::REG_RSI),
         })
     }
 }

@@ -20,7 +20,7 @@ use crate::sample::vm::debuginfo::{
 };
 use crate::sample::vm::layout::{self, VmLayout};
 use crate::sample::vm::SafeMemory;
-use crate::sample::vm::{current_thread, method};
+use crate::sample::vm::{current_thread, method, receiver};
 
 /// Reasons a walk ended early, recorded as the `bci` of an error frame. Negative and
 /// below AsyncGetCallTrace's codes so the two never mix.
@@ -470,6 +470,9 @@ impl VmWalker {
                 {
                     self.compiled_frame(blob, cur, depth, out)
                 } else {
+                    if depth == 0 && !anchor_used {
+                        self.vtable_frames(blob, cur.pc, regs.receiver, out);
+                    }
                     self.stub_frame(blob, cur, depth)
                 }
             } else {
@@ -857,6 +860,36 @@ impl VmWalker {
             }
             _ => None,
         }
+    }
+
+    /// A sample whose leaf is a vtable/itable stub, with receiver frames on: the receiver's
+    /// class (read from the first Java argument register, `receiver`), then the stub
+    /// (docs/hotspot.md 3.8). Only the leaf: deeper, the register holds something else.
+    fn vtable_frames(&self, blob: Blob, pc: usize, receiver: usize, out: &mut Out) {
+        let Some(rl) = receiver::active() else {
+            return;
+        };
+        if receiver == 0
+            || !self
+                .layout
+                .code_blob
+                .as_ref()
+                .is_some_and(|b| b.is_vtable_blob(blob))
+        {
+            return;
+        }
+        let frame = match receiver::receiver_of(rl, receiver) {
+            Some(r) => {
+                Counter::WalkvmVtableReceivers.inc();
+                Frame::vtable_receiver(r.klass as u64, receiver::recorded_trace_id(r))
+            }
+            None => {
+                Counter::WalkvmVtableReceiverUnread.inc();
+                Frame::vtable_receiver(0, 0)
+            }
+        };
+        out.push(frame);
+        out.push(Frame::vtable_stub(pc as u64));
     }
 
     /// Stubs and adapters: no Java frame of their own (docs/hotspot.md 4.5 `unwindStub`).

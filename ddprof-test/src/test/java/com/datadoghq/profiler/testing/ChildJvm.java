@@ -28,6 +28,7 @@ public final class ChildJvm {
     private final List<String> args = new ArrayList<>();
     private Duration timeout = Duration.ofSeconds(60);
     private final Map<String, String> env = new LinkedHashMap<>();
+    private final List<String> launcher = new ArrayList<>();
 
     public ChildJvm() {
         classpath.add(testClasses().toString());
@@ -49,6 +50,12 @@ public final class ChildJvm {
         return this;
     }
 
+    /** A command the JVM runs under (e.g. {@code perf record -o FILE --}), in front of {@code java}. */
+    public ChildJvm launcher(String... command) {
+        launcher.addAll(Arrays.asList(command));
+        return this;
+    }
+
     /** Sets a variable of the child's environment (e.g. {@code LD_PRELOAD}). */
     public ChildJvm env(String name, String value) {
         env.put(name, value);
@@ -61,7 +68,7 @@ public final class ChildJvm {
     }
 
     public Result run(Path workDir) throws IOException, InterruptedException {
-        List<String> cmd = new ArrayList<>();
+        List<String> cmd = new ArrayList<>(launcher);
         cmd.add(TestEnv.javaExecutable());
         // -Dddprof.test.childJvmArgs="-XX:+UseZGC ..." runs every child JVM with these first
         // (by hand, e.g. to run the lazy tests under another collector).

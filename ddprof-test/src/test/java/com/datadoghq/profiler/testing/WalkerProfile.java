@@ -81,12 +81,15 @@ public final class WalkerProfile {
     public final Map<String, Long> counters;
     /** The child JVM's command and output, for assertion messages. */
     public final String child;
+    /** The child JVM's standard output. */
+    public final String stdout;
 
     private WalkerProfile(String name, List<RecordedEvent> samples, String worker, Map<String, Long> counters,
-            String child) {
+            String child, String stdout) {
         this.name = name;
         this.counters = counters;
         this.child = child;
+        this.stdout = stdout;
         Map<RecordedStackTrace, List<Frame>> seen = new IdentityHashMap<>();
         for (RecordedEvent e : samples) {
             RecordedStackTrace st = e.getStackTrace();
@@ -109,12 +112,23 @@ public final class WalkerProfile {
      */
     public static WalkerProfile record(Path dir, String name, String cstack, Class<?> main, String mode, long millis,
             Duration timeout, String worker, String... jvmOptions) throws Exception {
+        return record(dir, name, "cpu=1ms,cstack=" + cstack, cstack, new ChildJvm().main(main, mode,
+                Long.toString(millis)), mode, timeout, worker, JfrReader.EXECUTION_SAMPLE, jvmOptions);
+    }
+
+    /**
+     * As {@link #record(Path, String, String, Class, String, long, Duration, String, String...)} with the
+     * profiler options {@code agentOptions} (besides {@code start} and {@code file}), a child prepared by
+     * the caller (main class and arguments, environment) that prints {@code workload done: <mode>}, reading
+     * the samples of event type {@code sampleType} ({@code datadog.MethodSample} for wall-clock samples).
+     */
+    public static WalkerProfile record(Path dir, String name, String agentOptions, String cstack, ChildJvm child,
+            String mode, Duration timeout, String worker, String sampleType, String... jvmOptions) throws Exception {
         Path file = dir.resolve(name + ".jfr");
         List<String> options = new ArrayList<>(Arrays.asList(jvmOptions));
-        options.add("-agentpath:" + TestEnv.nativeLib() + "=start,cpu=1ms,cstack=" + cstack + ",file=" + file);
-        ChildJvm.Result r = new ChildJvm()
+        options.add("-agentpath:" + TestEnv.nativeLib() + "=start," + agentOptions + ",file=" + file);
+        ChildJvm.Result r = child
                 .jvmArgs(options.toArray(new String[0]))
-                .main(main, mode, Long.toString(millis))
                 .timeout(timeout)
                 .run(dir);
         assertFalse(r.timedOut, "child JVM hung:\n" + r.describe());
@@ -129,10 +143,10 @@ public final class WalkerProfile {
         assertEquals(cstack, walker.get().getString("value"), "the walker that ran under cstack=" + cstack);
 
         Map<String, Long> counters = JfrReader.ofType(events, JfrReader.PROFILER_COUNTER).stream()
-                .filter(e -> e.getString("name").startsWith("walkvm"))
+                .filter(e -> e.getString("name").startsWith("walkvm") || e.getString("name").startsWith("vtable"))
                 .collect(Collectors.toMap(e -> e.getString("name"), e -> e.getLong("count"), (a, b) -> b, TreeMap::new));
-        WalkerProfile p = new WalkerProfile(name, JfrReader.ofType(events, JfrReader.EXECUTION_SAMPLE), worker,
-                counters, r.describe());
+        WalkerProfile p = new WalkerProfile(name, JfrReader.ofType(events, sampleType), worker,
+                counters, r.describe(), r.stdout);
         System.out.println(name + ": " + p.stacks.size() + " worker samples; counters " + counters);
         return p;
     }

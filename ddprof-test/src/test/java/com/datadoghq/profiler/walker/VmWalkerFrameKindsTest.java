@@ -20,7 +20,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The VMStructs walker ({@code cstack=vm}, started with {@code -agentpath} in a fresh JVM) gives
  * each kind of Java frame its JFR frame type: interpreted ({@code -Xint}), C2-compiled with
- * inlined callees (default options), C1-compiled ({@code -XX:TieredStopAtLevel=1}) and native
+ * inlined callees (default options, and only those with {@code -XX:-TieredCompilation}), C1-compiled
+ * ({@code -XX:TieredStopAtLevel=1}) and native
  * methods of the JDK ({@code java.util.zip.Deflater}).
  */
 class VmWalkerFrameKindsTest {
@@ -69,6 +70,18 @@ class VmWalkerFrameKindsTest {
         assertTrue(types.getOrDefault("C1 compiled", 0) >= 20, "C1 compiled frames of the hot chain: " + types + p.show());
         assertEquals(0, (int) types.getOrDefault("JIT compiled", 0),
                 "no C2 code exists with -XX:TieredStopAtLevel=1, yet frames are 'JIT compiled': " + types + p.show());
+        assertOrderKept(p);
+    }
+
+    /** Without tiered compilation only C2 compiles: no frame may claim C1 code. */
+    @Test
+    void c2OnlyGivesNoC1CompiledFrames() throws Exception {
+        WalkerProfile p = profile("c2", "chain", 2000, "-XX:-TieredCompilation");
+        Map<String, Integer> types = p.typesOf(f -> f.of(CpuBurner.class) && CHAIN.contains(f.method));
+        assertTrue(types.getOrDefault("JIT compiled", 0) >= 20, "C2 compiled frames of the hot chain: " + types + p.show());
+        Map<String, Integer> all = p.typesOf(f -> true);
+        assertEquals(0, (int) all.getOrDefault("C1 compiled", 0),
+                "no C1 code exists with -XX:-TieredCompilation, yet frames are 'C1 compiled': " + all + p.show());
         assertOrderKept(p);
     }
 

@@ -1,0 +1,145 @@
+//! Naming the frames a vtable/itable stub sample carries (`sample::frame::kind::
+//! VTABLE_RECEIVER` and `VTABLE_STUB`) at dump time. The receiver frame recorded a `Klass*`
+//! and the JFR trace ID that class had when sampled; its name is read only if the same
+//! trace ID is at that `Klass*` now and its mirror still leads back to it (a class unloaded
+//! since, whose `Klass*` memory was reused, fails one or the other), and is refused rather
+//! than guessed otherwise: `<unresolved_vtable_receiver>`, counted in
+//! `vtable_receiver_resolve_failed`. Upstream's encoding (docs/jfr-format.md): class = the
+//! receiver, name `<vtable_receiver>`, descriptor `()V`, type Native, line 0, bci -21.
+
+use std::collections::HashMap;
+
+use crate::counters::Counter;
+use crate::hotspot::vtable_stubs;
+use crate::jfr::names::normalize_cow;
+use crate::jfr::ChunkBuilder;
+use crate::sample::safe_access::load_usize;
+use crate::sample::vm::layout;
+use crate::sample::vm::method::symbol;
+use crate::sample::vm::{receiver, trace_id};
+
+/// Method name and descriptor of a receiver frame, and its bci.
+pub const RECEIVER_METHOD: &str = "<vtable_receiver>";
+pub const RECEIVER_DESCRIPTOR: &str = "()V";
+pub const RECEIVER_BCI: i32 = -21;
+/// The class of a receiver frame that cannot be named.
+pub const UNRESOLVED_CLASS: &str = "<unresolved_vtable_receiver>";
+/// Longest class name accepted (a stale `Symbol*` can claim any length).
+const MAX_NAME: usize = 4096;
+/// Bits of the trace ID a frame keeps (`Frame::vtable_receiver`).
+const ID_MASK: u64 = 0x7fff_ffff;
+
+/// One dump's receiver and stub names, each pool entry made once.
+#[derive(Default)]
+pub struct ReceiverNames {
+    receivers: HashMap<(u64, i32), u32>,
+    stubs: HashMap<&'static str, u32>,
+}
+
+impl ReceiverNames {
+    /// Method-pool key of a receiver frame (`klass`, recorded trace ID `id`).
+    pub fn receiver(&mut self, chunk: &mut ChunkBuilder, klass: u64, id: i32) -> u32 {
+        if let Some(&k) = self.receivers.get(&(klass, id)) {
+            return k;
+        }
+        let class = match receiver_class(klass as usize, id as u64) {
+            Some(name) => name,
+            None => {
+                Counter::VtableReceiverResolveFailed.inc();
+                UNRESOLVED_CLASS.to_string()
+            }
+        };
+        let k =
+            chunk.intern_method_verbatim(&class, RECEIVER_METHOD, RECEIVER_DESCRIPTOR, 0, false);
+        self.receivers.insert((klass, id), k);
+        k
+    }
+
+    /// Method-pool key of a stub frame at `pc`: "vtable stub" or "itable stub", class "".
+    pub fn stub(&mut self, chunk: &mut ChunkBuilder, pc: u64) -> u32 {
+        let name = vtable_stubs::name_of(pc as usize);
+        *self
+            .stubs
+            .entry(name)
+            .or_insert_with(|| chunk.intern_method_verbatim("", name, "()L;", 0x100, false))
+    }
+}
+
+/// The internal name of the class at `klass` if it still is the class sampled with trace
+/// ID `id` (0: none was readable then, which is accepted only while none is readable now).
+fn receiver_class(klass: usize, id: u64) -> Option<String> {
+    let m = layout::get()?.method.as_ref()?;
+    let same = || {
+        trace_id::trace_id(klass).map_or(0, |v| v & ID_MASK) == id && receiver::is_live_class(klass)
+    };
+    if klass == 0 || !same() {
+        return None;
+    }
+    let name = symbol(m, load_usize(klass.checked_add(m.klass.name)?)?)?;
+    // The name was read from a live class only if it still is one afterwards.
+    if !same() || !plausible(&name) {
+        return None;
+    }
+    Some(normalize_class(&name))
+}
+
+/// A class name read from a `Symbol`: non-empty, bounded, no control bytes, valid UTF-8.
+fn plausible(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME
+        && !name.contains('\u{fffd}')
+        && !name.chars().any(|c| c.is_control())
+}
+
+/// The receiver's class as the other frames name classes: a hidden class's `+0x...`
+/// suffix in Java's `/0x...` form, generated reflection accessors and lambda forms folded
+/// into their family (`jfr::names`).
+pub fn normalize_class(internal: &str) -> String {
+    let java = match internal.rfind("+0x") {
+        Some(i) => format!("{}/{}", &internal[..i], &internal[i + 1..]),
+        None => internal.to_string(),
+    };
+    let (class, _) = normalize_cow(&java, RECEIVER_METHOD);
+    class.into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn class_names_are_normalised_like_other_frames() {
+        assert_eq!(normalize_class("java/lang/String"), "java/lang/String");
+        assert_eq!(
+            normalize_class("com/x/Foo$$Lambda+0x0000000801001234"),
+            "com/x/Foo$$Lambda/0x0000000801001234"
+        );
+        assert_eq!(
+            normalize_class("jdk/internal/reflect/GeneratedMethodAccessor17"),
+            "jdk/internal/reflect/GeneratedMethodAccessor"
+        );
+        assert_eq!(
+            normalize_class("java/lang/invoke/LambdaForm$MH+0x0000000800c04000"),
+            "java/lang/invoke/LambdaForm$MH"
+        );
+        assert_eq!(
+            normalize_class("[Ljava/lang/Object;"),
+            "[Ljava/lang/Object;"
+        );
+    }
+
+    #[test]
+    fn implausible_names_are_refused() {
+        assert!(plausible("a/B"));
+        assert!(!plausible(""));
+        assert!(!plausible("a\u{1}b"));
+        assert!(!plausible("a\u{fffd}"));
+        assert!(!plausible(&"x".repeat(MAX_NAME + 1)));
+    }
+
+    #[test]
+    fn unreadable_receivers_are_unresolved() {
+        assert_eq!(receiver_class(0, 0), None);
+        assert_eq!(receiver_class(0x10, 5), None);
+    }
+}
