@@ -55,10 +55,14 @@ public final class WalkerProfile {
 
         /**
          * A native frame of the walker: class "" and type Native (a Java native method has its
-         * class), and not where a walk stopped ({@code unknown}, typed Native too: it is no Java).
+         * class), and not where a walk stopped ({@code unknown}, typed Native too: it is no Java),
+         * nor a JIT stub frame: {@code vtable stub}/{@code itable stub} are code-cache frames that
+         * every {@code cstack} mode records below a receiver frame (upstream's encoding types them
+         * Native too).
          */
         public boolean isNative() {
-            return owner.isEmpty() && "Native".equals(type) && !"unknown".equals(method);
+            return owner.isEmpty() && "Native".equals(type) && !"unknown".equals(method)
+                    && !"vtable stub".equals(method) && !"itable stub".equals(method);
         }
 
         /** Named by a symbol rather than {@code lib+0xoffset} or a bare address. */
