@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Allocation profiling's cost (com.datadoghq.profiler.bench.AllocBenchmark): an allocation-heavy
 # workload against no profiler, for ddprof's memory=524287:a (default and lazy method IDs, with
-# liveness), the JDK's jdk.ObjectAllocationSample and async-profiler's alloc (4.1, from Maven
+# liveness), the JDK's jdk.ObjectAllocationSample and async-profiler's alloc (4.5, from Maven
 # Central). See docs/benchmarks.md, "Allocation profiling".
 #
 #   bash scripts/bench-alloc.sh [--no-build] [-Drounds=5 -Dthreads=1 -Dwarmup=3 -Dmeasure=6 -Dmodes=...]
@@ -24,8 +24,8 @@ main() {
   bench_prepare bench-alloc "$build" || exit 1
   asprof_dir="$BENCH_SNAP/asprof"
   mkdir -p "$asprof_dir"
-  if mvn -q dependency:copy -Dartifact=tools.profiler:async-profiler:4.1 -DoutputDirectory="$asprof_dir" >/dev/null 2>&1 \
-      && (cd "$asprof_dir" && unzip -q -o async-profiler-4.1.jar 'linux-x64/libasyncProfiler.so'); then
+  if mvn -q dependency:copy -Dartifact=tools.profiler:async-profiler:4.5 -DoutputDirectory="$asprof_dir" >/dev/null 2>&1 \
+      && (cd "$asprof_dir" && unzip -q -o async-profiler-4.5.jar 'linux-x64/libasyncProfiler.so'); then
     props+=("-Dasprof=$asprof_dir/linux-x64/libasyncProfiler.so")
   else
     echo "bench-alloc.sh: async-profiler not available; its mode is left out" >&2

@@ -7,7 +7,7 @@
 #
 #   bash scripts/bench-wall.sh [--no-build] [-Drounds=3 -Dseconds=8 -Dwarmup=3 -Didle=1000]
 #
-# async-profiler comes from Maven Central (tools.profiler:async-profiler, -Dap.version=4.1), fetched
+# async-profiler comes from Maven Central (tools.profiler:async-profiler, -Dap.version=4.5), fetched
 # with Maven into the local repository; -Dap.jar= points at another jar, -Dap.jar= (empty) skips it.
 set -euo pipefail
 
@@ -18,7 +18,7 @@ cd "$ROOT"
 
 build=1
 props=()
-ap_version=4.1
+ap_version=4.5
 ap_jar_set=0
 ap_jar=""
 for a in "$@"; do
