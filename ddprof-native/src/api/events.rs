@@ -135,7 +135,7 @@ unsafe extern "C" fn on_dynamic_code(
         }
         // SAFETY: JVMTI passes a NUL-terminated name valid for the callback.
         let bytes = unsafe { std::ffi::CStr::from_ptr(name) }.to_bytes();
-        crate::hotspot::vtable_stubs::on_stub(bytes, address as usize, length);
+        crate::hotspot::stubs::on_stub(bytes, address as usize, length);
         // SAFETY: as above.
         unsafe { crate::profiler::perfmap::on_dynamic_code(name, address, length) };
     });

@@ -410,7 +410,7 @@ fn c_str_equals(ptr: usize, wanted: &[u8]) -> bool {
 }
 
 /// The C string at `ptr`, without its NUL; None if unreadable or longer than `max`.
-fn read_c_str(ptr: usize, max: usize) -> Option<Vec<u8>> {
+pub(crate) fn read_c_str(ptr: usize, max: usize) -> Option<Vec<u8>> {
     let mut word = (usize::MAX, [0u8; 8]);
     let mut out = Vec::new();
     for i in 0..=max {

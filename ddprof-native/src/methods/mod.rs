@@ -3,7 +3,8 @@
 //! jmethodIDs through JVMTI, `raw.rs` names untagged raw `Method*` frames from VM
 //! metadata, and `lazy/` proves tagged raw frames live before giving them IDs. Either
 //! way a frame ends as a `MethodInfo` (`info.rs`). `receivers.rs` names the receiver
-//! class and stub frames of vtable/itable stub samples.
+//! class of vtable/itable stub samples, `stub_names.rs` the frames of code the VM
+//! generated outside nmethods.
 
 pub mod info;
 pub mod lazy;
@@ -11,4 +12,5 @@ pub mod preload;
 pub mod raw;
 pub mod receivers;
 pub mod resolve;
+pub mod stub_names;
 pub mod word_map;

@@ -1,5 +1,5 @@
-//! Naming the frames a vtable/itable stub sample carries (`sample::frame::kind::
-//! VTABLE_RECEIVER` and `VTABLE_STUB`) at dump time. The receiver frame recorded a `Klass*`
+//! Naming the receiver frame a vtable/itable stub sample carries (`sample::frame::kind::
+//! VTABLE_RECEIVER`) at dump time (the stub frame below it is `stub_names.rs`'). It recorded a `Klass*`
 //! and the JFR trace ID that class had when sampled; its name is read only if the same
 //! trace ID is at that `Klass*` now and its mirror still leads back to it (a class unloaded
 //! since, whose `Klass*` memory was reused, fails one or the other), and is refused rather
@@ -10,7 +10,6 @@
 use std::collections::HashMap;
 
 use crate::counters::Counter;
-use crate::hotspot::vtable_stubs;
 use crate::jfr::names::normalize_cow;
 use crate::jfr::ChunkBuilder;
 use crate::sample::safe_access::load_usize;
@@ -29,11 +28,10 @@ const MAX_NAME: usize = 4096;
 /// Bits of the trace ID a frame keeps (`Frame::vtable_receiver`).
 const ID_MASK: u64 = 0x7fff_ffff;
 
-/// One dump's receiver and stub names, each pool entry made once.
+/// One dump's receiver names, each pool entry made once.
 #[derive(Default)]
 pub struct ReceiverNames {
     receivers: HashMap<(u64, i32), u32>,
-    stubs: HashMap<&'static str, u32>,
 }
 
 impl ReceiverNames {
@@ -53,15 +51,6 @@ impl ReceiverNames {
             chunk.intern_method_verbatim(&class, RECEIVER_METHOD, RECEIVER_DESCRIPTOR, 0, false);
         self.receivers.insert((klass, id), k);
         k
-    }
-
-    /// Method-pool key of a stub frame at `pc`: "vtable stub" or "itable stub", class "".
-    pub fn stub(&mut self, chunk: &mut ChunkBuilder, pc: u64) -> u32 {
-        let name = vtable_stubs::name_of(pc as usize);
-        *self
-            .stubs
-            .entry(name)
-            .or_insert_with(|| chunk.intern_method_verbatim("", name, "()L;", 0x100, false))
     }
 }
 

@@ -624,6 +624,7 @@ fn write_traces(
     let mut unknown: Option<u32> = None;
     let mut natives = NativeNames::default();
     let mut receivers = receivers::ReceiverNames::default();
+    let mut stubs = crate::methods::stub_names::StubNames::default();
     let mut refs: Vec<FrameRef> = Vec::new();
     for &(id, frames, walk_truncated, since) in traces {
         refs.clear();
@@ -633,8 +634,8 @@ fn write_traces(
                 (natives.key(chunk, f.method), 0, false, true)
             } else if f.kind == kind::VTABLE_RECEIVER {
                 (receivers.receiver(chunk, f.method, f.bci), 0, false, true)
-            } else if f.kind == kind::VTABLE_STUB {
-                (receivers.stub(chunk, f.method), 0, false, true)
+            } else if f.kind == kind::STUB {
+                (stubs.key(chunk, f.method), 0, false, true)
             } else {
                 frame_ref(
                     chunk,
@@ -652,7 +653,7 @@ fn write_traces(
             // Non-Java frames of upstream's that carry a bci of their own keep it raw.
             let bci = match f.kind {
                 kind::VTABLE_RECEIVER => receivers::RECEIVER_BCI,
-                kind::VTABLE_STUB => 0,
+                kind::STUB => 0,
                 _ => tags::bci(f).max(0),
             };
             refs.push(FrameRef {
@@ -690,10 +691,16 @@ impl NativeNames {
         if let Some(k) = self.by_pc.get(&pc) {
             return *k;
         }
-        let name = self
-            .symbols
-            .get_or_insert_with(crate::symbols::Symbolizer::new)
-            .name(pc);
+        // A native unwind can end in code the VM generated (a stub is not in any file's
+        // symbols): the stub's name, as a stub frame would get.
+        let stub = crate::hotspot::stubs::name_of(pc as usize);
+        let name = match &stub {
+            Some(n) => n.as_str(),
+            None => self
+                .symbols
+                .get_or_insert_with(crate::symbols::Symbolizer::new)
+                .name(pc),
+        };
         let k = match self.by_name.get(name) {
             Some(k) => *k,
             None => {

@@ -195,8 +195,10 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         && crate::hotspot::receiver::init()
             .map_err(|e| log::info(&format!("vtable receiver frames unavailable: {e}")))
             .is_ok();
-    if receivers {
-        crate::hotspot::vtable_stubs::start(jvmti);
+    // Stub frames (and the vtable/itable stub under a receiver frame) are named from the
+    // stubs the JVM reports; only our walker records them.
+    if walker == WalkerKind::Vm {
+        crate::hotspot::stubs::start(jvmti);
     }
     crate::sample::vm::receiver::set_enabled(
         receivers,

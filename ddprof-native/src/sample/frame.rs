@@ -39,9 +39,10 @@ pub mod kind {
     /// one class gives one frame and a `Klass*` reused by another class another one.
     /// Named at dump time, after the trace ID is found there again.
     pub const VTABLE_RECEIVER: u8 = 4;
-    /// A vtable/itable stub: `method` is the pc, named `vtable stub` or `itable stub` at
-    /// dump time from the stubs the JVM reported (JVMTI DynamicCodeGenerated).
-    pub const VTABLE_STUB: u8 = 5;
+    /// Code the VM generated outside nmethods (a stub routine or intrinsic, an adapter, a
+    /// vtable/itable stub): `method` is the pc, named at dump time from the stubs the JVM
+    /// reported (JVMTI DynamicCodeGenerated), else from the code blob holding it.
+    pub const STUB: u8 = 5;
 }
 
 /// One frame as recorded by a walker, leaf first in a trace. Plain data, 16 bytes.
@@ -98,12 +99,12 @@ impl Frame {
             idnum: 0,
         }
     }
-    /// The vtable/itable stub at `pc`.
-    pub const fn vtable_stub(pc: u64) -> Frame {
+    /// The stub at `pc` (a code-cache pc outside nmethods and the interpreter).
+    pub const fn stub(pc: u64) -> Frame {
         Frame {
             method: pc,
             bci: 0,
-            kind: kind::VTABLE_STUB,
+            kind: kind::STUB,
             frame_type: frame_type::NATIVE,
             idnum: 0,
         }

@@ -24,12 +24,7 @@ pub fn count(vm: &[Frame], agct: &[Frame]) {
     }
     // Native frames (cstack=vmx) and vtable stub frames have no AsyncGetCallTrace
     // counterpart: compare the rest.
-    let java = |f: &&Frame| {
-        !matches!(
-            f.kind,
-            kind::NATIVE_PC | kind::VTABLE_RECEIVER | kind::VTABLE_STUB
-        )
-    };
+    let java = |f: &&Frame| !matches!(f.kind, kind::NATIVE_PC | kind::VTABLE_RECEIVER | kind::STUB);
     let same_methods = vm.iter().filter(java).count() == agct.len()
         && vm
             .iter()

@@ -264,6 +264,12 @@ fn run(
     (end, sink.recorded)
 }
 
+/// The Java caller of a frameless stub caught as the leaf (see `arch::stub_caller`), or
+/// None where no rule finds one. Signal-safe.
+pub fn stub_caller(cur: Cursor, bounds: Bounds, in_code: &dyn Fn(usize) -> bool) -> Option<Cursor> {
+    arch::stub_caller(&SafeMemory, cur, bounds, in_code)
+}
+
 /// vmx, a thread outside Java with a frame anchor: records the native frames between the
 /// interrupted pc and the anchor. false: the buffer filled up. Signal-safe.
 pub fn to_anchor(
@@ -423,6 +429,30 @@ mod arch {
         })
     }
 
+    /// The caller of a stub with no frame size of its own (a stub routine such as
+    /// `libmSin`) caught as the leaf: its return address at sp when it pushed nothing, else
+    /// through rbp when the stub opened a frame (`push rbp; mov rbp, rsp`, then saved
+    /// registers: sp no longer points at the return address) and that frame returns into
+    /// the code cache, else a return address a few words above sp.
+    pub fn stub_caller<M: Memory>(
+        mem: &M,
+        cur: Cursor,
+        bounds: Bounds,
+        in_code: &dyn Fn(usize) -> bool,
+    ) -> Option<Cursor> {
+        let returns = |pc: usize| in_code(pc) && follows_call(mem, pc);
+        if let Some(pc) = mem.read_usize(cur.sp).filter(|&pc| returns(pc)) {
+            return Some(Cursor {
+                pc,
+                sp: cur.sp + 8,
+                fp: cur.fp,
+            });
+        }
+        caller(mem, cur, bounds)
+            .filter(|c| in_code(c.pc))
+            .or_else(|| return_at_sp(mem, cur, bounds, in_code))
+    }
+
     /// Whether the instruction that ends just before `ret` is a call: `E8 rel32`, or
     /// `FF /2` (indirect, through a register or memory, with any ModRM/SIB/displacement).
     /// One 8-byte read of the bytes before `ret`.
@@ -496,6 +526,14 @@ mod arch {
 
     /// No frame layout is known for this architecture: every chain is broken.
     pub fn caller<M: Memory>(_mem: &M, _cur: Cursor, _bounds: Bounds) -> Option<Cursor> {
+        None
+    }
+    pub fn stub_caller<M: Memory>(
+        _mem: &M,
+        _cur: Cursor,
+        _bounds: Bounds,
+        _in_code: &dyn Fn(usize) -> bool,
+    ) -> Option<Cursor> {
         None
     }
 }

@@ -470,10 +470,20 @@ impl VmWalker {
                 {
                     self.compiled_frame(blob, cur, depth, out)
                 } else {
-                    if depth == 0 && !anchor_used {
-                        self.vtable_frames(blob, cur.pc, regs.receiver, out);
+                    // A stub gets a frame of its own in signal samples (`Math.sin` in
+                    // `libmSin`, an arraycopy, an adapter): as the leaf, where the CPU is
+                    // in it, and with cstack=vmx, which records all code, at any depth
+                    // (a runtime stub between the VM's frames and Java's). Allocation
+                    // stacks, which start at the anchor, keep naming the allocating Java
+                    // method first.
+                    let receiver = depth == 0
+                        && !anchor_used
+                        && self.vtable_frames(blob, cur.pc, regs.receiver, out);
+                    let leaf = depth == 0 && !anchor_used;
+                    if !receiver && uc.is_some() && (leaf || native::mixed()) {
+                        out.push(Frame::stub(cur.pc as u64));
                     }
-                    self.stub_frame(blob, cur, depth)
+                    self.stub_frame(blob, cur, depth, bounds, &in_code)
                 }
             } else {
                 // Native or VM code called from Java: its Java caller by native unwinding,
@@ -865,9 +875,10 @@ impl VmWalker {
     /// A sample whose leaf is a vtable/itable stub, with receiver frames on: the receiver's
     /// class (read from the first Java argument register, `receiver`), then the stub
     /// (docs/hotspot.md 3.8). Only the leaf: deeper, the register holds something else.
-    fn vtable_frames(&self, blob: Blob, pc: usize, receiver: usize, out: &mut Out) {
+    /// Whether it recorded the two frames.
+    fn vtable_frames(&self, blob: Blob, pc: usize, receiver: usize, out: &mut Out) -> bool {
         let Some(rl) = receiver::active() else {
-            return;
+            return false;
         };
         if receiver == 0
             || !self
@@ -876,7 +887,7 @@ impl VmWalker {
                 .as_ref()
                 .is_some_and(|b| b.is_vtable_blob(blob))
         {
-            return;
+            return false;
         }
         let frame = match receiver::receiver_of(rl, receiver) {
             Some(r) => {
@@ -889,11 +900,19 @@ impl VmWalker {
             }
         };
         out.push(frame);
-        out.push(Frame::vtable_stub(pc as u64));
+        out.push(Frame::stub(pc as u64));
+        true
     }
 
     /// Stubs and adapters: no Java frame of their own (docs/hotspot.md 4.5 `unwindStub`).
-    fn stub_frame(&self, blob: Blob, cur: Cursor, depth: usize) -> Step {
+    fn stub_frame(
+        &self,
+        blob: Blob,
+        cur: Cursor,
+        depth: usize,
+        bounds: native::Bounds,
+        in_code: &dyn Fn(usize) -> bool,
+    ) -> Step {
         let Some(cb) = self.layout.code_blob.as_ref() else {
             return Step::Fail(reason::UNAVAILABLE);
         };
@@ -911,6 +930,18 @@ impl VmWalker {
             };
         }
         if depth == 0 {
+            let at = native::Cursor {
+                pc: cur.pc,
+                sp: cur.sp,
+                fp: cur.fp,
+            };
+            if let Some(c) = native::stub_caller(at, bounds, in_code) {
+                return Step::Next(Cursor {
+                    pc: c.pc,
+                    sp: c.sp,
+                    fp: c.fp,
+                });
+            }
             return match load_usize(cur.sp) {
                 Some(pc) => Step::Next(Cursor {
                     pc,

@@ -14,6 +14,8 @@ import com.datadoghq.profiler.testing.CpuBudget;
  *   clock as a leaf call, without a frame anchor, into libc and the vDSO</li>
  *   <li>{@code deflate}: {@link FrameKindsMain#deflateFor}: zlib (no frame pointers) below the
  *   native method {@code Deflater.deflateBytes*}</li>
+ *   <li>{@code trig}: {@link Math#sin}/{@link Math#cos} in a loop: compiled code calls HotSpot's
+ *   intrinsic stubs for them (code-cache stubs, no nmethod, no symbol)</li>
  * </ul>
  */
 public final class NativeFramesMain {
@@ -33,6 +35,9 @@ public final class NativeFramesMain {
                 break;
             case "deflate":
                 work = () -> FrameKindsMain.deflateFor(millis);
+                break;
+            case "trig":
+                work = () -> sink = trigLoop(millis);
                 break;
             default:
                 throw new IllegalArgumentException("mode: " + mode);
@@ -71,5 +76,18 @@ public final class NativeFramesMain {
             }
         }
         return s;
+    }
+
+    /** Sums sines and cosines for {@code millis} of this thread's CPU time. */
+    public static long trigLoop(long millis) {
+        CpuBudget budget = CpuBudget.of(millis);
+        double s = 0;
+        long i = 0;
+        while (budget.left()) {
+            for (int k = 0; k < 10_000; k++, i++) {
+                s += Math.sin(i * 0.001) + Math.cos(i * 0.002);
+            }
+        }
+        return (long) s;
     }
 }

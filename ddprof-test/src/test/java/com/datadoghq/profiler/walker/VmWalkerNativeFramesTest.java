@@ -12,6 +12,8 @@ import java.util.stream.Collectors;
 import com.datadoghq.profiler.testing.WalkerProfile;
 import com.datadoghq.profiler.testing.WalkerProfile.Frame;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -153,6 +155,37 @@ class VmWalkerNativeFramesTest {
                 "compiler-thread samples that are native stacks through CompileBroker: " + nativeStacks + " of "
                         + compiler.size() + "; e.g. " + compiler.subList(0, Math.min(3, compiler.size())) + p.show());
         assertTrue(p.counter("walkvm_native_only_stacks") >= nativeStacks, "walkvm_native_only_stacks" + p.show());
+    }
+
+    /**
+     * {@code Math.sin}/{@code Math.cos} from compiled code run in HotSpot's intrinsic stubs
+     * ({@code libmSin}/{@code libmCos} on JDK 11-21, {@code dsin}/{@code dcos} on 25): code in the
+     * code cache that no nmethod and no library symbol describes. Both VM walker modes name the stub
+     * as the leaf, directly above the Java method that called it, with no bare address between
+     * (the stub opens a frame of its own, so its return address is found through rbp, not at sp).
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"vm", "vmx"})
+    void intrinsicStubsAreNamedAboveTheirJavaCaller(String cstack) throws Exception {
+        WalkerProfile p = profile("trig-" + cstack, cstack, "trig", 2000);
+        long inStub = 0;
+        for (List<Frame> s : p.stacks) {
+            if (s.size() < 2 || !isTrigStub(s.get(0))) {
+                continue;
+            }
+            assertTrue(s.get(1).is(NativeFramesMain.class.getName(), "trigLoop"),
+                    "the frame below a trig stub is its Java caller: " + s + p.show());
+            inStub++;
+        }
+        assertTrue(inStub * 10 >= p.stacks.size() * 3,
+                "samples whose leaf is a named sin/cos stub: " + inStub + " of " + p.stacks.size() + p.show());
+        long bare = p.stacks.stream().filter(s -> s.stream().anyMatch(f -> f.method.startsWith("0x"))).count();
+        assertTrue(bare * 20 <= p.stacks.size(), "samples with a bare address frame: " + bare + p.show());
+    }
+
+    private static boolean isTrigStub(Frame f) {
+        String m = f.method.toLowerCase(java.util.Locale.ROOT);
+        return f.owner.isEmpty() && "Native".equals(f.type) && (m.endsWith("sin") || m.endsWith("cos"));
     }
 
     private static int firstJava(List<Frame> s) {
