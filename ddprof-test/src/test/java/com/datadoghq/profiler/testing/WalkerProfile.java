@@ -13,6 +13,10 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.HashSet;
+import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.TreeMap;
 import java.util.function.Predicate;
 import java.util.stream.Collectors;
@@ -153,6 +157,28 @@ public final class WalkerProfile {
                 counters, r.describe(), r.stdout);
         System.out.println(name + ": " + p.stacks.size() + " worker samples; counters " + counters);
         return p;
+    }
+
+    /**
+     * The names of the code-cache entries the child's perf map lists (option {@code perfmap}): its
+     * stubs, adapters and blobs, as the JVM reported them, which is how stub frames are named. A stub
+     * frame and a C function's frame are encoded alike (class "", type Native), so a test that must
+     * tell them apart asks the map. Deletes the map.
+     */
+    public Set<String> codeCacheNames() throws java.io.IOException {
+        Matcher m = Pattern.compile("pid: (\\d+)").matcher(stdout);
+        assertTrue(m.find(), "the workload printed no pid:\n" + child);
+        Path map = Path.of("/tmp/perf-" + m.group(1) + ".map");
+        assertTrue(Files.isRegularFile(map), "no perf map at " + map + ":\n" + child);
+        Set<String> names = new HashSet<>();
+        for (String line : Files.readAllLines(map)) {
+            String[] f = line.split(" ", 3);
+            if (f.length == 3) {
+                names.add(f[2]);
+            }
+        }
+        Files.deleteIfExists(map);
+        return names;
     }
 
     public long counter(String name) {

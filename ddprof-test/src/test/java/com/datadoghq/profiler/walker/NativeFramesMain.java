@@ -23,6 +23,8 @@ public final class NativeFramesMain {
     public static volatile Throwable last;
 
     public static void main(String[] args) throws Exception {
+        // For a perf map the test reads (/tmp/perf-<pid>.map, option perfmap).
+        System.out.println("pid: " + ProcessHandle.current().pid());
         String mode = args[0];
         long millis = args.length > 1 ? Long.parseLong(args[1]) : 2000;
         Runnable work;

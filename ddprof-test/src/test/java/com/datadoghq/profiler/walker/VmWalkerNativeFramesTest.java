@@ -7,8 +7,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Set;
 import java.util.stream.Collectors;
 
+import com.datadoghq.profiler.testing.ChildJvm;
+import com.datadoghq.profiler.testing.JfrReader;
 import com.datadoghq.profiler.testing.WalkerProfile;
 import com.datadoghq.profiler.testing.WalkerProfile.Frame;
 import org.junit.jupiter.api.Test;
@@ -103,9 +106,20 @@ class VmWalkerNativeFramesTest {
      */
     @Test
     void vmFindsTheJavaCallerWithoutRecordingNativeFrames() throws Exception {
-        WalkerProfile p = profile("nanotime-vm", "vm", "nanotime", 2000);
-        List<Frame> natives = p.frames(Frame::isNative);
+        WalkerProfile p = WalkerProfile.record(dir, "nanotime-vm", "cpu=1ms,cstack=vm,perfmap", "vm",
+                new ChildJvm().main(NativeFramesMain.class, "nanotime", "2000"), "nanotime", TIMEOUT, WORKER,
+                JfrReader.EXECUTION_SAMPLE);
+        assertTrue(p.stacks.size() >= 50, "samples on " + WORKER + ": " + p.stacks.size() + "\n" + p.child);
+        // A sample whose leaf is a stub (an adapter, an arraycopy) names it, in vm too: that is
+        // code-cache code, not a C frame, and only ever the leaf.
+        Set<String> stubs = p.codeCacheNames();
+        List<Frame> natives = p.frames(f -> f.isNative() && !stubs.contains(f.method));
         assertTrue(natives.isEmpty(), "native frames under cstack=vm: " + p.names(Frame::isNative) + p.show());
+        for (List<Frame> s : p.stacks) {
+            for (int i = 1; i < s.size(); i++) {
+                assertFalse(s.get(i).isNative(), "a stub frame below the leaf under cstack=vm: " + s);
+            }
+        }
         long inLoop = p.stacks.stream().filter(s -> indexOf(s, NativeFramesMain.class.getName(), "nanoLoop") >= 0)
                 .count();
         assertTrue(inLoop * 10 >= p.stacks.size() * 8,
