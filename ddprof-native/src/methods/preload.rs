@@ -70,9 +70,15 @@ pub fn apply(mode: FjMethodId, jvmti: Jvmti, jni: *mut JNIEnv) {
 
 /// JVMTI ClassPrepare.
 pub fn on_class_prepare(jvmti: Jvmti, jni: *mut JNIEnv, class: jclass) {
+    // Asked at most once per class: receiver names and `fjmethodid=false` both want it.
+    let mut unloadable = None;
+    let mut can_unload = |class| *unloadable.get_or_insert_with(|| can_unload(jvmti, jni, class));
+    if crate::sample::vm::receiver::active().is_some() && can_unload(class) {
+        crate::methods::receivers::remember_class(jni, class);
+    }
     let load = match current() {
         Some(FjMethodId::True) => true,
-        Some(FjMethodId::False) => can_unload(jvmti, jni, class),
+        Some(FjMethodId::False) => can_unload(class),
         Some(FjMethodId::Lazy) => {
             let _mem = memory::scope(Category::ClassRegistry);
             lazy::register_class(jvmti, jni, class);

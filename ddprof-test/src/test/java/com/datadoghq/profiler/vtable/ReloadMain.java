@@ -13,7 +13,8 @@ import com.datadoghq.profiler.testing.IsolatingLoader;
  * {@link Rock}), then the loader is dropped until its classes unload, then it calls it on three other
  * classes of a new loader ({@link Star}, {@link Planet}, {@link Dust}), whose metadata may take the
  * memory the first ones had. Prints when the second phase began ({@code phase2 ms: } epoch millis),
- * {@code unloaded=true|false} and the worker's CPU time. Args: milliseconds of CPU per phase.
+ * {@code unloaded=true|false} and the worker's CPU time. Args: milliseconds of CPU per phase, and
+ * optionally {@code same} (see {@link #sameClassesTwice}).
  */
 public final class ReloadMain {
     public static volatile long sink;
@@ -73,8 +74,14 @@ public final class ReloadMain {
         ThreadMXBean mx = ManagementFactory.getThreadMXBean();
         long[] cpuNanos = new long[1];
         boolean[] unloaded = new boolean[1];
+        boolean same = args.length > 1 && args[1].equals("same");
         Thread worker = new Thread(() -> {
             long start = mx.getCurrentThreadCpuTime();
+            if (same) {
+                unloaded[0] = sameClassesTwice(millis);
+                cpuNanos[0] = mx.getCurrentThreadCpuTime() - start;
+                return;
+            }
             WeakReference<ClassLoader> first = phase(millis, Moon.class, Comet.class, Rock.class);
             for (int i = 0; i < 50 && first.get() != null; i++) {
                 System.gc();
@@ -94,6 +101,37 @@ public final class ReloadMain {
         System.out.println("unloaded=" + unloaded[0]);
         System.out.println("worker cpu ms: " + cpuNanos[0] / 1_000_000);
         System.out.println("workload done: reload");
+    }
+
+    /**
+     * Mode {@code same}: two rounds on {@link Moon}, {@link Comet} and {@link Rock}, each round in a new
+     * loader, the first loader's classes unloaded before the second round; both rounds call
+     * {@link #phase} from one call site, so that their stacks can be equal. Whether the first unloaded.
+     */
+    static boolean sameClassesTwice(long millis) {
+        boolean unloaded = false;
+        for (int round = 0; round < 2; round++) {
+            if (round == 1) {
+                System.out.println("phase2 ms: " + System.currentTimeMillis());
+            }
+            WeakReference<ClassLoader> loader = phase(millis, Moon.class, Comet.class, Rock.class);
+            if (round == 0) {
+                unloaded = awaitUnload(loader);
+            }
+        }
+        return unloaded;
+    }
+
+    private static boolean awaitUnload(WeakReference<ClassLoader> loader) {
+        for (int i = 0; i < 50 && loader.get() != null; i++) {
+            System.gc();
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                return false;
+            }
+        }
+        return loader.get() == null;
     }
 
     /** Spins on fresh copies of {@code types} in a new loader; returns the loader, weakly. */
