@@ -414,6 +414,45 @@ mod tests {
         assert_eq!(&r[73..], b"B.java\0");
     }
 
+    /// One test, as it goes through the process-wide sink: a symlink in the file's place is
+    /// refused and its target untouched; a directory of ours gets a header and the records.
+    #[test]
+    fn the_sink_refuses_symlinks_and_writes_header_then_records() {
+        let dir = std::env::temp_dir().join(format!("ddprof-jitdump-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let bad = dir.join("bad");
+        std::fs::create_dir_all(&bad).unwrap();
+        let target = dir.join("target");
+        std::fs::write(&target, b"keep").unwrap();
+        let link = bad.join(format!("jit-{}.dump", std::process::id()));
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let choice = JitDumpDir::Dir(bad.to_string_lossy().into_owned());
+        assert!(open_sink(&choice).is_err(), "followed a symlink");
+        assert!(!is_active());
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep");
+
+        let good = JitDumpDir::Dir(dir.join("good").to_string_lossy().into_owned());
+        let path = open_sink(&good).unwrap();
+        assert!(is_active());
+        let code = [0x90u8, 0x90, 0xc3];
+        let entries = [DebugEntry {
+            addr: code.as_ptr() as u64,
+            line: 7,
+            file: "a/A.java".into(),
+        }];
+        // SAFETY: `code` is readable for its length.
+        unsafe { write_code("A::f()V", code.as_ptr() as usize, code.len(), &entries) };
+        stop();
+        let bytes = std::fs::read(&path).unwrap();
+        let head: [u8; HEADER_SIZE] = bytes[..HEADER_SIZE].try_into().unwrap();
+        assert_eq!(header_pid(&head), Some(std::process::id()));
+        let debug = u32_at(&bytes, HEADER_SIZE + 4) as usize;
+        assert_eq!(u32_at(&bytes, HEADER_SIZE), JIT_CODE_DEBUG_INFO);
+        assert_eq!(u32_at(&bytes, HEADER_SIZE + debug), JIT_CODE_LOAD);
+        assert!(bytes.ends_with(&code));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn names_lose_inner_nuls() {
         assert_eq!(c_name("a\0b"), b"ab\0");
