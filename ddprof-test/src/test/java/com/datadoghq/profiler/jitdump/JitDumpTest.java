@@ -159,6 +159,25 @@ class JitDumpTest {
                 + hotInCallee + " of " + hot + "\n" + sample);
     }
 
+    /** A directory that cannot be made is a warning naming the option; the session and the recording go on. */
+    @Test
+    void anUnusableDirectoryIsAWarning() throws Exception {
+        Path notADir = dir.resolve("plain-file");
+        Files.write(notADir, new byte[0]);
+        Path jfr = dir.resolve("bad.jfr");
+        ChildJvm.Result r = new ChildJvm()
+                .jvmArgs("-agentpath:" + TestEnv.nativeLib() + "=start,cpu=10ms,jitdump=" + notADir.resolve("sub")
+                        + ",file=" + jfr)
+                .main(JitDumpMain.class, "300")
+                .timeout(Duration.ofSeconds(120))
+                .run(dir);
+        assertEquals(0, r.exitCode, r.describe());
+        assertTrue(r.stdout.contains("workload done: jitdump"), r.describe());
+        assertTrue(r.stderr.contains("jitdump: cannot create") && r.stderr.contains("no jitdump is written"),
+                "no warning for the unusable directory:\n" + r.describe());
+        assertTrue(Files.size(jfr) > 0, "no recording:\n" + r.describe());
+    }
+
     private static final class Run {
         ChildJvm.Result child;
         int pid;
