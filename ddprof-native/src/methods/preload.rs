@@ -66,6 +66,27 @@ pub fn apply(mode: FjMethodId, jvmti: Jvmti, jni: *mut JNIEnv) {
             lazy::register_loaded(jvmti, jni)
         }
     }
+    if crate::sample::vm::receiver::active().is_some() {
+        remember_loaded(jvmti, jni);
+    }
+}
+
+/// Remembers the receiver names of the loaded classes that can unload; those prepared from
+/// now on are remembered by `on_class_prepare` (a class prepared meanwhile, by both).
+fn remember_loaded(jvmti: Jvmti, jni: *mut JNIEnv) {
+    let started = std::time::Instant::now();
+    let mut remembered = 0usize;
+    for class in jvmti.loaded_classes() {
+        if can_unload(jvmti, jni, class) {
+            crate::methods::receivers::remember_class(jni, class);
+            remembered += 1;
+        }
+        jvmti::delete_local_ref(jni, class);
+    }
+    crate::log::info(&format!(
+        "receiver names of {remembered} loaded classes that can unload remembered in {} us",
+        started.elapsed().as_micros()
+    ));
 }
 
 /// JVMTI ClassPrepare.
