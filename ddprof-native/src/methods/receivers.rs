@@ -7,8 +7,8 @@
 //! `vtable_receiver_resolve_failed`. Upstream's encoding (docs/jfr-format.md): class = the
 //! receiver, name `<vtable_receiver>`, descriptor `()V`, type Native, line 0, bci -21.
 //!
-//! A class that can unload is remembered when it is prepared (its trace ID, `Klass*` and name,
-//! read then from the live class), so that the receivers sampled before it unloaded are still
+//! A class that can unload is remembered at the start or when it is prepared (its trace ID,
+//! `Klass*` and name, read then from the live class), so that the receivers sampled before it unloaded are still
 //! named at the dump: trace IDs are never reused, so the name remembered for the recorded trace
 //! ID and `Klass*` is the receiver's. The same classes loaded again by another loader thus give
 //! the same frame, and a stack that is otherwise equal the same StackTrace entry. Entries of
@@ -39,12 +39,12 @@ const MAX_NAME: usize = 4096;
 /// Bits of the trace ID a frame keeps (`Frame::vtable_receiver`).
 const ID_MASK: u64 = 0x7fff_ffff;
 
-/// The unloadable classes prepared while receiver frames were on: trace ID (masked as frames
-/// keep it) -> (`Klass*`, internal name).
+/// The unloadable classes loaded or prepared while receiver frames were on: trace ID (masked
+/// as frames keep it) -> (`Klass*`, internal name).
 static REMEMBERED: Mutex<Option<HashMap<u64, (usize, String)>>> = Mutex::new(None);
 
-/// Remembers the name of a class that may unload (ClassPrepare, on a JVM thread), if receiver
-/// frames are on.
+/// Remembers the name of a class that may unload (at start or ClassPrepare, on a JVM thread),
+/// if receiver frames are on.
 pub fn remember_class(jni: *mut JNIEnv, class: jclass) {
     if receiver::active().is_none() {
         return;
