@@ -25,7 +25,7 @@ pub fn callbacks() -> EventCallbacks {
         class_file_load_hook: None,
         class_load: Some(on_class_load),
         class_prepare: Some(on_class_prepare),
-        compiled_method_load: Some(crate::profiler::perfmap::on_compiled_method_load),
+        compiled_method_load: Some(crate::profiler::codemap::on_compiled_method_load),
         dynamic_code_generated: Some(on_dynamic_code),
         garbage_collection_finish: Some(on_gc_finish),
         sampled_object_alloc: Some(on_sampled_object_alloc),
@@ -122,7 +122,7 @@ unsafe extern "C" fn on_sampled_object_alloc(
     let _ = std::panic::catch_unwind(|| crate::alloc::on_sampled_alloc(jni, object, class, size));
 }
 
-/// DynamicCodeGenerated: a stub the VM made, for the vtable stub names and the perf map.
+/// DynamicCodeGenerated: a stub the VM made, for stub frame names and the code maps.
 unsafe extern "C" fn on_dynamic_code(
     _env: *mut JvmtiEnvPtr,
     name: *const std::ffi::c_char,
@@ -137,6 +137,6 @@ unsafe extern "C" fn on_dynamic_code(
         let bytes = unsafe { std::ffi::CStr::from_ptr(name) }.to_bytes();
         crate::hotspot::stubs::on_stub(bytes, address as usize, length);
         // SAFETY: as above.
-        unsafe { crate::profiler::perfmap::on_dynamic_code(name, address, length) };
+        unsafe { crate::profiler::codemap::on_dynamic_code(name, address, length) };
     });
 }

@@ -27,6 +27,8 @@ mod methods;
 mod native;
 mod options;
 mod output;
+
+pub(crate) use output::format_timestamp;
 mod parse;
 mod stacks;
 mod values;
@@ -185,6 +187,16 @@ pub enum CpuEngine {
 }
 
 /// `loglevel=`; names compared case-insensitively as upstream does.
+/// Where `jitdump` writes `jit-<pid>.dump`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JitDumpDir {
+    /// A fresh `java-jit-<date>.XXXXXX` under `$JITDUMPDIR/.debug/jit` (else `$HOME/.debug/jit`),
+    /// where perf's own JVMTI agent writes.
+    Default,
+    /// The directory given (`jitdump=DIR`), relative to the JVM's working directory.
+    Dir(String),
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LogLevel {
     Trace,
@@ -295,6 +307,8 @@ pub struct Args {
     pub vtable_receiver: bool,
     /// `perfmap`: write the JIT code map `/tmp/perf-<pid>.map` while running.
     pub perfmap: bool,
+    /// `jitdump[=DIR]`: write `jit-<pid>.dump` (perf's jitdump format) while running.
+    pub jitdump: Option<JitDumpDir>,
     pub attributes: Vec<String>,
     /// Thread filter on (only wall-clock consults it). Absent = on; `filter` or `filter=` = off.
     pub filter: bool,
@@ -341,6 +355,7 @@ impl Default for Args {
             jvmtistacks: false,
             vtable_receiver: false,
             perfmap: false,
+            jitdump: None,
             attributes: Vec::new(),
             filter: true,
             file: None,

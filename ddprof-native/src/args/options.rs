@@ -59,6 +59,7 @@ const OPTIONS: &[(&str, Handler)] = &[
     ("log", output::log),
     ("loglevel", output::loglevel),
     ("perfmap", output::perfmap),
+    ("jitdump", output::jitdump),
 ];
 
 /// The handler of a lower-cased key, `None` for an unknown key.

@@ -1,10 +1,10 @@
 //! Output and logging: `file` (with `%p`, `%t`, `%{ENV}` expansion), `jfr`, `log`, `loglevel`,
-//! and the code map for native profilers, `perfmap`.
+//! and the code maps for native profilers, `perfmap` and `jitdump`.
 //! Expansion is pure too: `parse` passes in the environment lookup, the pid and the time.
 
 use super::draft::Draft;
 use super::values::{parse_u32_c, true_unless_negative, Reason};
-use super::LogLevel;
+use super::{JitDumpDir, LogLevel};
 
 /// Longest `%{NAME}` that `file=` expansion looks up (upstream's 128-byte key buffer).
 const MAX_ENV_NAME_LEN: usize = 127;
@@ -88,7 +88,7 @@ pub(super) fn expand_file_pattern(
 }
 
 /// `yyyyMMdd-HHmmss` of a Unix time, in UTC (upstream uses local time; the format is the same).
-pub(super) fn format_timestamp(epoch_secs: i64) -> String {
+pub(crate) fn format_timestamp(epoch_secs: i64) -> String {
     let days = epoch_secs.div_euclid(86_400);
     let secs_of_day = epoch_secs.rem_euclid(86_400);
     let (year, month, day) = civil_from_days(days);
@@ -119,5 +119,22 @@ fn civil_from_days(days: i64) -> (i128, i128, i128) {
 /// `perfmap[=bool]`: write `/tmp/perf-<pid>.map` while running (bare = on; `n`, `f`, `0` = off).
 pub(super) fn perfmap(d: &mut Draft, value: Option<&str>) -> Result<(), Reason> {
     d.args.perfmap = true_unless_negative(value);
+    Ok(())
+}
+
+/// `jitdump[=DIR]`: write `jit-<pid>.dump` while running. Bare, `true` or `yes`: the default
+/// directory (chosen at start); `false`, `no`, `n`, `f`, `0`: off; anything else is the directory.
+pub(super) fn jitdump(d: &mut Draft, value: Option<&str>) -> Result<(), Reason> {
+    d.args.jitdump = match value {
+        None => Some(JitDumpDir::Default),
+        Some("") => return Err("must be a directory, true or false"),
+        Some(v) if ["true", "yes", "y", "t", "1"].contains(&v.to_ascii_lowercase().as_str()) => {
+            Some(JitDumpDir::Default)
+        }
+        Some(v) if ["false", "no", "n", "f", "0"].contains(&v.to_ascii_lowercase().as_str()) => {
+            None
+        }
+        Some(v) => Some(JitDumpDir::Dir(v.to_string())),
+    };
     Ok(())
 }

@@ -305,6 +305,24 @@ fn cpu_key_enables_vtable_receiver() {
 }
 
 #[test]
+fn jitdump_takes_a_directory_or_a_boolean() {
+    use super::JitDumpDir;
+    assert_eq!(ok("cpu").jitdump, None);
+    assert_eq!(ok("cpu,jitdump").jitdump, Some(JitDumpDir::Default));
+    assert_eq!(ok("cpu,jitdump=true").jitdump, Some(JitDumpDir::Default));
+    assert_eq!(ok("cpu,jitdump=false").jitdump, None);
+    assert_eq!(ok("cpu,jitdump=0").jitdump, None);
+    assert_eq!(
+        ok("cpu,jitdump=/var/tmp/jit").jitdump,
+        Some(JitDumpDir::Dir("/var/tmp/jit".into()))
+    );
+    assert_eq!(
+        ok("cpu,jitdump=dumps").jitdump,
+        Some(JitDumpDir::Dir("dumps".into()))
+    );
+}
+
+#[test]
 fn perfmap_is_a_boolean_option() {
     assert!(!ok("cpu").perfmap);
     assert!(ok("cpu,perfmap").perfmap);

@@ -51,6 +51,7 @@ const GET_THREAD_INFO: usize = 9;
 const DEALLOCATE: usize = 47;
 const GET_CLASS_SIGNATURE: usize = 48;
 const GET_CLASS_STATUS: usize = 49;
+const GET_SOURCE_FILE_NAME: usize = 50;
 const GET_CLASS_METHODS: usize = 52;
 const GET_CLASS_LOADER: usize = 57;
 const GET_METHOD_NAME: usize = 64;
@@ -393,6 +394,19 @@ impl Jvmti {
         ))?;
         self.deallocate(generic);
         self.take_string(sig).ok_or(-1)
+    }
+
+    /// The class's `SourceFile` attribute (`Foo.java`); needs `can_get_source_file_name`.
+    pub fn source_file_name(&self, class: jclass) -> Result<String, JvmtiError> {
+        let mut name: *mut c_char = ptr::null_mut();
+        check(call!(
+            self,
+            GET_SOURCE_FILE_NAME,
+            fn(jclass, *mut *mut c_char),
+            class,
+            &mut name
+        ))?;
+        self.take_string(name).ok_or(-1)
     }
 
     /// (name, descriptor) of a method.

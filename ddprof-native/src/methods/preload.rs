@@ -66,13 +66,40 @@ pub fn apply(mode: FjMethodId, jvmti: Jvmti, jni: *mut JNIEnv) {
             lazy::register_loaded(jvmti, jni)
         }
     }
+    if crate::sample::vm::receiver::active().is_some() {
+        remember_loaded(jvmti, jni);
+    }
+}
+
+/// Remembers the receiver names of the loaded classes that can unload; those prepared from
+/// now on are remembered by `on_class_prepare` (a class prepared meanwhile, by both).
+fn remember_loaded(jvmti: Jvmti, jni: *mut JNIEnv) {
+    let started = std::time::Instant::now();
+    let mut remembered = 0usize;
+    for class in jvmti.loaded_classes() {
+        if can_unload(jvmti, jni, class) {
+            crate::methods::receivers::remember_class(jni, class);
+            remembered += 1;
+        }
+        jvmti::delete_local_ref(jni, class);
+    }
+    crate::log::info(&format!(
+        "receiver names of {remembered} loaded classes that can unload remembered in {} us",
+        started.elapsed().as_micros()
+    ));
 }
 
 /// JVMTI ClassPrepare.
 pub fn on_class_prepare(jvmti: Jvmti, jni: *mut JNIEnv, class: jclass) {
+    // Asked at most once per class: receiver names and `fjmethodid=false` both want it.
+    let mut unloadable = None;
+    let mut can_unload = |class| *unloadable.get_or_insert_with(|| can_unload(jvmti, jni, class));
+    if crate::sample::vm::receiver::active().is_some() && can_unload(class) {
+        crate::methods::receivers::remember_class(jni, class);
+    }
     let load = match current() {
         Some(FjMethodId::True) => true,
-        Some(FjMethodId::False) => can_unload(jvmti, jni, class),
+        Some(FjMethodId::False) => can_unload(class),
         Some(FjMethodId::Lazy) => {
             let _mem = memory::scope(Category::ClassRegistry);
             lazy::register_class(jvmti, jni, class);

@@ -6,8 +6,18 @@
 //! than guessed otherwise: `<unresolved_vtable_receiver>`, counted in
 //! `vtable_receiver_resolve_failed`. Upstream's encoding (docs/jfr-format.md): class = the
 //! receiver, name `<vtable_receiver>`, descriptor `()V`, type Native, line 0, bci -21.
+//!
+//! A class that can unload is remembered at the start or when it is prepared (its trace ID,
+//! `Klass*` and name, read then from the live class), so that the receivers sampled before it unloaded are still
+//! named at the dump: trace IDs are never reused, so the name remembered for the recorded trace
+//! ID and `Klass*` is the receiver's. The same classes loaded again by another loader thus give
+//! the same frame, and a stack that is otherwise equal the same StackTrace entry. Entries of
+//! classes gone by a dump are dropped once that dump has named its frames.
 
 use std::collections::HashMap;
+
+use jni::sys::{jclass, JNIEnv};
+use parking_lot::Mutex;
 
 use crate::counters::Counter;
 use crate::jfr::names::normalize_cow;
@@ -28,6 +38,66 @@ const MAX_NAME: usize = 4096;
 /// Bits of the trace ID a frame keeps (`Frame::vtable_receiver`).
 const ID_MASK: u64 = 0x7fff_ffff;
 
+/// The unloadable classes loaded or prepared while receiver frames were on: trace ID (masked
+/// as frames keep it) -> (`Klass*`, internal name).
+static REMEMBERED: Mutex<Option<HashMap<u64, (usize, String)>>> = Mutex::new(None);
+
+/// Remembers the name of a class that may unload (at start or ClassPrepare, on a JVM thread),
+/// if receiver frames are on.
+pub fn remember_class(jni: *mut JNIEnv, class: jclass) {
+    if receiver::active().is_none() {
+        return;
+    }
+    let Some(m) = layout::get().and_then(|l| l.method.as_ref()) else {
+        return;
+    };
+    let Some(klass) = crate::hotspot::zgc::klass_of_class_ref(m, jni, class) else {
+        return;
+    };
+    let Some(id) = trace_id::trace_id(klass).map(|v| v & ID_MASK) else {
+        return;
+    };
+    let Some(name) = klass_name(klass) else {
+        return;
+    };
+    if id == 0 {
+        return;
+    }
+    let _mem = crate::memory::scope(crate::memory::Category::ClassRegistry);
+    REMEMBERED
+        .lock()
+        .get_or_insert_with(HashMap::new)
+        .insert(id, (klass, name));
+}
+
+/// The remembered name of the class sampled as (`klass`, `id`).
+fn remembered(klass: usize, id: u64) -> Option<String> {
+    let guard = REMEMBERED.lock();
+    let (k, name) = guard.as_ref()?.get(&id)?;
+    (*k == klass).then(|| normalize_class(name))
+}
+
+/// Drops the remembered classes that are gone (after a dump named its frames: any receiver of
+/// theirs was sampled before they unloaded, so in this dump or an earlier one).
+pub fn forget_unloaded() {
+    let _mem = crate::memory::scope(crate::memory::Category::ClassRegistry);
+    if let Some(map) = REMEMBERED.lock().as_mut() {
+        map.retain(|&id, &mut (klass, _)| is_same_class(klass, id));
+    }
+}
+
+/// Whether the live class at `klass` has trace ID `id` (as frames keep it).
+fn is_same_class(klass: usize, id: u64) -> bool {
+    trace_id::trace_id(klass).map_or(0, |v| v & ID_MASK) == id && receiver::is_live_class(klass)
+}
+
+/// The internal name of the class at `klass`, read through the protected loads.
+fn klass_name(klass: usize) -> Option<String> {
+    let m = layout::get()?.method.as_ref()?;
+    let name = symbol(m, load_usize(klass.checked_add(m.klass.name)?)?)?;
+    plausible(&name).then_some(name)
+}
+
 /// One dump's receiver names, each pool entry made once.
 #[derive(Default)]
 pub struct ReceiverNames {
@@ -40,7 +110,9 @@ impl ReceiverNames {
         if let Some(&k) = self.receivers.get(&(klass, id)) {
             return k;
         }
-        let class = match receiver_class(klass as usize, id as u64) {
+        let class = match receiver_class(klass as usize, id as u64)
+            .or_else(|| remembered(klass as usize, id as u64))
+        {
             Some(name) => name,
             None => {
                 Counter::VtableReceiverResolveFailed.inc();

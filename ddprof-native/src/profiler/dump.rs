@@ -673,6 +673,8 @@ fn write_traces(
         };
         chunk.add_stack_trace(id, truncated, &refs);
     }
+    // Receivers of classes gone by now were all named above (or in an earlier dump).
+    receivers::forget_unloaded();
     unnamed
 }
 

@@ -23,8 +23,10 @@ use crate::sample::walk::agct::Agct;
 use crate::sample::walk::vm::VmWalker;
 use crate::{log, threads, vm};
 
+pub mod codemap;
 mod cpu_load;
 mod dump;
+pub mod jitdump;
 mod output;
 pub mod perfmap;
 mod sanity;
@@ -205,14 +207,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         std::env::var_os(MISRECORD_RECEIVERS_ENV).is_some(),
     );
 
-    if args.perfmap {
-        match perfmap::start(jvmti) {
-            Ok(path) => log::info(&format!("perf map: {}", path.display())),
-            Err(e) => warnings.push(format!("perfmap: {e}; no perf map is written")),
-        }
-    } else {
-        perfmap::stop();
-    }
+    codemap::start(jvmti, &args, &mut warnings);
 
     let id_mode = resolve_id_mode(&args, walker, jni, &mut warnings);
     preload::apply(id_mode, jvmti, jni);
@@ -249,7 +244,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         counters::Counter::NativeUnwindTableBytes.set(bytes as i64);
     }
     let (engine, cpu_engine_fallback) =
-        start_cpu_engine(&args, walker, interval).inspect_err(|_| perfmap::stop())?;
+        start_cpu_engine(&args, walker, interval).inspect_err(|_| codemap::stop())?;
     if let Some(reason) = &cpu_engine_fallback {
         warnings.push(reason.clone());
     }
@@ -267,7 +262,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
             engine.stop();
             handler::disarm();
             *ENGINE.write() = None;
-            perfmap::stop();
+            codemap::stop();
             return Err(Error::State(format!(
                 "Failed to start the {} engine: {e}",
                 w.name()
@@ -287,6 +282,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
                 engine.stop();
                 handler::disarm();
                 *ENGINE.write() = None;
+                codemap::stop();
                 return Err(Error::State(e));
             }
         }
@@ -608,7 +604,7 @@ pub fn stop(jni: *mut JNIEnv) -> Result<(), Error> {
     handler::disarm();
     *ENGINE.write() = None;
     crate::tracing::on_stop();
-    perfmap::stop();
+    codemap::stop();
     let file = session.file.clone();
     // Appended: `start` emptied the file, `dump` restarted it, and `resume` keeps the
     // chunks written before it.

@@ -5,53 +5,38 @@
 //! every stub the VM generates (DynamicCodeGenerated: `Interpreter`, `vtable stub`, ...) gets
 //! a line; at start `GenerateEvents` replays what exists already. Freed code is not removed
 //! (the format has no removal; code that later reuses the range gets a line of its own).
-//! Callbacks run on whatever thread posts the event, never in a signal handler.
+//! The events arrive through `codemap`, on whatever thread posts them, never in a signal handler.
 
-use std::ffi::{c_char, c_void, CStr};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use jni::sys::{jint, jmethodID};
 use parking_lot::Mutex;
-
-use crate::jvmti::{self, Capabilities, Jvmti, JvmtiEnvPtr};
 
 /// The open map while `perfmap` is on.
 static MAP: Mutex<Option<File>> = Mutex::new(None);
 /// Whether lines are written (checked before taking the lock).
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 
+/// Whether the map is open.
+pub fn is_active() -> bool {
+    ACTIVE.load(Ordering::Acquire)
+}
+
 /// Where `perf` looks for the map of process `pid`.
 pub fn path_of(pid: u32) -> PathBuf {
     PathBuf::from(format!("/tmp/perf-{pid}.map"))
 }
 
-/// Opens (appending) this process's map and has the JVM report its code. On a JVM thread in
-/// the live phase, under the profiler lock. An error changes nothing.
-pub fn start(jvmti: Jvmti) -> Result<PathBuf, String> {
+/// Opens (appending) this process's map; lines are written from then on. The JVMTI events that
+/// feed it are `codemap`'s. An error changes nothing.
+pub fn open_sink() -> Result<PathBuf, String> {
     let path = path_of(std::process::id());
     let file = open(&path)?;
-    let caps = Capabilities::default().with(Capabilities::GENERATE_COMPILED_METHOD_LOAD_EVENTS);
-    jvmti
-        .add_capabilities(&caps)
-        .map_err(|e| format!("JVMTI capability for compiled-method events refused ({e})"))?;
     *MAP.lock() = Some(file);
     ACTIVE.store(true, Ordering::Release);
-    for event in [
-        jvmti::EVENT_COMPILED_METHOD_LOAD,
-        jvmti::EVENT_DYNAMIC_CODE_GENERATED,
-    ] {
-        let replayed = jvmti
-            .enable_event(event)
-            .and_then(|_| jvmti.generate_events(event));
-        if let Err(e) = replayed {
-            stop();
-            return Err(format!("JVMTI events for {} refused ({e})", path.display()));
-        }
-    }
     Ok(path)
 }
 
@@ -71,6 +56,12 @@ fn open(path: &PathBuf) -> Result<File, String> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
         .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    own_regular_file(&file, path)?;
+    Ok(file)
+}
+
+/// Err unless `file` (opened with `O_NOFOLLOW` from `path`) is a regular file of this user.
+pub(super) fn own_regular_file(file: &File, path: &Path) -> Result<(), String> {
     let meta = file
         .metadata()
         .map_err(|e| format!("cannot stat {}: {e}", path.display()))?;
@@ -82,7 +73,7 @@ fn open(path: &PathBuf) -> Result<File, String> {
             path.display()
         ));
     }
-    Ok(file)
+    Ok(())
 }
 
 /// One map line: `START SIZE name`, hexadecimal, no `0x`; newlines in a name become spaces.
@@ -105,7 +96,8 @@ pub fn method_name(class_signature: &str, name: &str, descriptor: &str) -> Strin
     format!("{class}::{name}{descriptor}")
 }
 
-fn write(start: usize, size: usize, name: &str) {
+/// Appends one line, if the map is open.
+pub fn write(start: usize, size: usize, name: &str) {
     if !ACTIVE.load(Ordering::Acquire) || start == 0 || size == 0 {
         return;
     }
@@ -114,58 +106,6 @@ fn write(start: usize, size: usize, name: &str) {
         // One write per line, on an O_APPEND file: readers never see half a line.
         let _ = f.write_all(text.as_bytes());
     }
-}
-
-/// The CompiledMethodLoad callback.
-///
-/// # Safety
-/// Called by JVMTI only, with a live `jvmtiEnv`.
-pub unsafe extern "C" fn on_compiled_method_load(
-    env: *mut JvmtiEnvPtr,
-    method: jmethodID,
-    code_size: jint,
-    code_addr: *const c_void,
-    _map_length: jint,
-    _map: *const c_void,
-    _compile_info: *const c_void,
-) {
-    let _ = std::panic::catch_unwind(|| {
-        if !ACTIVE.load(Ordering::Acquire) || env.is_null() {
-            return;
-        }
-        let Some(jvmti) = crate::vm::jvmti() else {
-            return;
-        };
-        let name = (|| {
-            let class = jvmti.method_declaring_class(method).ok()?;
-            let signature = jvmti.class_signature(class).ok()?;
-            let (name, descriptor) = jvmti.method_name(method).ok()?;
-            Some(method_name(&signature, &name, &descriptor))
-        })();
-        let size = usize::try_from(code_size).unwrap_or(0);
-        write(
-            code_addr as usize,
-            size,
-            name.as_deref().unwrap_or("[unknown compiled method]"),
-        );
-    });
-}
-
-/// The stub part of the DynamicCodeGenerated callback.
-///
-/// # Safety
-/// `name` is NUL-terminated or null (JVMTI's argument).
-pub unsafe fn on_dynamic_code(name: *const c_char, address: *const c_void, length: jint) {
-    if !ACTIVE.load(Ordering::Acquire) || name.is_null() {
-        return;
-    }
-    // SAFETY: as the caller promises.
-    let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
-    write(
-        address as usize,
-        usize::try_from(length).unwrap_or(0),
-        &name,
-    );
 }
 
 #[cfg(test)]

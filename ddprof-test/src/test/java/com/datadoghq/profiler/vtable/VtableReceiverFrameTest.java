@@ -143,6 +143,106 @@ class VtableReceiverFrameTest {
         assertTrue(named >= floor, "named receivers after the unload (floor " + floor + "): " + after + p.show());
     }
 
+    /**
+     * The same classes in two loaders one after the other, the first loader's unloaded before the second
+     * round, one dump: the samples of both rounds carry receiver frames named after the classes (the first
+     * round's were remembered while their classes lived) and, being equal frame for frame, share stack
+     * traces; no sample names a class that was not the receiver.
+     */
+    @Test
+    void aClassUnloadedAndReloadedKeepsOneTrace() throws Exception {
+        ChildJvm child = new ChildJvm().main(ReloadMain.class, "1500", "same");
+        WalkerProfile p = WalkerProfile.record(dir, "same", "cpu=1ms,cstack=vm", "vm", child, "reload", TIMEOUT,
+                WORKER, JfrReader.EXECUTION_SAMPLE);
+        assertOneTracePerClass("same", p.stdout, dir.resolve("same.jfr"), p.show());
+    }
+
+    /**
+     * As {@link #aClassUnloadedAndReloadedKeepsOneTrace} with the first round's classes loaded before the
+     * profiler starts (through the API): they are remembered at the start.
+     */
+    @Test
+    void classesLoadedBeforeTheStartKeepOneTraceToo() throws Exception {
+        Path jfr = dir.resolve("late.jfr");
+        ChildJvm.Result r = new ChildJvm().classpath(TestEnv.libJar())
+                .main(ReloadMain.class, "1500", "late", jfr.toString()).timeout(TIMEOUT).run(dir);
+        assertEquals(0, r.exitCode, "child JVM failed:\n" + r.describe());
+        assertTrue(r.stdout.contains("workload done: reload"), r.describe());
+        assertOneTracePerClass("late", r.stdout, jfr, "\n" + r.describe());
+    }
+
+    private void assertOneTracePerClass(String name, String stdout, Path jfr, String show) throws Exception {
+        assertTrue(stdout.contains("unloaded=true"), "the first loader's classes did not unload" + show);
+        Matcher m = Pattern.compile("phase2 ms: (\\d+)").matcher(stdout);
+        assertTrue(m.find(), "no phase boundary" + show);
+        long phase2 = Long.parseLong(m.group(1));
+        Set<String> classes = names(ReloadMain.class, "Moon", "Comet", "Rock");
+        // Per class: the stacks (frame by frame) of each round, with their sample counts.
+        Map<String, Map<String, Integer>> first = new TreeMap<>();
+        Map<String, Map<String, Integer>> second = new TreeMap<>();
+        Map<String, Integer> unresolved = new TreeMap<>();
+        List<String> wrong = new java.util.ArrayList<>();
+        for (RecordedEvent e : JfrReader.ofType(JfrReader.readAll(jfr), JfrReader.EXECUTION_SAMPLE)) {
+            if (!WORKER.equals(JfrReader.threadName(e)) || e.getStackTrace() == null) {
+                continue;
+            }
+            List<RecordedFrame> frames = e.getStackTrace().getFrames();
+            if (frames.size() < 3 || !RECEIVER.equals(frames.get(0).getMethod().getName())) {
+                continue;
+            }
+            String owner = frames.get(0).getMethod().getType().getName();
+            long t = e.getStartTime().toEpochMilli();
+            String round = t < phase2 - 50 ? "first" : t > phase2 + 50 ? "second" : null;
+            if (round == null) {
+                continue;
+            }
+            if (UNRESOLVED.equals(owner)) {
+                unresolved.merge(round, 1, Integer::sum);
+                continue;
+            }
+            if (!classes.contains(owner)) {
+                wrong.add(round + " round: " + owner);
+                continue;
+            }
+            StringBuilder key = new StringBuilder();
+            for (RecordedFrame f : frames) {
+                key.append(f.getMethod().getType().getName()).append('.').append(f.getMethod().getName())
+                        .append(f.getMethod().getDescriptor()).append(':').append(f.getLineNumber()).append('@')
+                        .append(f.getBytecodeIndex()).append(' ').append(f.getType()).append('\n');
+            }
+            (round.equals("first") ? first : second).computeIfAbsent(owner, k -> new TreeMap<>())
+                    .merge(key.toString(), 1, Integer::sum);
+        }
+        System.out.println(name + ": receivers in the first round " + counts(first) + ", in the second "
+                + counts(second) + ", unresolved " + unresolved);
+        assertTrue(wrong.isEmpty(), "receivers named after a class that was not the receiver: " + wrong + show);
+        long floor = floor(stdout, show) / 2;
+        for (String c : classes) {
+            Map<String, Integer> a = first.getOrDefault(c, Map.of());
+            Map<String, Integer> b = second.getOrDefault(c, Map.of());
+            int before = a.values().stream().mapToInt(Integer::intValue).sum();
+            int after = b.values().stream().mapToInt(Integer::intValue).sum();
+            long perClass = Math.max(3, floor / 3);
+            assertTrue(before >= perClass && after >= perClass, c + ": named receivers per round (floor " + perClass
+                    + "): " + before + ", " + after + "; unresolved " + unresolved + show);
+            // The second round's commonest stack of this receiver is one the first round had too.
+            String common = b.entrySet().stream().max(Map.Entry.comparingByValue()).get().getKey();
+            assertTrue(a.containsKey(common), c + ": the second round's commonest stack is not one of the first's:\n"
+                    + common + "first round's:\n" + String.join("--\n", a.keySet()));
+        }
+        int unresolvedFirst = unresolved.getOrDefault("first", 0);
+        int namedFirst = first.values().stream().flatMap(x -> x.values().stream()).mapToInt(Integer::intValue).sum();
+        assertTrue(unresolvedFirst * 10 <= namedFirst, "first-round receivers unresolved: " + unresolvedFirst
+                + " against " + namedFirst + " named" + show);
+    }
+
+    private static Map<String, Integer> counts(Map<String, Map<String, Integer>> byClass) {
+        Map<String, Integer> out = new TreeMap<>();
+        byClass.forEach((c, m) -> out.put(c.substring(c.lastIndexOf('$') + 1), m.values().stream()
+                .mapToInt(Integer::intValue).sum()));
+        return out;
+    }
+
     /** A receiver recorded with a trace ID its class does not have must not be named after it. */
     @Test
     void receiverThatFailsTheDumpCheckIsUnresolved() throws Exception {
@@ -246,10 +346,14 @@ class VtableReceiverFrameTest {
      * at least a tenth.
      */
     private static long floor(WalkerProfile p) {
-        Matcher m = Pattern.compile("worker cpu ms: (\\d+)").matcher(p.stdout);
-        assertTrue(m.find(), "no worker CPU time in the output" + p.show());
+        return floor(p.stdout, p.show());
+    }
+
+    private static long floor(String stdout, String show) {
+        Matcher m = Pattern.compile("worker cpu ms: (\\d+)").matcher(stdout);
+        assertTrue(m.find(), "no worker CPU time in the output" + show);
         long cpuMs = Long.parseLong(m.group(1));
-        assertTrue(cpuMs >= MILLIS / 2, "the worker got " + cpuMs + " ms of CPU" + p.show());
+        assertTrue(cpuMs >= MILLIS / 2, "the worker got " + cpuMs + " ms of CPU" + show);
         return Math.max(3, cpuMs / 400);
     }
 
