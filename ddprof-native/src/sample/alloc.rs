@@ -49,6 +49,8 @@ pub fn arm(walker: WalkerKind, depth: usize) {
 
 /// One sampled allocation as the callback sees it.
 pub struct Sampled {
+    /// [`EventKind::Alloc`] (JVMTI) or [`EventKind::NativeAlloc`] (malloc hooks).
+    pub kind: EventKind,
     pub alloc: Allocation,
     /// Record a `datadog.ObjectSample` (`memory=..:a`); else only `keep` sees the stack.
     pub record: bool,
@@ -72,7 +74,7 @@ pub fn sample(s: &Sampled, keep: impl FnOnce(&[Frame], bool, &Context, i64)) -> 
             .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
     }) else {
-        Counter::AllocSamplesDropped.inc();
+        dropped(s.kind);
         return None;
     };
     // SAFETY: we hold this stripe's busy flag, so no other thread touches its frames.
@@ -85,7 +87,7 @@ pub fn sample(s: &Sampled, keep: impl FnOnce(&[Frame], bool, &Context, i64)) -> 
         (None, Some(a)) => a.walk(SignalContext(std::ptr::null_mut()), buf),
         (None, None) => {
             stripe.busy.store(false, Ordering::Release);
-            Counter::AllocSamplesDropped.inc();
+            dropped(s.kind);
             return None;
         }
     };
@@ -93,22 +95,36 @@ pub fn sample(s: &Sampled, keep: impl FnOnce(&[Frame], bool, &Context, i64)) -> 
     let ticks = handler::ticks();
     let context = Context::of_current_thread();
     let event = Event {
-        kind: EventKind::Alloc,
+        kind: s.kind,
         weight: 1,
         ticks,
         tid,
         context,
         frames: walked,
         truncated: walk.truncated,
-        // The thread is inside the VM, called from Java.
-        mode: super::mode::execution::JVM,
+        // JVMTI: the thread is inside the VM, called from Java; malloc: in native code or
+        // the VM, which the hook does not tell apart.
+        mode: match s.kind {
+            EventKind::NativeAlloc => super::mode::execution::NATIVE,
+            _ => super::mode::execution::JVM,
+        },
         state: super::mode::state::RUNNABLE,
     };
     let recorded = s.record && record::record_allocation(recorder, &event, &s.alloc);
     keep(walked, walk.truncated, &context, ticks);
     stripe.busy.store(false, Ordering::Release);
     if recorded {
-        Counter::AllocSamples.inc();
+        match s.kind {
+            EventKind::NativeAlloc => Counter::NativememSamples.inc(),
+            _ => Counter::AllocSamples.inc(),
+        }
     }
     Some(context)
+}
+
+fn dropped(kind: EventKind) {
+    match kind {
+        EventKind::NativeAlloc => Counter::NativememSamplesDropped.inc(),
+        _ => Counter::AllocSamplesDropped.inc(),
+    }
 }
