@@ -275,7 +275,7 @@ pub unsafe fn write_slot(
     relro: Option<(usize, usize)>,
 ) -> Result<usize, WriteError> {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    if slot % std::mem::align_of::<usize>() != 0 {
+    if !slot.is_multiple_of(std::mem::align_of::<usize>()) {
         return Err(WriteError::Misaligned);
     }
     let page = page_size();

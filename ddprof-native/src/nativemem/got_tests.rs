@@ -6,7 +6,7 @@ use super::*;
 fn imports_are_read_from_a_dynamic_section() {
     // Strings: "", "malloc", "free", "puts".
     let strtab = b"\0malloc\0free\0puts\0".to_vec();
-    let mut symtab = vec![0u8; 4 * 24];
+    let mut symtab = [0u8; 4 * 24];
     for (i, name_off) in [(1usize, 1u32), (2, 8), (3, 13)] {
         symtab[i * 24..i * 24 + 4].copy_from_slice(&name_off.to_le_bytes());
     }

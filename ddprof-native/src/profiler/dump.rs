@@ -343,6 +343,9 @@ fn sampled_mode_mask(args: &Args, allocations: bool) -> i32 {
     if args.wall_interval_ns.is_some() {
         mask |= crate::args::EM_WALL;
     }
+    if args.nativemem.is_some() {
+        mask |= crate::args::EM_NATIVEMEM;
+    }
     mask as i32
 }
 

@@ -1,0 +1,40 @@
+package com.datadoghq.profiler.nativemem;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+
+/** The Java side of {@code known_malloc.c}: blocks of a known size, malloc'ed and freed in C. */
+final class KnownMalloc {
+    private KnownMalloc() {
+    }
+
+    static native long allocate(int count, int size);
+
+    /** The Java caller the samples' stacks must reach. */
+    static long knownCaller(int count, int size) {
+        return allocate(count, size);
+    }
+
+    /** Builds the library into {@code dir} with the system C compiler; null when there is none. */
+    static Path build(Path dir) throws IOException, InterruptedException {
+        Path source = dir.resolve("known_malloc.c");
+        try (InputStream in = KnownMalloc.class.getResourceAsStream("/nativemem/known_malloc.c")) {
+            Files.copy(in, source);
+        }
+        Path lib = dir.resolve("libknownmalloc.so");
+        Process cc;
+        try {
+            cc = new ProcessBuilder("cc", "-O0", "-shared", "-fPIC", "-o", lib.toString(), source.toString())
+                    .redirectErrorStream(true).start();
+        } catch (IOException noCompiler) {
+            return null;
+        }
+        if (!cc.waitFor(60, TimeUnit.SECONDS) || cc.exitValue() != 0) {
+            throw new IOException("cc failed: " + new String(cc.getInputStream().readAllBytes()));
+        }
+        return lib;
+    }
+}
