@@ -6,7 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Collectors;
@@ -15,6 +18,7 @@ import com.datadoghq.profiler.JavaProfiler;
 import com.datadoghq.profiler.testing.JfrReader;
 import com.datadoghq.profiler.testing.ProfilerExtension;
 import com.datadoghq.profiler.testing.TestEnv;
+import com.datadoghq.profiler.testing.ChildJvm;
 import jdk.jfr.consumer.RecordedEvent;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -95,6 +99,40 @@ class NativeMemTest {
         assertEquals("true", settings.get("enabled"), settings.toString());
         assertEquals("65536", settings.get("nativemem"), settings.toString());
         assertEquals("65536", settings.get("samplingInterval"), settings.toString());
+
+        // The converter reads them as the malloc kind: the Java caller appears in the collapsed stacks.
+        Path collapsed = dir.resolve("zip.collapsed");
+        ChildJvm.Result r = new ChildJvm()
+                .jvmArgs("-jar", TestEnv.libJar().toString(), "convert", "--to", "collapsed", "--event", "malloc",
+                        file.toString(), collapsed.toString())
+                .timeout(Duration.ofMinutes(3)).run(dir);
+        assertEquals(0, r.exitCode, r.describe());
+        String text = new String(Files.readAllBytes(collapsed), StandardCharsets.UTF_8);
+        assertTrue(text.contains(ZipWork.class.getName() + ".zipCaller"), text.substring(0, Math.min(2000, text.length())));
+    }
+
+    @Test
+    void besideCpuAndJavaAllocationSampling() throws Exception {
+        Path file = dir.resolve("combined.jfr");
+        TestEnv.start(profiler, "start,cpu=10ms,memory=256k:a,nativemem=64k,file=" + file);
+        run("nmem-combined", () -> {
+            ZipWork.zipCaller(100);
+            long sum = 0;
+            for (int i = 0; i < 20_000; i++) {
+                sum += new int[256].length;
+            }
+            if (sum == 42) {
+                throw new AssertionError();
+            }
+        });
+        profiler.stop();
+        List<RecordedEvent> natives = reaching(JfrReader.onThread(JfrReader.events(file, EVENT), "nmem-combined"),
+                ZipWork.class, "zipCaller");
+        assertTrue(natives.size() >= 10, natives.size() + " native samples");
+        assertFalse(JfrReader.onThread(JfrReader.events(file, "datadog.ObjectSample"), "nmem-combined").isEmpty(),
+                "no Java allocation samples beside the native ones");
+        List<RecordedEvent> config = JfrReader.events(file, JfrReader.PROFILER_CONFIG);
+        assertEquals(1 | 2 | 16, config.get(config.size() - 1).getInt("modeMask") & (1 | 2 | 16));
     }
 
     @Test

@@ -22,12 +22,12 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * {@code convert --to collapsed|pprof|otlp|html [--event cpu|wall|alloc|live] [--threads]
+ * {@code convert --to collapsed|pprof|otlp|html [--event cpu|wall|alloc|live|malloc] [--threads]
  * [--from T] [--to T] rec.jfr [out]}: see {@link #USAGE} and docs/converters.md.
  */
 public final class Convert {
     static final String USAGE = String.join("\n",
-            "Usage: convert --to collapsed|pprof|otlp|html [--event cpu|wall|alloc|live] [--threads]",
+            "Usage: convert --to collapsed|pprof|otlp|html [--event cpu|wall|alloc|live|malloc] [--threads]",
             "               [--from T] [--to T] rec.jfr [out]",
             "  --to FORMAT     collapsed: 'frame;frame;frame value' lines (flame-graph tools' input)",
             "                  pprof:     gzipped profile.proto",
@@ -35,7 +35,8 @@ public final class Convert {
             "                             http:// URL of an OTLP/HTTP receiver to POST it to",
             "                  html:      a self-contained interactive flame graph",
             "  --event KIND    cpu (datadog.ExecutionSample, jdk.ExecutionSample), wall (datadog.MethodSample),",
-            "                  alloc (datadog.ObjectSample), live (datadog.HeapLiveObject). Default: the",
+            "                  alloc (datadog.ObjectSample), live (datadog.HeapLiveObject), malloc",
+            "                  (datadog.NativeMemoryAllocation). Default: the",
             "                  first of these the recording holds; otlp: all of them, one profile each",
             "  --threads       split stacks by thread (collapsed, html)",
             "  --from T, --to T  keep events in [from, to): T is an ISO instant (2026-12-01T12:00:00Z)",
