@@ -141,6 +141,12 @@ pub fn build_chunk(
     let mut attrs = vec![0u32; args.attributes.len()];
     let mut links = TraceLinks::default();
     for s in gen.samples() {
+        // A free carries no stack or context: only its address.
+        if EventKind::from_raw(s.event) == Some(EventKind::NativeFree) {
+            tids.push(s.tid as i64);
+            chunk.native_memory_free(s.ticks, s.tid as i64, s.address);
+            continue;
+        }
         links.note(s.ticks, s.root_span_id, (s.trace_high, s.trace_low));
         for (slot, id) in attrs.iter_mut().zip(s.attrs.iter()) {
             *slot = match *id {

@@ -24,7 +24,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use super::alloc::{self as sampler, Sampled};
-use super::record::{Allocation, EventKind};
+use super::context::gettid;
+use super::handler;
+use super::record::{self, Allocation, Context, Event, EventKind};
 use crate::counters::Counter;
 use crate::memory::{Category, Mapped, Zeroable};
 
@@ -361,11 +363,41 @@ fn live_remove(addr: u64) {
                 {
                     Counter::NativememLiveSamples.add(-1);
                     Counter::NativememFreedSamples.inc();
+                    record_free(addr);
                 }
                 return;
             }
             _ => {}
         }
+    }
+}
+
+/// Records the free of the sampled block at `addr` (`datadog.NativeMemoryFree`, what
+/// `convert --leak` matches allocations against): no stack, no context.
+fn record_free(addr: u64) {
+    if !ACTIVE.load(Ordering::Relaxed) {
+        return;
+    }
+    let Some(recorder) = handler::recorder() else {
+        return;
+    };
+    let event = Event {
+        kind: EventKind::NativeFree,
+        weight: 1,
+        ticks: handler::ticks(),
+        tid: gettid(),
+        context: Context::default(),
+        frames: &[],
+        truncated: false,
+        mode: 0,
+        state: 0,
+    };
+    let alloc = Allocation {
+        address: addr,
+        ..Allocation::default()
+    };
+    if !record::record_allocation(recorder, &event, &alloc) {
+        Counter::NativememSamplesDropped.inc();
     }
 }
 

@@ -23,6 +23,9 @@ pub enum EventKind {
     /// A sampled native allocation (`datadog.NativeMemoryAllocation`, the `nativemem`
     /// malloc hooks); its size, address and weight are in [`Allocation`].
     NativeAlloc = 3,
+    /// The free of a block a `NativeAlloc` sample recorded (`datadog.NativeMemoryFree`); its
+    /// address is in [`Allocation`], its stack is empty.
+    NativeFree = 4,
 }
 
 impl EventKind {
@@ -33,6 +36,7 @@ impl EventKind {
             x if x == EventKind::Wall as u8 => Some(EventKind::Wall),
             x if x == EventKind::Alloc as u8 => Some(EventKind::Alloc),
             x if x == EventKind::NativeAlloc as u8 => Some(EventKind::NativeAlloc),
+            x if x == EventKind::NativeFree as u8 => Some(EventKind::NativeFree),
             _ => None,
         }
     }

@@ -24,3 +24,32 @@ long long Java_com_datadoghq_profiler_nativemem_KnownMalloc_allocate(void *env, 
     }
     return touched;
 }
+
+/* Blocks kept live until `release`: what `convert --leak` must report. */
+static char **kept;
+static int kept_count;
+
+long long Java_com_datadoghq_profiler_nativemem_KnownMalloc_keep(void *env, void *cls, int count, int size) {
+    kept = malloc((size_t) count * sizeof(char *));
+    if (kept == NULL) {
+        return -1;
+    }
+    for (int i = 0; i < count; i++) {
+        kept[i] = malloc((size_t) size);
+        if (kept[i] == NULL) {
+            return -1;
+        }
+        kept[i][0] = (char) i;
+    }
+    kept_count = count;
+    return count;
+}
+
+void Java_com_datadoghq_profiler_nativemem_KnownMalloc_release(void *env, void *cls) {
+    for (int i = 0; i < kept_count; i++) {
+        free(kept[i]);
+    }
+    free(kept);
+    kept = NULL;
+    kept_count = 0;
+}

@@ -13,6 +13,17 @@ final class KnownMalloc {
 
     static native long allocate(int count, int size);
 
+    /** Mallocs {@code count} blocks of {@code size} bytes (and an array of their pointers) and keeps them. */
+    static native long keep(int count, int size);
+
+    /** Frees what {@link #keep} kept. */
+    static native void release();
+
+    /** The Java caller of the kept blocks. */
+    static long keepCaller(int count, int size) {
+        return keep(count, size);
+    }
+
     /** The Java caller the samples' stacks must reach. */
     static long knownCaller(int count, int size) {
         return allocate(count, size);

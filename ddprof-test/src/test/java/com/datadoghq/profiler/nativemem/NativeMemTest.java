@@ -164,6 +164,42 @@ class NativeMemTest {
     }
 
     @Test
+    void leaksAreTheBlocksNotFreedAndFreedBlocksAreNot() throws Exception {
+        assumeTrue(loadKnown(), "no C compiler (cc) to build the test library");
+        Path file = dir.resolve("leak.jfr");
+        TestEnv.start(profiler, "start,nativemem=128k,file=" + file);
+        int kept = 50_000;
+        int size = 1000;
+        try {
+            run("nmem-leak", () -> {
+                KnownMalloc.knownCaller(100_000, size);
+                KnownMalloc.keepCaller(kept, size);
+            });
+            profiler.stop();
+        } finally {
+            KnownMalloc.release();
+        }
+        Path collapsed = dir.resolve("leak.collapsed");
+        ChildJvm.Result r = new ChildJvm()
+                .jvmArgs("-jar", TestEnv.libJar().toString(), "convert", "--to", "collapsed", "--leak",
+                        file.toString(), collapsed.toString())
+                .timeout(Duration.ofMinutes(3)).run(dir);
+        assertEquals(0, r.exitCode, r.describe());
+        long keptBytes = 0;
+        for (String line : Files.readAllLines(collapsed, StandardCharsets.UTF_8)) {
+            assertFalse(line.contains(KnownMalloc.class.getName() + ".knownCaller"),
+                    "a block freed right away is reported as a leak: " + line);
+            if (line.contains(KnownMalloc.class.getName() + ".keepCaller")) {
+                keptBytes += Long.parseLong(line.substring(line.lastIndexOf(' ') + 1));
+            }
+        }
+        // The kept blocks and the array of their pointers.
+        long trueBytes = (long) kept * size + (long) kept * 8;
+        assertTrue(keptBytes >= trueBytes * 0.5 && keptBytes <= trueBytes * 1.5,
+                "leaks of keepCaller stand for " + keptBytes + " bytes; it kept " + trueBytes);
+    }
+
+    @Test
     void aMalformedIntervalIsRejectedAndChangesNothing() throws Exception {
         Path file = dir.resolve("bad.jfr");
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
