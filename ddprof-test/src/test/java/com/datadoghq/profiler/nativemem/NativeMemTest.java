@@ -23,6 +23,8 @@ import jdk.jfr.consumer.RecordedEvent;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * {@code nativemem[=BYTES]}: malloc and friends sampled through hooked import slots, recorded as
@@ -57,10 +59,12 @@ class NativeMemTest {
         return t;
     }
 
-    @Test
-    void zipAllocationsReachTheirJavaCaller() throws Exception {
-        Path file = dir.resolve("zip.jfr");
-        String reply = TestEnv.start(profiler, "start,nativemem=64k,file=" + file);
+    /** Every stack mode: allocation stacks come from the frame anchor whatever the CPU walker is. */
+    @ParameterizedTest
+    @ValueSource(strings = {"", ",cstack=vmx", ",cstack=fp"})
+    void zipAllocationsReachTheirJavaCaller(String cstack) throws Exception {
+        Path file = dir.resolve("zip" + cstack.replaceAll("[^a-z]", "") + ".jfr");
+        String reply = TestEnv.start(profiler, "start,nativemem=64k" + cstack + ",file=" + file);
         assertTrue(reply.contains("Profiling started") && !reply.contains("not yet sampled"), reply);
         run("nmem-zip", () -> ZipWork.zipCaller(300));
         Map<String, Long> counters = profiler.getDebugCounters();
@@ -101,7 +105,7 @@ class NativeMemTest {
         assertEquals("65536", settings.get("samplingInterval"), settings.toString());
 
         // The converter reads them as the malloc kind: the Java caller appears in the collapsed stacks.
-        Path collapsed = dir.resolve("zip.collapsed");
+        Path collapsed = dir.resolve("zip" + cstack.replaceAll("[^a-z]", "") + ".collapsed");
         ChildJvm.Result r = new ChildJvm()
                 .jvmArgs("-jar", TestEnv.libJar().toString(), "convert", "--to", "collapsed", "--event", "malloc",
                         file.toString(), collapsed.toString())
@@ -109,6 +113,24 @@ class NativeMemTest {
         assertEquals(0, r.exitCode, r.describe());
         String text = new String(Files.readAllBytes(collapsed), StandardCharsets.UTF_8);
         assertTrue(text.contains(ZipWork.class.getName() + ".zipCaller"), text.substring(0, Math.min(2000, text.length())));
+    }
+
+    @Test
+    void bareNativememSamplesEveryAllocationWithWeightOne() throws Exception {
+        Path file = dir.resolve("every.jfr");
+        TestEnv.start(profiler, "start,nativemem,file=" + file);
+        run("nmem-every", () -> ZipWork.zipCaller(20));
+        profiler.stop();
+        List<RecordedEvent> named = reaching(JfrReader.onThread(JfrReader.events(file, EVENT), "nmem-every"),
+                ZipWork.class, "zipCaller");
+        // Each Deflater and Inflater makes several blocks: all of them are there.
+        assertTrue(named.size() >= 20 * 4, named.size() + " samples");
+        assertTrue(named.stream().allMatch(e -> e.getFloat("weight") == 1f), "weights: "
+                + named.stream().map(e -> e.getFloat("weight")).distinct().collect(Collectors.toList()));
+        Map<String, String> settings = JfrReader.events(file, JfrReader.ACTIVE_SETTING).stream()
+                .filter(e -> e.getLong("id") == 127)
+                .collect(Collectors.toMap(e -> e.getString("name"), e -> e.getString("value"), (a, b) -> b));
+        assertEquals("0", settings.get("samplingInterval"), settings.toString());
     }
 
     @Test
