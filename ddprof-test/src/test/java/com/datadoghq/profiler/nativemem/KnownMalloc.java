@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.concurrent.TimeUnit;
 
 /** The Java side of {@code known_malloc.c}: blocks of a known size, malloc'ed and freed in C. */
@@ -31,11 +32,16 @@ final class KnownMalloc {
 
     /** Builds the library into {@code dir} with the system C compiler; null when there is none. */
     static Path build(Path dir) throws IOException, InterruptedException {
-        Path source = dir.resolve("known_malloc.c");
-        try (InputStream in = KnownMalloc.class.getResourceAsStream("/nativemem/known_malloc.c")) {
-            Files.copy(in, source);
+        return compile(dir, "known_malloc");
+    }
+
+    /** Compiles {@code /nativemem/NAME.c} into {@code dir/libNAME.so}; null without a C compiler. */
+    static Path compile(Path dir, String name) throws IOException, InterruptedException {
+        Path source = dir.resolve(name + ".c");
+        try (InputStream in = KnownMalloc.class.getResourceAsStream("/nativemem/" + name + ".c")) {
+            Files.copy(in, source, StandardCopyOption.REPLACE_EXISTING);
         }
-        Path lib = dir.resolve("libknownmalloc.so");
+        Path lib = dir.resolve("lib" + name + ".so");
         Process cc;
         try {
             cc = new ProcessBuilder("cc", "-O0", "-shared", "-fPIC", "-o", lib.toString(), source.toString())

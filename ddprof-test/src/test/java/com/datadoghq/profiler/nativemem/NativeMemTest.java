@@ -222,6 +222,25 @@ class NativeMemTest {
     }
 
     @Test
+    void aLibraryLoadedAfterStartIsHookedAtTheNextDump() throws Exception {
+        Path lib = LateMalloc.build(Files.createTempDirectory(TestEnv.scratchDir(), "late"));
+        assumeTrue(lib != null, "no C compiler (cc) to build the test library");
+        Path file = dir.resolve("late.jfr");
+        TestEnv.start(profiler, "start,nativemem=64k,file=" + file);
+        long before = profiler.getDebugCounters().get("nativemem_hooked_libraries");
+        System.load(lib.toString());
+        profiler.dump(dir.resolve("first.jfr"));
+        long after = profiler.getDebugCounters().get("nativemem_hooked_libraries");
+        run("nmem-late", () -> LateMalloc.lateCaller(20_000, 1000));
+        profiler.stop();
+        assertTrue(after > before, "hooked libraries: " + before + " before the dump, " + after + " after");
+        List<RecordedEvent> named = reaching(JfrReader.onThread(JfrReader.events(file, EVENT), "nmem-late"),
+                LateMalloc.class, "lateCaller");
+        // 20 MB at 64 KiB: about 300 samples expected.
+        assertTrue(named.size() >= 50, named.size() + " samples reach LateMalloc.lateCaller");
+    }
+
+    @Test
     void aMalformedIntervalIsRejectedAndChangesNothing() throws Exception {
         Path file = dir.resolve("bad.jfr");
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
