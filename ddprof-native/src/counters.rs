@@ -164,6 +164,20 @@ counters! {
     AllocSamples => "alloc_samples",
     AllocSamplesDropped => "alloc_samples_dropped",
     AllocIntervalBytes => "alloc_interval_bytes",
+    // Native memory sampling (nativemem/, sample/nativemem.rs): NativeMemoryAllocation
+    // events recorded and samples lost, the interval in bytes; objects whose import slots
+    // we redirected, the slots, and slots we could not write; sampled blocks still live
+    // (not freed through a hooked library), sampled blocks freed, and samples the live
+    // table had no room for.
+    NativememSamples => "nativemem_samples",
+    NativememSamplesDropped => "nativemem_samples_dropped",
+    NativememIntervalBytes => "nativemem_interval_bytes",
+    NativememHookedLibraries => "nativemem_hooked_libraries",
+    NativememHookedSlots => "nativemem_hooked_slots",
+    NativememHookFailures => "nativemem_hook_failures",
+    NativememLiveSamples => "nativemem_live_samples",
+    NativememFreedSamples => "nativemem_freed_samples",
+    NativememLiveTableFull => "nativemem_live_table_full",
     // The live-heap tracker (alloc/live.rs): entries and capacity now, samples it could not
     // keep (table at its maximum), distinct stacks it holds, and the last dump's flush:
     // HeapLiveObject events written and nanoseconds spent.

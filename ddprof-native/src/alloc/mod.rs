@@ -204,13 +204,18 @@ pub fn on_sampled_alloc(jni: *mut JNIEnv, object: jobject, class: jclass, size: 
         size,
         class_id: classes::id_of(class),
         weight: w,
+        address: 0,
     };
     let track = live::enabled();
     let record = RECORD_ALLOCATIONS.load(Ordering::Relaxed);
     if !record && !track {
         return;
     }
-    let sampled = Sampled { alloc, record };
+    let sampled = Sampled {
+        kind: crate::sample::record::EventKind::Alloc,
+        alloc,
+        record,
+    };
     let _ = sampler::sample(&sampled, |frames, truncated, context, ticks| {
         if !track {
             return;

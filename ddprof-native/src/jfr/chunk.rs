@@ -283,6 +283,18 @@ impl ChunkBuilder {
         end_event(out, e);
     }
 
+    /// `datadog.NativeMemoryFree`: a sampled block freed at `ticks` by thread `tid`.
+    pub fn native_memory_free(&mut self, ticks: i64, tid: i64, address: u64) {
+        self.pools.note_thread(tid);
+        let out = &mut self.events;
+        let e = begin_event(out);
+        put_long(out, md::T_NATIVE_MEMORY_FREE);
+        put_long(out, ticks);
+        put_long(out, tid);
+        put_varint(out, address);
+        end_event(out, e);
+    }
+
     /// `datadog.NativeSocketEvent`. Its `duration` is the fourth field (as
     /// upstream), which JDK readers misread; see metadata.rs.
     pub fn native_socket_event(&mut self, s: &NativeSocketSample) {

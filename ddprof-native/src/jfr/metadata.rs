@@ -61,6 +61,8 @@ pub const T_NATIVE_MEMORY_ALLOCATION: i64 = 127;
 pub const T_NATIVE_SOCKET_EVENT: i64 = 128;
 /// Ours, not upstream's: the trace a local root span belongs to (docs/jfr-format.md).
 pub const T_TRACE_LINK: i64 = 129;
+/// ddprof's own: the free of a block a `datadog.NativeMemoryAllocation` sampled (`convert --leak`).
+pub const T_NATIVE_MEMORY_FREE: i64 = 130;
 
 pub const T_LABEL: i64 = 201;
 pub const T_CATEGORY: i64 = 202;
@@ -557,6 +559,16 @@ pub static TYPES: &[TypeDef] = &[
     )
     .event("Native Memory Allocation", PROFILING)
     .with_attributes(),
+    ty(
+        "datadog.NativeMemoryFree",
+        T_NATIVE_MEMORY_FREE,
+        &[
+            START_TIME,
+            EVENT_THREAD,
+            field("address", T_LONG).unit(Unit::Address),
+        ],
+    )
+    .event("Native Memory Free", PROFILING),
     // Upstream places `duration` fourth here. JDK readers assume a duration
     // field sits second, so they misattribute eventThread/duration on this
     // one event; metadata-driven readers (JMC, jafar) are unaffected.

@@ -11,8 +11,8 @@ use super::VERSION;
 use crate::args::Args;
 use crate::counters;
 use crate::jfr::{
-    self, ActiveRecording, ChunkBuilder, ChunkStart, FrameRef, HeapLiveObject, ObjectSample,
-    ProfilerConfig, Sample,
+    self, ActiveRecording, ChunkBuilder, ChunkStart, FrameRef, HeapLiveObject, NativeAllocation,
+    ObjectSample, ProfilerConfig, Sample,
 };
 use crate::methods::info::MethodInfo;
 use crate::methods::receivers;
@@ -141,6 +141,12 @@ pub fn build_chunk(
     let mut attrs = vec![0u32; args.attributes.len()];
     let mut links = TraceLinks::default();
     for s in gen.samples() {
+        // A free carries no stack or context: only its address.
+        if EventKind::from_raw(s.event) == Some(EventKind::NativeFree) {
+            tids.push(s.tid as i64);
+            chunk.native_memory_free(s.ticks, s.tid as i64, s.address);
+            continue;
+        }
         links.note(s.ticks, s.root_span_id, (s.trace_high, s.trace_low));
         for (slot, id) in attrs.iter_mut().zip(s.attrs.iter()) {
             *slot = match *id {
@@ -162,6 +168,20 @@ pub fn build_chunk(
                 tid: s.tid as i64,
                 trace_key: chunk.trace_ref(u64::from(s.trace_id)),
                 object_class,
+                size: s.size as i64,
+                weight: f32::from_bits(s.alloc_weight),
+                span_id: s.span_id as i64,
+                local_root_span_id: s.root_span_id as i64,
+                attrs: &attrs,
+            });
+            continue;
+        }
+        if EventKind::from_raw(s.event) == Some(EventKind::NativeAlloc) {
+            chunk.native_memory_allocation(&NativeAllocation {
+                ticks: s.ticks,
+                tid: s.tid as i64,
+                trace_key: chunk.trace_ref(u64::from(s.trace_id)),
+                address: s.address,
                 size: s.size as i64,
                 weight: f32::from_bits(s.alloc_weight),
                 span_id: s.span_id as i64,
@@ -329,6 +349,9 @@ fn sampled_mode_mask(args: &Args, allocations: bool) -> i32 {
     if args.wall_interval_ns.is_some() {
         mask |= crate::args::EM_WALL;
     }
+    if args.nativemem.is_some() {
+        mask |= crate::args::EM_NATIVEMEM;
+    }
     mask as i32
 }
 
@@ -440,16 +463,18 @@ fn write_settings(chunk: &mut ChunkBuilder, session: &Session, ticks: i64, tid: 
         tid,
         jfr::T_NATIVE_MEMORY_ALLOCATION,
         "enabled",
-        "false",
+        &args.nativemem.is_some().to_string(),
     );
     if let Some(n) = args.nativemem {
-        chunk.active_setting(
-            ticks,
-            tid,
-            jfr::T_NATIVE_MEMORY_ALLOCATION,
-            "nativemem",
-            &n.to_string(),
-        );
+        for name in ["nativemem", "samplingInterval"] {
+            chunk.active_setting(
+                ticks,
+                tid,
+                jfr::T_NATIVE_MEMORY_ALLOCATION,
+                name,
+                &n.to_string(),
+            );
+        }
     }
 }
 

@@ -131,7 +131,11 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     let reset = args.action == Action::Start;
     let interval = args.cpu_interval_ns;
     let memory = args.memory.clone().filter(|m| m.allocations || m.liveness);
-    if interval.is_none() && args.wall_interval_ns.is_none() && memory.is_none() {
+    if interval.is_none()
+        && args.wall_interval_ns.is_none()
+        && memory.is_none()
+        && args.nativemem.is_none()
+    {
         return Err(Error::Argument(args::REASON_NO_EVENTS.into()));
     }
     open_output(&file, reset)?;
@@ -285,6 +289,23 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
                 codemap::stop();
                 return Err(Error::State(e));
             }
+        }
+    }
+    if let Some(n) = args.nativemem {
+        // Native allocations walk like JVMTI allocation samples: from the frame anchor.
+        let depth = (args.jstackdepth as usize).min(crate::sample::alloc::MAX_DEPTH);
+        if let Err(e) = crate::nativemem::start(n, allocation_walker(walker), depth, reset) {
+            if let Some(jvmti) = vm::jvmti() {
+                crate::alloc::stop(jvmti);
+            }
+            if let Some(w) = &wall_engine {
+                w.stop();
+                crate::sample::wall::disarm();
+            }
+            engine.stop();
+            handler::disarm();
+            *ENGINE.write() = None;
+            return Err(Error::State(e));
         }
     }
     for w in &warnings {
@@ -601,6 +622,7 @@ pub fn stop(jni: *mut JNIEnv) -> Result<(), Error> {
     if let Some(jvmti) = vm::jvmti() {
         crate::alloc::stop(jvmti);
     }
+    crate::nativemem::stop();
     handler::disarm();
     *ENGINE.write() = None;
     crate::tracing::on_stop();
@@ -666,6 +688,8 @@ fn write_chunk(
     let settings = std::mem::take(&mut *PENDING_SETTINGS.lock());
     let traced = crate::tracing::take();
     let allocations = crate::memory::thread_allocations();
+    // Libraries loaded since the last scan get their malloc hooks (`nativemem`).
+    crate::nativemem::rescan();
     if session.walker != "asgct" {
         // Libraries loaded since the last check get their DWARF rules.
         let bytes = crate::eh_frame::refresh();

@@ -14,8 +14,9 @@ use std::sync::OnceLock;
 use super::context::gettid;
 use super::frame::Frame;
 use super::handler::{self, WalkerKind};
+use super::mode::execution;
 use super::record::{self, Allocation, Context, Event, EventKind};
-use super::walk::{agct::Agct, vm::VmWalker, SignalContext, StackWalker};
+use super::walk::{agct::Agct, vm::VmWalker, SignalContext, StackWalker, Walk};
 use crate::counters::Counter;
 use crate::memory::{Category, Mapped, Zeroable};
 
@@ -49,6 +50,8 @@ pub fn arm(walker: WalkerKind, depth: usize) {
 
 /// One sampled allocation as the callback sees it.
 pub struct Sampled {
+    /// [`EventKind::Alloc`] (JVMTI) or [`EventKind::NativeAlloc`] (malloc hooks).
+    pub kind: EventKind,
     pub alloc: Allocation,
     /// Record a `datadog.ObjectSample` (`memory=..:a`); else only `keep` sees the stack.
     pub record: bool,
@@ -72,20 +75,35 @@ pub fn sample(s: &Sampled, keep: impl FnOnce(&[Frame], bool, &Context, i64)) -> 
             .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
     }) else {
-        Counter::AllocSamplesDropped.inc();
+        dropped(s.kind);
         return None;
     };
     // SAFETY: we hold this stripe's busy flag, so no other thread touches its frames.
     let frames = unsafe { &mut *stripe.frames.get() };
     let depth = DEPTH.load(Ordering::Relaxed).min(MAX_DEPTH);
     let buf = frames.get_mut(..depth).unwrap_or(&mut []);
+    // JVMTI: the thread is inside the VM, called from Java. malloc: whatever HotSpot's thread
+    // state says (native for a JNI library, the VM for libjvm's own allocations).
+    let mode = match s.kind {
+        EventKind::NativeAlloc => super::mode::of_current_thread(),
+        _ => super::mode::execution::JVM,
+    };
+    // AsyncGetCallTrace without a signal context reads the frame anchor only for a thread in
+    // the VM or in native code; for one in Java it would read the missing context (a
+    // critical downcall can reach malloc in that state), so such a block gets no stack.
+    let agct_safe =
+        s.kind != EventKind::NativeAlloc || matches!(mode, execution::JVM | execution::NATIVE);
     let walk = match (vm, Agct::loaded()) {
         (Some(v), _) => v.walk_from_anchor(buf),
         // A thread in native code: AsyncGetCallTrace starts at its last Java frame.
-        (None, Some(a)) => a.walk(SignalContext(std::ptr::null_mut()), buf),
+        (None, Some(a)) if agct_safe => a.walk(SignalContext(std::ptr::null_mut()), buf),
+        (None, Some(_)) => Walk {
+            frames: 0,
+            truncated: false,
+        },
         (None, None) => {
             stripe.busy.store(false, Ordering::Release);
-            Counter::AllocSamplesDropped.inc();
+            dropped(s.kind);
             return None;
         }
     };
@@ -93,22 +111,31 @@ pub fn sample(s: &Sampled, keep: impl FnOnce(&[Frame], bool, &Context, i64)) -> 
     let ticks = handler::ticks();
     let context = Context::of_current_thread();
     let event = Event {
-        kind: EventKind::Alloc,
+        kind: s.kind,
         weight: 1,
         ticks,
         tid,
         context,
         frames: walked,
         truncated: walk.truncated,
-        // The thread is inside the VM, called from Java.
-        mode: super::mode::execution::JVM,
+        mode,
         state: super::mode::state::RUNNABLE,
     };
     let recorded = s.record && record::record_allocation(recorder, &event, &s.alloc);
     keep(walked, walk.truncated, &context, ticks);
     stripe.busy.store(false, Ordering::Release);
     if recorded {
-        Counter::AllocSamples.inc();
+        match s.kind {
+            EventKind::NativeAlloc => Counter::NativememSamples.inc(),
+            _ => Counter::AllocSamples.inc(),
+        }
     }
     Some(context)
+}
+
+fn dropped(kind: EventKind) {
+    match kind {
+        EventKind::NativeAlloc => Counter::NativememSamplesDropped.inc(),
+        _ => Counter::AllocSamplesDropped.inc(),
+    }
 }

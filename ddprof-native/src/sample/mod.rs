@@ -20,6 +20,7 @@ pub mod frame;
 pub mod handler;
 pub mod hint_cache;
 pub mod mode;
+pub mod nativemem;
 pub mod perf;
 pub mod record;
 pub mod safe_access;

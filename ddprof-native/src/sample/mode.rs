@@ -84,6 +84,11 @@ fn os_thread_state() -> u8 {
     }
 }
 
+/// The calling thread's mode (for samples taken on the thread itself, without a signal).
+pub fn of_current_thread() -> u8 {
+    vm_mode()
+}
+
 /// The mode HotSpot's thread state gives: JAVA, JVM, NATIVE or SAFEPOINT for a Java
 /// thread, JVM for the VM's own threads (GC, compiler), NATIVE for threads HotSpot does
 /// not know; UNKNOWN only without the VM's layout (another JVM).

@@ -20,6 +20,12 @@ pub enum EventKind {
     /// A sampled allocation (`datadog.ObjectSample`, JVMTI SampledObjectAlloc); its size,
     /// class and float weight are in [`Allocation`].
     Alloc = 2,
+    /// A sampled native allocation (`datadog.NativeMemoryAllocation`, the `nativemem`
+    /// malloc hooks); its size, address and weight are in [`Allocation`].
+    NativeAlloc = 3,
+    /// The free of a block a `NativeAlloc` sample recorded (`datadog.NativeMemoryFree`); its
+    /// address is in [`Allocation`], its stack is empty.
+    NativeFree = 4,
 }
 
 impl EventKind {
@@ -29,6 +35,8 @@ impl EventKind {
             x if x == EventKind::Cpu as u8 => Some(EventKind::Cpu),
             x if x == EventKind::Wall as u8 => Some(EventKind::Wall),
             x if x == EventKind::Alloc as u8 => Some(EventKind::Alloc),
+            x if x == EventKind::NativeAlloc as u8 => Some(EventKind::NativeAlloc),
+            x if x == EventKind::NativeFree as u8 => Some(EventKind::NativeFree),
             _ => None,
         }
     }
@@ -43,6 +51,8 @@ pub struct Allocation {
     pub class_id: u32,
     /// Objects of this size the sample stands for: `1 / (1 - exp(-size / interval))`.
     pub weight: f32,
+    /// The block's address (native allocations; 0 for Java objects).
+    pub address: u64,
 }
 
 /// The trace context of the sampled thread at the instant of the sample.
@@ -101,7 +111,8 @@ pub fn record(recorder: &Recorder, event: &Event) -> bool {
     record_traced(recorder, event).is_some()
 }
 
-/// [`record`] for an allocation sample (`event.kind` is [`EventKind::Alloc`]).
+/// [`record`] for an allocation sample (`event.kind` is [`EventKind::Alloc`] or
+/// [`EventKind::NativeAlloc`]).
 pub fn record_allocation(recorder: &Recorder, event: &Event, alloc: &Allocation) -> bool {
     recorder
         .record_traced(event.frames, event.truncated, |trace_id| {
@@ -149,5 +160,6 @@ fn sample_record(event: &Event, trace_id: u32, alloc: &Allocation) -> SampleReco
         size: alloc.size,
         class_id: alloc.class_id,
         alloc_weight: alloc.weight.to_bits(),
+        address: alloc.address,
     }
 }

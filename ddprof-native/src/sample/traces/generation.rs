@@ -48,6 +48,8 @@ pub struct SampleRecord {
     pub class_id: u32,
     /// `f32::to_bits` of the weight (records stay `Eq`).
     pub alloc_weight: u32,
+    /// Native allocation samples (`EventKind::NativeAlloc`): the block's address.
+    pub address: u64,
 }
 
 struct RecordCell {

@@ -150,7 +150,7 @@ public final class Main {
         s.println("  report FILE.jfr --memory    the profiler's native memory (last chunk's counters):");
         s.println("                              per category live, peak, avg, overhead, resident;");
         s.println("                              malloc arenas; lower/upper bounds of its RSS share");
-        s.println("  convert --to collapsed|pprof|otlp|html [--event cpu|wall|alloc|live] [--threads]");
+        s.println("  convert --to collapsed|pprof|otlp|html [--event cpu|wall|alloc|live|malloc] [--threads] [--leak]");
         s.println("          [--from T] [--to T] FILE.jfr [out]");
         s.println("                              convert a recording (run 'convert' alone for details)");
         s.println("  attach PID COMMAND          load the profiler into the running JVM PID and run COMMAND");

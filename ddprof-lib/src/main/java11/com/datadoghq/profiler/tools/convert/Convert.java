@@ -22,22 +22,24 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * {@code convert --to collapsed|pprof|otlp|html [--event cpu|wall|alloc|live] [--threads]
+ * {@code convert --to collapsed|pprof|otlp|html [--event cpu|wall|alloc|live|malloc] [--threads] [--leak]
  * [--from T] [--to T] rec.jfr [out]}: see {@link #USAGE} and docs/converters.md.
  */
 public final class Convert {
     static final String USAGE = String.join("\n",
-            "Usage: convert --to collapsed|pprof|otlp|html [--event cpu|wall|alloc|live] [--threads]",
-            "               [--from T] [--to T] rec.jfr [out]",
+            "Usage: convert --to collapsed|pprof|otlp|html [--event cpu|wall|alloc|live|malloc] [--threads]",
+            "               [--leak] [--from T] [--to T] rec.jfr [out]",
             "  --to FORMAT     collapsed: 'frame;frame;frame value' lines (flame-graph tools' input)",
             "                  pprof:     gzipped profile.proto",
             "                  otlp:      an OTLP ExportProfilesServiceRequest (protobuf); out may be an",
             "                             http:// URL of an OTLP/HTTP receiver to POST it to",
             "                  html:      a self-contained interactive flame graph",
             "  --event KIND    cpu (datadog.ExecutionSample, jdk.ExecutionSample), wall (datadog.MethodSample),",
-            "                  alloc (datadog.ObjectSample), live (datadog.HeapLiveObject). Default: the",
+            "                  alloc (datadog.ObjectSample), live (datadog.HeapLiveObject), malloc",
+            "                  (datadog.NativeMemoryAllocation). Default: the",
             "                  first of these the recording holds; otlp: all of them, one profile each",
             "  --threads       split stacks by thread (collapsed, html)",
+            "  --leak          malloc only: the native allocations not freed by the end of the recording",
             "  --from T, --to T  keep events in [from, to): T is an ISO instant (2026-12-01T12:00:00Z)",
             "                  or an offset from the recording's start (30s, 1500ms, 2m; bare = seconds),",
             "                  negative from its end (-10s)",
@@ -77,6 +79,7 @@ public final class Convert {
         Format format = null;
         EventKind kind = null;
         boolean threads = false;
+        boolean leak = false;
         String from = null;
         String to = null;
         String input = null;
@@ -107,6 +110,9 @@ public final class Convert {
                 case "--threads":
                     threads = true;
                     break;
+                case "--leak":
+                    leak = true;
+                    break;
                 default:
                     if (a.startsWith("--") || (a.startsWith("-") && a.length() > 1)) {
                         return usage(err, "unknown option: " + a);
@@ -125,6 +131,12 @@ public final class Convert {
         if (input == null) {
             return usage(err, "no recording given");
         }
+        if (leak) {
+            if (kind != null && kind != EventKind.MALLOC) {
+                return usage(err, "--leak applies to --event malloc only");
+            }
+            kind = EventKind.MALLOC;
+        }
         Path in = Paths.get(input);
         if (!Files.isRegularFile(in)) {
             err.println("No such file: " + in);
@@ -136,7 +148,8 @@ public final class Convert {
             Instant fromTime = from == null ? null : time(from, span);
             Instant toTime = to == null ? null : time(to, span);
             Set<EventKind> kinds = kind == null ? Collections.emptySet() : EnumSet.of(kind);
-            profile = new JfrProfileReader(kinds, fromTime, toTime).read(in);
+            JfrProfileReader reader = new JfrProfileReader(kinds, fromTime, toTime);
+            profile = (leak ? reader.leaksOnly() : reader).read(in);
         } catch (IllegalArgumentException e) {
             return usage(err, e.getMessage());
         } catch (IOException | RuntimeException e) {

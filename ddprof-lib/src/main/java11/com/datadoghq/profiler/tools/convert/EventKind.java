@@ -15,13 +15,16 @@ import java.util.Locale;
  *       bytes allocated that the sample stands for ({@code weight} is the float scaling factor).</li>
  *   <li>{@code live}: {@code datadog.HeapLiveObject}; value = {@code size * weight}, the estimated
  *       live bytes.</li>
+ *   <li>{@code malloc}: {@code datadog.NativeMemoryAllocation} ({@code nativemem}); value =
+ *       {@code size * weight}, the estimated bytes of native memory allocated.</li>
  * </ul>
  */
 public enum EventKind {
     CPU("cpu", "nanoseconds", "samples", "cpu", "datadog.ExecutionSample", "jdk.ExecutionSample"),
     WALL("wall", "nanoseconds", "samples", "wall", "datadog.MethodSample"),
     ALLOC("alloc", "bytes", "alloc_samples", "alloc_space", "datadog.ObjectSample"),
-    LIVE("live", "bytes", "inuse_objects", "inuse_space", "datadog.HeapLiveObject");
+    LIVE("live", "bytes", "inuse_objects", "inuse_space", "datadog.HeapLiveObject"),
+    MALLOC("malloc", "bytes", "malloc_samples", "malloc_space", "datadog.NativeMemoryAllocation");
 
     /** The name on the command line ({@code --event cpu}). */
     public final String option;
@@ -58,7 +61,7 @@ public enum EventKind {
         return null;
     }
 
-    /** {@code cpu|wall|alloc|live}, or null. */
+    /** {@code cpu|wall|alloc|live|malloc}, or null. */
     public static EventKind ofOption(String option) {
         for (EventKind k : values()) {
             if (k.option.equals(option.toLowerCase(Locale.ROOT))) {

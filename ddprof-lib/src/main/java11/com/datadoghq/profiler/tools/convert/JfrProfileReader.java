@@ -41,10 +41,12 @@ public final class JfrProfileReader {
     static final String JVM_INFORMATION = "jdk.JVMInformation";
     static final String JDK_EXECUTION_SAMPLE = "jdk.ExecutionSample";
     static final String TRACE_LINK = "datadog.TraceLink";
+    static final String NATIVE_MEMORY_FREE = "datadog.NativeMemoryFree";
 
     private final Set<EventKind> kinds;
     private final Instant from;
     private final Instant to;
+    private boolean leaks;
 
     /**
      * @param kinds the kinds to keep (empty: all)
@@ -55,6 +57,16 @@ public final class JfrProfileReader {
         this.kinds = kinds.isEmpty() ? EnumSet.allOf(EventKind.class) : EnumSet.copyOf(kinds);
         this.from = from;
         this.to = to;
+    }
+
+    /**
+     * Keep only native allocations ({@code datadog.NativeMemoryAllocation}) still live at the end of
+     * the recording: those with no {@code datadog.NativeMemoryFree} of their address after them (an
+     * allocation at the same address later also means the earlier block was freed).
+     */
+    public JfrProfileReader leaksOnly() {
+        this.leaks = true;
+        return this;
     }
 
     public static Profile readAll(Path file) throws IOException {
@@ -75,6 +87,9 @@ public final class JfrProfileReader {
         Map<String, int[]> attributeSlots = new HashMap<>();
         Map<String, String[]> attributeFields = new HashMap<>();
         Map<Long, String> typeNames = new HashMap<>();
+        // --leak: native allocations and frees, matched once everything is read.
+        List<RecordedEvent> allocations = new ArrayList<>();
+        List<RecordedEvent> frees = new ArrayList<>();
         try (RecordingFile recording = new RecordingFile(file)) {
             for (EventType t : recording.readEventTypes()) {
                 typeNames.put(t.getId(), t.getName());
@@ -84,6 +99,16 @@ public final class JfrProfileReader {
                 EventType type = event.getEventType();
                 String typeName = type.getName();
                 EventKind kind = EventKind.ofEventType(typeName);
+                if (leaks && NATIVE_MEMORY_FREE.equals(typeName)) {
+                    frees.add(event);
+                    continue;
+                }
+                if (leaks && kind != EventKind.MALLOC) {
+                    if (kind == null) {
+                        readSide(event, typeName, typeNames, profile);
+                    }
+                    continue;
+                }
                 if (kind == null) {
                     readSide(event, typeName, typeNames, profile);
                     continue;
@@ -118,11 +143,51 @@ public final class JfrProfileReader {
                     attributeFields.put(typeName, fields);
                     attributeSlots.put(typeName, slots);
                 }
+                if (leaks) {
+                    allocations.add(event);
+                    continue;
+                }
                 addSample(profile, kind, event, fields, attributeSlots.get(typeName), attributeNames.size());
+            }
+        }
+        if (leaks) {
+            for (RecordedEvent event : live(allocations, frees)) {
+                String typeName = event.getEventType().getName();
+                addSample(profile, EventKind.MALLOC, event, attributeFields.get(typeName),
+                        attributeSlots.get(typeName), attributeNames.size());
             }
         }
         profile.setAttributeNames(attributeNames);
         return profile;
+    }
+
+    /** The allocations no later free (or later allocation) of their address ended, in time order. */
+    static List<RecordedEvent> live(List<RecordedEvent> allocations, List<RecordedEvent> frees) {
+        List<RecordedEvent> all = new ArrayList<>(allocations);
+        all.addAll(frees);
+        // By time; at the same instant an allocation comes before a free of its address.
+        all.sort((a, b) -> {
+            int c = a.getStartTime().compareTo(b.getStartTime());
+            if (c != 0) {
+                return c;
+            }
+            return Boolean.compare(isFree(a), isFree(b));
+        });
+        Map<Long, RecordedEvent> byAddress = new java.util.LinkedHashMap<>();
+        for (RecordedEvent e : all) {
+            long address = e.getLong("address");
+            if (isFree(e)) {
+                byAddress.remove(address);
+            } else {
+                byAddress.remove(address);
+                byAddress.put(address, e);
+            }
+        }
+        return new ArrayList<>(byAddress.values());
+    }
+
+    private static boolean isFree(RecordedEvent e) {
+        return NATIVE_MEMORY_FREE.equals(e.getEventType().getName());
     }
 
     private static void addSample(Profile profile, EventKind kind, RecordedEvent event, String[] attrFields,

@@ -1,0 +1,466 @@
+//! The malloc hooks of `nativemem`: the functions whose addresses `crate::nativemem`
+//! writes into other libraries' import slots. Each calls the real function first (its
+//! address resolved once at start and never cleared), then, while sampling is on, decides
+//! by bytes whether this block is sampled, walks and records it through the allocation
+//! sampler (`super::alloc::sample`, kind `NativeAlloc`), and keeps its address in the live
+//! table so a `free` of it is matched.
+//!
+//! Rules (stricter than the JVMTI callback's, because these run inside any library's
+//! malloc, on any thread, with whatever locks the caller holds):
+//! - allocation-free and lock-free: atomics, mapped-once tables, our walker;
+//! - reentrancy-safe: a thread-local flag marks a thread already inside a hook's sampling
+//!   part; a nested hooked allocation (the walker never allocates, but a library the
+//!   sampling calls into could) goes straight to the real function. The flag is a `const`
+//!   thread-local without destructor: no registration, and its first access in a
+//!   dlopen'ed library is served by the dynamic linker's own calls to the real malloc,
+//!   which never pass through a slot we redirected (the linker's slots are not patched);
+//! - inert when off: with sampling stopped a hook is one real call plus one relaxed load,
+//!   so a thread that entered a hook before `stop` (or calls through a slot not yet
+//!   restored) only finishes its sample into buffers that are never freed.
+
+use std::cell::Cell;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+use super::alloc::{self as sampler, Sampled};
+use super::context::gettid;
+use super::handler;
+use super::record::{self, Allocation, Context, Event, EventKind};
+use crate::counters::Counter;
+use crate::memory::{Category, Mapped, Zeroable};
+
+/// The functions we hook, in slot-name order ([`NAMES`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub enum Func {
+    Malloc,
+    Calloc,
+    Realloc,
+    Free,
+    PosixMemalign,
+    AlignedAlloc,
+}
+
+/// Import names of [`Func`], same order.
+pub const NAMES: [&str; 6] = [
+    "malloc",
+    "calloc",
+    "realloc",
+    "free",
+    "posix_memalign",
+    "aligned_alloc",
+];
+
+/// The real functions (0 until resolved). Written once at the first start, before any
+/// slot points at a hook; never cleared, so a hook always has somewhere to go.
+static REAL: [AtomicUsize; 6] = [
+    AtomicUsize::new(0),
+    AtomicUsize::new(0),
+    AtomicUsize::new(0),
+    AtomicUsize::new(0),
+    AtomicUsize::new(0),
+    AtomicUsize::new(0),
+];
+
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+/// Mean bytes between samples; 0 samples every allocation.
+static INTERVAL: AtomicU64 = AtomicU64::new(0);
+/// Bytes left until the next sample (shared by all threads, as upstream).
+static COUNTDOWN: AtomicU64 = AtomicU64::new(0);
+/// splitmix64's counter.
+static RNG: AtomicU64 = AtomicU64::new(0x853c_49e6_748f_ea9b);
+
+thread_local! {
+    /// This thread is inside a hook's sampling part.
+    static INSIDE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Sets the real function of `f` (from `dlsym`, at start).
+pub fn set_real(f: Func, addr: usize) {
+    REAL[f as usize].store(addr, Ordering::Release);
+}
+
+pub fn real(f: Func) -> usize {
+    REAL[f as usize].load(Ordering::Acquire)
+}
+
+/// Our hook for `f`.
+pub fn hook(f: Func) -> usize {
+    match f {
+        Func::Malloc => malloc_hook as *const () as usize,
+        Func::Calloc => calloc_hook as *const () as usize,
+        Func::Realloc => realloc_hook as *const () as usize,
+        Func::Free => free_hook as *const () as usize,
+        Func::PosixMemalign => posix_memalign_hook as *const () as usize,
+        Func::AlignedAlloc => aligned_alloc_hook as *const () as usize,
+    }
+}
+
+/// Turns sampling on at `interval` bytes (0: every allocation), with the frame buffers
+/// and the live table mapped (`live_slots` entries, a power of two).
+pub fn arm(interval: u64, seed: u64) {
+    LIVE.get_or_init(|| Mapped::new(LIVE_SLOTS, Category::SampleBuffers));
+    RNG.store(seed | 1, Ordering::Relaxed);
+    INTERVAL.store(interval, Ordering::Relaxed);
+    COUNTDOWN.store(next_distance(interval), Ordering::Relaxed);
+    ACTIVE.store(true, Ordering::Release);
+}
+
+/// Turns sampling off; the hooks keep calling the real functions.
+pub fn disarm() {
+    ACTIVE.store(false, Ordering::Release);
+}
+
+/// Forgets every live sampled block (a new recording).
+pub fn clear_live() {
+    if let Some(t) = LIVE.get() {
+        for s in t.iter() {
+            s.0.store(EMPTY, Ordering::Relaxed);
+        }
+    }
+    Counter::NativememLiveSamples.set(0);
+}
+
+pub fn interval() -> u64 {
+    INTERVAL.load(Ordering::Relaxed)
+}
+
+/// The weight of a sampled block of `size` bytes: `1 / P(sampled)`, with
+/// `P = 1 - exp(-size / interval)`; 1 when every allocation is sampled.
+pub fn weight(size: u64, interval: u64) -> f32 {
+    if interval <= 1 || size == 0 {
+        return 1.0;
+    }
+    let p = 1.0 - (-(size as f64) / interval as f64).exp();
+    if p <= 0.0 {
+        return 1.0;
+    }
+    (1.0 / p) as f32
+}
+
+fn next_random() -> u64 {
+    let mut z = RNG
+        .fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed)
+        .wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// An exponentially distributed distance with mean `interval` bytes: sampling the byte
+/// stream as a Poisson process makes each block's chance `1 - exp(-size / interval)`
+/// whatever came before it.
+fn next_distance(interval: u64) -> u64 {
+    if interval <= 1 {
+        return 0;
+    }
+    let u = ((next_random() >> 11) as f64 / (1u64 << 53) as f64).max(1e-18);
+    (interval as f64 * -u.ln()) as u64
+}
+
+/// Whether a block of `size` bytes is sampled: takes its bytes off the shared countdown,
+/// and draws a new distance when they reach it.
+fn should_sample(size: u64) -> bool {
+    let interval = INTERVAL.load(Ordering::Relaxed);
+    if interval <= 1 {
+        return true;
+    }
+    let mut prev = COUNTDOWN.load(Ordering::Relaxed);
+    loop {
+        let (next, sampled) = if size < prev {
+            (prev - size, false)
+        } else {
+            (next_distance(interval), true)
+        };
+        match COUNTDOWN.compare_exchange_weak(prev, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return sampled,
+            Err(now) => prev = now,
+        }
+    }
+}
+
+/// After a successful allocation of `size` bytes at `ptr`: sample it if its bytes say so.
+fn on_alloc(ptr: *mut c_void, size: usize) {
+    if ptr.is_null() || size == 0 || !ACTIVE.load(Ordering::Relaxed) {
+        return;
+    }
+    let size = size as u64;
+    if !should_sample(size) {
+        return;
+    }
+    let Ok(entered) = INSIDE.try_with(|c| !c.replace(true)) else {
+        return;
+    };
+    if !entered {
+        return;
+    }
+    let alloc = Allocation {
+        size,
+        class_id: 0,
+        weight: weight(size, INTERVAL.load(Ordering::Relaxed)),
+        address: ptr as u64,
+    };
+    let sampled = Sampled {
+        kind: EventKind::NativeAlloc,
+        alloc,
+        record: true,
+    };
+    if sampler::sample(&sampled, |_, _, _, _| {}).is_some() {
+        live_insert(ptr as u64);
+    }
+    let _ = INSIDE.try_with(|c| c.set(false));
+}
+
+/// Before a block goes back to the allocator: forget it if it was sampled.
+fn on_free(ptr: *mut c_void) {
+    if ptr.is_null() || Counter::NativememLiveSamples.get() <= 0 {
+        return;
+    }
+    live_remove(ptr as u64);
+}
+
+/// The real function as a typed pointer; used only inside an `unsafe` block whose caller
+/// is a hook, which a slot points at only once its REAL entry is the non-zero address
+/// `dlsym` gave for this very function, whose C signature `$ty` is.
+macro_rules! real {
+    ($f:expr, $ty:ty) => {
+        std::mem::transmute::<usize, $ty>(real($f))
+    };
+}
+
+type MallocFn = unsafe extern "C" fn(usize) -> *mut c_void;
+type CallocFn = unsafe extern "C" fn(usize, usize) -> *mut c_void;
+type ReallocFn = unsafe extern "C" fn(*mut c_void, usize) -> *mut c_void;
+type FreeFn = unsafe extern "C" fn(*mut c_void);
+type PosixMemalignFn = unsafe extern "C" fn(*mut *mut c_void, usize, usize) -> i32;
+type AlignedAllocFn = unsafe extern "C" fn(usize, usize) -> *mut c_void;
+
+/// # Safety
+/// Called as `malloc` by a library whose slot we redirected (the real one is resolved).
+pub unsafe extern "C" fn malloc_hook(size: usize) -> *mut c_void {
+    // SAFETY: the real malloc (see `real!`), called with the caller's arguments.
+    let p = unsafe { real!(Func::Malloc, MallocFn)(size) };
+    on_alloc(p, size);
+    p
+}
+
+/// # Safety
+/// As [`malloc_hook`], for `calloc`.
+pub unsafe extern "C" fn calloc_hook(n: usize, size: usize) -> *mut c_void {
+    // SAFETY: the real calloc (see `real!`), called with the caller's arguments.
+    let p = unsafe { real!(Func::Calloc, CallocFn)(n, size) };
+    // An overflowing product fails in calloc itself (null), so it is never sampled.
+    on_alloc(p, n.wrapping_mul(size));
+    p
+}
+
+/// # Safety
+/// As [`malloc_hook`], for `realloc`.
+pub unsafe extern "C" fn realloc_hook(old: *mut c_void, size: usize) -> *mut c_void {
+    // SAFETY: the real realloc (see `real!`), called with the caller's arguments.
+    let p = unsafe { real!(Func::Realloc, ReallocFn)(old, size) };
+    // The old block is gone when realloc succeeded (moved or not), or freed by size 0.
+    if !p.is_null() || size == 0 {
+        on_free(old);
+    }
+    on_alloc(p, size);
+    p
+}
+
+/// # Safety
+/// As [`malloc_hook`], for `free`.
+pub unsafe extern "C" fn free_hook(ptr: *mut c_void) {
+    on_free(ptr);
+    // SAFETY: the real free (see `real!`), called with the caller's arguments.
+    unsafe { real!(Func::Free, FreeFn)(ptr) }
+}
+
+/// # Safety
+/// As [`malloc_hook`], for `posix_memalign`.
+pub unsafe extern "C" fn posix_memalign_hook(
+    out: *mut *mut c_void,
+    align: usize,
+    size: usize,
+) -> i32 {
+    // SAFETY: the real posix_memalign (see `real!`), called with the caller's arguments.
+    let rc = unsafe { real!(Func::PosixMemalign, PosixMemalignFn)(out, align, size) };
+    if rc == 0 && !out.is_null() {
+        // SAFETY: on success posix_memalign stored the block in the caller's `*out`.
+        on_alloc(unsafe { *out }, size);
+    }
+    rc
+}
+
+/// # Safety
+/// As [`malloc_hook`], for `aligned_alloc`.
+pub unsafe extern "C" fn aligned_alloc_hook(align: usize, size: usize) -> *mut c_void {
+    // SAFETY: the real aligned_alloc (see `real!`), called with the caller's arguments.
+    let p = unsafe { real!(Func::AlignedAlloc, AlignedAllocFn)(align, size) };
+    on_alloc(p, size);
+    p
+}
+
+// ---- The live table: addresses of sampled blocks not freed yet ----
+
+/// Slots of the live table (a power of two); 512 KiB mapped, committed as touched.
+pub const LIVE_SLOTS: usize = 1 << 16;
+/// Slots probed before giving up (insert: counted as full; remove: not ours).
+const PROBES: usize = 32;
+const EMPTY: u64 = 0;
+/// A removed entry: lookups go past it, inserts reuse it.
+const TOMBSTONE: u64 = 1;
+
+/// One live-table entry: a block's address, [`EMPTY`] or [`TOMBSTONE`].
+#[repr(transparent)]
+pub struct LiveSlot(AtomicU64);
+// SAFETY: an AtomicU64 is valid when zeroed (EMPTY).
+unsafe impl Zeroable for LiveSlot {}
+
+static LIVE: OnceLock<Mapped<LiveSlot>> = OnceLock::new();
+
+fn home(addr: u64, len: usize) -> usize {
+    ((addr >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize & (len - 1)
+}
+
+fn live_insert(addr: u64) {
+    let Some(t) = LIVE.get() else { return };
+    let h = home(addr, t.len());
+    for i in 0..PROBES {
+        let Some(s) = t.get((h + i) & (t.len() - 1)) else {
+            break;
+        };
+        let cur = s.0.load(Ordering::Relaxed);
+        // A stale entry of the same address (freed where we do not hook): it is this block now.
+        if cur == addr {
+            return;
+        }
+        if (cur == EMPTY || cur == TOMBSTONE)
+            && s.0
+                .compare_exchange(cur, addr, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            Counter::NativememLiveSamples.inc();
+            return;
+        }
+    }
+    Counter::NativememLiveTableFull.inc();
+}
+
+fn live_remove(addr: u64) {
+    let Some(t) = LIVE.get() else { return };
+    let h = home(addr, t.len());
+    for i in 0..PROBES {
+        let Some(s) = t.get((h + i) & (t.len() - 1)) else {
+            break;
+        };
+        match s.0.load(Ordering::Relaxed) {
+            EMPTY => return,
+            cur if cur == addr => {
+                if s.0
+                    .compare_exchange(addr, TOMBSTONE, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    Counter::NativememLiveSamples.add(-1);
+                    Counter::NativememFreedSamples.inc();
+                    record_free(addr);
+                }
+                return;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Records the free of the sampled block at `addr` (`datadog.NativeMemoryFree`, what
+/// `convert --leak` matches allocations against): no stack, no context.
+fn record_free(addr: u64) {
+    if !ACTIVE.load(Ordering::Relaxed) {
+        return;
+    }
+    let Some(recorder) = handler::recorder() else {
+        return;
+    };
+    let event = Event {
+        kind: EventKind::NativeFree,
+        weight: 1,
+        ticks: handler::ticks(),
+        tid: gettid(),
+        context: Context::default(),
+        frames: &[],
+        truncated: false,
+        mode: 0,
+        state: 0,
+    };
+    let alloc = Allocation {
+        address: addr,
+        ..Allocation::default()
+    };
+    if !record::record_allocation(recorder, &event, &alloc) {
+        Counter::NativememSamplesDropped.inc();
+    }
+}
+
+/// Whether `addr` is a live sampled block (for tests and the dump).
+pub fn is_live(addr: u64) -> bool {
+    let Some(t) = LIVE.get() else { return false };
+    let h = home(addr, t.len());
+    (0..PROBES)
+        .map_while(|i| t.get((h + i) & (t.len() - 1)))
+        .map(|s| s.0.load(Ordering::Relaxed))
+        .take_while(|&v| v != EMPTY)
+        .any(|v| v == addr)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weights_are_the_inverse_sampling_probability() {
+        assert_eq!(weight(100, 0), 1.0);
+        // A block much smaller than the interval stands for about interval / size blocks.
+        let w = weight(16, 1 << 20);
+        assert!((f64::from(w) - 65_536.5).abs() < 2.0, "{w}");
+        assert!((weight(100 << 20, 1 << 20) - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn sampled_bytes_estimate_the_true_bytes() {
+        INTERVAL.store(4096, Ordering::Relaxed);
+        COUNTDOWN.store(next_distance(4096), Ordering::Relaxed);
+        let (mut truth, mut estimate) = (0f64, 0f64);
+        for i in 0..200_000u64 {
+            let size = 16 + (i * 7919) % 2000;
+            truth += size as f64;
+            if should_sample(size) {
+                estimate += size as f64 * f64::from(weight(size, 4096));
+            }
+        }
+        INTERVAL.store(0, Ordering::Relaxed);
+        let ratio = estimate / truth;
+        assert!((0.95..1.05).contains(&ratio), "estimate / truth = {ratio}");
+    }
+
+    #[test]
+    fn the_live_table_matches_frees_to_sampled_blocks() {
+        LIVE.get_or_init(|| Mapped::new(LIVE_SLOTS, Category::SampleBuffers));
+        let base = 0x5555_0000_0000u64;
+        for i in 0..1000 {
+            live_insert(base + i * 48);
+        }
+        for i in (0..1000).step_by(2) {
+            live_remove(base + i * 48);
+        }
+        for i in 0..1000 {
+            assert_eq!(is_live(base + i * 48), i % 2 == 1, "block {i}");
+        }
+        // A block never sampled is not found, and freeing it changes nothing.
+        live_remove(base + 7);
+        assert!(!is_live(base + 7));
+        for i in 0..1000 {
+            live_remove(base + i * 48);
+        }
+        assert!((0..1000).all(|i| !is_live(base + i * 48)));
+    }
+}
