@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import java.io.File;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -14,12 +13,12 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
+import com.datadoghq.profiler.testing.Perf;
 import com.datadoghq.profiler.testing.ChildJvm;
 import com.datadoghq.profiler.testing.TestEnv;
 import org.junit.jupiter.api.Test;
@@ -124,15 +123,15 @@ class JitDumpTest {
     /** perf record -k 1, perf inject --jit, perf script: the hot method by name, the inlined one by its lines. */
     @Test
     void perfInjectNamesTheHotAndTheInlinedMethod() throws Exception {
-        assumeTrue(perfWorks(), "perf cannot record user-space samples here");
+        assumeTrue(Perf.works(dir, "-k", "1"), "perf cannot record user-space samples here");
         Path data = dir.resolve("perf.data");
         Path injected = dir.resolve("perf.jit.data");
         Path jit = dir.resolve("jit");
         Run run = run("perf", "jitdump=" + jit, null, new String[] {"perf", "record", "-k", "1", "-q", "-e",
                 "cpu-clock:u", "-o", data.toString(), "--"});
         assertTrue(Files.isRegularFile(jit.resolve("jit-" + run.pid + ".dump")), "no dump:\n" + run.child.describe());
-        exec(dir, "perf", "inject", "--jit", "-i", data.toString(), "-o", injected.toString());
-        String script = exec(dir, "perf", "script", "-i", injected.toString(), "-F", "comm,tid,ip,sym,srcline");
+        Perf.exec(dir, 300, "perf", "inject", "--jit", "-i", data.toString(), "-o", injected.toString());
+        String script = Perf.exec(dir, 300, "perf", "script", "-i", injected.toString(), "-F", "comm,tid,ip,sym,srcline");
         // perf script prints a sample's source line on the line after it.
         List<String> lines = script.lines().collect(Collectors.toList());
         int worker = 0;
@@ -214,31 +213,5 @@ class JitDumpTest {
             bytes[i] = b.get(from + i);
         }
         return new String(bytes, StandardCharsets.UTF_8);
-    }
-
-    private boolean perfWorks() {
-        try {
-            Path probe = dir.resolve("probe.data");
-            exec(dir, "perf", "record", "-k", "1", "-q", "-e", "cpu-clock:u", "-o", probe.toString(), "--", "true");
-            return Files.isRegularFile(probe);
-        } catch (Exception e) {
-            return false;
-        }
-    }
-
-    private static String exec(Path dir, String... cmd) throws Exception {
-        Path out = Files.createTempFile(dir, "exec", ".out");
-        Process p = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true)
-                .redirectOutput(out.toFile()).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
-                .start();
-        if (!p.waitFor(300, TimeUnit.SECONDS)) {
-            p.destroyForcibly();
-            throw new IllegalStateException(String.join(" ", cmd) + " hung");
-        }
-        String text = new String(Files.readAllBytes(out), StandardCharsets.UTF_8);
-        if (p.exitValue() != 0) {
-            throw new IllegalStateException(String.join(" ", cmd) + " failed: " + text);
-        }
-        return text;
     }
 }

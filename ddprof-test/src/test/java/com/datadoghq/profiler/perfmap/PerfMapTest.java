@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import java.io.File;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -13,11 +12,11 @@ import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
+import com.datadoghq.profiler.testing.Perf;
 import com.datadoghq.profiler.testing.ChildJvm;
 import com.datadoghq.profiler.testing.CpuBurner;
 import com.datadoghq.profiler.testing.TestEnv;
@@ -69,13 +68,13 @@ class PerfMapTest {
     /** {@code perf record} of the JVM names the busy Java method from the map (Debian's linux-perf). */
     @Test
     void perfNamesTheBusyJavaMethod() throws Exception {
-        assumeTrue(perfWorks(), "perf cannot record user-space samples here");
+        assumeTrue(Perf.works(dir), "perf cannot record user-space samples here");
         Path data = dir.resolve("perf.data");
         Run run = run("perf", true, new String[] {"perf", "record", "-q", "-e", "cpu-clock:u", "-o", data.toString(),
                 "--"});
         try {
             assertTrue(Files.isRegularFile(data), "no perf data:\n" + run.child.describe());
-            String script = exec(dir, "perf", "script", "-i", data.toString(), "-F", "comm,tid,ip,sym");
+            String script = Perf.exec(dir, 120, "perf", "script", "-i", data.toString(), "-F", "comm,tid,ip,sym");
             List<String> worker = script.lines().filter(l -> l.contains("perfmap-worker")).collect(Collectors.toList());
             long named = worker.stream().filter(l -> l.contains(CpuBurner.class.getName() + "::chain")).count();
             // The worker spends its CPU in the chain; perf samples at 4 kHz. Most of its samples must be named.
@@ -112,32 +111,6 @@ class PerfMapTest {
         assertTrue(m.find(), "no pid:\n" + run.child.describe());
         run.map = Paths.get("/tmp/perf-" + m.group(1) + ".map");
         return run;
-    }
-
-    private boolean perfWorks() {
-        try {
-            Path probe = dir.resolve("probe.data");
-            exec(dir, "perf", "record", "-q", "-e", "cpu-clock:u", "-o", probe.toString(), "--", "true");
-            return Files.isRegularFile(probe);
-        } catch (Exception e) {
-            return false;
-        }
-    }
-
-    private static String exec(Path dir, String... cmd) throws Exception {
-        Path out = Files.createTempFile(dir, "exec", ".out");
-        Process p = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true)
-                .redirectOutput(out.toFile()).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
-                .start();
-        if (!p.waitFor(120, TimeUnit.SECONDS)) {
-            p.destroyForcibly();
-            throw new IllegalStateException(String.join(" ", cmd) + " hung");
-        }
-        String text = new String(Files.readAllBytes(out), StandardCharsets.UTF_8);
-        if (p.exitValue() != 0) {
-            throw new IllegalStateException(String.join(" ", cmd) + " failed: " + text);
-        }
-        return text;
     }
 
     private static String head(String s) {
