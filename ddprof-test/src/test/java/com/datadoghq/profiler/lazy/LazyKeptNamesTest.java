@@ -64,12 +64,16 @@ class LazyKeptNamesTest {
 
     /**
      * Per method of {@link CpuBurner} in the file's samples: descriptor and modifiers (which must
-     * be one per method); asserts a line on every Java frame and no unknown frame above it.
+     * be one per method); asserts a line on every Java frame and no Java frame named {@code unknown}
+     * (a frame the lazy checks refused). A walk that stopped (an {@code unknown} frame typed Native,
+     * where the walker could not step on) is no naming failure: allowed in at most 2% of the samples.
      */
     private static Map<String, String> burnerMethods(Path file) throws Exception {
         List<RecordedEvent> samples = JfrReader.executionSamples(file);
         Map<String, String> named = new HashMap<>();
         Set<String> lineless = new TreeSet<>();
+        int burnerSamples = 0;
+        int stopped = 0;
         for (RecordedEvent e : samples) {
             List<RecordedFrame> frames = JfrReader.frames(e);
             boolean burner = false;
@@ -87,10 +91,18 @@ class LazyKeptNamesTest {
                 }
             }
             if (burner) {
-                assertFalse(frames.stream().anyMatch(f -> f.getMethod() != null
+                burnerSamples++;
+                // The frame's JFR type says which: a walk stop is typed Native, a refused method keeps
+                // its Java type (RecordedFrame.isJavaFrame() is true for every frame).
+                assertFalse(frames.stream().anyMatch(f -> f.getMethod() != null && !"Native".equals(f.getType())
                         && "unknown".equals(f.getMethod().getName())), file + ": " + JfrReader.describe(e));
+                if (frames.stream().anyMatch(f -> f.getMethod() != null && "Native".equals(f.getType())
+                        && "unknown".equals(f.getMethod().getName()))) {
+                    stopped++;
+                }
             }
         }
+        assertTrue(stopped * 50 <= burnerSamples, file + ": walks that stopped: " + stopped + " of " + burnerSamples);
         assertTrue(lineless.isEmpty(), file + ": frames without a line: " + lineless);
         return named;
     }

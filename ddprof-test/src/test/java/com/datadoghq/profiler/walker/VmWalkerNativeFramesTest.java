@@ -183,16 +183,24 @@ class VmWalkerNativeFramesTest {
     void intrinsicStubsAreNamedAboveTheirJavaCaller(String cstack) throws Exception {
         WalkerProfile p = profile("trig-" + cstack, cstack, "trig", 2000);
         long inStub = 0;
+        long stopped = 0;
         for (List<Frame> s : p.stacks) {
             if (s.size() < 2 || !isTrigStub(s.get(0))) {
                 continue;
             }
+            inStub++;
+            // A walk may stop at the stub (`unknown`, a pc none of the stub rules could unwind):
+            // rare, and never a wrong caller.
+            if (s.get(1).owner.isEmpty() && "unknown".equals(s.get(1).method)) {
+                stopped++;
+                continue;
+            }
             assertTrue(s.get(1).is(NativeFramesMain.class.getName(), "trigLoop"),
                     "the frame below a trig stub is its Java caller: " + s + p.show());
-            inStub++;
         }
         assertTrue(inStub * 10 >= p.stacks.size() * 3,
                 "samples whose leaf is a named sin/cos stub: " + inStub + " of " + p.stacks.size() + p.show());
+        assertTrue(stopped * 50 <= inStub, "walks that stopped at the stub: " + stopped + " of " + inStub + p.show());
         long bare = p.stacks.stream().filter(s -> s.stream().anyMatch(f -> f.method.startsWith("0x"))).count();
         assertTrue(bare * 20 <= p.stacks.size(), "samples with a bare address frame: " + bare + p.show());
     }
