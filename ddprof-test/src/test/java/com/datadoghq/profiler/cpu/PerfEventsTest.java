@@ -270,7 +270,9 @@ class PerfEventsTest {
             long ended = perfFds();
             profiler.stop();
             long stopped = perfFds();
-            assertTrue(alive >= started + threads, "session " + session + ": " + threads
+            // Other JVM threads may end meanwhile (HotSpot retires idle compiler threads, and each
+            // gives its fd back: one did in a run beside a busy host, 26 -> 45 for 20 workers).
+            assertTrue(alive >= started + threads - 2, "session " + session + ": " + threads
                     + " new threads should hold an fd each: " + started + " -> " + alive);
             // Other JVM threads may come or go meanwhile; the 20 must all have given theirs back.
             assertTrue(ended <= started + 2, "session " + session + ": fds after the " + threads
