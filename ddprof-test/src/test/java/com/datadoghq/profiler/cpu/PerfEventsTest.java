@@ -258,9 +258,12 @@ class PerfEventsTest {
                 ts[i].start();
             }
             long alive;
+            Object openFailed;
             try {
                 ready.await();
                 alive = perfFds();
+                // For the message: tells a worker without an fd from another thread that ended.
+                openFailed = profiler.getDebugCounters().get("perf_open_failed");
             } finally {
                 release.countDown();
                 for (Thread t : ts) {
@@ -273,7 +276,8 @@ class PerfEventsTest {
             // Other JVM threads may end meanwhile and give their fd back at ThreadEnd (this JVM runs
             // other tests first; a soak run beside a busy host saw 26 -> 45 for 20 workers once).
             assertTrue(alive >= started + threads - 2, "session " + session + ": " + threads
-                    + " new threads should hold an fd each: " + started + " -> " + alive);
+                    + " new threads should hold an fd each: " + started + " -> " + alive
+                    + " (perf_open_failed " + openFailed + ")");
             // Other JVM threads may come or go meanwhile; the 20 must all have given theirs back.
             assertTrue(ended <= started + 2, "session " + session + ": fds after the " + threads
                     + " threads ended: " + ended + " (at start " + started + ", while alive " + alive + ")");
