@@ -17,6 +17,7 @@ pub mod jvmti;
 pub mod log;
 pub mod memory;
 pub mod methods;
+pub mod imports;
 pub mod nativemem;
 pub mod otel_tls;
 pub mod process_context;

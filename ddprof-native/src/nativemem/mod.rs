@@ -1,25 +1,11 @@
 //! `nativemem[=BYTES]`: sampled malloc/calloc/realloc/posix_memalign/aligned_alloc and free,
-//! hooked without `LD_PRELOAD` by redirecting the import slots (GOT entries, `got.rs`) of
-//! the libraries loaded in the process to the hooks of `crate::sample::nativemem`.
-//!
-//! - Which objects: every one `dl_iterate_phdr` lists except this library (its own calls
-//!   are the profiler's allocations, never sampled), the dynamic linker (its allocations
-//!   serve our own thread-local storage, see the hooks' module) and the vDSO.
-//! - When: at start, and again at every dump, so a library loaded after start is hooked
-//!   from the next chunk on. `dlopen` itself is not hooked: glibc resolves a relative
-//!   name against the RUNPATH of its caller's object, which a hook in between would make
-//!   this library.
-//! - At stop the slots are put back (only those still holding our hook, and only in
-//!   objects still loaded: the writes happen inside `dl_iterate_phdr`, which holds the
-//!   loader's lock, so no object is unloaded under them). A thread already inside a hook
-//!   finishes it: the hook's code and the real functions' addresses stay, and with
-//!   sampling off it only calls the real function (docs/architecture.md, "Native memory").
-
-pub mod got;
-
-use parking_lot::Mutex;
+//! hooked without `LD_PRELOAD` by redirecting the import slots of the libraries loaded in the
+//! process (`crate::imports`: which objects, when, and what stop puts back) to the hooks of
+//! `crate::sample::nativemem`. A thread already inside a hook at stop finishes it: with
+//! sampling off it only calls the real function (docs/architecture.md, "Native memory").
 
 use crate::counters::Counter;
+use crate::imports::{self, HookSet, Target};
 use crate::sample::handler::WalkerKind;
 use crate::sample::nativemem::{self as hooks, Func, NAMES};
 
@@ -32,14 +18,7 @@ const FUNCS: [Func; 6] = [
     Func::AlignedAlloc,
 ];
 
-/// A slot we redirected: where, what it held, and the object it belongs to.
-struct Patched {
-    slot: usize,
-    original: usize,
-    bias: u64,
-}
-
-static PATCHED: Mutex<Vec<Patched>> = Mutex::new(Vec::new());
+static SLOTS: HookSet = HookSet::new("nativemem");
 static RUNNING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// The real functions, as a call from this library binds them (the first definition in
@@ -49,9 +28,7 @@ fn resolve() -> Result<(), String> {
         if hooks::real(f) != 0 {
             continue;
         }
-        let name = std::ffi::CString::new(NAMES[f as usize]).unwrap_or_default();
-        // SAFETY: dlsym only reads the loader's tables.
-        let addr = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) } as usize;
+        let addr = imports::resolve(NAMES[f as usize]);
         if addr == 0 && matches!(f, Func::Malloc | Func::Free) {
             return Err(format!(
                 "nativemem: cannot resolve {}; native memory profiling unavailable",
@@ -63,94 +40,31 @@ fn resolve() -> Result<(), String> {
     Ok(())
 }
 
-/// Objects we never hook.
-fn skipped(name: &str) -> bool {
-    let base = name.rsplit('/').next().unwrap_or(name);
-    base.starts_with("ld-linux")
-        || base.starts_with("ld-musl")
-        || base.starts_with("ld.so")
-        || base.starts_with("linux-vdso")
-        || base.starts_with("linux-gate")
+fn targets() -> Vec<Target> {
+    FUNCS
+        .iter()
+        .map(|&f| Target {
+            name: NAMES[f as usize],
+            hook: hooks::hook(f),
+            real: hooks::real(f),
+        })
+        .collect()
 }
 
 /// Redirects the slots of every hookable object not yet redirected. Returns the objects
 /// newly hooked.
 fn patch_all() -> usize {
-    let mut patched = PATCHED.lock();
-    let own = hooks::hook(Func::Malloc);
-    let mut libraries = 0;
-    got::for_each_object(|o| {
-        if o.contains(own) || skipped(o.name) || o.dynamic().is_none() {
-            return;
-        }
-        let relro = o.relro();
-        let mut any = false;
-        for i in o.imports(&NAMES) {
-            let Some(f) = FUNCS.iter().copied().find(|f| NAMES[*f as usize] == i.name) else {
-                continue;
-            };
-            if hooks::real(f) == 0 {
-                continue;
-            }
-            let hook = hooks::hook(f);
-            // SAFETY: a slot of an object `dl_iterate_phdr` keeps loaded for this visit.
-            let current = unsafe { std::ptr::read_volatile(i.slot as *const usize) };
-            if current == hook {
-                continue;
-            }
-            // SAFETY: as above; `relro` is this object's.
-            match unsafe { got::write_slot(i.slot, hook, relro) } {
-                Ok(original) => {
-                    patched.push(Patched {
-                        slot: i.slot,
-                        original,
-                        bias: o.bias,
-                    });
-                    Counter::NativememHookedSlots.inc();
-                    any = true;
-                }
-                Err(e) => {
-                    Counter::NativememHookFailures.inc();
-                    crate::log::info(&format!(
-                        "nativemem: cannot hook {} in {}: {e:?}",
-                        i.name, o.name
-                    ));
-                }
-            }
-        }
-        if any {
-            libraries += 1;
-            Counter::NativememHookedLibraries.inc();
-        }
-    });
-    libraries
+    let p = SLOTS.patch_all(&targets());
+    Counter::NativememHookedSlots.add(p.slots as i64);
+    Counter::NativememHookedLibraries.add(p.libraries as i64);
+    Counter::NativememHookFailures.add(p.failures as i64);
+    p.libraries
 }
 
 /// Puts back every slot still holding our hook, in objects still loaded.
 fn restore_all() {
-    let mut patched = PATCHED.lock();
-    if patched.is_empty() {
-        return;
-    }
-    let hooks_of: Vec<usize> = FUNCS.iter().map(|f| hooks::hook(*f)).collect();
-    got::for_each_object(|o| {
-        let relro = o.relro();
-        for p in patched.iter().filter(|p| p.bias == o.bias) {
-            if !o.contains(p.slot) {
-                continue;
-            }
-            // SAFETY: a slot inside an object loaded for this visit.
-            let current = unsafe { std::ptr::read_volatile(p.slot as *const usize) };
-            if !hooks_of.contains(&current) {
-                continue;
-            }
-            // SAFETY: as above.
-            if unsafe { got::write_slot(p.slot, p.original, relro) }.is_err() {
-                Counter::NativememHookFailures.inc();
-            }
-        }
-    });
-    patched.clear();
+    let failures = SLOTS.restore_all(&targets());
+    Counter::NativememHookFailures.add(failures as i64);
     Counter::NativememHookedLibraries.set(0);
     Counter::NativememHookedSlots.set(0);
 }
@@ -200,18 +114,4 @@ pub fn stop() {
 
 pub fn running() -> bool {
     RUNNING.load(std::sync::atomic::Ordering::Acquire)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_loader_and_vdso_are_never_hooked() {
-        assert!(skipped("/lib64/ld-linux-x86-64.so.2"));
-        assert!(skipped("/lib/ld-linux-aarch64.so.1"));
-        assert!(skipped("linux-vdso.so.1"));
-        assert!(!skipped("/usr/lib/jvm/lib/libzip.so"));
-        assert!(!skipped(""));
-    }
 }
