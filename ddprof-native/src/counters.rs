@@ -178,6 +178,18 @@ counters! {
     NativememLiveSamples => "nativemem_live_samples",
     NativememFreedSamples => "nativemem_freed_samples",
     NativememLiveTableFull => "nativemem_live_table_full",
+    // Socket I/O sampling (natsock/, sample/natsock.rs): NativeSocketEvent events recorded
+    // and lost, the interval in nanoseconds now in force (the rate controller moves it),
+    // objects and slots redirected and slots we could not write, sampled calls whose peer
+    // was no TCP peer any more (fd reused), IPv6 peers the address table had no room for.
+    NatsockEvents => "natsock_events",
+    NatsockEventsDropped => "natsock_events_dropped",
+    NatsockIntervalNanos => "natsock_interval_ns",
+    NatsockHookedLibraries => "natsock_hooked_libraries",
+    NatsockHookedSlots => "natsock_hooked_slots",
+    NatsockHookFailures => "natsock_hook_failures",
+    NatsockNotTcp => "natsock_not_tcp",
+    NatsockPeersTableFull => "natsock_peers_table_full",
     // The live-heap tracker (alloc/live.rs): entries and capacity now, samples it could not
     // keep (table at its maximum), distinct stacks it holds, and the last dump's flush:
     // HeapLiveObject events written and nanoseconds spent.

@@ -215,6 +215,9 @@ pub fn on_sampled_alloc(jni: *mut JNIEnv, object: jobject, class: jclass, size: 
         kind: crate::sample::record::EventKind::Alloc,
         alloc,
         record,
+
+        ticks: None,
+        weight: 1,
     };
     let _ = sampler::sample(&sampled, |frames, truncated, context, ticks| {
         if !track {

@@ -65,7 +65,6 @@ impl Args {
     #[must_use]
     pub fn not_yet_sampled(&self) -> Vec<&'static str> {
         [
-            ("natsock", self.natsock_ns.is_some()),
             ("jvmtistacks", self.jvmtistacks),
             ("lightweight", self.lightweight),
             ("event", self.perf_event().is_some()),

@@ -1027,11 +1027,12 @@ fn not_yet_sampled_lists_requested_options() {
     assert_eq!(
         ok("cpu,wall,memory,generations=true,nativemem,natsock,jvmtistacks,lightweight=yes")
             .not_yet_sampled(),
-        vec!["natsock", "jvmtistacks", "lightweight"]
+        vec!["jvmtistacks", "lightweight"]
     );
     assert!(ok("event=alloc,cpu").not_yet_sampled().is_empty());
-    // Honoured: the malloc hooks.
+    // Honoured: the malloc and socket hooks.
     assert!(ok("nativemem=64k").not_yet_sampled().is_empty());
+    assert!(ok("natsock=100us").not_yet_sampled().is_empty());
     assert!(ok("event=wall").not_yet_sampled().is_empty());
     // Honoured: the live-heap tracker.
     assert!(ok("generations=true").not_yet_sampled().is_empty());

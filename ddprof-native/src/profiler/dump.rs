@@ -12,7 +12,7 @@ use crate::args::Args;
 use crate::counters;
 use crate::jfr::{
     self, ActiveRecording, ChunkBuilder, ChunkStart, FrameRef, HeapLiveObject, NativeAllocation,
-    ObjectSample, ProfilerConfig, Sample,
+    NativeSocketSample, ObjectSample, ProfilerConfig, Sample,
 };
 use crate::methods::info::MethodInfo;
 use crate::methods::receivers;
@@ -20,7 +20,7 @@ use crate::methods::resolve::Resolver;
 use crate::methods::word_map::WordMap;
 use crate::sample::frame::{frame_type, kind, Frame};
 use crate::sample::handler::TICKS_PER_SECOND;
-use crate::sample::record::EventKind;
+use crate::sample::record::{EventKind, Socket};
 use crate::sample::tags;
 use crate::sample::traces::Generation;
 use crate::{threads, vm};
@@ -190,6 +190,23 @@ pub fn build_chunk(
             });
             continue;
         }
+        if EventKind::from_raw(s.event) == Some(EventKind::NativeSocket) {
+            let socket = Socket::of_record(s);
+            chunk.native_socket_event(&NativeSocketSample {
+                ticks: s.ticks,
+                tid: s.tid as i64,
+                trace_key: chunk.trace_ref(u64::from(s.trace_id)),
+                duration_ticks: s.weight as i64,
+                operation: crate::natsock::operation(&socket),
+                remote_address: &crate::natsock::remote_address(&socket),
+                bytes_transferred: socket.bytes as i64,
+                weight: socket.weight,
+                span_id: s.span_id as i64,
+                local_root_span_id: s.root_span_id as i64,
+                attrs: &attrs,
+            });
+            continue;
+        }
         let sample = Sample {
             ticks: s.ticks,
             tid: s.tid as i64,
@@ -352,6 +369,9 @@ fn sampled_mode_mask(args: &Args, allocations: bool) -> i32 {
     if args.nativemem.is_some() {
         mask |= crate::args::EM_NATIVEMEM;
     }
+    if args.natsock_ns.is_some() && crate::natsock::running() {
+        mask |= crate::args::EM_NATIVESOCKET;
+    }
     mask as i32
 }
 
@@ -465,6 +485,22 @@ fn write_settings(chunk: &mut ChunkBuilder, session: &Session, ticks: i64, tid: 
         "enabled",
         &args.nativemem.is_some().to_string(),
     );
+    chunk.active_setting(
+        ticks,
+        tid,
+        jfr::T_NATIVE_SOCKET_EVENT,
+        "enabled",
+        &(args.natsock_ns.is_some() && crate::natsock::running()).to_string(),
+    );
+    if let Some(n) = args.natsock_ns {
+        chunk.active_setting(
+            ticks,
+            tid,
+            jfr::T_NATIVE_SOCKET_EVENT,
+            "natsock",
+            &n.to_string(),
+        );
+    }
     if let Some(n) = args.nativemem {
         for name in ["nativemem", "samplingInterval"] {
             chunk.active_setting(

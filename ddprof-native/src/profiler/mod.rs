@@ -308,6 +308,13 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
             return Err(Error::State(e));
         }
     }
+    if let Some(n) = args.natsock_ns {
+        // As upstream: socket sampling that cannot start leaves the other engines running.
+        let depth = (args.jstackdepth as usize).min(crate::sample::alloc::MAX_DEPTH);
+        if let Err(e) = crate::natsock::start(n, allocation_walker(walker), depth) {
+            warnings.push(e);
+        }
+    }
     for w in &warnings {
         log::warn(w);
     }
@@ -623,6 +630,7 @@ pub fn stop(jni: *mut JNIEnv) -> Result<(), Error> {
         crate::alloc::stop(jvmti);
     }
     crate::nativemem::stop();
+    crate::natsock::stop();
     handler::disarm();
     *ENGINE.write() = None;
     crate::tracing::on_stop();
@@ -688,8 +696,9 @@ fn write_chunk(
     let settings = std::mem::take(&mut *PENDING_SETTINGS.lock());
     let traced = crate::tracing::take();
     let allocations = crate::memory::thread_allocations();
-    // Libraries loaded since the last scan get their malloc hooks (`nativemem`).
+    // Libraries loaded since the last scan get their malloc and socket hooks.
     crate::nativemem::rescan();
+    crate::natsock::rescan();
     if session.walker != "asgct" {
         // Libraries loaded since the last check get their DWARF rules.
         let bytes = crate::eh_frame::refresh();

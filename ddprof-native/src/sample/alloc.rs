@@ -50,11 +50,17 @@ pub fn arm(walker: WalkerKind, depth: usize) {
 
 /// One sampled allocation as the callback sees it.
 pub struct Sampled {
-    /// [`EventKind::Alloc`] (JVMTI) or [`EventKind::NativeAlloc`] (malloc hooks).
+    /// [`EventKind::Alloc`] (JVMTI), [`EventKind::NativeAlloc`] (malloc hooks) or
+    /// [`EventKind::NativeSocket`] (socket hooks).
     pub kind: EventKind,
     pub alloc: Allocation,
     /// Record a `datadog.ObjectSample` (`memory=..:a`); else only `keep` sees the stack.
     pub record: bool,
+    /// When the event began (a socket call's start); None: now.
+    pub ticks: Option<i64>,
+    /// The event's weight in its kind's unit (`record::Event::weight`): 1 for allocations,
+    /// the duration in nanoseconds for socket calls.
+    pub weight: u64,
 }
 
 /// Walks the current thread's Java stack, records the allocation sample (if asked) and
@@ -85,14 +91,14 @@ pub fn sample(s: &Sampled, keep: impl FnOnce(&[Frame], bool, &Context, i64)) -> 
     // JVMTI: the thread is inside the VM, called from Java. malloc: whatever HotSpot's thread
     // state says (native for a JNI library, the VM for libjvm's own allocations).
     let mode = match s.kind {
-        EventKind::NativeAlloc => super::mode::of_current_thread(),
+        EventKind::NativeAlloc | EventKind::NativeSocket => super::mode::of_current_thread(),
         _ => super::mode::execution::JVM,
     };
     // AsyncGetCallTrace without a signal context reads the frame anchor only for a thread in
     // the VM or in native code; for one in Java it would read the missing context (a
     // critical downcall can reach malloc in that state), so such a block gets no stack.
     let agct_safe =
-        s.kind != EventKind::NativeAlloc || matches!(mode, execution::JVM | execution::NATIVE);
+        s.kind == EventKind::Alloc || matches!(mode, execution::JVM | execution::NATIVE);
     let walk = match (vm, Agct::loaded()) {
         (Some(v), _) => v.walk_from_anchor(buf),
         // A thread in native code: AsyncGetCallTrace starts at its last Java frame.
@@ -108,11 +114,11 @@ pub fn sample(s: &Sampled, keep: impl FnOnce(&[Frame], bool, &Context, i64)) -> 
         }
     };
     let walked = buf.get(..walk.frames).unwrap_or(&[]);
-    let ticks = handler::ticks();
+    let ticks = s.ticks.unwrap_or_else(handler::ticks);
     let context = Context::of_current_thread();
     let event = Event {
         kind: s.kind,
-        weight: 1,
+        weight: s.weight,
         ticks,
         tid,
         context,
@@ -127,6 +133,7 @@ pub fn sample(s: &Sampled, keep: impl FnOnce(&[Frame], bool, &Context, i64)) -> 
     if recorded {
         match s.kind {
             EventKind::NativeAlloc => Counter::NativememSamples.inc(),
+            EventKind::NativeSocket => Counter::NatsockEvents.inc(),
             _ => Counter::AllocSamples.inc(),
         }
     }
@@ -136,6 +143,7 @@ pub fn sample(s: &Sampled, keep: impl FnOnce(&[Frame], bool, &Context, i64)) -> 
 fn dropped(kind: EventKind) {
     match kind {
         EventKind::NativeAlloc => Counter::NativememSamplesDropped.inc(),
+        EventKind::NativeSocket => Counter::NatsockEventsDropped.inc(),
         _ => Counter::AllocSamplesDropped.inc(),
     }
 }

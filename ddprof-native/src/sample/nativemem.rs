@@ -1,7 +1,7 @@
 //! The malloc hooks of `nativemem`: the functions whose addresses `crate::nativemem`
 //! writes into other libraries' import slots. Each calls the real function first (its
 //! address resolved once at start and never cleared), then, while sampling is on, decides
-//! by bytes whether this block is sampled, walks and records it through the allocation
+//! by bytes whether this block is sampled (`super::poisson`), walks and records it through the allocation
 //! sampler (`super::alloc::sample`, kind `NativeAlloc`), and keeps its address in the live
 //! table so a `free` of it is matched.
 //!
@@ -21,6 +21,8 @@
 use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+use super::poisson::PoissonSampler;
 use std::sync::OnceLock;
 
 use super::alloc::{self as sampler, Sampled};
@@ -64,12 +66,8 @@ static REAL: [AtomicUsize; 6] = [
 ];
 
 static ACTIVE: AtomicBool = AtomicBool::new(false);
-/// Mean bytes between samples; 0 samples every allocation.
-static INTERVAL: AtomicU64 = AtomicU64::new(0);
-/// Bytes left until the next sample (shared by all threads, as upstream).
-static COUNTDOWN: AtomicU64 = AtomicU64::new(0);
-/// splitmix64's counter.
-static RNG: AtomicU64 = AtomicU64::new(0x853c_49e6_748f_ea9b);
+/// Bytes between samples (one countdown shared by all threads, as upstream).
+static SAMPLER: PoissonSampler = PoissonSampler::new();
 
 thread_local! {
     /// This thread is inside a hook's sampling part.
@@ -101,9 +99,7 @@ pub fn hook(f: Func) -> usize {
 /// and the live table mapped (`live_slots` entries, a power of two).
 pub fn arm(interval: u64, seed: u64) {
     LIVE.get_or_init(|| Mapped::new(LIVE_SLOTS, Category::SampleBuffers));
-    RNG.store(seed | 1, Ordering::Relaxed);
-    INTERVAL.store(interval, Ordering::Relaxed);
-    COUNTDOWN.store(next_distance(interval), Ordering::Relaxed);
+    SAMPLER.arm(interval, seed);
     ACTIVE.store(true, Ordering::Release);
 }
 
@@ -123,61 +119,7 @@ pub fn clear_live() {
 }
 
 pub fn interval() -> u64 {
-    INTERVAL.load(Ordering::Relaxed)
-}
-
-/// The weight of a sampled block of `size` bytes: `1 / P(sampled)`, with
-/// `P = 1 - exp(-size / interval)`; 1 when every allocation is sampled.
-pub fn weight(size: u64, interval: u64) -> f32 {
-    if interval <= 1 || size == 0 {
-        return 1.0;
-    }
-    let p = 1.0 - (-(size as f64) / interval as f64).exp();
-    if p <= 0.0 {
-        return 1.0;
-    }
-    (1.0 / p) as f32
-}
-
-fn next_random() -> u64 {
-    let mut z = RNG
-        .fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed)
-        .wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// An exponentially distributed distance with mean `interval` bytes: sampling the byte
-/// stream as a Poisson process makes each block's chance `1 - exp(-size / interval)`
-/// whatever came before it.
-fn next_distance(interval: u64) -> u64 {
-    if interval <= 1 {
-        return 0;
-    }
-    let u = ((next_random() >> 11) as f64 / (1u64 << 53) as f64).max(1e-18);
-    (interval as f64 * -u.ln()) as u64
-}
-
-/// Whether a block of `size` bytes is sampled: takes its bytes off the shared countdown,
-/// and draws a new distance when they reach it.
-fn should_sample(size: u64) -> bool {
-    let interval = INTERVAL.load(Ordering::Relaxed);
-    if interval <= 1 {
-        return true;
-    }
-    let mut prev = COUNTDOWN.load(Ordering::Relaxed);
-    loop {
-        let (next, sampled) = if size < prev {
-            (prev - size, false)
-        } else {
-            (next_distance(interval), true)
-        };
-        match COUNTDOWN.compare_exchange_weak(prev, next, Ordering::Relaxed, Ordering::Relaxed) {
-            Ok(_) => return sampled,
-            Err(now) => prev = now,
-        }
-    }
+    SAMPLER.interval()
 }
 
 /// After a successful allocation of `size` bytes at `ptr`: sample it if its bytes say so.
@@ -186,7 +128,7 @@ fn on_alloc(ptr: *mut c_void, size: usize) {
         return;
     }
     let size = size as u64;
-    if !should_sample(size) {
+    if !SAMPLER.take(size) {
         return;
     }
     let Ok(entered) = INSIDE.try_with(|c| !c.replace(true)) else {
@@ -198,13 +140,16 @@ fn on_alloc(ptr: *mut c_void, size: usize) {
     let alloc = Allocation {
         size,
         class_id: 0,
-        weight: weight(size, INTERVAL.load(Ordering::Relaxed)),
+        weight: SAMPLER.weight(size),
         address: ptr as u64,
     };
     let sampled = Sampled {
         kind: EventKind::NativeAlloc,
         alloc,
         record: true,
+
+        ticks: None,
+        weight: 1,
     };
     if sampler::sample(&sampled, |_, _, _, _| {}).is_some() {
         live_insert(ptr as u64);
@@ -415,32 +360,6 @@ pub fn is_live(addr: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn weights_are_the_inverse_sampling_probability() {
-        assert_eq!(weight(100, 0), 1.0);
-        // A block much smaller than the interval stands for about interval / size blocks.
-        let w = weight(16, 1 << 20);
-        assert!((f64::from(w) - 65_536.5).abs() < 2.0, "{w}");
-        assert!((weight(100 << 20, 1 << 20) - 1.0).abs() < 1e-6);
-    }
-
-    #[test]
-    fn sampled_bytes_estimate_the_true_bytes() {
-        INTERVAL.store(4096, Ordering::Relaxed);
-        COUNTDOWN.store(next_distance(4096), Ordering::Relaxed);
-        let (mut truth, mut estimate) = (0f64, 0f64);
-        for i in 0..200_000u64 {
-            let size = 16 + (i * 7919) % 2000;
-            truth += size as f64;
-            if should_sample(size) {
-                estimate += size as f64 * f64::from(weight(size, 4096));
-            }
-        }
-        INTERVAL.store(0, Ordering::Relaxed);
-        let ratio = estimate / truth;
-        assert!((0.95..1.05).contains(&ratio), "estimate / truth = {ratio}");
-    }
 
     #[test]
     fn the_live_table_matches_frees_to_sampled_blocks() {

@@ -26,6 +26,9 @@ pub enum EventKind {
     /// The free of a block a `NativeAlloc` sample recorded (`datadog.NativeMemoryFree`); its
     /// address is in [`Allocation`], its stack is empty.
     NativeFree = 4,
+    /// A sampled TCP socket call (`datadog.NativeSocketEvent`, the `natsock` hooks); its
+    /// weight is the call's duration in nanoseconds, the rest is in [`Socket`].
+    NativeSocket = 5,
 }
 
 impl EventKind {
@@ -37,6 +40,7 @@ impl EventKind {
             x if x == EventKind::Alloc as u8 => Some(EventKind::Alloc),
             x if x == EventKind::NativeAlloc as u8 => Some(EventKind::NativeAlloc),
             x if x == EventKind::NativeFree as u8 => Some(EventKind::NativeFree),
+            x if x == EventKind::NativeSocket as u8 => Some(EventKind::NativeSocket),
             _ => None,
         }
     }
@@ -53,6 +57,42 @@ pub struct Allocation {
     pub weight: f32,
     /// The block's address (native allocations; 0 for Java objects).
     pub address: u64,
+}
+
+/// What a socket sample adds to its [`Event`], kept in the record's kind-specific fields
+/// (one place for the mapping both ways: [`Socket::payload`], [`Socket::of_record`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Socket {
+    /// Bytes the call moved (its return value).
+    pub bytes: u64,
+    /// `1 / P(sampled)` at the interval of the moment.
+    pub weight: f32,
+    /// Index of `sample::natsock::OPERATIONS` (SEND, RECV, WRITE, READ).
+    pub operation: u8,
+    /// The peer, `sample::natsock::Peer::pack`.
+    pub peer: u64,
+}
+
+impl Socket {
+    /// As the record stores it: bytes in `size`, the peer in `address`, the operation in
+    /// `class_id`, the weight in `alloc_weight`.
+    pub fn payload(&self) -> Allocation {
+        Allocation {
+            size: self.bytes,
+            class_id: u32::from(self.operation),
+            weight: self.weight,
+            address: self.peer,
+        }
+    }
+
+    pub fn of_record(r: &SampleRecord) -> Socket {
+        Socket {
+            bytes: r.size,
+            weight: f32::from_bits(r.alloc_weight),
+            operation: r.class_id as u8,
+            peer: r.address,
+        }
+    }
 }
 
 /// The trace context of the sampled thread at the instant of the sample.
