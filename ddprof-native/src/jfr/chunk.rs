@@ -295,17 +295,16 @@ impl ChunkBuilder {
         end_event(out, e);
     }
 
-    /// `datadog.NativeSocketEvent`. Its `duration` is the fourth field (as
-    /// upstream), which JDK readers misread; see metadata.rs.
+    /// `datadog.NativeSocketEvent`, `duration` second (see metadata.rs).
     pub fn native_socket_event(&mut self, s: &NativeSocketSample) {
         self.pools.note_thread(s.tid);
         let out = &mut self.events;
         let e = begin_event(out);
         put_long(out, md::T_NATIVE_SOCKET_EVENT);
         put_long(out, s.ticks);
+        put_long(out, s.duration_ticks);
         put_long(out, s.tid);
         put_varint(out, s.trace_key);
-        put_long(out, s.duration_ticks);
         put_string(out, s.operation);
         put_string(out, s.remote_address);
         put_long(out, s.bytes_transferred);

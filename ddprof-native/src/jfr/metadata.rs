@@ -569,17 +569,19 @@ pub static TYPES: &[TypeDef] = &[
         ],
     )
     .event("Native Memory Free", PROFILING),
-    // Upstream places `duration` fourth here. JDK readers assume a duration
-    // field sits second, so they misattribute eventThread/duration on this
-    // one event; metadata-driven readers (JMC, jafar) are unaffected.
+    // Upstream places `duration` fourth here. The JDK's parser takes the
+    // second field of any event with a `duration` for it (JDK 11 then fails
+    // on the whole file, later ones misread the event), so ours is second:
+    // the same fields by name, which is all metadata-driven readers (JMC,
+    // the Datadog backend) go by.
     ty(
         "datadog.NativeSocketEvent",
         T_NATIVE_SOCKET_EVENT,
         &[
             START_TIME,
+            DURATION,
             EVENT_THREAD,
             STACK_TRACE,
-            DURATION,
             field("operation", T_STRING),
             field("remoteAddress", T_STRING),
             field("bytesTransferred", T_LONG).unit(Unit::Bytes),

@@ -5,8 +5,8 @@
 //! checking with `jfr print` / `jfr summary` / `Check.java`:
 //! - `sample.jfr`: every event kind except datadog.NativeSocketEvent
 //! - `two-chunks.jfr`: that chunk twice, as `resume` appends chunks
-//! - `socket.jfr`: every event kind; JDK tools fail on the socket event
-//!   because upstream puts its `duration` fourth (see metadata.rs)
+//! - `socket.jfr`: every event kind (the socket event's `duration` is second, where JDK tools
+//!   expect it, not fourth as upstream's: see metadata.rs)
 
 use super::metadata::*;
 use super::reader::Chunk;

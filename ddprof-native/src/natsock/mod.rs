@@ -14,6 +14,9 @@ use crate::sample::record::Socket;
 
 static SLOTS: HookSet = HookSet::new("natsock");
 static RUNNING: AtomicBool = AtomicBool::new(false);
+/// The last start succeeded: its recording has socket events (stays set through the stop's
+/// final chunk).
+static STARTED: AtomicBool = AtomicBool::new(false);
 
 /// The real functions, as a call from this library binds them. All of them, or natsock does
 /// not start: a hook whose real function is unknown could not be written into any slot.
@@ -59,10 +62,12 @@ pub fn start(interval_ns: u64, walker: WalkerKind, depth: usize) -> Result<(), S
     if !cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
         return Err("natsock is not supported on this architecture".into());
     }
+    STARTED.store(false, Ordering::Release);
     resolve()?;
     crate::sample::alloc::arm(walker, depth);
     hooks::arm(interval_ns, crate::sample::handler::ticks() as u64);
     RUNNING.store(true, Ordering::Release);
+    STARTED.store(true, Ordering::Release);
     let n = patch_all();
     crate::log::info(&format!("natsock: hooked {n} libraries"));
     Ok(())
@@ -87,8 +92,9 @@ pub fn stop() {
     Counter::NatsockHookedSlots.set(0);
 }
 
-pub fn running() -> bool {
-    RUNNING.load(Ordering::Acquire)
+/// Whether the current (or just stopped) recording samples socket calls.
+pub fn started() -> bool {
+    STARTED.load(Ordering::Acquire)
 }
 
 /// `datadog.NativeSocketEvent.operation` of a sample.

@@ -369,7 +369,7 @@ fn sampled_mode_mask(args: &Args, allocations: bool) -> i32 {
     if args.nativemem.is_some() {
         mask |= crate::args::EM_NATIVEMEM;
     }
-    if args.natsock_ns.is_some() && crate::natsock::running() {
+    if args.natsock_ns.is_some() && crate::natsock::started() {
         mask |= crate::args::EM_NATIVESOCKET;
     }
     mask as i32
@@ -490,7 +490,7 @@ fn write_settings(chunk: &mut ChunkBuilder, session: &Session, ticks: i64, tid: 
         tid,
         jfr::T_NATIVE_SOCKET_EVENT,
         "enabled",
-        &(args.natsock_ns.is_some() && crate::natsock::running()).to_string(),
+        &(args.natsock_ns.is_some() && crate::natsock::started()).to_string(),
     );
     if let Some(n) = args.natsock_ns {
         chunk.active_setting(

@@ -74,6 +74,8 @@ enum Op {
 pub const DEFAULT_INTERVAL_NS: u64 = 1_000_000;
 /// Events per second the rate controller aims at (about 5,000 a minute, as upstream).
 pub const TARGET_PER_SECOND: u64 = 83;
+/// Events that tell a burst from chance.
+const BURST_EVENTS: u64 = 16;
 /// The highest interval the controller goes to (about 18 minutes of call time).
 const MAX_INTERVAL_NS: u64 = 1 << 40;
 
@@ -420,14 +422,21 @@ fn on_transfer(fd: c_int, op: Op, start: i64, bytes: u64) {
     }
 }
 
-/// The rate controller: after each recorded event, once a second (or sooner, when twice
-/// the target came in already) scales both intervals by the rate seen over the target,
-/// at most 16x up or 4x down per step, never below the interval asked for.
+/// The rate controller: after each recorded event, once a second, scales both intervals by
+/// the rate seen over the target (at most 4x down, never below the interval asked for). A
+/// burst is answered sooner: after [`BURST_EVENTS`] events coming in at more than four times
+/// the target, or twice the target's events in any part of a second, with up to 1024x up, so
+/// that even `natsock=1` settles within a few dozen events.
 fn control_rate(now: i64) {
     let events = WINDOW_EVENTS.fetch_add(1, Ordering::Relaxed) + 1;
     let start = WINDOW_START.load(Ordering::Relaxed);
-    let elapsed = now.saturating_sub(start);
-    if elapsed < handler::TICKS_PER_SECOND && events < 2 * TARGET_PER_SECOND {
+    let elapsed = now.saturating_sub(start).max(1);
+    let rate = events as f64 * handler::TICKS_PER_SECOND as f64 / elapsed as f64;
+    let target = TARGET_PER_SECOND as f64;
+    let due = elapsed >= handler::TICKS_PER_SECOND
+        || events >= 2 * TARGET_PER_SECOND
+        || (events >= BURST_EVENTS && rate > 4.0 * target);
+    if !due {
         return;
     }
     if WINDOW_START
@@ -437,8 +446,7 @@ fn control_rate(now: i64) {
         return;
     }
     WINDOW_EVENTS.store(0, Ordering::Relaxed);
-    let rate = events as f64 * handler::TICKS_PER_SECOND as f64 / elapsed.max(1) as f64;
-    let factor = (rate / TARGET_PER_SECOND as f64).clamp(0.25, 16.0);
+    let factor = (rate / target).clamp(0.25, 1024.0);
     let base = BASE_NS.load(Ordering::Relaxed);
     let next = ((OUT.interval() as f64 * factor) as u64).clamp(base, MAX_INTERVAL_NS.max(base));
     OUT.set_interval(next);

@@ -30,13 +30,15 @@ impl PoissonSampler {
     pub fn arm(&self, interval: u64, seed: u64) {
         self.rng.store(seed | 1, Ordering::Relaxed);
         self.set_interval(interval);
-        self.countdown
-            .store(self.next_distance(interval), Ordering::Relaxed);
     }
 
-    /// Changes the mean from the next drawn distance on (a rate controller's adjustment).
+    /// Changes the mean (a rate controller's adjustment) and draws a fresh distance with it:
+    /// left to run out, a distance drawn with the old mean would sample at the old rate and
+    /// be weighted at the new one.
     pub fn set_interval(&self, interval: u64) {
         self.interval.store(interval, Ordering::Relaxed);
+        self.countdown
+            .store(self.next_distance(interval), Ordering::Relaxed);
     }
 
     pub fn interval(&self) -> u64 {
