@@ -13,7 +13,10 @@ import java.net.DatagramPacket;
 import java.net.DatagramSocket;
 import java.net.InetAddress;
 import java.net.SocketTimeoutException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
@@ -22,6 +25,7 @@ import java.util.Set;
 import java.util.stream.Collectors;
 
 import com.datadoghq.profiler.JavaProfiler;
+import com.datadoghq.profiler.testing.ChildJvm;
 import com.datadoghq.profiler.testing.JfrReader;
 import com.datadoghq.profiler.testing.JmcEvents;
 import com.datadoghq.profiler.testing.ProfilerExtension;
@@ -150,6 +154,15 @@ class NativeSocketTest {
             assertEquals(client.size(), jmc.stream().filter(e -> "natsock-client".equals(e.thread)
                     && serverAddress.equals(e.getString("remoteAddress"))).count(), "JMC reads other threads or peers");
         }
+        // The converter reads them as the socket kind, worth their estimated call time.
+        Path collapsed = dir.resolve("echo.collapsed");
+        ChildJvm.Result r = new ChildJvm()
+                .jvmArgs("-jar", TestEnv.libJar().toString(), "convert", "--to", "collapsed", "--event", "socket",
+                        file.toString(), collapsed.toString())
+                .timeout(Duration.ofMinutes(3)).run(dir);
+        assertEquals(0, r.exitCode, r.describe());
+        String text = new String(Files.readAllBytes(collapsed), StandardCharsets.UTF_8);
+        assertTrue(text.contains(EchoWork.class.getName() + ".clientCaller"), text.substring(0, Math.min(2000, text.length())));
         assertTrue(counters.get("natsock_hooked_libraries") > 0, "counters: " + counters);
         assertTrue(counters.get("natsock_events") > 0, "counters: " + counters);
         List<RecordedEvent> config = JfrReader.events(file, JfrReader.PROFILER_CONFIG);

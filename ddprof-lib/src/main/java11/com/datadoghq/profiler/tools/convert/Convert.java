@@ -22,12 +22,12 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * {@code convert --to collapsed|pprof|otlp|html [--event cpu|wall|alloc|live|malloc] [--threads] [--leak]
+ * {@code convert --to collapsed|pprof|otlp|html [--event cpu|wall|alloc|live|malloc|socket] [--threads] [--leak]
  * [--from T] [--to T] rec.jfr [out]}: see {@link #USAGE} and docs/converters.md.
  */
 public final class Convert {
     static final String USAGE = String.join("\n",
-            "Usage: convert --to collapsed|pprof|otlp|html [--event cpu|wall|alloc|live|malloc] [--threads]",
+            "Usage: convert --to collapsed|pprof|otlp|html [--event cpu|wall|alloc|live|malloc|socket] [--threads]",
             "               [--leak] [--from T] [--to T] rec.jfr [out]",
             "  --to FORMAT     collapsed: 'frame;frame;frame value' lines (flame-graph tools' input)",
             "                  pprof:     gzipped profile.proto",
@@ -36,7 +36,7 @@ public final class Convert {
             "                  html:      a self-contained interactive flame graph",
             "  --event KIND    cpu (datadog.ExecutionSample, jdk.ExecutionSample), wall (datadog.MethodSample),",
             "                  alloc (datadog.ObjectSample), live (datadog.HeapLiveObject), malloc",
-            "                  (datadog.NativeMemoryAllocation). Default: the",
+            "                  (datadog.NativeMemoryAllocation), socket (datadog.NativeSocketEvent). Default: the",
             "                  first of these the recording holds; otlp: all of them, one profile each",
             "  --threads       split stacks by thread (collapsed, html)",
             "  --leak          malloc only: the native allocations not freed by the end of the recording",

@@ -17,6 +17,9 @@ import java.util.Locale;
  *       live bytes.</li>
  *   <li>{@code malloc}: {@code datadog.NativeMemoryAllocation} ({@code nativemem}); value =
  *       {@code size * weight}, the estimated bytes of native memory allocated.</li>
+ *   <li>{@code socket}: {@code datadog.NativeSocketEvent} ({@code natsock}); value =
+ *       {@code duration * weight}, the estimated nanoseconds spent in TCP socket calls (the
+ *       calls are sampled by their duration).</li>
  * </ul>
  */
 public enum EventKind {
@@ -24,11 +27,12 @@ public enum EventKind {
     WALL("wall", "nanoseconds", "samples", "wall", "datadog.MethodSample"),
     ALLOC("alloc", "bytes", "alloc_samples", "alloc_space", "datadog.ObjectSample"),
     LIVE("live", "bytes", "inuse_objects", "inuse_space", "datadog.HeapLiveObject"),
-    MALLOC("malloc", "bytes", "malloc_samples", "malloc_space", "datadog.NativeMemoryAllocation");
+    MALLOC("malloc", "bytes", "malloc_samples", "malloc_space", "datadog.NativeMemoryAllocation"),
+    SOCKET("socket", "nanoseconds", "socket_samples", "socket_time", "datadog.NativeSocketEvent");
 
     /** The name on the command line ({@code --event cpu}). */
     public final String option;
-    /** Unit of {@link #valueType}: nanoseconds for time kinds, bytes for memory kinds. */
+    /** Unit of {@link #valueType}: nanoseconds for time kinds (and socket), bytes for memory kinds. */
     public final String unit;
     /** pprof/OTLP sample type counting events ("samples", "alloc_samples", "inuse_objects"). */
     public final String countType;
@@ -61,7 +65,7 @@ public enum EventKind {
         return null;
     }
 
-    /** {@code cpu|wall|alloc|live|malloc}, or null. */
+    /** {@code cpu|wall|alloc|live|malloc|socket}, or null. */
     public static EventKind ofOption(String option) {
         for (EventKind k : values()) {
             if (k.option.equals(option.toLowerCase(Locale.ROOT))) {

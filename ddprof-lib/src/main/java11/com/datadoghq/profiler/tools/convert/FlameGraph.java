@@ -84,7 +84,7 @@ public final class FlameGraph {
         b.append(",\"kind\":");
         string(b, kind.option);
         b.append(",\"unit\":");
-        string(b, kind.isTime() ? "samples" : "bytes");
+        string(b, kind.isTime() ? "samples" : kind.unit);
         b.append(",\"total\":").append(total);
         b.append(",\"threadsDefault\":").append(threads);
         b.append(",\"names\":[");

@@ -232,11 +232,14 @@ public final class JfrProfileReader {
         if (kind.isTime()) {
             return Report.weightOf(event);
         }
-        long size = event.hasField("size") ? event.getLong("size") : 0;
         double weight = event.hasField("weight") ? event.getDouble("weight") : 1;
         if (!(weight > 0)) {
             weight = 1;
         }
+        if (kind == EventKind.SOCKET) {
+            return Math.round(event.getDuration().toNanos() * weight);
+        }
+        long size = event.hasField("size") ? event.getLong("size") : 0;
         return Math.round(size * weight);
     }
 
