@@ -108,6 +108,9 @@ counters! {
     WalkvmNativeOnly => "walkvm_native_only_stacks",
     WalkvmNativeDwarfSteps => "walkvm_native_dwarf_steps",
     NativeUnwindTableBytes => "native_unwind_table_bytes",
+    // Times the library watcher (profiler/libraries.rs) saw the loaded objects change and
+    // refreshed the unwind rules and the import-slot hooks.
+    LibraryRefreshes => "library_refreshes",
     WalkCompareSamples => "walk_compare_samples",
     WalkCompareSame => "walk_compare_same",
     WalkCompareSameMethods => "walk_compare_same_methods",

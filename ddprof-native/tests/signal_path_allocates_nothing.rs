@@ -104,14 +104,14 @@ fn native_unwinding_allocates_nothing() {
     };
     let in_code = move |pc: usize| pc == java_ret;
     let mut frames = vec![Frame::default(); 16];
-    native::set_mixed(true);
+    native::set_record(native::Record::Mixed);
     // Rules of the libraries mapped now: the lookups run (heap "code" has none).
     assert!(javaProfiler::eh_frame::refresh() > 0);
     let before = thread_allocations();
     let mut ends = 0;
     for _ in 0..1000 {
         let mut n = 0;
-        let end = native::to_java(start, bounds, 0, &in_code, &mut frames, &mut n);
+        let end = native::to_java(start, bounds, 0, false, &in_code, &mut frames, &mut n);
         ends +=
             (end == End::Java(Cursor {
                 pc: java_ret,
@@ -120,7 +120,7 @@ fn native_unwinding_allocates_nothing() {
             }) && n == 3) as usize;
     }
     let after = thread_allocations();
-    native::set_mixed(false);
+    native::set_record(native::Record::None);
     assert_eq!(after - before, 0, "native unwinding allocated");
     assert_eq!(ends, 1000);
 }

@@ -27,6 +27,7 @@ pub mod codemap;
 mod cpu_load;
 mod dump;
 pub mod jitdump;
+mod libraries;
 mod output;
 pub mod perfmap;
 mod sanity;
@@ -238,9 +239,15 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         }
         None => None,
     };
-    // cstack=vmx: the VM walker also records native frames (sample/walk/native.rs).
+    // The VM walker records the native frames above the top Java frame, and with cstack=vmx
+    // those between Java frames too (sample/walk/native.rs).
+    use crate::sample::walk::native::{set_record, Record};
     let mixed = walker == WalkerKind::Vm && args.cstack == CStack::Vmx;
-    crate::sample::walk::native::set_mixed(mixed);
+    set_record(match walker {
+        WalkerKind::Vm if mixed => Record::Mixed,
+        WalkerKind::Vm => Record::Leaf,
+        WalkerKind::Agct => Record::None,
+    });
     if walker == WalkerKind::Vm {
         // DWARF rules for the libraries mapped now (rebuilt when they change, at starts
         // and dumps).
@@ -315,6 +322,10 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
             warnings.push(e);
         }
     }
+    // Libraries loaded from now on: unwind rules and hooks within a moment, not at the next dump.
+    let libraries = libraries::Watcher::start(libraries::Refresh {
+        unwind_rules: walker == WalkerKind::Vm,
+    });
     for w in &warnings {
         log::warn(w);
     }
@@ -346,6 +357,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         cpu_engine_fallback,
         rate_base: (process_cpu_nanos(), own_cpu_signals()),
         cpu_rate: None,
+        libraries,
     });
     Ok(out)
 }
@@ -625,6 +637,8 @@ pub fn stop(jni: *mut JNIEnv) -> Result<(), Error> {
         w.stop();
         crate::sample::wall::disarm();
     }
+    // First, so that no refresh hooks a library again after the hooks are put back below.
+    session.libraries = None;
     session.engine.stop();
     if let Some(jvmti) = vm::jvmti() {
         crate::alloc::stop(jvmti);

@@ -35,6 +35,9 @@ pub struct Session {
     pub rate_base: (i64, i64),
     /// That rate over the chunk just closed, for its `cpuSamplingRate` setting.
     pub cpu_rate: Option<f64>,
+    /// Refreshes what covers libraries when one is loaded (`libraries.rs`); stopped when
+    /// dropped.
+    pub libraries: Option<super::libraries::Watcher>,
 }
 
 /// `recordSetting` calls waiting for the next chunk.

@@ -24,7 +24,7 @@
 //! Everything here is signal-safe: memory through [`Memory`] (crash-protected loads in the
 //! handler, byte arrays in the tests), no allocation, every loop bounded.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use super::dwarf;
 use crate::counters::Counter;
@@ -44,17 +44,36 @@ const RETURN_SCAN_WORDS: usize = 4;
 /// Stack window assumed for a thread whose stack bounds are unknown (no HotSpot `Thread`).
 const UNKNOWN_STACK_BYTES: usize = 16 << 20;
 
-/// `cstack=vmx`: record native frames and native-only stacks. Set at start.
-static MIXED: AtomicBool = AtomicBool::new(false);
+/// Which native frames a signal sample records ([`Record`]). Set at start.
+static RECORD: AtomicU8 = AtomicU8::new(Record::None as u8);
 
-/// Turns recording of native frames on (`cstack=vmx`) or off. Not called from signals.
-pub fn set_mixed(on: bool) {
-    MIXED.store(on, Ordering::Relaxed);
+/// Which native frames a signal sample records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Record {
+    /// None (allocation stacks, AsyncGetCallTrace).
+    None = 0,
+    /// `cstack=vm`: those above the top Java frame (the C code a JNI method or the VM runs,
+    /// from the interrupted pc down to the anchor or the first Java frame), and the native
+    /// stack of a thread with no Java frame; not those between Java frames.
+    Leaf = 1,
+    /// `cstack=vmx`: all of them, between Java frames too.
+    Mixed = 2,
 }
 
-/// Whether native frames are recorded. Signal-safe.
+/// Sets which native frames are recorded. Not called from signals.
+pub fn set_record(r: Record) {
+    RECORD.store(r as u8, Ordering::Relaxed);
+}
+
+/// Whether native frames are recorded everywhere (`cstack=vmx`). Signal-safe.
 pub fn mixed() -> bool {
-    MIXED.load(Ordering::Relaxed)
+    RECORD.load(Ordering::Relaxed) == Record::Mixed as u8
+}
+
+/// Whether the native frames above the top Java frame are recorded. Signal-safe.
+pub fn leaf() -> bool {
+    RECORD.load(Ordering::Relaxed) != Record::None as u8
 }
 
 /// pc, sp and fp of one frame.
@@ -215,18 +234,20 @@ pub fn unwind<M: Memory>(
 // ---------------------------------------------------------------------------------------
 
 /// A pc outside the code cache during a Java walk: find the Java caller by frame
-/// pointers (recording the native frames under vmx). `stop_sp` is the unused frame
-/// anchor's sp, 0 if none: without vmx the anchor is taken at once (it is exact and
-/// cheaper); with vmx the native frames above it are recorded first. Signal-safe.
+/// pointers (recording the native frames under vmx, and under vm where they are the
+/// `top` of the stack). `stop_sp` is the unused frame anchor's sp, 0 if none: where
+/// nothing is recorded the anchor is taken at once (it is exact and cheaper); else the
+/// native frames above it are recorded first. Signal-safe.
 pub fn to_java(
     start: Cursor,
     bounds: Bounds,
     stop_sp: usize,
+    top: bool,
     in_code: &dyn Fn(usize) -> bool,
     frames: &mut [Frame],
     n: &mut usize,
 ) -> End {
-    let record = mixed();
+    let record = mixed() || (top && leaf());
     if !record && stop_sp != 0 {
         return End::Anchor;
     }
@@ -270,8 +291,8 @@ pub fn stub_caller(cur: Cursor, bounds: Bounds, in_code: &dyn Fn(usize) -> bool)
     arch::stub_caller(&SafeMemory, cur, bounds, in_code)
 }
 
-/// vmx, a thread outside Java with a frame anchor: records the native frames between the
-/// interrupted pc and the anchor. false: the buffer filled up. Signal-safe.
+/// vm and vmx, a thread outside Java with a frame anchor: records the native frames between
+/// the interrupted pc and the anchor. false: the buffer filled up. Signal-safe.
 pub fn to_anchor(
     start: Cursor,
     bounds: Bounds,
@@ -280,15 +301,15 @@ pub fn to_anchor(
     frames: &mut [Frame],
     n: &mut usize,
 ) -> bool {
-    if !mixed() || in_code(start.pc) {
+    if !leaf() || in_code(start.pc) {
         return true;
     }
     run(start, bounds, anchor_sp, in_code, frames, n, true).0 != End::Full
 }
 
-/// vmx, a thread with no Java frame to walk (not a JavaThread, or one outside Java with
-/// no anchor): its native stack. Some(complete) when at least one frame was recorded,
-/// None otherwise (and always without vmx). Signal-safe.
+/// vm and vmx, a thread with no Java frame to walk (not a JavaThread, or one outside Java
+/// with no anchor): its native stack. Some(complete) when at least one frame was recorded,
+/// None otherwise (and always when native frames are not recorded). Signal-safe.
 pub fn native_only(
     start: Cursor,
     bounds: Bounds,
@@ -296,7 +317,7 @@ pub fn native_only(
     frames: &mut [Frame],
     n: &mut usize,
 ) -> Option<bool> {
-    if !mixed() || in_code(start.pc) {
+    if !leaf() || in_code(start.pc) {
         return None;
     }
     let (end, recorded) = run(start, bounds, 0, in_code, frames, n, true);

@@ -386,8 +386,8 @@ impl VmWalker {
             }
         };
         // Native frames (native.rs): pcs outside the code cache are unwound by DWARF
-        // rules and frame pointers; with cstack=vmx they are recorded, and threads without
-        // Java frames give their native stack.
+        // rules and frame pointers; those above the top Java frame are recorded (all of
+        // them with cstack=vmx), and threads without Java frames give their native stack.
         let in_code = |pc: usize| code.contains(pc);
         let top = native::Cursor {
             pc: regs.pc,
@@ -494,8 +494,9 @@ impl VmWalker {
                     sp: cur.sp,
                     fp: cur.fp,
                 };
+                let top = depth == 0 && !anchor_used && uc.is_some();
                 let (frames, n) = (&mut *out.frames, &mut out.n);
-                match native::to_java(start, bounds, stop_sp, &in_code, frames, n) {
+                match native::to_java(start, bounds, stop_sp, top, &in_code, frames, n) {
                     native::End::Java(c) => Step::Next(Cursor {
                         pc: c.pc,
                         sp: c.sp,

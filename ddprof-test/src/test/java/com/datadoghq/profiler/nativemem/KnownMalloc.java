@@ -1,11 +1,9 @@
 package com.datadoghq.profiler.nativemem;
 
 import java.io.IOException;
-import java.io.InputStream;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.util.concurrent.TimeUnit;
+
+import com.datadoghq.profiler.testing.CLibrary;
 
 /** The Java side of {@code known_malloc.c}: blocks of a known size, malloc'ed and freed in C. */
 final class KnownMalloc {
@@ -35,23 +33,8 @@ final class KnownMalloc {
         return compile(dir, "known_malloc");
     }
 
-    /** Compiles {@code /nativemem/NAME.c} into {@code dir/libNAME.so}; null without a C compiler. */
+    /** Compiles {@code /nativemem/NAME.c} into {@code dir/libNAME.so} at -O0; null without a C compiler. */
     static Path compile(Path dir, String name) throws IOException, InterruptedException {
-        Path source = dir.resolve(name + ".c");
-        try (InputStream in = KnownMalloc.class.getResourceAsStream("/nativemem/" + name + ".c")) {
-            Files.copy(in, source, StandardCopyOption.REPLACE_EXISTING);
-        }
-        Path lib = dir.resolve("lib" + name + ".so");
-        Process cc;
-        try {
-            cc = new ProcessBuilder("cc", "-O0", "-shared", "-fPIC", "-o", lib.toString(), source.toString())
-                    .redirectErrorStream(true).start();
-        } catch (IOException noCompiler) {
-            return null;
-        }
-        if (!cc.waitFor(60, TimeUnit.SECONDS) || cc.exitValue() != 0) {
-            throw new IOException("cc failed: " + new String(cc.getInputStream().readAllBytes()));
-        }
-        return lib;
+        return CLibrary.compile(dir, "nativemem/" + name, "-O0");
     }
 }

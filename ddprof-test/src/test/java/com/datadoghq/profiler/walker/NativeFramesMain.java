@@ -16,6 +16,9 @@ import com.datadoghq.profiler.testing.CpuBudget;
  *   native method {@code Deflater.deflateBytes*}</li>
  *   <li>{@code trig}: {@link Math#sin}/{@link Math#cos} in a loop: compiled code calls HotSpot's
  *   intrinsic stubs for them (code-cache stubs, no nmethod, no symbol)</li>
+ *   <li>{@code latejni}: loads the library named by {@code -Dlate.lib} (built from
+ *   {@code late_spin.c}) after the profiler started, then spins in its C functions below the
+ *   native method {@link #lateSpin}</li>
  * </ul>
  */
 public final class NativeFramesMain {
@@ -41,6 +44,10 @@ public final class NativeFramesMain {
             case "trig":
                 work = () -> sink = trigLoop(millis);
                 break;
+            case "latejni":
+                System.load(System.getProperty("late.lib"));
+                work = () -> sink = lateLoop(millis);
+                break;
             default:
                 throw new IllegalArgumentException("mode: " + mode);
         }
@@ -48,6 +55,18 @@ public final class NativeFramesMain {
         worker.start();
         worker.join();
         System.out.println("workload done: " + mode);
+    }
+
+    static native long lateSpin(long n);
+
+    /** Spins in {@code late_spin.c} for {@code millis} of this thread's CPU time. */
+    public static long lateLoop(long millis) {
+        CpuBudget budget = CpuBudget.of(millis);
+        long s = 0;
+        while (budget.left()) {
+            s += lateSpin(2_000_000);
+        }
+        return s;
     }
 
     /** Throws for {@code millis} of this thread's CPU time. */

@@ -1,0 +1,151 @@
+//! Noticing a library `dlopen` added (or `dlclose` removed) while the profiler runs, within
+//! [`PERIOD`] rather than at the next dump: the DWARF rules the native unwinder reads, and
+//! the import-slot hooks of `nativemem` and `natsock`, then cover it from its first samples.
+//!
+//! A thread (`ddprof-libraries`) polls glibc's count of objects added and removed
+//! (`dlpi_adds`/`dlpi_subs` of `dl_iterate_phdr`, read from the first object: one call that
+//! takes the loader's lock for an instant) and refreshes when it moved. We chose polling over
+//! hooking `dlopen`: glibc resolves a relative name against the RUNPATH of the object that
+//! called `dlopen`, which a hook in between would make this library.
+
+use std::ffi::c_void;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::counters::Counter;
+
+/// How often the loader's counts are read.
+pub const PERIOD: Duration = Duration::from_millis(200);
+
+/// What a change refreshes.
+#[derive(Clone, Copy, Debug)]
+pub struct Refresh {
+    /// The native unwinder's DWARF rules (`crate::eh_frame`): with the VM walker.
+    pub unwind_rules: bool,
+}
+
+struct Control {
+    running: Mutex<bool>,
+    wake: Condvar,
+}
+
+pub struct Watcher {
+    control: Arc<Control>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// `dlpi_adds + dlpi_subs` as glibc reports them, or None where the loader does not (an old
+/// or other libc passing a shorter `dl_phdr_info`).
+pub fn loader_changes() -> Option<u64> {
+    unsafe extern "C" fn first(
+        info: *mut libc::dl_phdr_info,
+        size: usize,
+        data: *mut c_void,
+    ) -> i32 {
+        let wanted =
+            std::mem::offset_of!(libc::dl_phdr_info, dlpi_subs) + std::mem::size_of::<u64>();
+        if size >= wanted {
+            // SAFETY: `info` is the loader's for this call and, per `size`, holds both counts;
+            // `data` is the `Option<u64>` below.
+            unsafe {
+                let i = &*info;
+                *data.cast::<Option<u64>>() = Some(i.dlpi_adds.wrapping_add(i.dlpi_subs));
+            }
+        }
+        1
+    }
+    let mut out: Option<u64> = None;
+    // SAFETY: the callback only reads the entry it is given and writes `out`.
+    unsafe { libc::dl_iterate_phdr(Some(first), (&mut out as *mut Option<u64>).cast()) };
+    out
+}
+
+fn refresh(what: Refresh) {
+    Counter::LibraryRefreshes.inc();
+    if what.unwind_rules {
+        let bytes = crate::eh_frame::refresh();
+        Counter::NativeUnwindTableBytes.set(bytes as i64);
+    }
+    crate::nativemem::rescan();
+    crate::natsock::rescan();
+}
+
+impl Watcher {
+    /// Starts the thread; None (logged) where the loader gives no counts or no thread can be made,
+    /// and the dumps alone refresh.
+    pub fn start(what: Refresh) -> Option<Watcher> {
+        let mut seen = loader_changes()?;
+        let control = Arc::new(Control {
+            running: Mutex::new(true),
+            wake: Condvar::new(),
+        });
+        let c = control.clone();
+        let spawned = std::thread::Builder::new()
+            .name("ddprof-libraries".into())
+            .spawn(move || loop {
+                let running = c.running.lock().unwrap_or_else(|e| e.into_inner());
+                let (running, _) = c
+                    .wake
+                    .wait_timeout(running, PERIOD)
+                    .unwrap_or_else(|e| e.into_inner());
+                if !*running {
+                    return;
+                }
+                drop(running);
+                if let Some(now) = loader_changes() {
+                    if now != seen {
+                        seen = now;
+                        refresh(what);
+                    }
+                }
+            });
+        match spawned {
+            Ok(h) => Some(Watcher {
+                control,
+                thread: Some(h),
+            }),
+            Err(e) => {
+                crate::log::warn(&format!("cannot create the library watcher thread: {e}"));
+                None
+            }
+        }
+    }
+}
+
+impl Drop for Watcher {
+    /// Stops the thread and waits for it: nothing is refreshed after this returns.
+    fn drop(&mut self) {
+        *self
+            .control
+            .running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = false;
+        self.control.wake.notify_all();
+        if let Some(h) = self.thread.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loading_a_library_moves_the_loaders_count() {
+        let Some(before) = loader_changes() else {
+            return; // not glibc
+        };
+        // SAFETY: loading and unloading a system library with no constructors of interest.
+        let h =
+            unsafe { libc::dlopen(c"libutil.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        if h.is_null() {
+            return;
+        }
+        let after = loader_changes().unwrap_or(before);
+        // SAFETY: the handle dlopen gave.
+        unsafe { libc::dlclose(h) };
+        assert_ne!(before, after);
+    }
+}
