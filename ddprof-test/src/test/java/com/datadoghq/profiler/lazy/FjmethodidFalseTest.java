@@ -175,11 +175,6 @@ class FjmethodidFalseTest {
         return m != null && m.getType() != null && SPIN.equals(m.getType().getName());
     }
 
-    private static boolean unknown(RecordedFrame f) {
-        RecordedMethod m = f.getMethod();
-        return m == null || m.getType() == null || m.getType().getName().isEmpty()
-                || "unknown".equals(m.getName()) || "<unloaded>".equals(m.getName());
-    }
 
     /**
      * Most samples hold spin(J)J with a line, {@value FalseModeSpin#DEPTH}+ descend(IJ)J frames
@@ -194,7 +189,7 @@ class FjmethodidFalseTest {
             int descend = 0;
             boolean unlocated = false;
             for (RecordedFrame f : JfrReader.frames(e)) {
-                if (unknown(f)) {
+                if (JfrReader.isUnnamed(f)) {
                     unknown++;
                     continue;
                 }

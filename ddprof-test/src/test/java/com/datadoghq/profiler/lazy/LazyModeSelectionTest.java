@@ -21,7 +21,6 @@ import com.datadoghq.profiler.testing.ProfilerExtension;
 import com.datadoghq.profiler.testing.TestEnv;
 import jdk.jfr.consumer.RecordedEvent;
 import jdk.jfr.consumer.RecordedFrame;
-import jdk.jfr.consumer.RecordedMethod;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
@@ -133,14 +132,10 @@ class LazyModeSelectionTest {
                 && f.getMethod().getType() != null && LazySpin.class.getName().equals(f.getMethod().getType().getName())
                 && "spinLoop".equals(f.getMethod().getName()))).count();
         assertTrue(spin >= 10, what + ": samples in LazySpin.spinLoop: " + spin + JfrReader.describe(samples, 5));
-        long unknown = samples.stream().filter(e -> JfrReader.frames(e).stream().anyMatch(LazyModeSelectionTest::unknown))
+        long unknown = samples.stream().filter(e -> JfrReader.frames(e).stream().anyMatch(JfrReader::isUnnamed))
                 .count();
         assertTrue(unknown * 20 <= samples.size(), what + ": " + unknown + " of " + samples.size()
                 + " samples with unknown frames:" + JfrReader.describe(samples, 8));
     }
 
-    private static boolean unknown(RecordedFrame f) {
-        RecordedMethod m = f.getMethod();
-        return m == null || m.getType() == null || m.getType().getName().isEmpty();
-    }
 }

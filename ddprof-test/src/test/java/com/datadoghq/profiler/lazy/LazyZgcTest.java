@@ -103,7 +103,7 @@ class LazyZgcTest {
         long named = samples.stream().filter(e -> spinFrame(e, owner)).count();
         assertTrue(named * 2 >= samples.size(), thread + ": " + named + " of " + samples.size()
                 + " samples name spinLoop with a line:" + JfrReader.describe(samples, 8));
-        long unknown = samples.stream().filter(e -> JfrReader.frames(e).stream().anyMatch(LazyZgcTest::unknown))
+        long unknown = samples.stream().filter(e -> JfrReader.frames(e).stream().anyMatch(JfrReader::isUnnamed))
                 .count();
         assertTrue(unknown * 10 <= samples.size(), thread + ": " + unknown + " of " + samples.size()
                 + " samples with unknown frames:" + JfrReader.describe(samples, 8));
@@ -119,11 +119,6 @@ class LazyZgcTest {
                 && owner.test(f.getMethod()) && f.getLineNumber() > 0);
     }
 
-    private static boolean unknown(RecordedFrame f) {
-        RecordedMethod m = f.getMethod();
-        return m == null || m.getType() == null || m.getType().getName().isEmpty()
-                || "unknown".equals(m.getName()) || "<unloaded>".equals(m.getName());
-    }
 
     private ChildJvm.Result run(String... flags) throws Exception {
         List<String> args = new ArrayList<>(Arrays.asList(flags));

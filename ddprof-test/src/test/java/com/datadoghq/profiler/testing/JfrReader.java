@@ -81,6 +81,19 @@ public final class JfrReader {
                 && owner.getName().equals(m.getType().getName());
     }
 
+    /**
+     * A frame that names nothing: no method or class, the walker's error frame ({@code unknown}), or an
+     * unloaded method. A native frame (type Native, no class: a C function or a stub named by its
+     * symbol) names its code and is not one.
+     */
+    public static boolean isUnnamed(RecordedFrame f) {
+        RecordedMethod m = f.getMethod();
+        if (m == null || m.getType() == null || "unknown".equals(m.getName()) || "<unloaded>".equals(m.getName())) {
+            return true;
+        }
+        return m.getType().getName().isEmpty() && !("Native".equals(f.getType()) && !m.getName().isEmpty());
+    }
+
     public static boolean contains(RecordedEvent e, Class<?> owner, String method) {
         return indexOf(e, owner, method) >= 0;
     }
