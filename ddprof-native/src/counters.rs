@@ -111,6 +111,9 @@ counters! {
     // Times the library watcher (profiler/libraries.rs) saw the loaded objects change and
     // refreshed the unwind rules and the import-slot hooks.
     LibraryRefreshes => "library_refreshes",
+    // Threads the CPU engine armed without a ThreadStart (native threads never attached to
+    // the JVM), found by the library watcher's once-a-second look at /proc/self/task.
+    ThreadsAdopted => "threads_adopted",
     WalkCompareSamples => "walk_compare_samples",
     WalkCompareSame => "walk_compare_same",
     WalkCompareSameMethods => "walk_compare_same_methods",

@@ -1,7 +1,8 @@
 //! `ctimer`: one POSIX timer per thread on that thread's CPU-time clock, delivering
 //! SIGPROF to exactly that thread (SIGEV_THREAD_ID) each time it has used `interval`
-//! of CPU. Timers are made for every thread alive at start (/proc/self/task) and for
-//! each thread that starts later (JVMTI ThreadStart), and deleted at ThreadEnd.
+//! of CPU. Timers are made for every thread alive at start (/proc/self/task), for each
+//! thread that starts later (JVMTI ThreadStart), and for any other new task about once a
+//! second (`adopt`: native threads the JVM never sees), and deleted at ThreadEnd.
 //! With CONFIG_HZ=250 the kernel checks CPU timers at each tick, so a thread gets at
 //! most ~250 signals/s whatever the interval.
 
@@ -160,6 +161,16 @@ impl Engine for CTimer {
 
     fn signal_source(&self) -> SignalSource {
         SignalSource::Timer
+    }
+
+    fn adopt(&self) {
+        let known: std::collections::HashSet<i32> = self.timers.lock().keys().copied().collect();
+        for tid in crate::threads::all_tids() {
+            if !known.contains(&tid) {
+                self.arm(tid);
+                Counter::ThreadsAdopted.inc();
+            }
+        }
     }
 
     /// Deletes the timers of threads that are gone without a ThreadEnd (threads that were

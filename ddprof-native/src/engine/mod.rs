@@ -24,6 +24,10 @@ pub trait Engine: Send + Sync {
     fn signal_source(&self) -> SignalSource;
     /// At every dump: forget per-thread state of threads that are gone.
     fn prune(&self);
+    /// Arms the threads that started without a ThreadStart (native threads never attached to
+    /// the JVM): every task of /proc/self/task not armed yet. Called by the library watcher
+    /// about once a second (`crate::profiler::libraries`).
+    fn adopt(&self) {}
 }
 
 pub fn timespec(ns: u64) -> libc::timespec {

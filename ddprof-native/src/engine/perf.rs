@@ -12,8 +12,8 @@
 //! second overflow during it waits as a pending signal (the weight covers merged ones:
 //! `crate::sample::perf`).
 //!
-//! fds are opened for every thread alive at start (/proc/self/task) and at JVMTI
-//! ThreadStart, closed at ThreadEnd, at the dump after a thread vanished without one, and at
+//! fds are opened for every thread alive at start (/proc/self/task), at JVMTI ThreadStart and
+//! for other new tasks about once a second (`adopt`: native threads never attached), closed at ThreadEnd, at the dump after a thread vanished without one, and at
 //! stop, always with `O_CLOEXEC`. A thread whose setup fails half-way is rolled back (fd
 //! closed, slot cleared). The soft `RLIMIT_NOFILE` is raised to the hard limit at start;
 //! on `EMFILE` the engine stops opening fds for further threads (counted) rather than
@@ -361,6 +361,15 @@ impl Engine for PerfEvents {
 
     fn thread_started(&self, tid: i32) {
         let _ = self.arm(tid);
+    }
+
+    fn adopt(&self) {
+        let known: std::collections::HashSet<i32> = self.fds.lock().keys().copied().collect();
+        for tid in crate::threads::all_tids() {
+            if !known.contains(&tid) && self.arm(tid).is_ok() {
+                Counter::ThreadsAdopted.inc();
+            }
+        }
     }
 
     /// On the ending thread itself: no handler of it can be running.

@@ -6,8 +6,8 @@
 //! - Which objects: every one `dl_iterate_phdr` lists except this library (its own calls are
 //!   the profiler's, never sampled), the dynamic linker (its allocations serve our own
 //!   thread-local storage) and the vDSO.
-//! - When: at start, and again at every dump, so a library loaded after start is hooked from
-//!   the next chunk on. `dlopen` itself is not hooked: glibc resolves a relative name against
+//! - When: at start, when the library watcher (`crate::profiler::libraries`) sees objects added,
+//!   and at every dump. `dlopen` itself is not hooked: glibc resolves a relative name against
 //!   the RUNPATH of its caller's object, which a hook in between would make this library.
 //! - At stop the slots are put back (only those still holding one of the set's hooks, and
 //!   only in objects still loaded: the writes happen inside `dl_iterate_phdr`, which holds

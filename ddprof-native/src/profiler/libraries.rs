@@ -1,6 +1,8 @@
 //! Noticing a library `dlopen` added (or `dlclose` removed) while the profiler runs, within
 //! [`PERIOD`] rather than at the next dump: the DWARF rules the native unwinder reads, and
 //! the import-slot hooks of `nativemem` and `natsock`, then cover it from its first samples.
+//! The same thread has the CPU engine adopt new threads the JVM never told us about (native
+//! threads never attached) every [`ADOPT_EVERY`] polls.
 //!
 //! A thread (`ddprof-libraries`) polls glibc's count of objects added and removed
 //! (`dlpi_adds`/`dlpi_subs` of `dl_iterate_phdr`, read from the first object: one call that
@@ -17,12 +19,17 @@ use crate::counters::Counter;
 
 /// How often the loader's counts are read.
 pub const PERIOD: Duration = Duration::from_millis(200);
+/// Polls between two looks for threads to adopt (about a second: listing /proc/self/task
+/// costs more than reading the loader's counts).
+pub const ADOPT_EVERY: u32 = 5;
 
-/// What a change refreshes.
-#[derive(Clone, Copy, Debug)]
+/// What the watcher keeps current.
+#[derive(Clone)]
 pub struct Refresh {
     /// The native unwinder's DWARF rules (`crate::eh_frame`): with the VM walker.
     pub unwind_rules: bool,
+    /// The CPU engine, whose `adopt` arms threads started without a ThreadStart.
+    pub engine: Option<Arc<dyn crate::engine::Engine>>,
 }
 
 struct Control {
@@ -61,7 +68,7 @@ pub fn loader_changes() -> Option<u64> {
     out
 }
 
-fn refresh(what: Refresh) {
+fn refresh(what: &Refresh) {
     Counter::LibraryRefreshes.inc();
     if what.unwind_rules {
         let bytes = crate::eh_frame::refresh();
@@ -73,7 +80,7 @@ fn refresh(what: Refresh) {
 
 impl Watcher {
     /// Starts the thread; None (logged) where the loader gives no counts or no thread can be made,
-    /// and the dumps alone refresh.
+    /// and the dumps alone refresh (and threads never attached are not sampled).
     pub fn start(what: Refresh) -> Option<Watcher> {
         let mut seen = loader_changes()?;
         let control = Arc::new(Control {
@@ -81,6 +88,7 @@ impl Watcher {
             wake: Condvar::new(),
         });
         let c = control.clone();
+        let mut polls = 0u32;
         let spawned = std::thread::Builder::new()
             .name("ddprof-libraries".into())
             .spawn(move || loop {
@@ -96,7 +104,13 @@ impl Watcher {
                 if let Some(now) = loader_changes() {
                     if now != seen {
                         seen = now;
-                        refresh(what);
+                        refresh(&what);
+                    }
+                }
+                polls = polls.wrapping_add(1);
+                if polls.is_multiple_of(ADOPT_EVERY) {
+                    if let Some(e) = &what.engine {
+                        e.adopt();
                     }
                 }
             });

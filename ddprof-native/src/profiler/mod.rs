@@ -325,6 +325,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     // Libraries loaded from now on: unwind rules and hooks within a moment, not at the next dump.
     let libraries = libraries::Watcher::start(libraries::Refresh {
         unwind_rules: walker == WalkerKind::Vm,
+        engine: Some(engine.clone()),
     });
     for w in &warnings {
         log::warn(w);

@@ -19,6 +19,10 @@ import com.datadoghq.profiler.testing.CpuBudget;
  *   <li>{@code latejni}: loads the library named by {@code -Dlate.lib} (built from
  *   {@code late_spin.c}) after the profiler started, then spins in its C functions below the
  *   native method {@link #lateSpin}</li>
+ *   <li>{@code gcstorm}: allocates while keeping a changing set of about 24 MB alive, so that a
+ *   small heap collects all the time: most samples are of GC threads, which have no Java frame</li>
+ *   <li>{@code nativethread}: from that library, starts a pthread never attached to the JVM
+ *   ({@code late-native}) that spins in C for the given CPU time, and waits for it</li>
  * </ul>
  */
 public final class NativeFramesMain {
@@ -48,6 +52,13 @@ public final class NativeFramesMain {
                 System.load(System.getProperty("late.lib"));
                 work = () -> sink = lateLoop(millis);
                 break;
+            case "gcstorm":
+                work = () -> sink = gcStorm(millis);
+                break;
+            case "nativethread":
+                System.load(System.getProperty("late.lib"));
+                work = () -> awaitNativeThread(millis);
+                break;
             default:
                 throw new IllegalArgumentException("mode: " + mode);
         }
@@ -59,12 +70,45 @@ public final class NativeFramesMain {
 
     static native long lateSpin(long n);
 
+    static native int startNativeThread(long millis);
+
+    static native int nativeThreadDone();
+
+    static void awaitNativeThread(long millis) {
+        if (startNativeThread(millis) != 0) {
+            throw new IllegalStateException("pthread_create failed");
+        }
+        try {
+            while (nativeThreadDone() == 0) {
+                Thread.sleep(10);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
     /** Spins in {@code late_spin.c} for {@code millis} of this thread's CPU time. */
     public static long lateLoop(long millis) {
         CpuBudget budget = CpuBudget.of(millis);
         long s = 0;
         while (budget.left()) {
             s += lateSpin(2_000_000);
+        }
+        return s;
+    }
+
+    /** Churns the heap for {@code millis} of this thread's CPU time. */
+    public static long gcStorm(long millis) {
+        CpuBudget budget = CpuBudget.of(millis);
+        byte[][] kept = new byte[24_000][];
+        long s = 0;
+        java.util.Random r = new java.util.Random(42);
+        while (budget.left()) {
+            for (int i = 0; i < 10_000; i++) {
+                byte[] b = new byte[512 + r.nextInt(1024)];
+                kept[r.nextInt(kept.length)] = b;
+                s += b.length;
+            }
         }
         return s;
     }

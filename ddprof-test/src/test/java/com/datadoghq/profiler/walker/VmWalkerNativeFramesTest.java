@@ -193,6 +193,53 @@ class VmWalkerNativeFramesTest {
                         + "Deflater.deflateBytes*: " + through + p.show());
     }
 
+    /**
+     * A pthread started by a JNI library after the start and never attached to the JVM: no ThreadStart
+     * tells the CPU engine about it, yet it is found (the engine adopts new tasks about once a second)
+     * and sampled with its native stack, under both engines.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"vm,cpu=1ms", "vmx,cpu=10ms"})
+    void aThreadNeverAttachedToTheJvmIsSampled(String modes) throws Exception {
+        String cstack = modes.substring(0, modes.indexOf(','));
+        String cpu = modes.substring(modes.indexOf(',') + 1);
+        Path lib = CLibrary.compile(java.nio.file.Files.createDirectories(dir.resolve("lib")), "walker/late_spin",
+                "-O2", "-fomit-frame-pointer");
+        Assumptions.assumeTrue(lib != null, "no C compiler (cc) to build the test library");
+        WalkerProfile p = WalkerProfile.record(dir, "nativethread-" + cstack, cpu + ",cstack=" + cstack, cstack,
+                new ChildJvm().main(NativeFramesMain.class, "nativethread", "3000"), "nativethread", TIMEOUT,
+                "late-native", JfrReader.EXECUTION_SAMPLE, "-Dlate.lib=" + lib);
+        // 3 s of CPU at 10 ms: about 300 samples once adopted (within about a second).
+        assertTrue(p.stacks.size() >= 50, "samples of the never-attached thread: " + p.stacks.size() + p.show());
+        long spinning = p.stacks.stream().filter(s -> !s.isEmpty() && s.stream().allMatch(Frame::isNative)
+                && indexOf(s, "", "ddprof_native_thread_spin") >= 0).count();
+        assertTrue(spinning * 10 >= p.stacks.size() * 8, "native stacks through ddprof_native_thread_spin: "
+                + spinning + " of " + p.stacks.size() + p.show());
+    }
+
+    /**
+     * A GC storm in the default mode: most samples are of GC threads, which have no Java frame. They
+     * carry their native stack (the collector's functions), almost never one bare unknown frame (as
+     * every one of them did before).
+     */
+    @Test
+    void gcThreadsCarryTheirNativeStackInTheDefaultMode() throws Exception {
+        WalkerProfile p = WalkerProfile.record(dir, "gcstorm-vm", "cpu=10ms", "vm",
+                new ChildJvm().main(NativeFramesMain.class, "gcstorm", "3000"), "gcstorm", TIMEOUT, WORKER,
+                JfrReader.EXECUTION_SAMPLE, "-Xmx96m", "-XX:+UseParallelGC", "-XX:ParallelGCThreads=2");
+        List<List<Frame>> all = p.stacksOf(t -> true);
+        List<List<Frame>> gc = p.stacksOf(t -> t != null && t.contains("GC Thread"));
+        assertTrue(gc.size() >= 20, "samples of GC threads: " + gc.size() + p.show());
+        long bare = all.stream().filter(s -> s.size() == 1 && s.get(0).method.equals("unknown")).count();
+        assertTrue(bare * 20 < all.size(), "samples that are one unknown frame: " + bare + " of " + all.size() + p.show());
+        // e.g. libc, PSPromotionManager::copy_unmarked_to_survivor_space, steal_work, ScavengeRootsTask::work,
+        // the worker loop, Thread::call_run, thread_native_entry: names vary with the JDK, depth does not.
+        long collector = gc.stream().filter(s -> s.size() >= 3 && s.stream().allMatch(Frame::isNative)
+                && s.stream().filter(Frame::isSymbol).count() >= 2).count();
+        assertTrue(collector * 10 >= gc.size() * 8, "GC-thread samples that are the collector's native stack: "
+                + collector + " of " + gc.size() + "; e.g. " + gc.subList(0, Math.min(3, gc.size())) + p.show());
+    }
+
     /** Compiler threads have no Java frame at all: vm and vmx record their native stack. */
     @ParameterizedTest
     @ValueSource(strings = {"vm", "vmx"})
