@@ -241,14 +241,22 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     };
     // The VM walker records the native frames above the top Java frame, and with cstack=vmx
     // those between Java frames too (sample/walk/native.rs).
+    // cstack=fp|dwarf|lbr name upstream's native unwinders beside AsyncGetCallTrace: there the
+    // VM walker's native unwinding gives the C frames above the top Java frame (when it can be
+    // set up), AsyncGetCallTrace the Java frames.
     use crate::sample::walk::native::{set_record, Record};
     let mixed = walker == WalkerKind::Vm && args.cstack == CStack::Vmx;
+    let native_top = walker == WalkerKind::Agct
+        && matches!(args.cstack, CStack::Fp | CStack::Dwarf | CStack::Lbr)
+        && allocation_walker(walker) == WalkerKind::Vm;
+    handler::set_native_top(native_top);
     set_record(match walker {
         WalkerKind::Vm if mixed => Record::Mixed,
         WalkerKind::Vm => Record::Leaf,
+        WalkerKind::Agct if native_top => Record::Leaf,
         WalkerKind::Agct => Record::None,
     });
-    if walker == WalkerKind::Vm {
+    if walker == WalkerKind::Vm || native_top {
         // DWARF rules for the libraries mapped now (rebuilt when they change, at starts
         // and dumps).
         let bytes = crate::eh_frame::refresh();
@@ -324,7 +332,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     }
     // Libraries loaded from now on: unwind rules and hooks within a moment, not at the next dump.
     let libraries = libraries::Watcher::start(libraries::Refresh {
-        unwind_rules: walker == WalkerKind::Vm,
+        unwind_rules: walker == WalkerKind::Vm || native_top,
         engine: Some(engine.clone()),
     });
     for w in &warnings {
@@ -714,7 +722,7 @@ fn write_chunk(
     // Libraries loaded since the last scan get their malloc and socket hooks.
     crate::nativemem::rescan();
     crate::natsock::rescan();
-    if session.walker != "asgct" {
+    if session.walker != "asgct" || handler::native_top() {
         // Libraries loaded since the last check get their DWARF rules.
         let bytes = crate::eh_frame::refresh();
         counters::Counter::NativeUnwindTableBytes.set(bytes as i64);

@@ -15,7 +15,7 @@ use super::mode;
 use super::record::{self, Context, Event, EventKind};
 use super::signal::{self, ErrnoGuard, TIMER_SIGNAL_MAGIC};
 use super::traces::Recorder;
-use super::walk::{agct::Agct, compare, vm::VmWalker, SignalContext, StackWalker};
+use super::walk::{agct::Agct, compare, vm::VmWalker, SignalContext, StackWalker, Walk};
 use crate::counters::Counter;
 use crate::memory::{Category, Mapped, Zeroable};
 
@@ -46,6 +46,19 @@ static RUNNING: AtomicBool = AtomicBool::new(false);
 static SOURCE: AtomicU8 = AtomicU8::new(SignalSource::Timer as u8);
 static DEPTH: AtomicUsize = AtomicUsize::new(2048);
 static WALKER: AtomicU8 = AtomicU8::new(WalkerKind::Agct as u8);
+/// With AsyncGetCallTrace: record the native frames above the top Java frame first, by the
+/// VM walker's native unwinding (`cstack=fp|dwarf|lbr`, where the VM walker could be set up).
+static NATIVE_TOP: AtomicBool = AtomicBool::new(false);
+
+/// Sets whether AsyncGetCallTrace samples get their native frames above the top Java frame
+/// (`VmWalker::native_top`). Not called from signals.
+pub fn set_native_top(on: bool) {
+    NATIVE_TOP.store(on, Ordering::Relaxed);
+}
+
+pub fn native_top() -> bool {
+    NATIVE_TOP.load(Ordering::Relaxed)
+}
 static COMPARE: AtomicBool = AtomicBool::new(false);
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -287,6 +300,26 @@ pub(super) fn record_reused(tid: i32, s: &Sample, epoch: u64, trace_id: u32) -> 
     done
 }
 
+/// AsyncGetCallTrace's walk below the native frames above the top Java frame (C code a JNI
+/// method runs, a leaf call of compiled code), which it cannot see. Signal-safe.
+fn with_native_top(uc: SignalContext, agct: &dyn StackWalker, buf: &mut [Frame]) -> Walk {
+    let Some(vm) = VmWalker::get() else {
+        return agct.walk(uc, buf);
+    };
+    let (n, java) = vm.native_top(uc, buf);
+    if !java || n >= buf.len() {
+        return Walk {
+            frames: n,
+            truncated: java,
+        };
+    }
+    let rest = agct.walk(uc, buf.get_mut(n..).unwrap_or(&mut []));
+    Walk {
+        frames: n + rest.frames,
+        truncated: rest.truncated,
+    }
+}
+
 /// Walks and records one sample of the current thread. Returns the generation epoch and
 /// trace id it was recorded with (None: dropped). Signal-safe.
 pub(super) fn walk_and_record(uc: SignalContext, s: &Sample) -> Option<(u64, u32)> {
@@ -331,7 +364,11 @@ pub(super) fn walk_and_record_as(uc: SignalContext, s: &Sample, tid: i32) -> Opt
     let depth = DEPTH.load(Ordering::Relaxed).min(MAX_DEPTH);
     let compare = COMPARE.load(Ordering::Relaxed) && depth <= MAX_DEPTH / 2;
     let (mine, theirs) = frames.split_at_mut(if compare { MAX_DEPTH / 2 } else { MAX_DEPTH });
-    let walk = walker.walk(uc, mine.get_mut(..depth).unwrap_or(&mut []));
+    let buf = mine.get_mut(..depth).unwrap_or(&mut []);
+    let walk = match (vm, NATIVE_TOP.load(Ordering::Relaxed)) {
+        (None, true) => with_native_top(uc, walker, buf),
+        _ => walker.walk(uc, buf),
+    };
     if compare {
         if let Some(a) = agct {
             let other = a.walk(uc, theirs.get_mut(..depth).unwrap_or(&mut []));

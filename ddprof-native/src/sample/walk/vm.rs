@@ -358,6 +358,63 @@ impl VmWalker {
 }
 
 impl VmWalker {
+    /// For AsyncGetCallTrace, which walks Java frames only (`cstack=fp|dwarf|lbr`): the
+    /// native frames above the interrupted thread's top Java frame, leaf first, into
+    /// `frames` (recorded as `cstack=vm` records them, `native::Record::Leaf`). Returns how
+    /// many, and whether Java frames follow them for AsyncGetCallTrace to add (false: the
+    /// thread has none, and its native stack, if any, is all there is). Signal-safe.
+    pub fn native_top(&self, uc: SignalContext, frames: &mut [Frame]) -> (usize, bool) {
+        let l = self.layout;
+        let (Some(threads), Some(cc)) = (l.threads.as_ref(), l.code_cache.as_ref()) else {
+            return (0, true);
+        };
+        let Some(regs) = Regs::from_context(uc) else {
+            return (0, true);
+        };
+        let fresh;
+        let code = match &self.code {
+            Some(view) => view,
+            None => {
+                fresh = cc.view();
+                &fresh
+            }
+        };
+        let in_code = |pc: usize| code.contains(pc);
+        let top = native::Cursor {
+            pc: regs.pc,
+            sp: regs.sp,
+            fp: regs.fp,
+        };
+        let mut n = 0usize;
+        let Some(thread) = current_thread::java_thread() else {
+            let bounds = native::thread_bounds(
+                current_thread::any_thread(),
+                threads.stack_base,
+                threads.stack_size,
+                regs.sp,
+            );
+            let java = native::native_only(top, bounds, &in_code, frames, &mut n).is_none();
+            return (n, java);
+        };
+        if in_code(regs.pc) {
+            return (0, true);
+        }
+        let state = load_field(thread, threads.thread_state).unwrap_or(0) as i32;
+        let anchor_sp = load_usize(thread + threads.anchor + threads.anchor_sp).unwrap_or(0);
+        let stack_base = load_usize(thread + threads.stack_base).unwrap_or(0);
+        let stack_size = load_usize(thread + threads.stack_size).unwrap_or(0);
+        let bounds = native::Bounds::of_stack(stack_base, stack_size, regs.sp);
+        let in_java = state == threads.states.in_java || state == threads.states.in_java_trans;
+        if in_java || anchor_sp != 0 {
+            // A leaf call from compiled code (no anchor), or native code below an anchor.
+            let stop_sp = if in_java { 0 } else { anchor_sp };
+            native::to_java(top, bounds, stop_sp, true, &in_code, frames, &mut n);
+            return (n, true);
+        }
+        let java = native::native_only(top, bounds, &in_code, frames, &mut n).is_none();
+        (n, java)
+    }
+
     /// Ok(true): complete; Ok(false): the buffer filled up; Err(reason). Without a signal
     /// context (`uc` None) the walk starts at the thread's frame anchor.
     fn walk_into(&self, uc: Option<SignalContext>, out: &mut Out) -> Result<bool, i32> {
