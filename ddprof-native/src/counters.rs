@@ -111,6 +111,10 @@ counters! {
     // Times the library watcher (profiler/libraries.rs) saw the loaded objects change and
     // refreshed the unwind rules and the import-slot hooks.
     LibraryRefreshes => "library_refreshes",
+    // remotesym (profiler/dump.rs NativeNames): distinct native pcs written for the backend
+    // to symbolize, and libraries whose build id was read for them (per dump).
+    RemoteSymbolicationFrames => "remote_symbolication_frames",
+    RemoteSymbolicationLibs => "remote_symbolication_libs_with_build_id",
     // Threads the CPU engine armed without a ThreadStart (native threads never attached to
     // the JVM), found by the library watcher's once-a-second look at /proc/self/task.
     ThreadsAdopted => "threads_adopted",

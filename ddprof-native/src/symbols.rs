@@ -54,6 +54,17 @@ impl Symbolizer {
         self.names.get(&pc).map_or("", |s| s.as_str())
     }
 
+    /// The file mapped at `pc` and the ELF virtual address `pc` has in it (what a symbolizer of
+    /// that file, given its build id, looks up), or None outside every file.
+    pub fn locate(&self, pc: u64) -> Option<(&str, u64)> {
+        let m = self.maps.iter().find(|m| m.start <= pc && pc < m.end)?;
+        let vaddr = match table_of(&m.path) {
+            Some(t) => t.vaddr_of(pc, m),
+            None => pc - m.start + m.offset,
+        };
+        Some((m.path.as_str(), vaddr))
+    }
+
     fn lookup(&self, pc: u64) -> String {
         let Some(m) = self.maps.iter().find(|m| m.start <= pc && pc < m.end) else {
             return dladdr_name(pc).unwrap_or_else(|| format!("0x{pc:x}"));

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Fixed pools, written in every chunk so that sample events can refer to
 /// them without the caller registering anything. Keys are the indices.
-pub const FRAME_TYPES: [&str; 7] = super::frame_type::NAMES;
+pub const FRAME_TYPES: [&str; 8] = super::frame_type::NAMES;
 pub const THREAD_STATES: [&str; 10] = [
     "UNKNOWN",
     "NEW",

@@ -132,7 +132,7 @@ pub fn build_chunk(
             (id, &frames[..], *truncated, since(id))
         }))
         .collect();
-    let unnamed = write_traces(&mut chunk, jni, &traces);
+    let unnamed = write_traces(&mut chunk, jni, &traces, args.remotesym);
     drop(traces);
     let mut classes: WordMap<u32, u32> = WordMap::default();
     let mut unnamed_samples = 0i64;
@@ -668,12 +668,16 @@ fn native_libraries() -> Vec<(String, u64, u64)> {
         .collect()
 }
 
+/// The bytecode index upstream gives a frame left for remote symbolication.
+const REMOTE_BCI: i32 = -19;
+
 /// Names every distinct frame once and writes the StackTrace pool. Returns the ids of
 /// traces with a frame that could not be walked or named.
 fn write_traces(
     chunk: &mut ChunkBuilder,
     jni: *mut JNIEnv,
     traces: &[(u64, &[Frame], bool, i64)],
+    remotesym: bool,
 ) -> HashSet<u64> {
     let mut unnamed = HashSet::new();
     let Some(jvmti) = vm::jvmti() else {
@@ -683,7 +687,7 @@ fn write_traces(
     resolver.prepare(traces.iter().flat_map(|t| t.1.iter()));
     let mut method_keys: WordMap<(u8, u64), u32> = WordMap::default();
     let mut unknown: Option<u32> = None;
-    let mut natives = NativeNames::default();
+    let mut natives = NativeNames::new(remotesym);
     let mut receivers = receivers::ReceiverNames::default();
     let mut stubs = crate::methods::stub_names::StubNames::default();
     let mut refs: Vec<FrameRef> = Vec::new();
@@ -691,8 +695,11 @@ fn write_traces(
         refs.clear();
         let mut root_is_entry = false;
         for f in frames {
+            let mut frame_type = f.frame_type;
             let (key, line, info_entry, named) = if f.kind == kind::NATIVE_PC {
-                (natives.key(chunk, f.method), 0, false, true)
+                let (key, t) = natives.frame(chunk, f.method);
+                frame_type = t;
+                (key, 0, false, true)
             } else if f.kind == kind::VTABLE_RECEIVER {
                 (receivers.receiver(chunk, f.method, f.bci), 0, false, true)
             } else if f.kind == kind::STUB {
@@ -715,13 +722,14 @@ fn write_traces(
             let bci = match f.kind {
                 kind::VTABLE_RECEIVER => receivers::RECEIVER_BCI,
                 kind::STUB => 0,
+                _ if frame_type == frame_type::NATIVE_REMOTE => REMOTE_BCI,
                 _ => tags::bci(f).max(0),
             };
             refs.push(FrameRef {
                 method: key,
                 line,
                 bci,
-                frame_type: f.frame_type,
+                frame_type,
             });
         }
         let root_is_java = frames
@@ -742,14 +750,74 @@ fn write_traces(
 /// Method-pool keys of native frames (`cstack=vmx`): one entry per function name, so that
 /// every pc of a function shares it. The symbolizer (reading `/proc/self/maps`) is made
 /// on the first native frame of the dump.
-#[derive(Default)]
 struct NativeNames {
     symbols: Option<crate::symbols::Symbolizer>,
     by_pc: WordMap<u64, u32>,
     by_name: HashMap<String, u32>,
+    /// `remotesym`: frames in a library with a build id are left to the backend.
+    remote: bool,
+    /// pc -> method key of frames written for remote symbolication.
+    remote_by_pc: WordMap<u64, u32>,
+    /// Build ids by library path, for this dump ("" without one).
+    build_ids: HashMap<String, String>,
 }
 
 impl NativeNames {
+    fn new(remote: bool) -> NativeNames {
+        NativeNames {
+            symbols: None,
+            by_pc: WordMap::default(),
+            by_name: HashMap::new(),
+            remote,
+            remote_by_pc: WordMap::default(),
+            build_ids: HashMap::new(),
+        }
+    }
+
+    /// The method key and frame type of the native frame at `pc`: named by its symbol, or with
+    /// `remotesym` and a library with a build id, upstream's remote frame (class = build id,
+    /// name `<remote>`, descriptor = the pc's ELF address in hex, type 7).
+    fn frame(&mut self, chunk: &mut ChunkBuilder, pc: u64) -> (u32, u8) {
+        if self.remote {
+            if let Some(k) = self.remote_key(chunk, pc) {
+                return (k, frame_type::NATIVE_REMOTE);
+            }
+        }
+        (self.key(chunk, pc), frame_type::NATIVE)
+    }
+
+    fn remote_key(&mut self, chunk: &mut ChunkBuilder, pc: u64) -> Option<u32> {
+        if let Some(k) = self.remote_by_pc.get(&pc) {
+            return Some(*k);
+        }
+        if crate::hotspot::stubs::name_of(pc as usize).is_some() {
+            return None; // VM code: no file to symbolize it from
+        }
+        let symbols = self
+            .symbols
+            .get_or_insert_with(crate::symbols::Symbolizer::new);
+        let (path, vaddr) = symbols.locate(pc)?;
+        let id = self
+            .build_ids
+            .entry(path.to_string())
+            .or_insert_with_key(|p| {
+                let id = crate::elf::Elf::open(p)
+                    .and_then(|e| e.build_id())
+                    .unwrap_or_default();
+                if !id.is_empty() {
+                    counters::Counter::RemoteSymbolicationLibs.inc();
+                }
+                id
+            });
+        if id.is_empty() {
+            return None;
+        }
+        let k = chunk.intern_method(id, "<remote>", &format!("0x{vaddr:x}"), 0x100, false);
+        counters::Counter::RemoteSymbolicationFrames.inc();
+        self.remote_by_pc.insert(pc, k);
+        Some(k)
+    }
+
     fn key(&mut self, chunk: &mut ChunkBuilder, pc: u64) -> u32 {
         if let Some(k) = self.by_pc.get(&pc) {
             return *k;

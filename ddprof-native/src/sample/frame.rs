@@ -10,8 +10,12 @@ pub mod frame_type {
     pub const CPP: u8 = 4;
     pub const KERNEL: u8 = 5;
     pub const C1_COMPILED: u8 = 6;
+    /// A native frame left for the backend to symbolize (`remotesym`): class = the library's
+    /// build id, name `<remote>`, descriptor = the pc's ELF address in it. Upstream writes
+    /// the type without a pool entry; ours has one, so that JDK readers name it.
+    pub const NATIVE_REMOTE: u8 = 7;
     /// Names as JFR readers expect them, indexed by type.
-    pub const NAMES: [&str; 7] = [
+    pub const NAMES: [&str; 8] = [
         "Interpreted",
         "JIT compiled",
         "Inlined",
@@ -19,6 +23,7 @@ pub mod frame_type {
         "C++",
         "Kernel",
         "C1 compiled",
+        "Native (remote symbolication)",
     ];
 }
 

@@ -196,6 +196,75 @@ class VmWalkerNativeFramesTest {
     }
 
     /**
+     * {@code remotesym}: a native frame in a library with a build id is left to the backend to
+     * symbolize, as upstream writes it: class = the library's build id (as its jdk.NativeLibrary
+     * event carries it), method {@code <remote>}, descriptor = the pc's ELF address in hex, type 7.
+     * The addresses of the leaf frames lie in {@code ddprof_late_leaf} by the library's own symbol
+     * table ({@code nm}).
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"vm", "dwarf"})
+    void remotesymLeavesNativeFramesToTheBackend(String cstack) throws Exception {
+        Path lib = CLibrary.compile(java.nio.file.Files.createDirectories(dir.resolve("lib")), "walker/late_spin",
+                "-O2", "-fomit-frame-pointer", "-Wl,--build-id");
+        Assumptions.assumeTrue(lib != null, "no C compiler (cc) to build the test library");
+        String walker = cstack.startsWith("vm") ? cstack : "asgct";
+        String name = "remotesym-" + cstack;
+        WalkerProfile.record(dir, name, "cpu=1ms,remotesym=true,cstack=" + cstack, walker,
+                new ChildJvm().main(NativeFramesMain.class, "latejni", "1500"), "latejni", TIMEOUT, WORKER,
+                JfrReader.EXECUTION_SAMPLE, "-Dlate.lib=" + lib);
+        Path jfr = dir.resolve(name + ".jfr");
+        String buildId = JfrReader.events(jfr, "jdk.NativeLibrary").stream()
+                .filter(e -> e.getString("name").endsWith("liblate_spin.so")).map(e -> e.getString("buildId"))
+                .findFirst().orElse("");
+        assertFalse(buildId.isEmpty(), "no build id for liblate_spin.so in the recording");
+        long[] leafRange = symbolRange(lib, "ddprof_late_leaf");
+        List<jdk.jfr.consumer.RecordedEvent> samples = JfrReader.onThread(JfrReader.executionSamples(jfr), WORKER);
+        assertTrue(samples.size() >= 50, "samples: " + samples.size());
+        long inLeaf = 0;
+        for (jdk.jfr.consumer.RecordedEvent e : samples) {
+            jdk.jfr.consumer.RecordedFrame leaf = JfrReader.frames(e).get(0);
+            jdk.jfr.consumer.RecordedMethod m = leaf.getMethod();
+            if (!"<remote>".equals(m.getName())) {
+                continue;
+            }
+            assertEquals("Native (remote symbolication)", leaf.getType(), JfrReader.describe(e));
+            if (!buildId.equals(m.getType().getName())) {
+                continue; // another library's frame (libc, libjvm), also left to the backend
+            }
+            long address = Long.decode(m.getDescriptor());
+            assertTrue(leafRange == null || (address >= leafRange[0] && address < leafRange[1]),
+                    "0x" + Long.toHexString(address) + " is not in ddprof_late_leaf " + java.util.Arrays.toString(leafRange));
+            inLeaf++;
+        }
+        assertTrue(inLeaf * 10 >= samples.size() * 7, "leaf frames left to the backend in liblate_spin.so: " + inLeaf
+                + " of " + samples.size() + JfrReader.describe(samples, 3));
+        // Java frames are named as ever.
+        assertTrue(samples.stream().filter(e -> JfrReader.contains(e, NativeFramesMain.class, "lateSpin")).count() * 10
+                >= samples.size() * 9, "samples holding NativeFramesMain.lateSpin" + JfrReader.describe(samples, 3));
+    }
+
+    /** [start, end) of {@code symbol} in {@code lib} by binutils' {@code nm -S}; null without nm. */
+    private static long[] symbolRange(Path lib, String symbol) throws Exception {
+        Process nm;
+        try {
+            nm = new ProcessBuilder("nm", "-S", "--defined-only", lib.toString()).redirectErrorStream(true).start();
+        } catch (java.io.IOException noNm) {
+            return null;
+        }
+        String out = new String(nm.getInputStream().readAllBytes());
+        nm.waitFor();
+        for (String line : out.split("\n")) {
+            String[] f = line.trim().split("\\s+");
+            if (f.length == 4 && f[3].equals(symbol)) {
+                long start = Long.parseLong(f[0], 16);
+                return new long[] {start, start + Long.parseLong(f[1], 16)};
+            }
+        }
+        throw new AssertionError("no " + symbol + " in nm's output:\n" + out);
+    }
+
+    /**
      * A pthread started by a JNI library after the start and never attached to the JVM: no ThreadStart
      * tells the CPU engine about it, yet it is found (the engine adopts new tasks about once a second)
      * and sampled with its native stack, under both engines.
