@@ -5,6 +5,10 @@
 # Central). See docs/benchmarks.md, "Allocation profiling".
 #
 #   bash scripts/bench-alloc.sh [--no-build] [-Drounds=5 -Dthreads=1 -Dwarmup=3 -Dmeasure=6 -Dmodes=...]
+#
+# -Dworkload=nativemem: native allocations (java.util.zip's zlib state) against no profiler, for
+# ddprof's and async-profiler's nativemem at every allocation and at 1 MiB (docs/benchmarks.md,
+# "Native memory profiling").
 set -euo pipefail
 
 main() {

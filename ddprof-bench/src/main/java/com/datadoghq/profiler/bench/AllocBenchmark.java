@@ -21,6 +21,10 @@ import java.util.Random;
  * ({@code -Dasprof=/path/libasyncProfiler.so}). Every child runs with NMT summary, so native memory
  * is compared too. Rounds run every mode once, shuffled. Properties: {@code rounds} (5),
  * {@code threads} (1), {@code warmup} (3 s), {@code measure} (6 s), {@code modes}, {@code java}.
+ *
+ * <p>{@code -Dworkload=nativemem}: native allocations instead ({@link NativeMemWorker}, docs/benchmarks.md
+ * "Native memory profiling"): ddprof's and async-profiler's {@code nativemem} at every allocation (the
+ * default) and at 1 MiB.
  */
 public final class AllocBenchmark {
     private AllocBenchmark() {}
@@ -33,8 +37,11 @@ public final class AllocBenchmark {
         String warmup = System.getProperty("warmup", "3");
         String measure = System.getProperty("measure", "6");
         String asprof = System.getProperty("asprof", "");
-        List<String> modes = BenchSupport.modes("modes", "none,ddprof,ddprof-lazy,ddprof-live,jfr"
-                + (asprof.isEmpty() ? "" : ",asprof"));
+        boolean nativemem = "nativemem".equals(System.getProperty("workload", "alloc"));
+        String worker = (nativemem ? NativeMemWorker.class : AllocWorker.class).getName();
+        List<String> modes = nativemem
+                ? BenchSupport.modes("modes", "none,ddprof,ddprof-1m" + (asprof.isEmpty() ? "" : ",asprof,asprof-1m"))
+                : BenchSupport.modes("modes", "none,ddprof,ddprof-lazy,ddprof-live,jfr" + (asprof.isEmpty() ? "" : ",asprof"));
         Map<String, List<double[]>> runs = new HashMap<>();
         Random rnd = new Random(Long.getLong("seed", System.nanoTime()));
         for (int round = 1; round <= rounds; round++) {
@@ -47,12 +54,14 @@ public final class AllocBenchmark {
                 cmd.add("-Xmx512m");
                 cmd.add("-XX:NativeMemoryTracking=summary");
                 Path out = Files.createTempDirectory("alloc-bench-");
-                if (mode.equals("asprof")) {
-                    cmd.add("-agentpath:" + asprof + "=start,event=alloc,alloc=524287,file=" + out.resolve("a.jfr"));
+                if (mode.startsWith("asprof")) {
+                    String what = !nativemem ? "event=alloc,alloc=524287"
+                            : mode.endsWith("-1m") ? "nativemem=1048576" : "nativemem=0";
+                    cmd.add("-agentpath:" + asprof + "=start," + what + ",file=" + out.resolve("a.jfr"));
                 }
                 cmd.add("-cp");
                 cmd.add(cp);
-                cmd.add(AllocWorker.class.getName());
+                cmd.add(worker);
                 cmd.add(mode);
                 cmd.add(Integer.toString(threads));
                 cmd.add(measure);

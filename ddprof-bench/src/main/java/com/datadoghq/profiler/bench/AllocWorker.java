@@ -79,7 +79,7 @@ public final class AllocWorker {
         BenchSupport.deleteTree(dir);
     }
 
-    private static long nmtTotalKb() {
+    static long nmtTotalKb() {
         try {
             Map<String, Long> m = BenchSupport.nmtCommittedKb();
             return m.getOrDefault("Total", -1L);
@@ -88,7 +88,7 @@ public final class AllocWorker {
         }
     }
 
-    private static long sum(AtomicLongArray ops, int threads) {
+    static long sum(AtomicLongArray ops, int threads) {
         long s = 0;
         for (int t = 0; t < threads; t++) {
             s += ops.get(t * SLOT);
