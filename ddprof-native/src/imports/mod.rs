@@ -72,6 +72,44 @@ pub fn resolve(name: &str) -> usize {
     unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) as usize }
 }
 
+/// The real function of every `names[i]` not resolved yet (`real(i) == 0`), handed to
+/// `set_real`; Err(name) when one that `required(i)` says a set cannot do without is missing.
+pub fn resolve_reals(
+    names: &[&'static str],
+    real: impl Fn(usize) -> usize,
+    set_real: impl Fn(usize, usize),
+    required: impl Fn(usize) -> bool,
+) -> Result<(), &'static str> {
+    for (i, name) in names.iter().enumerate() {
+        if real(i) != 0 {
+            continue;
+        }
+        let addr = resolve(name);
+        if addr == 0 && required(i) {
+            return Err(name);
+        }
+        set_real(i, addr);
+    }
+    Ok(())
+}
+
+/// The targets of a set whose functions are `names`, by index.
+pub fn targets(
+    names: &[&'static str],
+    hook: impl Fn(usize) -> usize,
+    real: impl Fn(usize) -> usize,
+) -> Vec<Target> {
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, &name)| Target {
+            name,
+            hook: hook(i),
+            real: real(i),
+        })
+        .collect()
+}
+
 impl HookSet {
     pub const fn new(what: &'static str) -> HookSet {
         HookSet {

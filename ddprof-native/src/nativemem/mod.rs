@@ -22,33 +22,21 @@ static SLOTS: HookSet = HookSet::new("nativemem");
 static RUNNING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// The real functions, as a call from this library binds them (the first definition in
-/// the global scope: libc's, or a preloaded allocator's).
+/// the global scope: libc's, or a preloaded allocator's); malloc and free are required.
 fn resolve() -> Result<(), String> {
-    for f in FUNCS {
-        if hooks::real(f) != 0 {
-            continue;
-        }
-        let addr = imports::resolve(NAMES[f as usize]);
-        if addr == 0 && matches!(f, Func::Malloc | Func::Free) {
-            return Err(format!(
-                "nativemem: cannot resolve {}; native memory profiling unavailable",
-                NAMES[f as usize]
-            ));
-        }
-        hooks::set_real(f, addr);
-    }
-    Ok(())
+    imports::resolve_reals(
+        &NAMES,
+        |i| hooks::real(FUNCS[i]),
+        |i, a| hooks::set_real(FUNCS[i], a),
+        |i| matches!(FUNCS[i], Func::Malloc | Func::Free),
+    )
+    .map_err(|name| {
+        format!("nativemem: cannot resolve {name}; native memory profiling unavailable")
+    })
 }
 
 fn targets() -> Vec<Target> {
-    FUNCS
-        .iter()
-        .map(|&f| Target {
-            name: NAMES[f as usize],
-            hook: hooks::hook(f),
-            real: hooks::real(f),
-        })
-        .collect()
+    imports::targets(&NAMES, |i| hooks::hook(FUNCS[i]), |i| hooks::real(FUNCS[i]))
 }
 
 /// Redirects the slots of every hookable object not yet redirected. Returns the objects

@@ -21,31 +21,17 @@ static STARTED: AtomicBool = AtomicBool::new(false);
 /// The real functions, as a call from this library binds them. All of them, or natsock does
 /// not start: a hook whose real function is unknown could not be written into any slot.
 fn resolve() -> Result<(), String> {
-    for f in FUNCS {
-        if hooks::real(f) != 0 {
-            continue;
-        }
-        let addr = imports::resolve(NAMES[f as usize]);
-        if addr == 0 {
-            return Err(format!(
-                "natsock: cannot resolve {}; socket I/O sampling unavailable",
-                NAMES[f as usize]
-            ));
-        }
-        hooks::set_real(f, addr);
-    }
-    Ok(())
+    imports::resolve_reals(
+        &NAMES,
+        |i| hooks::real(FUNCS[i]),
+        |i, a| hooks::set_real(FUNCS[i], a),
+        |_| true,
+    )
+    .map_err(|name| format!("natsock: cannot resolve {name}; socket I/O sampling unavailable"))
 }
 
 fn targets() -> Vec<Target> {
-    FUNCS
-        .iter()
-        .map(|&f| Target {
-            name: NAMES[f as usize],
-            hook: hooks::hook(f),
-            real: hooks::real(f),
-        })
-        .collect()
+    imports::targets(&NAMES, |i| hooks::hook(FUNCS[i]), |i| hooks::real(FUNCS[i]))
 }
 
 fn patch_all() -> usize {

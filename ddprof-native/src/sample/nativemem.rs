@@ -20,9 +20,10 @@
 
 use std::cell::Cell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::poisson::PoissonSampler;
+use super::real_fns::RealFns;
 use std::sync::OnceLock;
 
 use super::alloc::{self as sampler, Sampled};
@@ -54,16 +55,8 @@ pub const NAMES: [&str; 6] = [
     "aligned_alloc",
 ];
 
-/// The real functions (0 until resolved). Written once at the first start, before any
-/// slot points at a hook; never cleared, so a hook always has somewhere to go.
-static REAL: [AtomicUsize; 6] = [
-    AtomicUsize::new(0),
-    AtomicUsize::new(0),
-    AtomicUsize::new(0),
-    AtomicUsize::new(0),
-    AtomicUsize::new(0),
-    AtomicUsize::new(0),
-];
+/// The real functions, by [`Func`] (`super::real_fns`).
+static REAL: RealFns<6> = RealFns::new();
 
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// Bytes between samples (one countdown shared by all threads, as upstream).
@@ -76,11 +69,11 @@ thread_local! {
 
 /// Sets the real function of `f` (from `dlsym`, at start).
 pub fn set_real(f: Func, addr: usize) {
-    REAL[f as usize].store(addr, Ordering::Release);
+    REAL.set(f as usize, addr);
 }
 
 pub fn real(f: Func) -> usize {
-    REAL[f as usize].load(Ordering::Acquire)
+    REAL.get(f as usize)
 }
 
 /// Our hook for `f`.

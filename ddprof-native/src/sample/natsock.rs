@@ -21,12 +21,13 @@
 
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::Ordering;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8};
 use std::sync::OnceLock;
 
 use super::alloc::{self as sampler, Sampled};
 use super::handler;
 use super::poisson::PoissonSampler;
+use super::real_fns::RealFns;
 use super::record::{EventKind, Socket};
 use crate::counters::Counter;
 use crate::memory::{Category, Mapped, Zeroable};
@@ -79,15 +80,8 @@ const BURST_EVENTS: u64 = 16;
 /// The highest interval the controller goes to (about 18 minutes of call time).
 const MAX_INTERVAL_NS: u64 = 1 << 40;
 
-static REAL: [AtomicUsize; 7] = [
-    AtomicUsize::new(0),
-    AtomicUsize::new(0),
-    AtomicUsize::new(0),
-    AtomicUsize::new(0),
-    AtomicUsize::new(0),
-    AtomicUsize::new(0),
-    AtomicUsize::new(0),
-];
+/// The real functions, by [`Func`].
+static REAL: RealFns<7> = RealFns::new();
 
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// Outbound (SEND, WRITE) and inbound (RECV, READ) call time.
@@ -99,11 +93,11 @@ static WINDOW_START: AtomicI64 = AtomicI64::new(0);
 static WINDOW_EVENTS: AtomicU64 = AtomicU64::new(0);
 
 pub fn set_real(f: Func, addr: usize) {
-    REAL[f as usize].store(addr, Ordering::Release);
+    REAL.set(f as usize, addr);
 }
 
 pub fn real(f: Func) -> usize {
-    REAL[f as usize].load(Ordering::Acquire)
+    REAL.get(f as usize)
 }
 
 /// Our hook for `f`.
@@ -233,20 +227,7 @@ fn classify(fd: c_int) -> Option<u8> {
     if ty != libc::SOCK_STREAM {
         return Some(OTHER);
     }
-    // SAFETY: zero is a valid sockaddr_storage.
-    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-    // SAFETY: `ss` is ours and `len` bytes long.
-    let rc = unsafe {
-        libc::getsockname(
-            fd,
-            (&mut ss as *mut libc::sockaddr_storage).cast(),
-            &mut len,
-        )
-    };
-    if rc != 0 {
-        return None;
-    }
+    let ss = address_of(fd, libc::getsockname)?;
     match c_int::from(ss.ss_family) {
         libc::AF_INET | libc::AF_INET6 => Some(TCP),
         _ => Some(OTHER),
@@ -342,22 +323,27 @@ pub fn v6_address(id: u32) -> Option<[u8; 16]> {
     Some(a)
 }
 
-/// The packed peer of a connected TCP socket, or None when `fd` has no IP peer (any more).
-fn peer_of(fd: c_int) -> Option<u64> {
+type GetName = unsafe extern "C" fn(c_int, *mut libc::sockaddr, *mut libc::socklen_t) -> c_int;
+
+/// The socket's own (`getsockname`) or its peer's (`getpeername`) address.
+fn address_of(fd: c_int, get: GetName) -> Option<libc::sockaddr_storage> {
     // SAFETY: zero is a valid sockaddr_storage.
     let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-    // SAFETY: `ss` is ours and `len` bytes long.
+    // SAFETY: `ss` is ours and `len` bytes long, as `get` (a libc address call) requires.
     let rc = unsafe {
-        libc::getpeername(
+        get(
             fd,
             (&mut ss as *mut libc::sockaddr_storage).cast(),
             &mut len,
         )
     };
-    if rc != 0 {
-        return None;
-    }
+    (rc == 0).then_some(ss)
+}
+
+/// The packed peer of a connected TCP socket, or None when `fd` has no IP peer (any more).
+fn peer_of(fd: c_int) -> Option<u64> {
+    let ss = address_of(fd, libc::getpeername)?;
     match c_int::from(ss.ss_family) {
         libc::AF_INET => {
             // SAFETY: the family says the storage holds a sockaddr_in.

@@ -149,9 +149,7 @@ class VmWalkerNativeFramesTest {
     @ParameterizedTest
     @ValueSource(strings = {"vm", "vmx", "fp", "dwarf"})
     void aJniLibraryLoadedAfterTheStartShowsItsCFrames(String cstack) throws Exception {
-        Path lib = CLibrary.compile(java.nio.file.Files.createDirectories(dir.resolve("lib")), "walker/late_spin",
-                "-O2", "-fomit-frame-pointer");
-        Assumptions.assumeTrue(lib != null, "no C compiler (cc) to build the test library");
+        Path lib = lateSpinLibrary();
         // fp and dwarf: AsyncGetCallTrace for the Java frames, our native unwinding for those above.
         String walker = cstack.startsWith("vm") ? cstack : "asgct";
         WalkerProfile p = WalkerProfile.record(dir, "latejni-" + cstack, "cpu=1ms,cstack=" + cstack, walker,
@@ -205,9 +203,7 @@ class VmWalkerNativeFramesTest {
     @ParameterizedTest
     @ValueSource(strings = {"vm", "dwarf"})
     void remotesymLeavesNativeFramesToTheBackend(String cstack) throws Exception {
-        Path lib = CLibrary.compile(java.nio.file.Files.createDirectories(dir.resolve("lib")), "walker/late_spin",
-                "-O2", "-fomit-frame-pointer", "-Wl,--build-id");
-        Assumptions.assumeTrue(lib != null, "no C compiler (cc) to build the test library");
+        Path lib = lateSpinLibrary();
         String walker = cstack.startsWith("vm") ? cstack : "asgct";
         String name = "remotesym-" + cstack;
         WalkerProfile.record(dir, name, "cpu=1ms,remotesym=true,cstack=" + cstack, walker,
@@ -244,6 +240,17 @@ class VmWalkerNativeFramesTest {
                 >= samples.size() * 9, "samples holding NativeFramesMain.lateSpin" + JfrReader.describe(samples, 3));
     }
 
+    /**
+     * {@code late_spin.c} built without frame pointers (and with a build id) for the workload to load
+     * after the start; skips the test without a C compiler.
+     */
+    private Path lateSpinLibrary() throws Exception {
+        Path lib = CLibrary.compile(java.nio.file.Files.createDirectories(dir.resolve("lib")), "walker/late_spin",
+                "-O2", "-fomit-frame-pointer", "-Wl,--build-id");
+        Assumptions.assumeTrue(lib != null, "no C compiler (cc) to build the test library");
+        return lib;
+    }
+
     /** [start, end) of {@code symbol} in {@code lib} by binutils' {@code nm -S}; null without nm. */
     private static long[] symbolRange(Path lib, String symbol) throws Exception {
         Process nm;
@@ -274,9 +281,7 @@ class VmWalkerNativeFramesTest {
     void aThreadNeverAttachedToTheJvmIsSampled(String modes) throws Exception {
         String cstack = modes.substring(0, modes.indexOf(','));
         String cpu = modes.substring(modes.indexOf(',') + 1);
-        Path lib = CLibrary.compile(java.nio.file.Files.createDirectories(dir.resolve("lib")), "walker/late_spin",
-                "-O2", "-fomit-frame-pointer");
-        Assumptions.assumeTrue(lib != null, "no C compiler (cc) to build the test library");
+        Path lib = lateSpinLibrary();
         WalkerProfile p = WalkerProfile.record(dir, "nativethread-" + cstack, cpu + ",cstack=" + cstack, cstack,
                 new ChildJvm().main(NativeFramesMain.class, "nativethread", "3000"), "nativethread", TIMEOUT,
                 "late-native", JfrReader.EXECUTION_SAMPLE, "-Dlate.lib=" + lib);
