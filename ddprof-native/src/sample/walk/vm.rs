@@ -18,7 +18,7 @@ use crate::sample::vm::codecache::{load_field, Blob, CodeCacheView, NmethodNames
 use crate::sample::vm::debuginfo::{
     self, ChainEnd, Encoding, NmethodScopes, PcDescCache, PcDescLayout, ScopeFormat, ScopeFrame,
 };
-use crate::sample::vm::layout::{self, VmLayout};
+use crate::sample::vm::layout::{self, CodeCacheGroup, VmLayout};
 use crate::sample::vm::SafeMemory;
 use crate::sample::vm::{current_thread, method, receiver};
 
@@ -357,7 +357,29 @@ impl VmWalker {
     }
 }
 
+/// Where a native unwind starts: the interrupted registers.
+fn cursor_of(regs: &Regs) -> native::Cursor {
+    native::Cursor {
+        pc: regs.pc,
+        sp: regs.sp,
+        fp: regs.fp,
+    }
+}
+
 impl VmWalker {
+    /// The code heaps, interpreter and call stub: read at setup, else once per walk (kept in
+    /// `fresh`, the caller's).
+    fn code_view<'a>(
+        &'a self,
+        cc: &CodeCacheGroup,
+        fresh: &'a mut Option<CodeCacheView>,
+    ) -> &'a CodeCacheView {
+        match &self.code {
+            Some(view) => view,
+            None => fresh.insert(cc.view()),
+        }
+    }
+
     /// For AsyncGetCallTrace, which walks Java frames only (`cstack=fp|dwarf|lbr`): the
     /// native frames above the interrupted thread's top Java frame, leaf first, into
     /// `frames` (recorded as `cstack=vm` records them, `native::Record::Leaf`). Returns how
@@ -371,20 +393,10 @@ impl VmWalker {
         let Some(regs) = Regs::from_context(uc) else {
             return (0, true);
         };
-        let fresh;
-        let code = match &self.code {
-            Some(view) => view,
-            None => {
-                fresh = cc.view();
-                &fresh
-            }
-        };
+        let mut fresh = None;
+        let code = self.code_view(cc, &mut fresh);
         let in_code = |pc: usize| code.contains(pc);
-        let top = native::Cursor {
-            pc: regs.pc,
-            sp: regs.sp,
-            fp: regs.fp,
-        };
+        let top = cursor_of(&regs);
         let mut n = 0usize;
         let Some(thread) = current_thread::java_thread() else {
             let bounds = native::thread_bounds(
@@ -433,24 +445,13 @@ impl VmWalker {
                 }
             }
         };
-        // The code heaps, interpreter and call stub: read at setup, else once per walk.
-        let fresh;
-        let code = match &self.code {
-            Some(view) => view,
-            None => {
-                fresh = cc.view();
-                &fresh
-            }
-        };
+        let mut fresh = None;
+        let code = self.code_view(cc, &mut fresh);
         // Native frames (native.rs): pcs outside the code cache are unwound by DWARF
         // rules and frame pointers; those above the top Java frame are recorded (all of
         // them with cstack=vmx), and threads without Java frames give their native stack.
         let in_code = |pc: usize| code.contains(pc);
-        let top = native::Cursor {
-            pc: regs.pc,
-            sp: regs.sp,
-            fp: regs.fp,
-        };
+        let top = cursor_of(&regs);
         let Some(thread) = current_thread::java_thread() else {
             if uc.is_none() {
                 return Err(reason::NOT_JAVA_THREAD);
