@@ -20,7 +20,9 @@ main() {
   echo "soak-ci.sh: commit $(git rev-parse --short HEAD), $n runs beside yes > /dev/null" | tee "$dir/SUMMARY"
   yes > /dev/null &
   local busy=$!
-  trap 'kill "$busy" 2>/dev/null || true' EXIT
+  # Expanded now: \$busy is local to main, gone when the EXIT trap runs (it left `yes` running).
+  # shellcheck disable=SC2064
+  trap "kill $busy 2>/dev/null || true" EXIT
   local i start result
   for i in $(seq 1 "$n"); do
     start=$(date +%s)
