@@ -20,7 +20,7 @@ main() {
   echo "soak-ci.sh: commit $(git rev-parse --short HEAD), $n runs beside yes > /dev/null" | tee "$dir/SUMMARY"
   yes > /dev/null &
   local busy=$!
-  # Expanded now: \$busy is local to main, gone when the EXIT trap runs (it left `yes` running).
+  # Expanded now: `busy` is local to main, gone when the EXIT trap runs (it left `yes` running).
   # shellcheck disable=SC2064
   trap "kill $busy 2>/dev/null || true" EXIT
   local i start result
