@@ -91,12 +91,7 @@ class VmWalkerNativeFramesTest {
     @Test
     void vmxRecordsLeafCallsWithoutAnchorAboveTheirJavaCaller() throws Exception {
         WalkerProfile p = profile("nanotime-vmx", "vmx", "nanotime", 2000);
-        long above = p.stacks.stream().filter(s -> {
-            int java = firstJava(s);
-            return java > 0 && s.get(0).isNative() && s.get(java).is(NativeFramesMain.class.getName(), "nanoLoop");
-        }).count();
-        assertTrue(above * 2 >= p.stacks.size(),
-                "samples with native frames above NativeFramesMain.nanoLoop: " + above + p.show());
+        assertNativeFramesAboveNanoLoop(p);
         assertTrue(p.counter("walkvm_native_recovered") > 0, "walks recovered by native unwinding" + p.show());
         // libc's clock_gettime has no frame pointer: its DWARF rule finds os::javaTimeNanos.
         assertTrue(p.counter("walkvm_native_dwarf_steps") > 0, "steps taken by DWARF rules" + p.show());
@@ -109,16 +104,8 @@ class VmWalkerNativeFramesTest {
      */
     @Test
     void vmRecordsTheNativeFramesAboveTheTopJavaFrameOnly() throws Exception {
-        WalkerProfile p = WalkerProfile.record(dir, "nanotime-vm", "cpu=1ms,cstack=vm", "vm",
-                new ChildJvm().main(NativeFramesMain.class, "nanotime", "2000"), "nanotime", TIMEOUT, WORKER,
-                JfrReader.EXECUTION_SAMPLE);
-        assertTrue(p.stacks.size() >= 50, "samples on " + WORKER + ": " + p.stacks.size() + "\n" + p.child);
-        long above = p.stacks.stream().filter(s -> {
-            int java = firstJava(s);
-            return java > 0 && s.get(0).isNative() && s.get(java).is(NativeFramesMain.class.getName(), "nanoLoop");
-        }).count();
-        assertTrue(above * 2 >= p.stacks.size(),
-                "samples with native frames above NativeFramesMain.nanoLoop: " + above + p.show());
+        WalkerProfile p = profile("nanotime-vm", "vm", "nanotime", 2000);
+        assertNativeFramesAboveNanoLoop(p);
         assertNoNativeFrameBelowJava(p);
         long inLoop = p.stacks.stream().filter(s -> indexOf(s, NativeFramesMain.class.getName(), "nanoLoop") >= 0)
                 .count();
@@ -128,6 +115,16 @@ class VmWalkerNativeFramesTest {
         assertTrue(unknown * 10 < p.stacks.size(), "samples with an unknown frame: " + unknown + p.show());
         assertTrue(p.counter("walkvm_native_recovered") * 2 >= p.stacks.size(),
                 "walks that found nanoLoop through native frames" + p.show());
+    }
+
+    /** Half the samples or more have native frames (the clock's C code) above NativeFramesMain.nanoLoop. */
+    private static void assertNativeFramesAboveNanoLoop(WalkerProfile p) {
+        long above = p.stacks.stream().filter(s -> {
+            int java = firstJava(s);
+            return java > 0 && s.get(0).isNative() && s.get(java).is(NativeFramesMain.class.getName(), "nanoLoop");
+        }).count();
+        assertTrue(above * 2 >= p.stacks.size(),
+                "samples with native frames above NativeFramesMain.nanoLoop: " + above + p.show());
     }
 
     /** Under cstack=vm no native frame stands below a Java frame: those between Java frames are vmx's. */
