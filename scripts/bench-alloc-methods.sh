@@ -28,9 +28,8 @@ main() {
   . "$ROOT/scripts/bench-common.sh"
   bench_prepare bench-alloc-methods "$build" || exit 1
   if [ "$upstream" != none ]; then
-    if mvn -q org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy \
-        -Dartifact="com.datadoghq:ddprof:$upstream" -DoutputDirectory="$BENCH_SNAP" >/dev/null 2>&1; then
-      props+=("-Dupstream=$BENCH_SNAP/ddprof-$upstream.jar")
+    if jar="$(bench_upstream "$upstream")"; then
+      props+=("-Dupstream=$jar")
     else
       echo "bench-alloc-methods.sh: com.datadoghq:ddprof:$upstream not available; its mode is left out" >&2
     fi

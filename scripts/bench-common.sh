@@ -25,3 +25,19 @@ bench_prepare() {
   cp "$lib_jar" "$BENCH_SNAP/ddprof.jar"
   BENCH_CP="$BENCH_SNAP/ddprof-bench.jar:$BENCH_SNAP/ddprof.jar"
 }
+
+# bench_peer_deps: appends ddprof-bench's own dependencies (async-profiler's jar, JMC's parser, JMH)
+# to BENCH_CP, for the children that run the peers. Ours is left out: BENCH_CP has its snapshot.
+bench_peer_deps() {
+  (cd "$ROOT" && mvn -q -f ddprof-bench/pom.xml dependency:build-classpath -DexcludeArtifactIds=ddprof \
+    -Dmdep.outputFile="$BENCH_SNAP/deps.txt" >/dev/null) || return 1
+  BENCH_CP="$BENCH_CP:$(cat "$BENCH_SNAP/deps.txt")"
+}
+
+# bench_upstream VERSION: fetches upstream java-profiler's jar (com.datadoghq:ddprof:VERSION, our
+# coordinates, so not a dependency) into BENCH_SNAP and prints its path; fails if it cannot.
+bench_upstream() {
+  (cd "$ROOT" && mvn -q org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy \
+    -Dartifact="com.datadoghq:ddprof:$1" -DoutputDirectory="$BENCH_SNAP" >/dev/null 2>&1) || return 1
+  echo "$BENCH_SNAP/ddprof-$1.jar"
+}

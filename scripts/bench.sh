@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 # The CPU-overhead benchmark (com.datadoghq.profiler.bench.OverheadBenchmark): builds the project,
-# then measures ddprof and the JDK's JFR against no profiler, each run in a fresh child JVM.
+# then measures ddprof, the JDK's JFR, async-profiler and upstream java-profiler against no profiler,
+# each run in a fresh child JVM.
 # See docs/benchmarks.md for what it measures and the latest results.
 #
-#   bash scripts/bench.sh [--no-build] [-Dkey=value ...]
+#   bash scripts/bench.sh [--no-build] [--upstream VERSION|none] [-Dkey=value ...]
 #
 # The JDK is $JAVA_HOME/bin/java if JAVA_HOME is set, else `java` on PATH; the children use the
 # same JDK unless -Djava=/path/to/bin/java says otherwise. Options (system properties):
 #   -Drounds=5          rounds; each round runs every (mode, threads) pair once, shuffled
-#   -Dmodes=none,ddprof-10ms,ddprof-1ms,jfr-10ms,jfr-1ms
+#   -Dmodes=none,ddprof-10ms,ddprof-1ms,jfr-10ms,jfr-1ms,asprof-{cpu,ctimer,itimer}-{10ms,1ms},upstream-{10ms,1ms}
 #                       modes; `none` is always added. ddprof-<interval> = start,cpu=<interval>
-#                       (ctimer); ddprof-itimer-<interval> = event=itimer; jfr-<interval> = JFR with
-#                       only jdk.ExecutionSample at that period
+#                       (ctimer at or above the tick, perf_events below); ddprof-itimer-<interval> =
+#                       event=itimer; jfr-<interval> = JFR with only jdk.ExecutionSample at that
+#                       period; asprof-<event>-<interval> = async-profiler 4.5 (a dependency of
+#                       ddprof-bench); upstream-<interval> = upstream java-profiler, start,cpu=<interval>
+#   --upstream VERSION|none
+#                       upstream java-profiler's version (1.22.0), fetched from Maven Central
 #   -Dthreads=1,2       busy-thread counts
 #   -Dwarmup=3 -Dmeasure=8
 #                       seconds of warm-up and of measurement per child JVM
@@ -31,7 +36,7 @@
 #   -Dbench.levelIters=500 -Dbench.leafIters=12500
 #                       work per op (~50 us on a 2020s x86 core), passed on to every child
 # --no-build skips `mvn -q -DskipTests install` (uses the jars already in */target).
-# Defaults take about 11 minutes (5 rounds x 10 runs x ~13 s), at most ~15 on a busy host.
+# Defaults take about 28 minutes (5 rounds x 26 runs x ~13 s); -Drounds=3 about 17.
 set -euo pipefail
 
 # All in one function, and the call and exit on one line: bash reads the file as it goes, so this
@@ -41,19 +46,30 @@ main() {
   cd "$ROOT"
 
   build=1
+  upstream=1.22.0
   props=()
-  for a in "$@"; do
-    case "$a" in
+  while [ $# -gt 0 ]; do
+    case "$1" in
       --no-build) build=0 ;;
-      -D*) props+=("$a") ;;
-      -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
-      *) echo "bench.sh: unknown argument $a (try --help)" >&2; exit 2 ;;
+      --upstream) upstream="$2"; shift ;;
+      -D*) props+=("$1") ;;
+      -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
+      *) echo "bench.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
     esac
+    shift
   done
 
   # shellcheck disable=SC1091
   . "$ROOT/scripts/bench-common.sh"
   bench_prepare ddprof-bench "$build" || exit 1
+  bench_peer_deps || { echo "bench.sh: cannot resolve ddprof-bench's dependencies (the peers)" >&2; exit 1; }
+  if [ "$upstream" != none ]; then
+    if jar="$(bench_upstream "$upstream")"; then
+      props+=("-Dupstream=$jar")
+    else
+      echo "bench.sh: com.datadoghq:ddprof:$upstream not available; its modes are left out" >&2
+    fi
+  fi
 
   echo "bench.sh: $("$JAVA" -version 2>&1 | head -1); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg);" \
     "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (dirty tree)')"

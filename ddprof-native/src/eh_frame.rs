@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::elf::{executable_files, u32_at, Elf};
+use crate::elf::{u32_at, Elf};
 use crate::sample::walk::dwarf::{self, Lib, Row, Table, CFA_RBP, CFA_RSP, CFA_UNKNOWN, FP_SAME};
 
 /// Serialises builds and publications.
@@ -22,8 +22,8 @@ pub fn refresh() -> usize {
     let _mem = crate::memory::scope(crate::memory::Category::NativeSymbols);
     let _guard = BUILD.lock().unwrap_or_else(|e| e.into_inner());
     let started = std::time::Instant::now();
-    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
-    let libs = executable_files(&maps);
+    let snapshot = crate::mappings::current();
+    let libs = &snapshot.files;
     let key: Vec<(String, u64)> = libs.iter().map(|l| (l.path.clone(), l.start)).collect();
     {
         let current = dwarf::read();

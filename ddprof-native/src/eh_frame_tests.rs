@@ -1,4 +1,5 @@
 use super::*;
+use crate::elf::executable_files;
 use crate::sample::walk::dwarf::{publish, read};
 use std::sync::atomic::Ordering;
 

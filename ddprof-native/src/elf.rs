@@ -150,6 +150,7 @@ fn executable_mappings_keeping(maps: &str, own: Option<((u64, u64), u64, &str)>)
 }
 
 /// An executable file as mapped: the span of its executable mappings and the first one.
+#[derive(Clone, Debug)]
 pub struct MappedFile {
     pub path: String,
     pub start: u64,
@@ -161,9 +162,14 @@ pub struct MappedFile {
 
 /// The executable files of a `/proc/<pid>/maps` text, once each, in order of first mapping.
 pub fn executable_files(maps: &str) -> Vec<MappedFile> {
+    executable_files_of(&executable_mappings(maps))
+}
+
+/// [`executable_files`] of mappings already read.
+pub fn executable_files_of(mappings: &[Mapping]) -> Vec<MappedFile> {
     let mut out: Vec<MappedFile> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
-    for m in executable_mappings(maps) {
+    for m in mappings {
         match index.get(&m.path) {
             Some(&i) => {
                 if let Some(f) = out.get_mut(i) {
@@ -178,7 +184,7 @@ pub fn executable_files(maps: &str) -> Vec<MappedFile> {
                     end: m.end,
                     exec_start: m.start,
                     exec_offset: m.offset,
-                    path: m.path,
+                    path: m.path.clone(),
                 });
             }
         }

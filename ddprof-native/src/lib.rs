@@ -16,6 +16,7 @@ pub mod imports;
 pub mod jfr;
 pub mod jvmti;
 pub mod log;
+pub mod mappings;
 pub mod memory;
 pub mod methods;
 pub mod nativemem;

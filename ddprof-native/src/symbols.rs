@@ -18,13 +18,11 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::{Arc, Mutex};
 
-use crate::elf::{
-    executable_mappings, u16_at, u32_at, u64_at, Elf, Load, Mapping, SHT_DYNSYM, SHT_SYMTAB,
-};
+use crate::elf::{u16_at, u32_at, u64_at, Elf, Load, Mapping, SHT_DYNSYM, SHT_SYMTAB};
 
 /// Names per dump: pc -> name, over one snapshot of the mappings.
 pub struct Symbolizer {
-    maps: Vec<Mapping>,
+    maps: std::sync::Arc<crate::mappings::Snapshot>,
     names: HashMap<u64, String>,
 }
 
@@ -37,9 +35,8 @@ impl Default for Symbolizer {
 impl Symbolizer {
     pub fn new() -> Symbolizer {
         let _mem = crate::memory::scope(crate::memory::Category::NativeSymbols);
-        let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
         Symbolizer {
-            maps: executable_mappings(&maps),
+            maps: crate::mappings::current(),
             names: HashMap::new(),
         }
     }
@@ -57,7 +54,11 @@ impl Symbolizer {
     /// The file mapped at `pc` and the ELF virtual address `pc` has in it (what a symbolizer of
     /// that file, given its build id, looks up), or None outside every file.
     pub fn locate(&self, pc: u64) -> Option<(&str, u64)> {
-        let m = self.maps.iter().find(|m| m.start <= pc && pc < m.end)?;
+        let m = self
+            .maps
+            .mappings
+            .iter()
+            .find(|m| m.start <= pc && pc < m.end)?;
         let vaddr = match table_of(&m.path) {
             Some(t) => t.vaddr_of(pc, m),
             None => pc - m.start + m.offset,
@@ -66,7 +67,12 @@ impl Symbolizer {
     }
 
     fn lookup(&self, pc: u64) -> String {
-        let Some(m) = self.maps.iter().find(|m| m.start <= pc && pc < m.end) else {
+        let Some(m) = self
+            .maps
+            .mappings
+            .iter()
+            .find(|m| m.start <= pc && pc < m.end)
+        else {
             return dladdr_name(pc).unwrap_or_else(|| format!("0x{pc:x}"));
         };
         let lib = m.path.rsplit('/').next().unwrap_or(&m.path);
@@ -122,6 +128,15 @@ fn table_of(path: &str) -> Option<Arc<Table>> {
         .entry(path.to_string())
         .or_insert_with(|| Table::read(path).map(Arc::new))
         .clone()
+}
+
+/// Reads the tables of every executable file mapped now that has not been read yet, so that
+/// a dump finds them ready (on the library watcher's thread).
+pub fn preload() {
+    let _mem = crate::memory::scope(crate::memory::Category::NativeSymbols);
+    for f in &crate::mappings::current().files {
+        table_of(&f.path);
+    }
 }
 
 const STT_FUNC: u8 = 2;

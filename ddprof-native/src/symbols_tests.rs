@@ -70,7 +70,10 @@ fn names_a_function_of_this_process_from_its_symbol_table() {
 #[test]
 fn a_pc_in_no_file_is_an_address() {
     let mut s = Symbolizer {
-        maps: Vec::new(),
+        maps: std::sync::Arc::new(crate::mappings::Snapshot {
+            mappings: Vec::new(),
+            files: Vec::new(),
+        }),
         names: HashMap::new(),
     };
     assert_eq!(s.name(0x10), "0x10");

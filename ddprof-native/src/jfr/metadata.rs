@@ -6,6 +6,7 @@
 
 use super::buffer::{patch_padded_varint, put_long, put_string, put_varint, PADDED_VARINT_LEN};
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 pub const T_METADATA: i64 = 0;
 pub const T_CPOOL: i64 = 1;
@@ -824,23 +825,62 @@ fn write_element(out: &mut Vec<u8>, strings: &mut StringTable, e: &Element) {
 
 /// Appends the metadata event (type 0) describing `layout`.
 pub fn write_metadata_event(out: &mut Vec<u8>, start_ticks: i64, layout: &Layout) {
-    let mut strings = StringTable::default();
-    let mut body = Vec::with_capacity(16 * 1024);
-    write_element(&mut body, &mut strings, &tree(layout));
-
     let start = out.len();
     out.extend_from_slice(&[0; PADDED_VARINT_LEN]);
     put_long(out, T_METADATA);
     put_long(out, start_ticks);
     put_long(out, 0); // duration
     put_long(out, 1); // metadata id
-    put_varint(out, strings.strings.len() as u64);
-    for s in &strings.strings {
-        put_string(out, s);
-    }
-    out.extend_from_slice(&body);
+    out.extend_from_slice(&metadata_body(layout));
     let size = u32::try_from(out.len() - start).expect("metadata larger than 4 GiB");
     patch_padded_varint(out, start, size);
+}
+
+/// The metadata event after its header (string table and element tree), which depends on the
+/// layout only: built once per layout and kept (building the tree was a sixth of a small
+/// dump's time). [`warm`] builds a session's layouts at its start.
+fn metadata_body(layout: &Layout) -> Arc<Vec<u8>> {
+    type Built = (Vec<String>, bool, Arc<Vec<u8>>);
+    /// Layouts kept: a session has two (with and without `flushInterval`).
+    const KEPT: usize = 4;
+    static BUILT: Mutex<Vec<Built>> = Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, _, body)) = built
+        .iter()
+        .find(|(a, f, _)| a.as_slice() == layout.attributes && *f == layout.flush_interval)
+    {
+        return body.clone();
+    }
+    let mut strings = StringTable::default();
+    let mut tree_bytes = Vec::with_capacity(16 * 1024);
+    write_element(&mut tree_bytes, &mut strings, &tree(layout));
+    let mut body = Vec::with_capacity(tree_bytes.len() + 8 * 1024);
+    put_varint(&mut body, strings.strings.len() as u64);
+    for s in &strings.strings {
+        put_string(&mut body, s);
+    }
+    body.extend_from_slice(&tree_bytes);
+    let body = Arc::new(body);
+    if built.len() == KEPT {
+        built.remove(0);
+    }
+    built.push((
+        layout.attributes.to_vec(),
+        layout.flush_interval,
+        body.clone(),
+    ));
+    body
+}
+
+/// Builds the metadata of a session with these context attributes now, so that its first
+/// dump finds it built.
+pub fn warm(attributes: &[String]) {
+    for flush_interval in [true, false] {
+        metadata_body(&Layout {
+            attributes,
+            flush_interval,
+        });
+    }
 }
 
 /// Looks a type up by id.

@@ -23,6 +23,7 @@ mod tests;
 
 pub use buffer::MAX_STRING_BYTES;
 pub use chunk::ChunkBuilder;
+pub use metadata::warm as warm_metadata;
 
 /// Event type ids (docs/jfr-format.md 7), declared once in the metadata they describe.
 pub use metadata::{

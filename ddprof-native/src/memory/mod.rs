@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 pub use allocator::{CountingAllocator, LARGE, TAG};
 pub use category::{Category, Kind};
 pub use malloc::{allocator, arena, header, probe_header, Allocator, MallInfo2};
-pub use mapped::{resident, Mapped, Zeroable};
+pub use mapped::{measure_resident, resident, Mapped, Zeroable};
 pub use scope::{current, scope, thread_allocations, Scope};
 pub use tally::{flush, of, snapshot, total, Figures};
 
@@ -31,6 +31,8 @@ const FAMILIES: [&str; 4] = [
     "native_mem_chunk_overhead_bytes",
 ];
 const RESIDENT: &str = "native_mem_resident_bytes";
+/// Oldest resident-page figures a chunk reports (see `refresh`).
+const RESIDENT_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(2);
 
 const fn mapped_categories() -> usize {
     let mut n = 0;
@@ -136,7 +138,13 @@ pub fn refresh(sample: bool) {
         counters::set_gauge(2 * n + i, avg);
         counters::set_gauge(3 * n + i, overhead(*cat, f, &per));
     }
-    let resident = resident();
+    // A chunk's figures may be a moment old (the library watcher measures about once a
+    // second); a caller of getDebugCounters gets them measured now.
+    let resident = if sample {
+        mapped::resident_recent(RESIDENT_MAX_AGE)
+    } else {
+        measure_resident()
+    };
     for (j, c) in Category::ALL
         .iter()
         .filter(|c| c.kind() == Kind::Mapped)

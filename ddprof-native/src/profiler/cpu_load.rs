@@ -36,8 +36,11 @@ pub fn sample() -> Option<(f32, f32, f32)> {
     };
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    // glibc reads /sys/devices/system/cpu/online for this: once per process.
+    static CPUS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
     // SAFETY: as above.
-    let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as f64;
+    let cpus =
+        *CPUS.get_or_init(|| unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as f64);
     let mut last = LAST.lock();
     let previous = last.unwrap_or_else(|| {
         // No earlier event: average since the process started (machine: since boot).

@@ -549,25 +549,17 @@ fn write_system_info(chunk: &mut ChunkBuilder, args: &Args, ticks: i64) {
     let jvmti = vm::jvmti();
     let prop = |k: &str| jvmti.and_then(|j| j.system_property(k)).unwrap_or_default();
     if args.jfr_mask & NO_SYSTEM_INFO == 0 {
-        chunk.os_information(ticks, &os_version());
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as i32;
-        let cpu = cpu_model();
-        chunk.cpu_information(ticks, &cpu, &cpu, cores, cores);
-        let cmdline = std::fs::read("/proc/self/cmdline").unwrap_or_default();
-        let args_text = cmdline
-            .split(|b| *b == 0)
-            .filter(|a| !a.is_empty())
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect::<Vec<_>>()
-            .join(" ");
+        let host = Host::get();
+        chunk.os_information(ticks, &host.os_version);
+        chunk.cpu_information(ticks, &host.cpu, &host.cpu, host.cores, host.cores);
         chunk.jvm_information(
             ticks,
             &prop("java.vm.name"),
             &format!("{} ({})", prop("java.vm.version"), prop("java.vm.info")),
-            &args_text,
+            &host.command_line,
             "",
             &prop("sun.java.command"),
-            jvm_start_ms(),
+            host.start_ms,
             std::process::id() as i64,
         );
     }
@@ -584,6 +576,50 @@ fn write_system_info(chunk: &mut ChunkBuilder, args: &Args, ticks: i64) {
             let build_id = build_id_of(&name, base);
             chunk.native_library(ticks, &name, base, top, &build_id, base);
         }
+    }
+}
+
+/// Reads now what the first dump would otherwise read (on the library watcher's thread, at
+/// start and after a library change): the host facts, each library's build id and, where
+/// native frames are recorded, the symbol tables.
+pub fn prepare(symbols: bool) {
+    Host::get();
+    for f in &crate::mappings::current().files {
+        build_id_of(&f.path, f.start);
+    }
+    if symbols {
+        crate::symbols::preload();
+    }
+}
+
+/// What every chunk repeats about the machine and the process, read once: each of these is a
+/// file read or a cgroup walk (`available_parallelism`), none changes while the JVM runs.
+struct Host {
+    os_version: String,
+    cpu: String,
+    cores: i32,
+    command_line: String,
+    start_ms: i64,
+}
+
+impl Host {
+    fn get() -> &'static Host {
+        static HOST: std::sync::OnceLock<Host> = std::sync::OnceLock::new();
+        HOST.get_or_init(|| {
+            let cmdline = std::fs::read("/proc/self/cmdline").unwrap_or_default();
+            Host {
+                os_version: os_version(),
+                cpu: cpu_model(),
+                cores: std::thread::available_parallelism().map_or(1, |n| n.get()) as i32,
+                command_line: cmdline
+                    .split(|b| *b == 0)
+                    .filter(|a| !a.is_empty())
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                start_ms: jvm_start_ms(),
+            }
+        })
     }
 }
 
@@ -661,10 +697,10 @@ fn build_id_of(path: &str, base: u64) -> String {
 }
 
 fn native_libraries() -> Vec<(String, u64, u64)> {
-    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
-    crate::elf::executable_files(&maps)
-        .into_iter()
-        .map(|f| (f.path, f.start, f.end))
+    crate::mappings::current()
+        .files
+        .iter()
+        .map(|f| (f.path.clone(), f.start, f.end))
         .collect()
 }
 

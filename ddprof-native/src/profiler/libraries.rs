@@ -2,7 +2,9 @@
 //! [`PERIOD`] rather than at the next dump: the DWARF rules the native unwinder reads, and
 //! the import-slot hooks of `nativemem` and `natsock`, then cover it from its first samples.
 //! The same thread has the CPU engine adopt new threads the JVM never told us about (native
-//! threads never attached) every [`ADOPT_EVERY`] polls.
+//! threads never attached) and drop the timers of threads gone without a ThreadEnd, and
+//! measures our mappings' resident pages, every [`ADOPT_EVERY`] polls: work the dump did
+//! before, off its path (`dump::prepare` is the same for what the first dump would read).
 //!
 //! A thread (`ddprof-libraries`) polls glibc's count of objects added and removed
 //! (`dlpi_adds`/`dlpi_subs` of `dl_iterate_phdr`, read from the first object: one call that
@@ -10,7 +12,6 @@
 //! hooking `dlopen`: glibc resolves a relative name against the RUNPATH of the object that
 //! called `dlopen`, which a hook in between would make this library.
 
-use std::ffi::c_void;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -28,6 +29,10 @@ pub const ADOPT_EVERY: u32 = 5;
 pub struct Refresh {
     /// The native unwinder's DWARF rules (`crate::eh_frame`): with the VM walker.
     pub unwind_rules: bool,
+    /// The symbol tables native frames are named from (`crate::symbols`), read here rather
+    /// than by the first dump that meets a library's frame: libjvm's takes milliseconds. (The
+    /// build ids and host facts every dump writes are read here in any mode: `dump::prepare`.)
+    pub symbols: bool,
     /// The CPU engine, whose `adopt` arms threads started without a ThreadStart.
     pub engine: Option<Arc<dyn crate::engine::Engine>>,
 }
@@ -42,32 +47,6 @@ pub struct Watcher {
     thread: Option<JoinHandle<()>>,
 }
 
-/// `dlpi_adds + dlpi_subs` as glibc reports them, or None where the loader does not (an old
-/// or other libc passing a shorter `dl_phdr_info`).
-pub fn loader_changes() -> Option<u64> {
-    unsafe extern "C" fn first(
-        info: *mut libc::dl_phdr_info,
-        size: usize,
-        data: *mut c_void,
-    ) -> i32 {
-        let wanted =
-            std::mem::offset_of!(libc::dl_phdr_info, dlpi_subs) + std::mem::size_of::<u64>();
-        if size >= wanted {
-            // SAFETY: `info` is the loader's for this call and, per `size`, holds both counts;
-            // `data` is the `Option<u64>` below.
-            unsafe {
-                let i = &*info;
-                *data.cast::<Option<u64>>() = Some(i.dlpi_adds.wrapping_add(i.dlpi_subs));
-            }
-        }
-        1
-    }
-    let mut out: Option<u64> = None;
-    // SAFETY: the callback only reads the entry it is given and writes `out`.
-    unsafe { libc::dl_iterate_phdr(Some(first), (&mut out as *mut Option<u64>).cast()) };
-    out
-}
-
 fn refresh(what: &Refresh) {
     Counter::LibraryRefreshes.inc();
     if what.unwind_rules {
@@ -76,13 +55,14 @@ fn refresh(what: &Refresh) {
     }
     crate::nativemem::rescan();
     crate::natsock::rescan();
+    super::dump::prepare(what.symbols);
 }
 
 impl Watcher {
     /// Starts the thread; None (logged) where the loader gives no counts or no thread can be made,
     /// and the dumps alone refresh (and threads never attached are not sampled).
     pub fn start(what: Refresh) -> Option<Watcher> {
-        let mut seen = loader_changes()?;
+        let mut seen = crate::mappings::loader_changes()?;
         let control = Arc::new(Control {
             running: Mutex::new(true),
             wake: Condvar::new(),
@@ -91,26 +71,31 @@ impl Watcher {
         let mut polls = 0u32;
         let spawned = std::thread::Builder::new()
             .name("ddprof-libraries".into())
-            .spawn(move || loop {
-                let running = c.running.lock().unwrap_or_else(|e| e.into_inner());
-                let (running, _) = c
-                    .wake
-                    .wait_timeout(running, PERIOD)
-                    .unwrap_or_else(|e| e.into_inner());
-                if !*running {
-                    return;
-                }
-                drop(running);
-                if let Some(now) = loader_changes() {
-                    if now != seen {
-                        seen = now;
-                        refresh(&what);
+            .spawn(move || {
+                super::dump::prepare(what.symbols);
+                loop {
+                    let running = c.running.lock().unwrap_or_else(|e| e.into_inner());
+                    let (running, _) = c
+                        .wake
+                        .wait_timeout(running, PERIOD)
+                        .unwrap_or_else(|e| e.into_inner());
+                    if !*running {
+                        return;
                     }
-                }
-                polls = polls.wrapping_add(1);
-                if polls.is_multiple_of(ADOPT_EVERY) {
-                    if let Some(e) = &what.engine {
-                        e.adopt();
+                    drop(running);
+                    if let Some(now) = crate::mappings::loader_changes() {
+                        if now != seen {
+                            seen = now;
+                            refresh(&what);
+                        }
+                    }
+                    polls = polls.wrapping_add(1);
+                    if polls.is_multiple_of(ADOPT_EVERY) {
+                        if let Some(e) = &what.engine {
+                            e.adopt();
+                            e.prune();
+                        }
+                        crate::memory::measure_resident();
                     }
                 }
             });
@@ -139,27 +124,5 @@ impl Drop for Watcher {
         if let Some(h) = self.thread.take() {
             let _ = h.join();
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn loading_a_library_moves_the_loaders_count() {
-        let Some(before) = loader_changes() else {
-            return; // not glibc
-        };
-        // SAFETY: loading and unloading a system library with no constructors of interest.
-        let h =
-            unsafe { libc::dlopen(c"libutil.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-        if h.is_null() {
-            return;
-        }
-        let after = loader_changes().unwrap_or(before);
-        // SAFETY: the handle dlopen gave.
-        unsafe { libc::dlclose(h) };
-        assert_ne!(before, after);
     }
 }

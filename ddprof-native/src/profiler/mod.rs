@@ -330,9 +330,13 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
             warnings.push(e);
         }
     }
+    // The JFR metadata of this session's chunks, built now rather than by the first dump.
+    crate::jfr::warm_metadata(&args.attributes);
     // Libraries loaded from now on: unwind rules and hooks within a moment, not at the next dump.
     let libraries = libraries::Watcher::start(libraries::Refresh {
         unwind_rules: walker == WalkerKind::Vm || native_top,
+        // The modes that record native frames (C frames at the top of stacks, native stacks).
+        symbols: walker == WalkerKind::Vm || native_top,
         engine: Some(engine.clone()),
     });
     for w in &warnings {
@@ -756,7 +760,9 @@ fn write_chunk(
     session.chunk_start_nanos = end_nanos;
     session.chunk_start_ticks = end_ticks;
     threads::prune(epoch);
-    session.engine.prune();
+    if session.libraries.is_none() {
+        session.engine.prune(); // else the library watcher does, about once a second
+    }
     counters::Counter::DumpCount.inc();
     counters::Counter::DumpNanosLast.set(t0.elapsed().as_nanos() as i64);
     counters::Counter::DumpAllocationsLast

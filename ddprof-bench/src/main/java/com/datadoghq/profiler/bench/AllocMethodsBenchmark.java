@@ -1,7 +1,6 @@
 package com.datadoghq.profiler.bench;
 
 import java.io.BufferedReader;
-import java.io.File;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -10,7 +9,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.stream.Collectors;
 
 /**
  * Native memory of allocation profiling over many distinct allocating methods (docs/benchmarks.md,
@@ -36,15 +34,14 @@ public final class AllocMethodsBenchmark {
         String methods = System.getProperty("methods", "500");
         String perMethod = System.getProperty("perMethod", "524288");
         List<String> modes = BenchSupport.modes("modes", "none,lazy,true" + (upstream.isEmpty() ? "" : ",upstream"));
-        // The benchmark classes without ddprof-lib, for upstream's jar to take its place.
-        String benchOnly = Arrays.stream(cp.split(File.pathSeparator))
-                .filter(e -> !e.contains("ddprof-lib")).collect(Collectors.joining(File.pathSeparator));
+        // Upstream's jar in place of ours (the same class names).
+        String upstreamCp = upstream.isEmpty() ? "" : BenchSupport.classPathWith(upstream);
         Map<String, List<Map<String, Long>>> runs = new HashMap<>();
         for (int round = 1; round <= rounds; round++) {
             for (String mode : modes) {
                 List<String> cmd = new ArrayList<>(Arrays.asList(java, "-Xms256m", "-Xmx256m",
                         "-XX:NativeMemoryTracking=summary", "-cp",
-                        mode.equals("upstream") ? benchOnly + File.pathSeparator + upstream : cp,
+                        mode.equals("upstream") ? upstreamCp : cp,
                         AllocMethodsWorker.class.getName(), mode, classes, methods, perMethod));
                 ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
                 // Both profilers honour it: every sampled method is seen in a run of seconds, as a

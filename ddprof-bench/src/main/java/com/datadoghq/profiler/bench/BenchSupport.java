@@ -384,6 +384,29 @@ final class BenchSupport {
         return String.format(Locale.ROOT, "%+.2f", kb / 1024.0);
     }
 
+    /**
+     * This JVM's class path without the entry our {@code JavaProfiler} was loaded from, followed by
+     * {@code peerJar}: for a child that runs upstream's library, which has the same class names. Found by
+     * the class's code source, not by a file name (the scripts run copies of the jars).
+     */
+    static String classPathWith(String peerJar) {
+        String ours;
+        try {
+            ours = Paths.get(JavaProfiler.class.getProtectionDomain().getCodeSource().getLocation().toURI())
+                    .toAbsolutePath().normalize().toString();
+        } catch (java.net.URISyntaxException e) {
+            throw new IllegalStateException(e);
+        }
+        List<String> kept = new ArrayList<>();
+        for (String e : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
+            if (!e.isEmpty() && !Paths.get(e).toAbsolutePath().normalize().toString().equals(ours)) {
+                kept.add(e);
+            }
+        }
+        kept.add(peerJar);
+        return String.join(java.io.File.pathSeparator, kept);
+    }
+
     static List<String> modes(String property, String dflt) {
         List<String> m = new ArrayList<>();
         for (String s : System.getProperty(property, dflt).split(",")) {

@@ -23,7 +23,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.ToDoubleFunction;
 
 /**
- * CPU overhead of ddprof beside the JDK's own JFR, on a CPU-bound workload ({@link CpuWorkload}).
+ * CPU overhead of ddprof beside the JDK's own JFR, async-profiler and upstream java-profiler, on a
+ * CPU-bound workload ({@link CpuWorkload}).
  *
  * <p>Every measurement runs in a fresh child JVM ({@link OverheadWorker}) so each mode gets an
  * identical clean JVM. A round runs every (mode, threads) pair once, in shuffled order; each
@@ -37,9 +38,12 @@ import java.util.function.ToDoubleFunction;
  * <p>System properties (all optional):
  * <ul>
  *   <li>{@code rounds} (5): rounds of all modes</li>
- *   <li>{@code modes} ({@code none,ddprof-10ms,ddprof-1ms,jfr-10ms,jfr-1ms}): {@code none} is
- *       always added; {@code ddprof-itimer-<interval>} selects ddprof's itimer engine; extra ddprof
- *       options follow a colon, {@code ;}-separated ({@code ddprof-1ms:cstack=fp})</li>
+ *   <li>{@code modes} ({@code none,ddprof-10ms,ddprof-1ms,jfr-10ms,jfr-1ms}, plus
+ *       {@code asprof-{cpu,ctimer,itimer}-{10ms,1ms}} when async-profiler's jar is on the class path and
+ *       {@code upstream-{10ms,1ms}} with {@code upstream}): {@code none} is always added;
+ *       {@code ddprof-itimer-<interval>} selects ddprof's itimer engine; extra ddprof options follow a
+ *       colon, {@code ;}-separated ({@code ddprof-1ms:cstack=fp}); see {@link OverheadWorker}</li>
+ *   <li>{@code upstream} (none): upstream java-profiler's jar, run in place of ours in its modes</li>
  *   <li>{@code threads} ({@code 1,2}): busy-thread counts</li>
  *   <li>{@code warmup} (3) and {@code measure} (8): seconds per child</li>
  *   <li>{@code seed} (time): shuffle seed</li>
@@ -64,6 +68,10 @@ import java.util.function.ToDoubleFunction;
  */
 public final class OverheadBenchmark {
     private static final String DEFAULT_MODES = "none,ddprof-10ms,ddprof-1ms,jfr-10ms,jfr-1ms";
+    /** Added to the default modes when the peers are there (async-profiler's jar, {@code -Dupstream}). */
+    private static final String ASPROF_MODES =
+            "asprof-cpu-10ms,asprof-cpu-1ms,asprof-ctimer-10ms,asprof-ctimer-1ms,asprof-itimer-10ms,asprof-itimer-1ms";
+    private static final String UPSTREAM_MODES = "upstream-10ms,upstream-1ms";
 
     /** The child JVM running now, stopped with us if we are interrupted or killed. */
     private static volatile Process current;
@@ -113,7 +121,10 @@ public final class OverheadBenchmark {
         double minShare = Double.parseDouble(System.getProperty("minShare", "0.9"));
         long quietWaitMs = (long) (Double.parseDouble(System.getProperty("quietWait", "30")) * 1000);
         long quietBudgetMs = (long) (Double.parseDouble(System.getProperty("quietBudget", "120")) * 1000);
-        List<String> modes = new ArrayList<>(Arrays.asList(System.getProperty("modes", DEFAULT_MODES).split(",")));
+        String upstream = System.getProperty("upstream", "");
+        String defaultModes = DEFAULT_MODES + (hasAsyncProfiler() ? "," + ASPROF_MODES : "")
+                + (upstream.isEmpty() ? "" : "," + UPSTREAM_MODES);
+        List<String> modes = new ArrayList<>(Arrays.asList(System.getProperty("modes", defaultModes).split(",")));
         modes.replaceAll(String::trim);
         modes.removeIf(String::isEmpty);
         if (!modes.contains("none")) {
@@ -138,6 +149,7 @@ public final class OverheadBenchmark {
             }
         }
         String classpath = System.getProperty("java.class.path");
+        String upstreamClasspath = upstream.isEmpty() ? "" : BenchSupport.classPathWith(upstream);
 
         String from = System.getProperty("from");
         if (from != null) {
@@ -163,6 +175,16 @@ public final class OverheadBenchmark {
             return;
         }
 
+        for (String mode : modes) {
+            if (mode.startsWith("upstream") && upstream.isEmpty()) {
+                throw new IllegalArgumentException("mode " + mode + " needs -Dupstream=/path/ddprof-X.jar "
+                        + "(scripts/bench.sh fetches com.datadoghq:ddprof:1.22.0)");
+            }
+            if (mode.startsWith("asprof") && !hasAsyncProfiler()) {
+                throw new IllegalArgumentException("mode " + mode + " needs async-profiler's jar on the class path "
+                        + "(tools.profiler:async-profiler, a dependency of ddprof-bench)");
+            }
+        }
         int perRound = modes.size() * threadCounts.size();
         System.out.printf(Locale.ROOT, "# overhead benchmark: %d rounds x %d runs, warmup %.0f s, measure %.0f s, "
                         + "seed %d (est. %.1f min)%n", rounds, perRound, warmup, measure, seed,
@@ -188,14 +210,15 @@ public final class OverheadBenchmark {
             Collections.shuffle(order, random);
             for (String[] job : order) {
                 quietBudgetMs -= waitForQuietHost(Math.min(quietWaitMs, quietBudgetMs));
-                Run run = runChild(java, jvmArgs, classpath, job[0], Integer.parseInt(job[1]), warmup, measure);
+                String cp = job[0].startsWith("upstream") ? upstreamClasspath : classpath;
+                Run run = runChild(java, jvmArgs, cp, job[0], Integer.parseInt(job[1]), warmup, measure);
                 for (int retry = 1; retry <= retries && retryBudget > 0 && run.cpuShare() < minShare; retry++) {
                     retryBudget--;
                     System.out.printf(Locale.ROOT, "round %d %-18s threads=%d got %.2f of its CPU (load %s): "
                             + "host busy, run again (%d/%d, %d reruns left)%n", round, run.mode, run.threads,
                             run.cpuShare(), run.load, retry, retries, retryBudget);
                     quietBudgetMs -= waitForQuietHost(Math.min(quietWaitMs, quietBudgetMs));
-                    Run again = runChild(java, jvmArgs, classpath, job[0], Integer.parseInt(job[1]), warmup, measure);
+                    Run again = runChild(java, jvmArgs, cp, job[0], Integer.parseInt(job[1]), warmup, measure);
                     if (again.cpuShare() > run.cpuShare()) {
                         run = again;
                     }
@@ -216,6 +239,15 @@ public final class OverheadBenchmark {
         }
         System.out.println();
         System.out.print(summary(runs, modes, threadCounts, measure));
+    }
+
+    private static boolean hasAsyncProfiler() {
+        try {
+            Class.forName("one.profiler.AsyncProfiler", false, OverheadBenchmark.class.getClassLoader());
+            return true;
+        } catch (ClassNotFoundException e) {
+            return false;
+        }
     }
 
     private static Run runChild(String java, List<String> jvmArgs, String classpath, String mode, int threads,

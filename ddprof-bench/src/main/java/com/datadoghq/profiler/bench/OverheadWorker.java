@@ -2,9 +2,22 @@ package com.datadoghq.profiler.bench;
 
 import com.datadoghq.profiler.JavaProfiler;
 
+import one.profiler.AsyncProfiler;
+
+import org.openjdk.jmc.common.item.IItem;
+import org.openjdk.jmc.common.item.IItemCollection;
+import org.openjdk.jmc.common.item.IItemIterable;
+import org.openjdk.jmc.common.item.IMemberAccessor;
+import org.openjdk.jmc.common.unit.IQuantity;
+import org.openjdk.jmc.common.unit.UnitLookup;
+import org.openjdk.jmc.flightrecorder.JfrAttributes;
+import org.openjdk.jmc.flightrecorder.JfrLoaderToolkit;
+
+import java.io.InputStream;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.time.Instant;
 import java.util.HashMap;
 import java.util.Locale;
@@ -28,7 +41,11 @@ import jdk.jfr.consumer.RecordingFile;
  * default ctimer engine); {@code ddprof-itimer-<interval>} ({@code event=itimer}); either may
  * carry extra ddprof options after a colon, {@code ;}-separated ({@code ddprof-1ms:cstack=fp});
  * {@code jfr-<interval>} (a {@code jdk.jfr.Recording} with only {@code jdk.ExecutionSample}
- * enabled at that period, every other event off).
+ * enabled at that period, every other event off); the peers: {@code asprof-<event>-<interval>}
+ * (async-profiler's {@code event=cpu|ctimer|itimer}, JFR output, its library taken from its jar on the
+ * class path) and {@code upstream-<interval>} (upstream java-profiler's {@code start,cpu=<interval>}: the
+ * parent puts upstream's jar on the class path in place of ours, same class names; its samples are
+ * counted from its dump with JMC's parser, since {@code jdk.jfr.consumer} cannot read its recordings).
  */
 public final class OverheadWorker {
     private static final int SLOT = 16; // longs per thread in the ops array: 128 bytes apart
@@ -81,7 +98,7 @@ public final class OverheadWorker {
             w.join();
         }
 
-        long samples = profiler.hasCounters()
+        long samples = after.samples >= 0
                 ? after.samples - before.samples
                 : profiler.countSamples(before.instant, after.instant);
         long walkNs = profiler.hasCounters() ? after.walkNs - before.walkNs : -1;
@@ -98,7 +115,7 @@ public final class OverheadWorker {
         kv(line, "native_dump_ns", profiler.nativeDumpNs());
         kv(line, "walk_max_ns", profiler.hasCounters() ? after.walkMaxNs : -1);
         kv(line, "walker", profiler.walker());
-        kv(line, "dump_bytes", profiler.enabled() ? Files.size(dir.resolve("dump.jfr")) : -1);
+        kv(line, "dump_bytes", profiler.enabled() ? Files.size(profiler.dumped(dir.resolve("dump.jfr"))) : -1);
         kv(line, "sink", sink & 1);
         System.out.println(line);
         System.out.flush();
@@ -138,9 +155,9 @@ public final class OverheadWorker {
             for (int t = 0; t < threads; t++) {
                 s.ops += ops.get(t * SLOT);
             }
+            s.samples = profiler.liveSamples();
             if (profiler.hasCounters()) {
                 Map<String, Long> c = profiler.counters();
-                s.samples = c.getOrDefault("samples", 0L);
                 s.walkNs = c.getOrDefault("unwinding_ticks_async", 0L);
                 s.walkMaxNs = c.getOrDefault("unwinding_ns_max", 0L);
             }
@@ -171,11 +188,23 @@ public final class OverheadWorker {
             if (m.startsWith("jfr-")) {
                 return new Jfr(m.substring("jfr-".length()), dir);
             }
+            if (m.startsWith("asprof-") && m.indexOf('-', "asprof-".length()) > 0) {
+                int dash = m.indexOf('-', "asprof-".length());
+                return new Asprof(m.substring("asprof-".length(), dash), m.substring(dash + 1), dir);
+            }
+            if (m.startsWith("upstream-")) {
+                return new Upstream(m.substring("upstream-".length()), dir);
+            }
             throw new IllegalArgumentException("unknown mode " + mode);
         }
 
         boolean enabled() {
             return true;
+        }
+
+        /** Where {@link #dump} wrote when asked for {@code requested}. */
+        Path dumped(Path requested) {
+            return requested;
         }
 
         abstract void start() throws Exception;
@@ -184,8 +213,14 @@ public final class OverheadWorker {
 
         abstract void stop() throws Exception;
 
+        /** ddprof's debug counters (walk time), if this profiler has them. */
         boolean hasCounters() {
             return false;
+        }
+
+        /** Samples taken so far by a live count, or -1: then {@link #countSamples} reads the recording. */
+        long liveSamples() {
+            return -1;
         }
 
         Map<String, Long> counters() {
@@ -279,6 +314,11 @@ public final class OverheadWorker {
         }
 
         @Override
+        long liveSamples() {
+            return profiler.getDebugCounters().getOrDefault("samples", 0L);
+        }
+
+        @Override
         long nativeDumpNs() {
             return nativeDumpNs;
         }
@@ -352,6 +392,133 @@ public final class OverheadWorker {
         void cleanUp(Path dir) throws Exception {
             recording.close();
             super.cleanUp(dir);
+        }
+    }
+
+    /** async-profiler 4.x through its Java API, recording JFR; {@code getSamples()} counts live. */
+    private static final class Asprof extends Profiler {
+        private final String event;
+        private final String interval;
+        private final Path dir;
+        private AsyncProfiler profiler;
+
+        Asprof(String event, String interval, Path dir) {
+            this.event = event;
+            this.interval = interval;
+            this.dir = dir;
+        }
+
+        @Override
+        void start() throws Exception {
+            profiler = AsyncProfiler.getInstance(library(dir).toString());
+            profiler.execute("start,event=" + event + ",interval=" + nanos(interval) + ",jfr,file="
+                    + dir.resolve("asprof.jfr"));
+        }
+
+        /** The jar's own library for this machine, copied out (a library cannot load from a jar). */
+        private static Path library(Path dir) throws Exception {
+            String arch = System.getProperty("os.arch").equals("aarch64") ? "linux-arm64" : "linux-x64";
+            Path lib = dir.resolve("libasyncProfiler.so");
+            try (InputStream in = AsyncProfiler.class.getResourceAsStream("/" + arch + "/libasyncProfiler.so")) {
+                if (in == null) {
+                    throw new IllegalStateException("no " + arch + "/libasyncProfiler.so in async-profiler's jar");
+                }
+                Files.copy(in, lib, StandardCopyOption.REPLACE_EXISTING);
+            }
+            return lib;
+        }
+
+        /** async-profiler's {@code dump} writes the recording to the file given at start, whatever it is told. */
+        @Override
+        void dump(Path file) throws Exception {
+            profiler.execute("dump,jfr");
+        }
+
+        @Override
+        Path dumped(Path requested) {
+            return dir.resolve("asprof.jfr");
+        }
+
+        @Override
+        void stop() throws Exception {
+            profiler.execute("stop");
+        }
+
+        @Override
+        long liveSamples() {
+            return profiler.getSamples();
+        }
+    }
+
+    /** Upstream java-profiler: whichever {@code JavaProfiler} the class path holds (the parent puts its jar there). */
+    private static final class Upstream extends Profiler {
+        private final String interval;
+        private final Path dir;
+        private JavaProfiler profiler;
+        private Path dumped;
+
+        Upstream(String interval, Path dir) {
+            this.interval = interval;
+            this.dir = dir;
+        }
+
+        @Override
+        void start() throws Exception {
+            profiler = JavaProfiler.getInstance();
+            profiler.execute("start,cpu=" + interval + ",file=" + dir.resolve("upstream.jfr"));
+        }
+
+        @Override
+        void dump(Path file) {
+            profiler.dump(file);
+            dumped = file;
+        }
+
+        @Override
+        void stop() {
+            profiler.stop();
+        }
+
+        @Override
+        long countSamples(Instant from, Instant to) throws Exception {
+            long fromNs = from.getEpochSecond() * 1_000_000_000L + from.getNano();
+            long toNs = to.getEpochSecond() * 1_000_000_000L + to.getNano();
+            IItemCollection events = JfrLoaderToolkit.loadEvents(dumped.toFile());
+            long n = 0;
+            for (IItemIterable items : events) {
+                if (!items.getType().getIdentifier().equals("datadog.ExecutionSample")) {
+                    continue;
+                }
+                IMemberAccessor<IQuantity, IItem> start = JfrAttributes.START_TIME.getAccessor(items.getType());
+                for (IItem item : items) {
+                    long t = start.getMember(item).clampedLongValueIn(UnitLookup.EPOCH_NS);
+                    if (t >= fromNs && t <= toNs) {
+                        n++;
+                    }
+                }
+            }
+            return n;
+        }
+    }
+
+    /** "10ms", "100us", "1s" or plain nanoseconds, in nanoseconds. */
+    static long nanos(String interval) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(\\d+)(ns|us|ms|s)?")
+                .matcher(interval.trim().toLowerCase(Locale.ROOT));
+        if (!m.matches()) {
+            throw new IllegalArgumentException("bad interval " + interval);
+        }
+        long n = Long.parseLong(m.group(1));
+        String unit = m.group(2) == null ? "ns" : m.group(2);
+        switch (unit) {
+            case "us":
+                return n * 1_000L;
+            case "ms":
+                return n * 1_000_000L;
+            case "s":
+                return n * 1_000_000_000L;
+            default:
+                return n;
         }
     }
 }
