@@ -6,12 +6,14 @@
 # the local Maven repository on first use. Results: docs/benchmarks.md ("Lazy method IDs", "A real
 # workload").
 #
-#   bash scripts/bench-kotlin.sh [--no-build] [-Dkey=value ...]
+#   bash scripts/bench-kotlin.sh [--no-build] [--upstream=VERSION|none] [-Dkey=value ...]
 #
-# Options (system properties): -Drounds=3 -Dkt.files=40 -Dkt.compiles=3 -Dkt.modes=none,true,false,lazy
+# Upstream java-profiler (com.datadoghq:ddprof:1.22.0 from Maven Central, its default method IDs) runs
+# as mode `upstream` in place of ours. Options (system properties): -Drounds=3 -Dkt.files=40
+# -Dkt.compiles=3 -Dkt.modes=none,true,false,lazy,upstream
 # -Dkt.settle=5500 -Dkotlin.version=2.2.21 -DjvmArgs="..." -Dseed=N, and the quiet-host wait of
 # bench-lazy.sh (-DquietWait=20 -DquietBudget=60 -DquietCpu=0.3).
-# About 15 minutes with the defaults on a quiet 2-CPU host (12 fresh JVMs of about a minute each).
+# About 19 minutes with the defaults on a quiet 2-CPU host (15 fresh JVMs of about a minute each).
 set -euo pipefail
 
 main() {
@@ -20,12 +22,14 @@ main() {
   build=1
   props=()
   version=2.2.21
+  upstream=1.22.0
   for a in "$@"; do
     case "$a" in
       --no-build) build=0 ;;
+      --upstream=*) upstream="${a#--upstream=}" ;;
       -Dkotlin.version=*) version="${a#-Dkotlin.version=}" ;;
       -D*) props+=("$a") ;;
-      -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+      -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
       *) echo "bench-kotlin.sh: unknown argument $a (try --help)" >&2; exit 2 ;;
     esac
   done
@@ -50,6 +54,13 @@ main() {
 POM
   mvn -q -f "$kdir/pom.xml" dependency:build-classpath -Dmdep.outputFile="$kdir/cp.txt" >/dev/null
   kcp="$(cat "$kdir/cp.txt")"
+  if [ "$upstream" != none ]; then
+    if jar="$(bench_upstream "$upstream")"; then
+      props+=("-Dupstream=$jar")
+    else
+      echo "bench-kotlin.sh: com.datadoghq:ddprof:$upstream not available; its mode is left out" >&2
+    fi
+  fi
 
   echo "bench-kotlin.sh: kotlin-compiler-embeddable $version; $("$JAVA" -version 2>&1 | head -1); $(nproc) CPUs;" \
     "kernel $(uname -r); load $(cut -d' ' -f1-3 /proc/loadavg);" \

@@ -79,8 +79,8 @@ impl Symbolizer {
         match table_of(&m.path) {
             Some(t) => {
                 let vaddr = t.vaddr_of(pc, m);
-                match t.symbol_at(vaddr) {
-                    Some(raw) => demangle(&raw),
+                match t.function_at(vaddr) {
+                    Some(name) => name,
                     None => format!("{lib}+0x{vaddr:x}"),
                 }
             }
@@ -116,6 +116,9 @@ pub struct Table {
     /// (address, size, name offset in the string table).
     syms: Vec<(u64, u32, u32)>,
     loads: Vec<Load>,
+    /// Demangled names by name offset, as dumps ask for them: many pcs share a function, and
+    /// reading a name from the file and demangling it was most of naming a native frame.
+    demangled: parking_lot::Mutex<HashMap<u32, String>>,
 }
 
 static TABLES: Mutex<Option<HashMap<String, Option<Arc<Table>>>>> = Mutex::new(None);
@@ -123,11 +126,13 @@ static TABLES: Mutex<Option<HashMap<String, Option<Arc<Table>>>>> = Mutex::new(N
 /// The table of the file at `path`, read on first use (None: not a readable ELF file).
 fn table_of(path: &str) -> Option<Arc<Table>> {
     let mut tables = TABLES.lock().unwrap_or_else(|e| e.into_inner());
-    tables
-        .get_or_insert_with(HashMap::new)
-        .entry(path.to_string())
-        .or_insert_with(|| Table::read(path).map(Arc::new))
-        .clone()
+    let tables = tables.get_or_insert_with(HashMap::new);
+    if let Some(t) = tables.get(path) {
+        return t.clone();
+    }
+    let t = Table::read(path).map(Arc::new);
+    tables.insert(path.to_string(), t.clone());
+    t
 }
 
 /// Reads the tables of every executable file mapped now that has not been read yet, so that
@@ -183,6 +188,7 @@ impl Table {
             strtab_offset: str_off,
             strtab_size: str_size,
             syms,
+            demangled: parking_lot::Mutex::new(HashMap::new()),
         })
     }
 
@@ -200,12 +206,24 @@ impl Table {
 
     /// The raw (mangled) name of the function whose `[value, value + size)` holds `vaddr`.
     pub fn symbol_at(&self, vaddr: u64) -> Option<String> {
+        self.name_at(self.name_offset_at(vaddr)?)
+    }
+
+    /// [`Self::symbol_at`], demangled; kept for the next pc of the same function.
+    pub fn function_at(&self, vaddr: u64) -> Option<String> {
+        let offset = self.name_offset_at(vaddr)?;
+        if let Some(name) = self.demangled.lock().get(&offset) {
+            return Some(name.clone());
+        }
+        let name = demangle(&self.name_at(offset)?);
+        self.demangled.lock().insert(offset, name.clone());
+        Some(name)
+    }
+
+    fn name_offset_at(&self, vaddr: u64) -> Option<u32> {
         let i = self.syms.partition_point(|s| s.0 <= vaddr).checked_sub(1)?;
         let (value, size, name) = *self.syms.get(i)?;
-        if vaddr >= value.saturating_add(u64::from(size)) {
-            return None;
-        }
-        self.name_at(name)
+        (vaddr < value.saturating_add(u64::from(size))).then_some(name)
     }
 
     fn name_at(&self, offset: u32) -> Option<String> {

@@ -686,9 +686,12 @@ pub fn dump_to(jni: *mut JNIEnv, path: &Path) -> Result<(), Error> {
     open_output(&session.file.clone(), true)
 }
 
+/// Whether `a` and `b` name one file (through symbolic or hard links too): by device and
+/// inode, two `stat` calls where resolving both paths took one per component.
 fn same_file(a: &Path, b: &Path) -> bool {
-    match (a.canonicalize(), b.canonicalize()) {
-        (Ok(x), Ok(y)) => x == y,
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
         _ => a == b,
     }
 }

@@ -5,7 +5,7 @@
 use super::super::hint_cache::HintCache;
 use super::codecache::load_field;
 use super::layout::MethodGroup;
-use crate::sample::safe_access::{load_u8, load_usize};
+use crate::sample::safe_access::load_usize;
 
 /// ACC_NATIVE in `Method::_access_flags`.
 const ACC_NATIVE: i64 = 0x0100;
@@ -140,8 +140,10 @@ pub fn symbol(m: &MethodGroup, sym: usize) -> Option<String> {
     let raw = load_field(sym, m.symbol.length)? as u64;
     let len = (raw >> m.symbol.length_shift) as usize & 0xffff;
     let body = sym.checked_add(m.symbol.body)?;
-    let bytes: Option<Vec<u8>> = (0..len).map(|i| load_u8(body + i)).collect();
-    Some(String::from_utf8_lossy(&bytes?).into_owned())
+    // Eight bytes per protected load: a dump reads thousands of names.
+    let mut bytes = vec![0u8; len];
+    crate::sample::safe_access::copy(&mut bytes, body).then_some(())?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 #[cfg(test)]

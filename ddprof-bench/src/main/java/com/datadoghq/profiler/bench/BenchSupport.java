@@ -66,14 +66,17 @@ final class BenchSupport {
 
     /**
      * Starts ddprof with {@code fjmethodid=<mode>}, or nothing for {@code none} (the library is then
-     * not even loaded). Prints what {@code execute} said beyond the usual to stderr.
+     * not even loaded); {@code upstream} starts whichever library the class path holds with no
+     * {@code fjmethodid} (the parent puts upstream's jar there). Prints what {@code execute} said beyond the usual to stderr.
      */
     static JavaProfiler startProfiler(String mode, String options, Path dir) throws IOException {
         if (mode.equals("none")) {
             return null;
         }
         JavaProfiler p = JavaProfiler.getInstance();
-        String r = p.execute("start," + options + ",fjmethodid=" + mode + ",file=" + dir.resolve("profile.jfr"));
+        // upstream: upstream's jar is on the class path in place of ours, with its default method IDs.
+        String ids = mode.equals("upstream") ? "" : ",fjmethodid=" + mode;
+        String r = p.execute("start," + options + ids + ",file=" + dir.resolve("profile.jfr"));
         if (r != null && !r.trim().equals("Profiling started")) {
             System.err.println("[" + mode + "] execute: " + r.trim());
         }
@@ -230,6 +233,11 @@ final class BenchSupport {
 
         /** The command line of a child: JVM options, classpath, main class, its arguments. */
         List<String> child(List<String> jvmArgs, Class<?> main, Object... args) {
+            return child(classpath, jvmArgs, main, args);
+        }
+
+        /** {@link #child(List, Class, Object...)} on another class path (upstream's jar in place of ours). */
+        List<String> child(String classpath, List<String> jvmArgs, Class<?> main, Object... args) {
             List<String> c = new ArrayList<>(jvmArgs);
             c.add("-cp");
             c.add(classpath);

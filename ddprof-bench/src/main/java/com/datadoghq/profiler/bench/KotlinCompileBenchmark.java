@@ -25,7 +25,12 @@ public final class KotlinCompileBenchmark {
     public static void main(String[] args) throws Exception {
         int files = Integer.getInteger("kt.files", 40);
         int compiles = Integer.getInteger("kt.compiles", 3);
-        List<String> modes = BenchSupport.modes("kt.modes", "none,true,false,lazy");
+        String upstream = System.getProperty("upstream", "");
+        List<String> modes = BenchSupport.modes("kt.modes", "none,true,false,lazy" + (upstream.isEmpty() ? "" : ",upstream"));
+        if (modes.contains("upstream") && upstream.isEmpty()) {
+            throw new IllegalArgumentException("mode upstream needs -Dupstream=/path/ddprof-X.jar");
+        }
+        String upstreamCp = upstream.isEmpty() ? "" : BenchSupport.classPathWith(upstream);
         if (!modes.contains("none")) {
             modes.add(0, "none");
         }
@@ -37,7 +42,9 @@ public final class KotlinCompileBenchmark {
         List<String> jvm = rounds.jvmArgs("-XX:NativeMemoryTracking=summary", "-Xms512m", "-Xmx512m",
                 "-Dsettle=" + Long.getLong("kt.settle", 5500), "-Dkotlin.cp=" + cp);
         List<BenchSupport.Run> runs = rounds.run(modes,
-                mode -> rounds.child(jvm, KotlinCompileWorker.class, mode, files, compiles));
+                mode -> mode.equals("upstream")
+                        ? rounds.child(upstreamCp, jvm, KotlinCompileWorker.class, mode, files, compiles)
+                        : rounds.child(jvm, KotlinCompileWorker.class, mode, files, compiles));
 
         System.out.println();
         System.out.printf(Locale.ROOT, "Kotlin compiler, %d generated files compiled %d times in one JVM, cpu=10ms,"
