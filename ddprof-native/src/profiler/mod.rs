@@ -178,6 +178,9 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
             sigaction_message(e)
         ));
     }
+    // The JFR metadata of this session's chunks, built now rather than by the first dump (and
+    // before the memory peaks start again: building it is transient memory of the start).
+    crate::jfr::warm_metadata(&args.attributes);
     if reset {
         // Tables first: clearing them takes their traces off the counters zeroed next.
         recorder.reset();
@@ -330,8 +333,6 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
             warnings.push(e);
         }
     }
-    // The JFR metadata of this session's chunks, built now rather than by the first dump.
-    crate::jfr::warm_metadata(&args.attributes);
     // Libraries loaded from now on: unwind rules and hooks within a moment, not at the next dump.
     let libraries = libraries::Watcher::start(libraries::Refresh {
         unwind_rules: walker == WalkerKind::Vm || native_top,
