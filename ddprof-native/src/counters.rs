@@ -50,6 +50,10 @@ counters! {
     PerfMergedPeriods => "perf_merged_periods",
     PerfReenabled => "perf_reenabled",
     PerfSamplesDeferred => "perf_samples_deferred",
+    // Kernel frames of perf_events samples recorded, and threads whose ring buffer could not
+    // be mapped (they are sampled without kernel frames).
+    PerfKernelFrames => "perf_kernel_frames",
+    PerfRingFailed => "perf_ring_failed",
     // The effective CPU engine (1 = CTimer, 2 = ITimer, 3 = PerfEvents, 0 = none), whether
     // the requested one was refused (1) and ctimer took over, and the achieved samples per
     // CPU-second of the process in the last chunk (a busy thread's samples per second).

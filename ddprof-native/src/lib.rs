@@ -15,6 +15,7 @@ pub mod hotspot;
 pub mod imports;
 pub mod jfr;
 pub mod jvmti;
+pub mod kallsyms;
 pub mod log;
 pub mod mappings;
 pub mod memory;

@@ -456,16 +456,6 @@ fn boottime_ns() -> u64 {
         .wrapping_add(ts.tv_nsec as u64)
 }
 
-fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 {
-        p as usize
-    } else {
-        4096
-    }
-}
-
 const MFD_CLOEXEC: libc::c_uint = 1;
 const MFD_ALLOW_SEALING: libc::c_uint = 2;
 const MFD_NOEXEC_SEAL: libc::c_uint = 8;
@@ -571,7 +561,7 @@ pub fn publish(ctx: &ProcessContext) -> Result<(), &'static str> {
             p.previous = Some(old);
         }
         None => {
-            let len = page_size();
+            let len = crate::memory::page_size();
             let header = map_page(len)?;
             // SAFETY: a fresh zeroed page of ours, large enough for the header; nobody reads
             // it before published_at_ns is non-zero.

@@ -51,6 +51,9 @@ const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
 const ATTR_DISABLED: u64 = 1 << 0;
 const ATTR_EXCLUDE_KERNEL: u64 = 1 << 5;
 const ATTR_EXCLUDE_HV: u64 = 1 << 6;
+const ATTR_EXCLUDE_CALLCHAIN_USER: u64 = 1 << 22;
+/// `PERF_SAMPLE_CALLCHAIN`: each overflow writes the (kernel) callchain to the fd's ring.
+const PERF_SAMPLE_CALLCHAIN: u64 = 1 << 5;
 const F_SETSIG: c_int = 10;
 const F_SETOWN_EX: c_int = 15;
 const F_OWNER_TID: c_int = 0;
@@ -60,6 +63,14 @@ const F_OWNER_TID: c_int = 0;
 /// ctimer's floor is the tick; this one is 100 µs. Weights stay in units of the requested
 /// interval, so that weight times interval is still the CPU time.
 pub const MIN_PERIOD_NS: u64 = 100_000;
+
+/// Whether the running session's perf_events samples carry kernel frames (false when none runs).
+static KERNEL_FRAMES: AtomicBool = AtomicBool::new(false);
+
+/// Whether the running session's perf_events samples carry kernel frames.
+pub fn kernel_frames_on() -> bool {
+    KERNEL_FRAMES.load(Ordering::Relaxed)
+}
 
 /// `struct perf_event_attr` up to `config1` (`PERF_ATTR_SIZE_VER0`, 64 bytes), which
 /// every kernel with perf_events accepts.
@@ -93,8 +104,12 @@ pub struct PerfEvents {
     exhausted: AtomicBool,
     /// Simulated errno (test-only), 0 = none.
     fail_errno: AtomicI32,
-    /// tid -> fd, the engine's own bookkeeping (the handler reads `sample::perf`).
-    fds: Mutex<HashMap<i32, c_int>>,
+    /// tid -> fd and ring, the engine's own bookkeeping (the handler reads `sample::perf`).
+    fds: Mutex<HashMap<i32, slots::Armed>>,
+    /// Kernel callchains asked for (not `alluser`): tried at start.
+    want_kernel: AtomicBool,
+    /// This session's events collect kernel callchains into per-thread rings.
+    kernel: AtomicBool,
 }
 
 fn errno() -> c_int {
@@ -104,6 +119,44 @@ fn errno() -> c_int {
 fn close(fd: c_int) {
     // SAFETY: closing an fd we opened and took out of the table.
     unsafe { libc::close(fd) };
+}
+
+fn ring_bytes() -> usize {
+    let n = slots::RING_PAGES * crate::memory::page_size();
+    slots::set_ring_bytes(n);
+    n
+}
+
+/// Unmaps (if any) and closes a thread's event, once nothing can read either.
+fn release(a: slots::Armed) {
+    if a.ring != 0 {
+        // SAFETY: a ring this engine mapped for `a.fd`, out of the table, no handler in it.
+        unsafe { libc::munmap(a.ring as *mut libc::c_void, ring_bytes()) };
+    }
+    close(a.fd);
+}
+
+/// Maps `fd`'s ring buffer (0 when the kernel refuses: perf_event_mlock_kb for unprivileged
+/// users, counted in `perf_ring_failed`; the thread is then sampled without kernel frames).
+fn map_ring(fd: c_int) -> usize {
+    // SAFETY: a shared read-write mapping of our own perf fd, of the size perf requires
+    // (1 + 2^n pages); nothing else refers to it until it is published.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            ring_bytes(),
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        Counter::PerfRingFailed.inc();
+        0
+    } else {
+        p as usize
+    }
 }
 
 /// `/proc/sys/kernel/perf_event_paranoid`, None where perf_events is absent.
@@ -147,8 +200,11 @@ fn parse_errno(v: &str) -> c_int {
 }
 
 /// Opens a cpu-clock event counting `tid`'s CPU time, overflowing every `period_ns`,
-/// disabled until `arm_fd`.
-fn open_event(tid: i32, period_ns: u64, fail: c_int) -> Result<c_int, c_int> {
+/// disabled until `arm_fd`. `kernel`: overflows in kernel mode too, each writing its kernel
+/// callchain to the fd's ring (perf_event_paranoid 1 or less, or CAP_PERFMON); else user
+/// space only, which paranoid 2 (the common default) permits. The count includes kernel
+/// time either way.
+fn open_event(tid: i32, period_ns: u64, fail: c_int, kernel: bool) -> Result<c_int, c_int> {
     if fail != 0 {
         return Err(fail);
     }
@@ -157,11 +213,13 @@ fn open_event(tid: i32, period_ns: u64, fail: c_int) -> Result<c_int, c_int> {
         size: std::mem::size_of::<PerfEventAttr>() as u32,
         config: PERF_COUNT_SW_CPU_CLOCK,
         sample_period: period_ns,
-        sample_type: 0,
+        sample_type: if kernel { PERF_SAMPLE_CALLCHAIN } else { 0 },
         read_format: 0,
-        // User space only: kernel frames are not collected, and paranoid 2 (the common
-        // default) refuses anything else. The count still includes kernel time.
-        flags: ATTR_DISABLED | ATTR_EXCLUDE_KERNEL | ATTR_EXCLUDE_HV,
+        flags: if kernel {
+            ATTR_DISABLED | ATTR_EXCLUDE_HV | ATTR_EXCLUDE_CALLCHAIN_USER
+        } else {
+            ATTR_DISABLED | ATTR_EXCLUDE_KERNEL | ATTR_EXCLUDE_HV
+        },
         wakeup_events: 0,
         bp_type: 0,
         config1: 0,
@@ -208,7 +266,7 @@ impl PerfEvents {
     pub fn probe(&self, interval_ns: u64) -> Result<(), String> {
         let fail = self.fail_errno.load(Ordering::Relaxed);
         let tid = crate::sample::context::gettid();
-        match open_event(tid, interval_ns.max(MIN_PERIOD_NS), fail) {
+        match open_event(tid, interval_ns.max(MIN_PERIOD_NS), fail, false) {
             Ok(fd) => {
                 close(fd);
                 Ok(())
@@ -222,6 +280,39 @@ impl PerfEvents {
         }
     }
 
+    /// Asks for kernel frames (the session's `alluser` is off); takes effect at `start`.
+    pub fn want_kernel_frames(&self, want: bool) {
+        self.want_kernel.store(want, Ordering::Relaxed);
+    }
+
+    /// Whether this session's samples carry kernel frames (after `start`).
+    pub fn kernel_frames(&self) -> bool {
+        self.kernel.load(Ordering::Relaxed)
+    }
+
+    /// Whether kernel callchains can be had here: the kernel lets this thread open such an
+    /// event and map its ring, and `/proc/kallsyms` shows addresses to name them by. Err: why
+    /// not, for the log and `status`.
+    pub fn kernel_permitted(&self, period_ns: u64) -> Result<(), String> {
+        let tid = crate::sample::context::gettid();
+        let fd = open_event(tid, period_ns, 0, true).map_err(|e| {
+            format!(
+                "perf_event_open with kernel callchains refused: {} (perf_event_paranoid={})",
+                std::io::Error::from_raw_os_error(e),
+                paranoid().map_or("absent".to_string(), |p| p.to_string())
+            )
+        })?;
+        let ring = map_ring(fd);
+        release(slots::Armed { fd, ring });
+        if ring == 0 {
+            return Err("the kernel refused the ring buffer (perf_event_mlock_kb)".into());
+        }
+        if !crate::kallsyms::readable() {
+            return Err("/proc/kallsyms shows no addresses (kptr_restrict)".into());
+        }
+        Ok(())
+    }
+
     /// Opens and arms `tid`'s fd if the engine is armed; under the fds' lock, which `stop`
     /// takes to disarm (as ctimer). Err(errno) when the open or set-up failed.
     fn arm(&self, tid: i32) -> Result<(), c_int> {
@@ -230,7 +321,8 @@ impl PerfEvents {
             return Ok(());
         }
         let period = self.interval_ns.load(Ordering::Relaxed);
-        let fd = match open_event(tid, period, self.fail_errno.load(Ordering::Relaxed)) {
+        let kernel = self.kernel.load(Ordering::Relaxed);
+        let fd = match open_event(tid, period, self.fail_errno.load(Ordering::Relaxed), kernel) {
             Ok(fd) => fd,
             Err(e) => {
                 if e == libc::EMFILE || e == libc::ENFILE {
@@ -248,22 +340,26 @@ impl PerfEvents {
                 return Err(e);
             }
         };
+        let armed = slots::Armed {
+            fd,
+            ring: if kernel { map_ring(fd) } else { 0 },
+        };
         if let Err(e) = route_to_thread(fd, tid) {
-            close(fd);
+            release(armed);
             Counter::PerfOpenFailed.inc();
             return Err(e);
         }
-        match slots::publish(tid, fd) {
+        match slots::publish(tid, armed.fd, armed.ring) {
             Ok(old) => {
                 // A reused tid still had the dead thread's fd: that thread cannot be in a
                 // handler, and this thread is not in one here.
                 if let Some(old) = old {
                     fds.remove(&tid);
-                    close(old);
+                    release(old);
                 }
             }
             Err(slots::NoRoom) => {
-                close(fd);
+                release(armed);
                 Counter::PerfOpenFailed.inc();
                 return Err(libc::ERANGE);
             }
@@ -272,28 +368,28 @@ impl PerfEvents {
         if unsafe { libc::ioctl(fd, IOC_ENABLE, 0) } != 0 {
             let e = errno();
             slots::take(tid);
-            close(fd);
+            release(armed);
             Counter::PerfOpenFailed.inc();
             return Err(e);
         }
-        fds.insert(tid, fd);
+        fds.insert(tid, armed);
         Counter::PerfThreadsArmed.set(fds.len() as i64);
         Ok(())
     }
 
     /// Takes `victims` out of the table and closes them once no handler can be reading one.
-    fn close_all(&self, victims: Vec<(i32, c_int)>) {
+    fn close_all(&self, victims: Vec<(i32, slots::Armed)>) {
         if victims.is_empty() {
             return;
         }
-        for &(tid, fd) in &victims {
+        for &(tid, a) in &victims {
             slots::take(tid);
             // SAFETY: disabling our own perf fd; no more overflows from it.
-            unsafe { libc::ioctl(fd, IOC_DISABLE, 0) };
+            unsafe { libc::ioctl(a.fd, IOC_DISABLE, 0) };
         }
         if handler::wait_for_handlers() {
-            for (_, fd) in victims {
-                close(fd);
+            for (_, a) in victims {
+                release(a);
             }
         } else {
             // A handler stuck past the drain bound might still read one: leaking an fd is
@@ -316,6 +412,18 @@ impl Engine for PerfEvents {
             Ordering::Relaxed,
         );
         self.probe(period)?;
+        let kernel = self.want_kernel.load(Ordering::Relaxed)
+            && match self.kernel_permitted(period) {
+                Ok(()) => true,
+                Err(why) => {
+                    log::info(&format!(
+                        "perf_events: samples without kernel frames: {why}"
+                    ));
+                    false
+                }
+            };
+        self.kernel.store(kernel, Ordering::Relaxed);
+        KERNEL_FRAMES.store(kernel, Ordering::Relaxed);
         raise_nofile();
         let room = slots::init(pid_max());
         if room < pid_max() {
@@ -350,11 +458,12 @@ impl Engine for PerfEvents {
     }
 
     fn stop(&self) {
-        let victims: Vec<(i32, c_int)> = {
+        let victims: Vec<(i32, slots::Armed)> = {
             let mut fds = self.fds.lock();
             self.armed.store(false, Ordering::Release);
             fds.drain().collect()
         };
+        KERNEL_FRAMES.store(false, Ordering::Relaxed);
         self.close_all(victims);
         Counter::PerfThreadsArmed.set(0);
     }
@@ -375,9 +484,9 @@ impl Engine for PerfEvents {
     /// On the ending thread itself: no handler of it can be running.
     fn thread_ended(&self, tid: i32) {
         let mut fds = self.fds.lock();
-        if let Some(fd) = fds.remove(&tid) {
+        if let Some(a) = fds.remove(&tid) {
             slots::take(tid);
-            close(fd);
+            release(a);
             Counter::PerfThreadsArmed.set(fds.len() as i64);
         }
     }
@@ -393,7 +502,7 @@ impl Engine for PerfEvents {
         if live.is_empty() {
             return;
         }
-        let victims: Vec<(i32, c_int)> = {
+        let victims: Vec<(i32, slots::Armed)> = {
             let mut fds = self.fds.lock();
             let gone: Vec<i32> = fds.keys().copied().filter(|t| !live.contains(t)).collect();
             let v = gone
@@ -435,7 +544,7 @@ mod tests {
     fn claim_accepts_only_this_threads_fd_and_weighs_the_periods() {
         let tid = crate::sample::context::gettid();
         let period = 1_000_000;
-        let fd = match open_event(tid, period, 0) {
+        let fd = match open_event(tid, period, 0, false) {
             Ok(fd) => fd,
             Err(e) => {
                 eprintln!("perf_event_open not permitted here (errno {e}); skipped");
@@ -444,7 +553,7 @@ mod tests {
         };
         slots::init(pid_max());
         slots::set_period(period, period);
-        assert!(slots::publish(tid, fd).is_ok());
+        assert!(slots::publish(tid, fd, 0).is_ok());
         // SAFETY: enabling our own perf fd (not routed: no signal is sent).
         assert_eq!(unsafe { libc::ioctl(fd, IOC_ENABLE, 0) }, 0);
         let start = std::time::Instant::now();
@@ -474,7 +583,7 @@ mod tests {
             "right after the previous sample ended: deferred"
         );
         assert_eq!(slots::claim(tid, 1, fd, 1_000_000_000 + period), Some(1));
-        assert_eq!(slots::take(tid), Some(fd));
+        assert_eq!(slots::take(tid), Some(slots::Armed { fd, ring: 0 }));
         assert_eq!(slots::claim(tid, 1, fd, 0), None, "taken out");
         close(fd);
     }
@@ -483,7 +592,7 @@ mod tests {
     #[test]
     fn own_thread_event_opens_when_permitted() {
         let tid = crate::sample::context::gettid();
-        match open_event(tid, 1_000_000, 0) {
+        match open_event(tid, 1_000_000, 0, false) {
             Ok(fd) => {
                 route_to_thread(fd, tid).expect("fcntl");
                 close(fd);

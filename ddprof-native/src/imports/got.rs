@@ -177,7 +177,7 @@ impl Object<'_> {
     /// The pages the dynamic linker made read-only after relocation (`PT_GNU_RELRO`,
     /// both ends rounded down to a page as the linker does).
     pub fn relro(&self) -> Option<(usize, usize)> {
-        let page = page_size();
+        let page = crate::memory::page_size();
         self.headers
             .iter()
             .find(|h| h.0 == PT_GNU_RELRO)
@@ -200,16 +200,6 @@ impl Object<'_> {
                 None => Vec::new(),
             }
         }
-    }
-}
-
-pub fn page_size() -> usize {
-    // SAFETY: sysconf only reads a constant.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 {
-        p as usize
-    } else {
-        4096
     }
 }
 
@@ -278,7 +268,7 @@ pub unsafe fn write_slot(
     if !slot.is_multiple_of(std::mem::align_of::<usize>()) {
         return Err(WriteError::Misaligned);
     }
-    let page = page_size();
+    let page = crate::memory::page_size();
     let page_start = slot & !(page - 1);
     let protected = relro.is_some_and(|(s, e)| page_start >= s && page_start < e);
     let protect = |prot| {

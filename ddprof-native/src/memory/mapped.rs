@@ -30,13 +30,18 @@ unsafe impl<T: Zeroable + Sync> Sync for Mapped<T> {}
 /// Live mappings (base, length, category), for the resident-page count.
 static REGIONS: Mutex<Vec<(usize, usize, Category)>> = Mutex::new(Vec::new());
 
-fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 {
-        p as usize
-    } else {
-        4096
+/// The system's page size, read once (a plain load afterwards, so signal handlers may ask).
+pub fn page_size() -> usize {
+    static PAGE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    match PAGE.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => {
+            // SAFETY: sysconf has no preconditions.
+            let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+            let p = if p > 0 { p as usize } else { 4096 };
+            PAGE.store(p, std::sync::atomic::Ordering::Relaxed);
+            p
+        }
+        p => p,
     }
 }
 

@@ -406,6 +406,16 @@ fn write_settings(chunk: &mut ChunkBuilder, session: &Session, ticks: i64, tid: 
     if let Some(reason) = &session.cpu_engine_fallback {
         chunk.active_setting(ticks, tid, rec, "cpuEngineFallback", reason);
     }
+    if session.engine.name() == "PerfEvents" {
+        let on = crate::engine::perf::kernel_frames_on();
+        chunk.active_setting(
+            ticks,
+            tid,
+            rec,
+            "kernelFrames",
+            if on { "true" } else { "false" },
+        );
+    }
     if let Some(ns) = args.cpu_interval_ns.filter(|&ns| ns > 0) {
         // Samples per CPU-second: asked for, and achieved over this chunk (what a thread
         // that ran all along got per second of its CPU time).
@@ -581,8 +591,11 @@ fn write_system_info(chunk: &mut ChunkBuilder, args: &Args, ticks: i64) {
 
 /// Reads now what the first dump would otherwise read (on the library watcher's thread, at
 /// start and after a library change): the host facts, each library's build id and, where
-/// native frames are recorded, the symbol tables.
-pub fn prepare(symbols: bool) {
+/// native frames are recorded, the symbol tables (and kallsyms where kernel frames are).
+pub fn prepare(symbols: bool, kernel_symbols: bool) {
+    if kernel_symbols {
+        crate::kallsyms::get();
+    }
     Host::get();
     for f in &crate::mappings::current().files {
         build_id_of(&f.path, f.start);
@@ -732,24 +745,27 @@ fn write_traces(
         let mut root_is_entry = false;
         for f in frames {
             let mut frame_type = f.frame_type;
-            let (key, line, info_entry, named) = if f.kind == kind::NATIVE_PC {
-                let (key, t) = natives.frame(chunk, f.method);
-                frame_type = t;
-                (key, 0, false, true)
-            } else if f.kind == kind::VTABLE_RECEIVER {
-                (receivers.receiver(chunk, f.method, f.bci), 0, false, true)
-            } else if f.kind == kind::STUB {
-                (stubs.key(chunk, f.method), 0, false, true)
-            } else {
-                frame_ref(
-                    chunk,
-                    &mut resolver,
-                    &mut method_keys,
-                    &mut unknown,
-                    f,
-                    since,
-                )
-            };
+            let (key, line, info_entry, named) =
+                if f.kind == kind::NATIVE_PC && f.frame_type == frame_type::KERNEL {
+                    (natives.kernel_key(chunk, f.method), 0, false, true)
+                } else if f.kind == kind::NATIVE_PC {
+                    let (key, t) = natives.frame(chunk, f.method);
+                    frame_type = t;
+                    (key, 0, false, true)
+                } else if f.kind == kind::VTABLE_RECEIVER {
+                    (receivers.receiver(chunk, f.method, f.bci), 0, false, true)
+                } else if f.kind == kind::STUB {
+                    (stubs.key(chunk, f.method), 0, false, true)
+                } else {
+                    frame_ref(
+                        chunk,
+                        &mut resolver,
+                        &mut method_keys,
+                        &mut unknown,
+                        f,
+                        since,
+                    )
+                };
             root_is_entry = info_entry;
             if !named {
                 unnamed.insert(id);
@@ -796,6 +812,8 @@ struct NativeNames {
     remote_by_pc: WordMap<u64, u32>,
     /// Build ids by library path, for this dump ("" without one).
     build_ids: HashMap<String, String>,
+    /// pc -> method key of kernel frames.
+    kernel_by_pc: WordMap<u64, u32>,
 }
 
 impl NativeNames {
@@ -807,6 +825,7 @@ impl NativeNames {
             remote,
             remote_by_pc: WordMap::default(),
             build_ids: HashMap::new(),
+            kernel_by_pc: WordMap::default(),
         }
     }
 
@@ -820,6 +839,25 @@ impl NativeNames {
             }
         }
         (self.key(chunk, pc), frame_type::NATIVE)
+    }
+
+    /// The method key of the kernel frame at `pc`: the `/proc/kallsyms` function holding it
+    /// (`[kernel] 0x<pc>` when there is none), with the contract's kernel descriptor.
+    fn kernel_key(&mut self, chunk: &mut ChunkBuilder, pc: u64) -> u32 {
+        if let Some(k) = self.kernel_by_pc.get(&pc) {
+            return *k;
+        }
+        let unnamed;
+        let name = match crate::kallsyms::get().and_then(|t| t.name(pc)) {
+            Some(n) => n,
+            None => {
+                unnamed = format!("[kernel] 0x{pc:x}");
+                unnamed.as_str()
+            }
+        };
+        let k = chunk.intern_method("", name, "(Lk;)L;", 0x100, false);
+        self.kernel_by_pc.insert(pc, k);
+        k
     }
 
     fn remote_key(&mut self, chunk: &mut ChunkBuilder, pc: u64) -> Option<u32> {

@@ -33,6 +33,8 @@ pub struct Refresh {
     /// than by the first dump that meets a library's frame: libjvm's takes milliseconds. (The
     /// build ids and host facts every dump writes are read here in any mode: `dump::prepare`.)
     pub symbols: bool,
+    /// `/proc/kallsyms`, for the kernel frames of perf_events samples (`crate::kallsyms`).
+    pub kernel_symbols: bool,
     /// The CPU engine, whose `adopt` arms threads started without a ThreadStart.
     pub engine: Option<Arc<dyn crate::engine::Engine>>,
 }
@@ -55,7 +57,7 @@ fn refresh(what: &Refresh) {
     }
     crate::nativemem::rescan();
     crate::natsock::rescan();
-    super::dump::prepare(what.symbols);
+    super::dump::prepare(what.symbols, what.kernel_symbols);
 }
 
 impl Watcher {
@@ -72,7 +74,7 @@ impl Watcher {
         let spawned = std::thread::Builder::new()
             .name("ddprof-libraries".into())
             .spawn(move || {
-                super::dump::prepare(what.symbols);
+                super::dump::prepare(what.symbols, what.kernel_symbols);
                 loop {
                     let running = c.running.lock().unwrap_or_else(|e| e.into_inner());
                     let (running, _) = c

@@ -338,6 +338,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         unwind_rules: walker == WalkerKind::Vm || native_top,
         // The modes that record native frames (C frames at the top of stacks, native stacks).
         symbols: walker == WalkerKind::Vm || native_top,
+        kernel_symbols: crate::engine::perf::kernel_frames_on(),
         engine: Some(engine.clone()),
     });
     for w in &warnings {
@@ -420,7 +421,14 @@ fn start_cpu_engine(
         None => Arc::new(NoCpu),
         Some(EngineChoice::ITimer) => Arc::new(ITimer),
         Some(EngineChoice::Perf) => {
-            let perf: Arc<dyn Engine> = Arc::new(PerfEvents::default());
+            let concrete = Arc::new(PerfEvents::default());
+            // `event=cpu` is async-profiler's event, with its kernel frames where the kernel
+            // permits them (unless `alluser`); `cpu=` is upstream's, whose stacks have none
+            // (README, "Status").
+            concrete.want_kernel_frames(
+                args.cpu_engine == EngineChoice::Perf && args.ring != crate::args::Ring::User,
+            );
+            let perf: Arc<dyn Engine> = concrete;
             arm(&perf);
             match perf.start(interval.unwrap_or(0)) {
                 Ok(()) => {
@@ -807,6 +815,10 @@ pub fn status() -> String {
         .and_then(|s| s.cpu_engine_fallback.as_ref())
     {
         out.push_str(&format!(" CPU Engine Note  : {reason}\n"));
+    }
+    if engine == "PerfEvents" {
+        let on = crate::engine::perf::kernel_frames_on();
+        out.push_str(&format!(" Kernel Frames    : {on}\n"));
     }
     out
 }

@@ -93,6 +93,17 @@ impl Frame {
             idnum: 0,
         }
     }
+    /// A kernel frame at `pc` (a perf_events sample's callchain): a native pc typed Kernel,
+    /// named from `/proc/kallsyms` at dump time.
+    pub const fn kernel(pc: u64) -> Frame {
+        Frame {
+            method: pc,
+            bci: 0,
+            kind: kind::NATIVE_PC,
+            frame_type: frame_type::KERNEL,
+            idnum: 0,
+        }
+    }
     /// The receiver class above a vtable/itable stub frame; `klass` 0 when it could not
     /// be read. Typed Native, as upstream writes it.
     pub const fn vtable_receiver(klass: u64, trace_id: u64) -> Frame {

@@ -229,6 +229,10 @@ fn on_perf_signal(
         return;
     };
     Counter::PerfSignalOwn.inc();
+    // The kernel frames of this overflow's record (empties the ring even when no sample is
+    // taken, so that it never fills).
+    let mut kernel = [0u64; KERNEL_DEPTH];
+    let kernel_frames = super::perf::kernel_frames(tid, &mut kernel);
     if weight > 0 && gate.open() {
         let uc = SignalContext(uc);
         let (mode, thread_state) = mode::of_interrupted(uc);
@@ -239,7 +243,7 @@ fn on_perf_signal(
             state: thread_state,
             context: Context::of_current_thread(),
         };
-        walk_and_record_as(uc, &sample, tid);
+        walk_and_record_with(uc, &sample, tid, kernel.get(..kernel_frames).unwrap_or(&[]));
         super::perf::finish(tid, monotonic_nanos() as u64);
     }
 }
@@ -326,8 +330,23 @@ pub(super) fn walk_and_record(uc: SignalContext, s: &Sample) -> Option<(u64, u32
     walk_and_record_as(uc, s, gettid())
 }
 
+/// Kernel frames a perf_events sample keeps at most (the kernel's own default limit,
+/// `perf_event_max_stack`, is 127; the deepest syscall paths are about 40).
+const KERNEL_DEPTH: usize = 64;
+
 /// [`walk_and_record`] for a caller that already knows its tid (`gettid` is a system call).
 pub(super) fn walk_and_record_as(uc: SignalContext, s: &Sample, tid: i32) -> Option<(u64, u32)> {
+    walk_and_record_with(uc, s, tid, &[])
+}
+
+/// [`walk_and_record_as`] with `kernel` (pcs, leaf first) as the trace's first frames:
+/// `Kernel` frames above what the walk finds.
+fn walk_and_record_with(
+    uc: SignalContext,
+    s: &Sample,
+    tid: i32,
+    kernel: &[u64],
+) -> Option<(u64, u32)> {
     let state = STATE.get()?;
     let vm = match WALKER.load(Ordering::Relaxed) {
         x if x == WalkerKind::Vm as u8 => VmWalker::get(),
@@ -365,15 +384,21 @@ pub(super) fn walk_and_record_as(uc: SignalContext, s: &Sample, tid: i32) -> Opt
     let compare = COMPARE.load(Ordering::Relaxed) && depth <= MAX_DEPTH / 2;
     let (mine, theirs) = frames.split_at_mut(if compare { MAX_DEPTH / 2 } else { MAX_DEPTH });
     let buf = mine.get_mut(..depth).unwrap_or(&mut []);
-    let walk = match (vm, NATIVE_TOP.load(Ordering::Relaxed)) {
+    let k = kernel.len().min(buf.len() / 2);
+    for (slot, &pc) in buf.iter_mut().zip(kernel.iter().take(k)) {
+        *slot = Frame::kernel(pc);
+    }
+    let buf = buf.get_mut(k..).unwrap_or(&mut []);
+    let mut walk = match (vm, NATIVE_TOP.load(Ordering::Relaxed)) {
         (None, true) => with_native_top(uc, walker, buf),
         _ => walker.walk(uc, buf),
     };
+    walk.frames += k;
     if compare {
         if let Some(a) = agct {
             let other = a.walk(uc, theirs.get_mut(..depth).unwrap_or(&mut []));
             compare::count(
-                mine.get(..walk.frames).unwrap_or(&[]),
+                mine.get(k..walk.frames).unwrap_or(&[]),
                 theirs.get(..other.frames).unwrap_or(&[]),
             );
         }

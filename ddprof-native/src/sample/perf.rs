@@ -13,9 +13,17 @@
 //! overflows whose signal is still pending, and skips the overflows that fall in kernel mode
 //! (`exclude_kernel`), so a sample stands for the whole periods elapsed since the previous
 //! one: `(count - accounted) / period`, at least 1, the remainder carried to the next.
+//!
+//! Kernel frames (`kernel_frames`): where the session collects kernel callchains, each fd has a
+//! ring buffer of its own (the engine maps it; its address is in the slot). The kernel writes
+//! one `PERF_RECORD_SAMPLE` with the callchain at each overflow, before it sends the signal;
+//! the handler reads the newest such record and marks everything read (`data_tail`), so the
+//! ring never fills. The ring is our own mapping, unmapped only after the slot is emptied and
+//! every handler has left, so its reads need no crash protection; every length in it is
+//! bounds-checked all the same.
 
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use super::signal::{POLL_HUP, POLL_IN};
@@ -34,6 +42,8 @@ pub struct Slot {
     accounted: AtomicU64,
     /// CLOCK_MONOTONIC ns at the end of this thread's last sample (0: none yet).
     last_end: AtomicU64,
+    /// Address of the fd's ring buffer (0: none), [`RING_PAGES`] pages of `page`.
+    ring: AtomicUsize,
 }
 
 // SAFETY: atomics are valid when zeroed.
@@ -71,20 +81,122 @@ fn slot(tid: i32) -> Option<&'static Slot> {
 #[derive(Debug)]
 pub struct NoRoom;
 
-/// Gives `tid` the fd `fd`, its reading starting at 0. Returns the fd it replaces (a dead
-/// thread's whose id was reused). False when the table has no room for `tid`.
-pub fn publish(tid: i32, fd: c_int) -> Result<Option<c_int>, NoRoom> {
+/// A thread's fd and the address of its ring buffer (0: none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Armed {
+    pub fd: c_int,
+    pub ring: usize,
+}
+
+/// Gives `tid` the fd `fd` (and its ring, 0 for none), its reading starting at 0. Returns
+/// what it replaces (a dead thread's whose id was reused). Err when the table has no room
+/// for `tid`.
+pub fn publish(tid: i32, fd: c_int, ring: usize) -> Result<Option<Armed>, NoRoom> {
     let s = slot(tid).ok_or(NoRoom)?;
     s.accounted.store(0, Ordering::Relaxed);
     s.last_end.store(0, Ordering::Relaxed);
+    let old_ring = s.ring.swap(ring, Ordering::AcqRel);
     let old = s.fd.swap(fd + 1, Ordering::AcqRel);
-    Ok((old > 0).then_some(old - 1))
+    Ok((old > 0).then_some(Armed {
+        fd: old - 1,
+        ring: old_ring,
+    }))
 }
 
 /// Takes `tid`'s fd out of the table: from now on its signals are not ours.
-pub fn take(tid: i32) -> Option<c_int> {
-    let old = slot(tid)?.fd.swap(0, Ordering::AcqRel);
-    (old > 0).then_some(old - 1)
+pub fn take(tid: i32) -> Option<Armed> {
+    let s = slot(tid)?;
+    let old = s.fd.swap(0, Ordering::AcqRel);
+    let ring = s.ring.swap(0, Ordering::AcqRel);
+    (old > 0).then_some(Armed { fd: old - 1, ring })
+}
+
+/// The size of every ring mapping (set by the engine before it maps one).
+static RING_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+/// Tells the handler how large the engine's ring mappings are. Not signal-safe.
+pub fn set_ring_bytes(n: usize) {
+    RING_BYTES.store(n, Ordering::Relaxed);
+}
+
+/// Pages of a ring buffer: the control page and one data page (a callchain record is at
+/// most about 1 KiB, and the handler empties the ring at every signal).
+pub const RING_PAGES: usize = 2;
+/// `PERF_RECORD_SAMPLE`.
+const RECORD_SAMPLE: u32 = 9;
+/// Callchain entries at or above this are context markers (`PERF_CONTEXT_KERNEL`, ...).
+const CONTEXT_MAX: u64 = (-4095i64) as u64;
+/// Offsets in `struct perf_event_mmap_page`.
+const DATA_HEAD: usize = 1024;
+const DATA_TAIL: usize = 1032;
+const DATA_OFFSET: usize = 1040;
+const DATA_SIZE: usize = 1048;
+
+/// The kernel frames of this thread's newest sample record, leaf first, into `out` (as many
+/// as fit); the ring is emptied either way. 0 without a ring. Signal-safe.
+pub fn kernel_frames(tid: i32, out: &mut [u64]) -> usize {
+    let Some(ring) = slot(tid).map(|s| s.ring.load(Ordering::Acquire)) else {
+        return 0;
+    };
+    if ring == 0 {
+        return 0;
+    }
+    // SAFETY: `ring` is this thread's live mapping (unmapped only after the slot was emptied
+    // and every handler left); the control page holds these naturally aligned u64 fields.
+    let word = |off: usize| unsafe { std::ptr::read_volatile((ring + off) as *const u64) };
+    let head = word(DATA_HEAD);
+    fence(Ordering::Acquire);
+    let tail = word(DATA_TAIL);
+    let (offset, size) = match (word(DATA_OFFSET) as usize, word(DATA_SIZE) as usize) {
+        (o, s)
+            if s >= 8
+                && o.checked_add(s)
+                    .is_some_and(|e| e <= RING_BYTES.load(Ordering::Relaxed)) =>
+        {
+            (o, s)
+        }
+        _ => return 0, // a kernel before 4.1 (no data_offset): no frames rather than a guess
+    };
+    // A u64 at `pos` (a multiple of 8) of the data area, which wraps.
+    // SAFETY: `offset + pos % size` is inside the mapping (checked above), 8-aligned.
+    let at = |pos: u64| unsafe {
+        std::ptr::read_volatile((ring + offset + (pos % size as u64) as usize) as *const u64)
+    };
+    let mut newest = None;
+    let mut pos = tail;
+    while pos < head && head - pos <= size as u64 {
+        let header = at(pos);
+        let (kind, len) = (header as u32, header >> 48);
+        if len < 8 || len % 8 != 0 || len > size as u64 {
+            break; // not a record: leave the rest
+        }
+        if kind == RECORD_SAMPLE && len >= 16 {
+            newest = Some((pos, len));
+        }
+        pos += len;
+    }
+    let mut n = 0;
+    if let Some((pos, len)) = newest {
+        let entries = at(pos + 8).min((len - 16) / 8);
+        for i in 0..entries {
+            let ip = at(pos + 16 + 8 * i);
+            if ip >= CONTEXT_MAX {
+                continue;
+            }
+            let Some(slot) = out.get_mut(n) else {
+                break;
+            };
+            *slot = ip;
+            n += 1;
+        }
+    }
+    fence(Ordering::Release);
+    // SAFETY: as above; the kernel reads data_tail to know what it may overwrite.
+    unsafe { std::ptr::write_volatile((ring + DATA_TAIL) as *mut u64, head) };
+    if n > 0 {
+        Counter::PerfKernelFrames.add(n as i64);
+    }
+    n
 }
 
 /// The weight of a signal with `code` and `fd` on thread `tid` when it is a perf signal of

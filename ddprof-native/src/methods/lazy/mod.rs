@@ -140,10 +140,10 @@ pub fn register_loaded(jvmti: Jvmti, jni: *mut JNIEnv) {
 }
 
 /// Registers one class (ClassPrepare, or start). Array and primitive classes are
-/// skipped (they have no methods). If the class cannot be registered, its jmethodIDs are
-/// created now so that its frames never need the registry: the one case where this mode
-/// makes IDs, counted in `method_resolve_lazy_jmethodids_created` (and
-/// `klass_registry_add_failed`) so that it shows.
+/// skipped (they have no methods). A class that cannot be registered (its `Klass*` unreadable,
+/// or no weak reference to be had: JNI out of memory) gets no jmethodIDs either: its frames are
+/// refused at dumps as those of an unloaded class (`method_resolve_lazy_unloaded`), and
+/// `klass_registry_add_failed` counts it. The mode never makes an ID.
 pub fn register_class(jvmti: Jvmti, jni: *mut JNIEnv, class: jclass) {
     let Some(m) = layout::get().and_then(|l| l.method.as_ref()) else {
         return;
@@ -167,13 +167,7 @@ pub fn register_class(jvmti: Jvmti, jni: *mut JNIEnv, class: jclass) {
                 }
             }
         }
-        Err(_) => {
-            Counter::KlassRegistryAddFailed.inc();
-            if let Ok(n) = jvmti.load_method_ids(class) {
-                Counter::MethodIdsPreloaded.add(n as i64);
-                Counter::MethodResolveLazyIdsCreated.add(n as i64);
-            }
-        }
+        Err(_) => Counter::KlassRegistryAddFailed.inc(),
     }
 }
 

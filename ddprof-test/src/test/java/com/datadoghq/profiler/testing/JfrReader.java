@@ -83,15 +83,16 @@ public final class JfrReader {
 
     /**
      * A frame that names nothing: no method or class, the walker's error frame ({@code unknown}), or an
-     * unloaded method. A native frame (type Native, no class: a C function or a stub named by its
-     * symbol) names its code and is not one.
+     * unloaded method. A native frame (type Native or Kernel, no class: a C or kernel function or a
+     * stub named by its symbol) names its code and is not one.
      */
     public static boolean isUnnamed(RecordedFrame f) {
         RecordedMethod m = f.getMethod();
         if (m == null || m.getType() == null || "unknown".equals(m.getName()) || "<unloaded>".equals(m.getName())) {
             return true;
         }
-        return m.getType().getName().isEmpty() && !("Native".equals(f.getType()) && !m.getName().isEmpty());
+        boolean symbol = "Native".equals(f.getType()) || "Kernel".equals(f.getType());
+        return m.getType().getName().isEmpty() && !(symbol && !m.getName().isEmpty());
     }
 
     public static boolean contains(RecordedEvent e, Class<?> owner, String method) {
