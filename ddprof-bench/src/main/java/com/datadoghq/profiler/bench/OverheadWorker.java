@@ -277,7 +277,7 @@ public final class OverheadWorker {
         }
     }
 
-    private static final class Ddprof extends Profiler {
+    private static class Ddprof extends Profiler {
         private final String options;
         private final Path dir;
         private JavaProfiler profiler;
@@ -455,33 +455,41 @@ public final class OverheadWorker {
         }
     }
 
-    /** Upstream java-profiler: whichever {@code JavaProfiler} the class path holds (the parent puts its jar there). */
-    private static final class Upstream extends Profiler {
-        private final String interval;
-        private final Path dir;
-        private JavaProfiler profiler;
+    /**
+     * Upstream java-profiler: whichever {@code JavaProfiler} the class path holds (the parent puts its
+     * jar there), driven as ours; its counters are not ours, so its samples are counted from its dump.
+     */
+    private static final class Upstream extends Ddprof {
         private Path dumped;
 
         Upstream(String interval, Path dir) {
-            this.interval = interval;
-            this.dir = dir;
-        }
-
-        @Override
-        void start() throws Exception {
-            profiler = JavaProfiler.getInstance();
-            profiler.execute("start,cpu=" + interval + ",file=" + dir.resolve("upstream.jfr"));
+            super("cpu=" + interval, dir);
         }
 
         @Override
         void dump(Path file) {
-            profiler.dump(file);
+            super.dump(file);
             dumped = file;
         }
 
         @Override
-        void stop() {
-            profiler.stop();
+        boolean hasCounters() {
+            return false;
+        }
+
+        @Override
+        long liveSamples() {
+            return -1;
+        }
+
+        @Override
+        long nativeDumpNs() {
+            return -1;
+        }
+
+        @Override
+        String walker() {
+            return "-";
         }
 
         @Override
