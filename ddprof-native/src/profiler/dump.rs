@@ -589,9 +589,10 @@ fn write_system_info(chunk: &mut ChunkBuilder, args: &Args, ticks: i64) {
     }
 }
 
-/// Reads now what the first dump would otherwise read (on the library watcher's thread, at
-/// start and after a library change): the host facts, each library's build id and, where
-/// native frames are recorded, the symbol tables (and kallsyms where kernel frames are).
+/// Reads now what the first dump would otherwise read (at start, before the memory peaks start
+/// again, and on the library watcher's thread after a library change): the host facts, each
+/// library's build id and, where native frames are recorded, the symbol tables (and kallsyms
+/// where kernel frames are).
 pub fn prepare(symbols: bool, kernel_symbols: bool) {
     if kernel_symbols {
         crate::kallsyms::get();

@@ -73,32 +73,29 @@ impl Watcher {
         let mut polls = 0u32;
         let spawned = std::thread::Builder::new()
             .name("ddprof-libraries".into())
-            .spawn(move || {
-                super::dump::prepare(what.symbols, what.kernel_symbols);
-                loop {
-                    let running = c.running.lock().unwrap_or_else(|e| e.into_inner());
-                    let (running, _) = c
-                        .wake
-                        .wait_timeout(running, PERIOD)
-                        .unwrap_or_else(|e| e.into_inner());
-                    if !*running {
-                        return;
+            .spawn(move || loop {
+                let running = c.running.lock().unwrap_or_else(|e| e.into_inner());
+                let (running, _) = c
+                    .wake
+                    .wait_timeout(running, PERIOD)
+                    .unwrap_or_else(|e| e.into_inner());
+                if !*running {
+                    return;
+                }
+                drop(running);
+                if let Some(now) = crate::mappings::loader_changes() {
+                    if now != seen {
+                        seen = now;
+                        refresh(&what);
                     }
-                    drop(running);
-                    if let Some(now) = crate::mappings::loader_changes() {
-                        if now != seen {
-                            seen = now;
-                            refresh(&what);
-                        }
+                }
+                polls = polls.wrapping_add(1);
+                if polls.is_multiple_of(ADOPT_EVERY) {
+                    if let Some(e) = &what.engine {
+                        e.adopt();
+                        e.prune();
                     }
-                    polls = polls.wrapping_add(1);
-                    if polls.is_multiple_of(ADOPT_EVERY) {
-                        if let Some(e) = &what.engine {
-                            e.adopt();
-                            e.prune();
-                        }
-                        crate::memory::measure_resident();
-                    }
+                    crate::memory::measure_resident();
                 }
             });
         match spawned {

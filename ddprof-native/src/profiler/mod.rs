@@ -187,7 +187,6 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         counters::reset_all();
         // One context dictionary per recording (docs/context.md).
         crate::context::clear();
-        crate::memory::on_start();
         PENDING_SETTINGS.lock().clear();
     }
     let walker = resolve_walker(&args, &mut warnings);
@@ -334,13 +333,21 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         }
     }
     // Libraries loaded from now on: unwind rules and hooks within a moment, not at the next dump.
-    let libraries = libraries::Watcher::start(libraries::Refresh {
+    let refresh = libraries::Refresh {
         unwind_rules: walker == WalkerKind::Vm || native_top,
         // The modes that record native frames (C frames at the top of stacks, native stacks).
         symbols: walker == WalkerKind::Vm || native_top,
         kernel_symbols: crate::engine::perf::kernel_frames_on(),
         engine: Some(engine.clone()),
-    });
+    };
+    // What the first dump would read (symbol tables, build ids, host facts), read now: the
+    // watcher keeps it current from here on.
+    dump::prepare(refresh.symbols, refresh.kernel_symbols);
+    if reset {
+        // Peaks and averages start again once the start's own transient work is done.
+        crate::memory::on_start();
+    }
+    let libraries = libraries::Watcher::start(refresh);
     for w in &warnings {
         log::warn(w);
     }
