@@ -106,10 +106,9 @@ pub struct PerfEvents {
     fail_errno: AtomicI32,
     /// tid -> fd and ring, the engine's own bookkeeping (the handler reads `sample::perf`).
     fds: Mutex<HashMap<i32, slots::Armed>>,
-    /// Kernel callchains asked for (not `alluser`): tried at start.
+    /// Kernel callchains asked for (not `alluser`): tried at start ([`kernel_frames_on`] says
+    /// whether they were had).
     want_kernel: AtomicBool,
-    /// This session's events collect kernel callchains into per-thread rings.
-    kernel: AtomicBool,
 }
 
 fn errno() -> c_int {
@@ -285,11 +284,6 @@ impl PerfEvents {
         self.want_kernel.store(want, Ordering::Relaxed);
     }
 
-    /// Whether this session's samples carry kernel frames (after `start`).
-    pub fn kernel_frames(&self) -> bool {
-        self.kernel.load(Ordering::Relaxed)
-    }
-
     /// Whether kernel callchains can be had here: the kernel lets this thread open such an
     /// event and map its ring, and `/proc/kallsyms` shows addresses to name them by. Err: why
     /// not, for the log and `status`.
@@ -321,7 +315,7 @@ impl PerfEvents {
             return Ok(());
         }
         let period = self.interval_ns.load(Ordering::Relaxed);
-        let kernel = self.kernel.load(Ordering::Relaxed);
+        let kernel = kernel_frames_on();
         let fd = match open_event(tid, period, self.fail_errno.load(Ordering::Relaxed), kernel) {
             Ok(fd) => fd,
             Err(e) => {
@@ -422,7 +416,6 @@ impl Engine for PerfEvents {
                     false
                 }
             };
-        self.kernel.store(kernel, Ordering::Relaxed);
         KERNEL_FRAMES.store(kernel, Ordering::Relaxed);
         raise_nofile();
         let room = slots::init(pid_max());
