@@ -1,7 +1,7 @@
 //! Kernel function names for the kernel frames of perf_events samples: the text symbols of
 //! `/proc/kallsyms`, read once per process (about 120,000 symbols, 4-5 MiB with their names,
-//! in the `native_symbols` category) by the first caller: the library watcher's thread when a
-//! session collects kernel frames, else the first dump that meets one.
+//! in the `native_symbols` category) by the first caller: `start` when a session collects kernel
+//! frames (`profiler::dump::prepare`), else the first dump that meets one.
 
 use std::sync::OnceLock;
 
