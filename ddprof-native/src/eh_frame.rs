@@ -68,9 +68,14 @@ pub fn refresh() -> usize {
 /// `exec_offset`), in runtime addresses.
 fn rows_of_file(path: &str, exec_start: u64, exec_offset: u64) -> Option<Vec<Row>> {
     let elf = Elf::open(path)?;
-    // bias = runtime address - ELF vaddr, through the PT_LOAD holding the mapping's offset.
-    let load = elf.load_of_offset(exec_offset)?;
-    let bias = exec_start.wrapping_sub(load.vaddr.wrapping_add(exec_offset - load.offset));
+    // bias = runtime address - ELF vaddr, through the segment the mapping maps: file offset
+    // f is at runtime exec_start + f - exec_offset and at ELF address vaddr + f - offset of
+    // its segment (which may start after the mapping's page).
+    let load = elf.load_of_mapping(exec_offset)?;
+    let bias = exec_start
+        .wrapping_sub(exec_offset)
+        .wrapping_add(load.offset)
+        .wrapping_sub(load.vaddr);
     let eh = elf.section_named(".eh_frame")?;
     let data = elf.read(eh.offset, eh.size)?;
     Some(rows_of_eh_frame(&data, eh.addr, bias))

@@ -327,13 +327,24 @@ impl Elf {
             })
     }
 
-    /// The segment holding file offset `offset`.
-    pub fn load_of_offset(&self, offset: u64) -> Option<Load> {
-        self.loads
-            .iter()
-            .copied()
-            .find(|l| l.offset <= offset && offset < l.offset.saturating_add(l.filesz))
+    /// The segment that a mapping at (page-aligned) file offset `offset` maps.
+    pub fn load_of_mapping(&self, offset: u64) -> Option<Load> {
+        segment_of_mapping(&self.loads, offset, crate::memory::page_size() as u64)
     }
+}
+
+/// The segment a mapping at page-aligned file offset `offset` maps: the one that starts in
+/// that page, else the one holding the offset. A segment is mapped from the page holding its
+/// first byte, which may also hold the end of the segment before it (linkers such as lld do
+/// not page-align segments in the file): the one holding `offset` is then the previous
+/// segment, and addresses computed through it are off by the difference of the two.
+pub fn segment_of_mapping(loads: &[Load], offset: u64, page: u64) -> Option<Load> {
+    let holds = |l: &&Load, at: u64| l.offset <= at && at < l.offset.saturating_add(l.filesz);
+    loads
+        .iter()
+        .find(|l| l.offset >= offset && l.offset - offset < page)
+        .or_else(|| loads.iter().find(|l| holds(l, offset)))
+        .copied()
 }
 
 /// The descriptor of the GNU build-id note among `notes` (a note section's bytes: each note is
@@ -414,6 +425,37 @@ mod tests {
     }
 
     #[test]
+    fn a_mapping_maps_the_segment_that_starts_in_its_page() {
+        // lld's layout: the executable segment starts mid-page, after the read-only one.
+        let ro = Load {
+            offset: 0,
+            vaddr: 0,
+            filesz: 0x53ac4,
+        };
+        let rx = Load {
+            offset: 0x53ac4,
+            vaddr: 0x54ac4,
+            filesz: 0x130a8c,
+        };
+        let loads = [ro, rx];
+        let page = 0x1000;
+        assert_eq!(
+            segment_of_mapping(&loads, 0x53000, page).map(|l| l.vaddr),
+            Some(0x54ac4)
+        );
+        assert_eq!(
+            segment_of_mapping(&loads, 0, page).map(|l| l.vaddr),
+            Some(0)
+        );
+        // A later page of a segment split into several mappings: the segment holding it.
+        assert_eq!(
+            segment_of_mapping(&loads, 0x60000, page).map(|l| l.vaddr),
+            Some(0x54ac4)
+        );
+        assert!(segment_of_mapping(&loads, 0x400000, page).is_none());
+    }
+
+    #[test]
     fn reads_libc_segments_and_sections() {
         let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
         let libc = executable_mappings(&maps)
@@ -421,7 +463,7 @@ mod tests {
             .find(|m| m.path.contains("libc.so"))
             .expect("libc mapped");
         let elf = Elf::open(&libc.path).expect("libc is ELF");
-        assert!(elf.load_of_offset(libc.offset).is_some());
+        assert!(elf.load_of_mapping(libc.offset).is_some());
         let eh = elf.section_named(".eh_frame").expect(".eh_frame");
         assert!(eh.size > 0 && eh.addr > 0);
         assert!(elf.section_named(".no_such_section").is_none());

@@ -42,6 +42,22 @@ pub fn current() -> Arc<Snapshot> {
     snapshot
 }
 
+/// The executable mappings of this library, `[lo, hi)` (the first to the last of them), or
+/// None when it is not among the file mappings.
+pub fn own_code() -> Option<(usize, usize)> {
+    let here = own_code as *const () as usize as u64;
+    let snapshot = current();
+    let path = &snapshot
+        .mappings
+        .iter()
+        .find(|m| m.start <= here && here < m.end)?
+        .path;
+    let mine = snapshot.mappings.iter().filter(|m| &m.path == path);
+    let lo = mine.clone().map(|m| m.start).min()?;
+    let hi = mine.map(|m| m.end).max()?;
+    Some((usize::try_from(lo).ok()?, usize::try_from(hi).ok()?))
+}
+
 /// `dlpi_adds + dlpi_subs` as glibc reports them, or None where the loader does not (an old
 /// or other libc passing a shorter `dl_phdr_info`).
 pub fn loader_changes() -> Option<u64> {

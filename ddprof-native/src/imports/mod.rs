@@ -52,6 +52,15 @@ pub struct HookSet {
     patched: Mutex<Vec<Patched>>,
 }
 
+/// Readies the walks of a hook set's samples (frame buffers, walker, depth), which start
+/// at the hook's caller: this library's own frames are dropped from their tops.
+pub fn arm_sampler(walker: crate::sample::handler::WalkerKind, depth: usize) {
+    crate::sample::alloc::arm(walker, depth);
+    if let Some((lo, hi)) = crate::mappings::own_code() {
+        crate::sample::alloc::set_own_code(lo, hi);
+    }
+}
+
 /// Objects we never hook.
 pub fn skipped(name: &str) -> bool {
     let base = name.rsplit('/').next().unwrap_or(name);

@@ -68,7 +68,7 @@ pub fn start(
         return Err("nativemem is not supported on this architecture".into());
     }
     resolve()?;
-    crate::sample::alloc::arm(walker, depth);
+    imports::arm_sampler(walker, depth);
     if new_recording {
         hooks::clear_live();
     }

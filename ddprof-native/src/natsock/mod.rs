@@ -50,7 +50,7 @@ pub fn start(interval_ns: u64, walker: WalkerKind, depth: usize) -> Result<(), S
     }
     STARTED.store(false, Ordering::Release);
     resolve()?;
-    crate::sample::alloc::arm(walker, depth);
+    imports::arm_sampler(walker, depth);
     hooks::arm(interval_ns, crate::sample::handler::ticks() as u64);
     RUNNING.store(true, Ordering::Release);
     STARTED.store(true, Ordering::Release);

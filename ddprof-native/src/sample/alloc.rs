@@ -12,10 +12,12 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use super::context::gettid;
+use super::frame::kind;
 use super::frame::Frame;
 use super::handler::{self, WalkerKind};
 use super::mode::execution;
 use super::record::{self, Allocation, Context, Event, EventKind};
+use super::walk::regs::Regs;
 use super::walk::{agct::Agct, vm::VmWalker, SignalContext, StackWalker, Walk};
 use crate::counters::Counter;
 use crate::memory::{Category, Mapped, Zeroable};
@@ -26,6 +28,10 @@ pub const MAX_DEPTH: usize = 2048;
 const STRIPES: usize = 8;
 
 static DEPTH: AtomicUsize = AtomicUsize::new(MAX_DEPTH);
+/// This library's code, `[lo, hi)`: the frames a hook's walk drops from the top of its stack
+/// (the hook itself and what it called), so a stack starts at the hook's caller.
+static OWN_LO: AtomicUsize = AtomicUsize::new(0);
+static OWN_HI: AtomicUsize = AtomicUsize::new(0);
 static WALKER: AtomicU8 = AtomicU8::new(WalkerKind::Agct as u8);
 
 struct Stripe {
@@ -46,6 +52,33 @@ pub fn arm(walker: WalkerKind, depth: usize) {
     STRIPES_MAP.get_or_init(|| Mapped::new(STRIPES, Category::SampleBuffers));
     WALKER.store(walker as u8, Ordering::Relaxed);
     DEPTH.store(depth.clamp(1, MAX_DEPTH), Ordering::Relaxed);
+}
+
+/// Where this library's code is mapped (`crate::mappings::own_code`), for the hooks' walks.
+/// Not called on the sampling path.
+pub fn set_own_code(lo: usize, hi: usize) {
+    OWN_LO.store(lo, Ordering::Relaxed);
+    OWN_HI.store(hi, Ordering::Relaxed);
+}
+
+/// Drops the leading native frames of this library from the `n` walked into `frames`;
+/// returns how many remain.
+fn drop_own_frames(frames: &mut [Frame], n: usize) -> usize {
+    let (lo, hi) = (
+        OWN_LO.load(Ordering::Relaxed),
+        OWN_HI.load(Ordering::Relaxed),
+    );
+    let n = n.min(frames.len());
+    let own = frames
+        .get(..n)
+        .unwrap_or(&[])
+        .iter()
+        .take_while(|f| f.kind == kind::NATIVE_PC && (lo..hi).contains(&(f.method as usize)))
+        .count();
+    if own > 0 {
+        frames.copy_within(own..n, 0);
+    }
+    n - own
 }
 
 /// One sampled allocation as the callback sees it.
@@ -99,8 +132,23 @@ pub fn sample(s: &Sampled, keep: impl FnOnce(&[Frame], bool, &Context, i64)) -> 
     // critical downcall can reach malloc in that state), so such a block gets no stack.
     let agct_safe =
         s.kind == EventKind::Alloc || matches!(mode, execution::JVM | execution::NATIVE);
+    // A hook's caller is native code: its frames down to the anchor come first, from our
+    // own registers (this frame stays live while the walk runs). The JVMTI callback's
+    // stack starts at the allocating Java method, as upstream's.
+    let from_hook = matches!(s.kind, EventKind::NativeAlloc | EventKind::NativeSocket);
     let walk = match (vm, Agct::loaded()) {
-        (Some(v), _) => v.walk_from_anchor(buf),
+        (Some(v), _) => {
+            match Regs::here().filter(|_| from_hook && OWN_HI.load(Ordering::Relaxed) != 0) {
+                Some(regs) => {
+                    let w = v.walk_from_here(regs, buf);
+                    Walk {
+                        frames: drop_own_frames(buf, w.frames),
+                        truncated: w.truncated,
+                    }
+                }
+                None => v.walk_from_anchor(buf),
+            }
+        }
         // A thread in native code: AsyncGetCallTrace starts at its last Java frame.
         (None, Some(a)) if agct_safe => a.walk(SignalContext(std::ptr::null_mut()), buf),
         (None, Some(_)) => Walk {

@@ -22,6 +22,12 @@ impl Regs {
     pub fn from_context(_uc: SignalContext) -> Option<Regs> {
         None
     }
+
+    /// None: no walk from here on this architecture (hooks keep their anchor-only stacks).
+    #[inline(always)]
+    pub fn here() -> Option<Regs> {
+        None
+    }
 }
 
 /// The first Java argument register of the interrupted context, for the port to come:

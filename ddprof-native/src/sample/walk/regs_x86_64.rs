@@ -37,6 +37,37 @@ impl Regs {
     }
 }
 
+impl Regs {
+    /// The caller's own pc, sp and fp at this point: where a walk of the current thread
+    /// starts when there is no signal context (a hook called by native code). Inlined, so
+    /// the pc is inside the calling function and sp is that function's own at the pc: its
+    /// DWARF row (or frame pointer) unwinds from there. The frame must still be live while
+    /// the walk runs, so call it in the function that walks. Signal-safe.
+    #[inline(always)]
+    pub fn here() -> Option<Regs> {
+        let (pc, sp, fp): (usize, usize, usize);
+        // SAFETY: reads three registers into outputs; no memory or stack is touched. rbp
+        // first: without frame pointers the compiler may give rbp to another output.
+        unsafe {
+            std::arch::asm!(
+                "mov {fp}, rbp",
+                "mov {sp}, rsp",
+                "lea {pc}, [rip]",
+                pc = out(reg) pc,
+                sp = out(reg) sp,
+                fp = out(reg) fp,
+                options(nomem, nostack, preserves_flags),
+            );
+        }
+        Some(Regs {
+            pc,
+            sp,
+            fp,
+            ..Regs::default()
+        })
+    }
+}
+
 /// Opcodes the prologue/epilogue heuristics look for (docs/hotspot.md 4.5).
 pub mod op {
     pub const PUSH_RBP: u8 = 0x55;

@@ -315,8 +315,20 @@ impl StackWalker for VmWalker {
 
     /// Signal-safe.
     fn walk(&self, uc: SignalContext, frames: &mut [Frame]) -> Walk {
-        self.walk_from(Some(uc), frames)
+        self.walk_from(Start::Signal(uc), frames)
     }
+}
+
+/// Where a walk starts.
+#[derive(Clone, Copy)]
+enum Start {
+    /// A signal handler's interrupted registers.
+    Signal(SignalContext),
+    /// The calling thread's frame anchor: Java frames only.
+    Anchor,
+    /// The calling thread's own registers ([`Regs::here`]): its native frames first, as
+    /// from a signal, then its Java frames.
+    Here(Regs),
 }
 
 impl VmWalker {
@@ -327,12 +339,22 @@ impl VmWalker {
     /// Native frames between the callback and the anchor are not recorded. Allocation-free
     /// and lock-free, like the signal walk; an empty anchor gives one error frame.
     pub fn walk_from_anchor(&self, frames: &mut [Frame]) -> Walk {
-        self.walk_from(None, frames)
+        self.walk_from(Start::Anchor, frames)
     }
 
-    fn walk_from(&self, uc: Option<SignalContext>, frames: &mut [Frame]) -> Walk {
+    /// Walks the calling thread's whole stack from `regs` (its own registers, taken by
+    /// [`Regs::here`] in a frame still live): the native frames from there to the anchor
+    /// (recorded where the mode records native frames above Java's, as a signal's), then
+    /// the Java frames; a thread without Java frames gets its native stack. For hooks
+    /// called by native code (malloc, sockets): the frames of this library at the top (the
+    /// hook and what it called) are the caller's to drop. Allocation-free and lock-free.
+    pub fn walk_from_here(&self, regs: Regs, frames: &mut [Frame]) -> Walk {
+        self.walk_from(Start::Here(regs), frames)
+    }
+
+    fn walk_from(&self, start: Start, frames: &mut [Frame]) -> Walk {
         let mut out = Out::new(frames);
-        let end = self.walk_into(uc, &mut out);
+        let end = self.walk_into(start, &mut out);
         out.flush_counts();
         if let Err(r) = end {
             count(r);
@@ -427,17 +449,18 @@ impl VmWalker {
         (n, java)
     }
 
-    /// Ok(true): complete; Ok(false): the buffer filled up; Err(reason). Without a signal
-    /// context (`uc` None) the walk starts at the thread's frame anchor.
-    fn walk_into(&self, uc: Option<SignalContext>, out: &mut Out) -> Result<bool, i32> {
+    /// Ok(true): complete; Ok(false): the buffer filled up; Err(reason). From the frame
+    /// anchor ([`Start::Anchor`]), the walk starts at the thread's last Java frame.
+    fn walk_into(&self, start: Start, out: &mut Out) -> Result<bool, i32> {
         let l = self.layout;
         let (Some(threads), Some(cc)) = (l.threads.as_ref(), l.code_cache.as_ref()) else {
             return Err(reason::UNAVAILABLE);
         };
-        let regs = match uc {
-            Some(uc) => Regs::from_context(uc).ok_or(reason::UNAVAILABLE)?,
+        let regs = match start {
+            Start::Signal(uc) => Regs::from_context(uc).ok_or(reason::UNAVAILABLE)?,
+            Start::Here(regs) => regs,
             // Only the stack bounds read sp then: any address of this frame will do.
-            None => {
+            Start::Anchor => {
                 let here = 0u8;
                 Regs {
                     sp: std::ptr::addr_of!(here) as usize,
@@ -445,6 +468,8 @@ impl VmWalker {
                 }
             }
         };
+        // Registers of the thread's code (a signal's or its own): native frames first.
+        let from_regs = !matches!(start, Start::Anchor);
         let mut fresh = None;
         let code = self.code_view(cc, &mut fresh);
         // Native frames (native.rs): pcs outside the code cache are unwound by DWARF
@@ -453,7 +478,7 @@ impl VmWalker {
         let in_code = |pc: usize| code.contains(pc);
         let top = cursor_of(&regs);
         let Some(thread) = current_thread::java_thread() else {
-            if uc.is_none() {
+            if !from_regs {
                 return Err(reason::NOT_JAVA_THREAD);
             }
             let bounds = native::thread_bounds(
@@ -481,7 +506,7 @@ impl VmWalker {
             sp: regs.sp,
             fp: regs.fp,
         };
-        if uc.is_none() {
+        if !from_regs {
             // Called on the thread itself from the VM (a JVMTI callback): its Java frames
             // start at the anchor, which stays put while we run.
             if anchor_sp == 0 {
@@ -538,7 +563,7 @@ impl VmWalker {
                         && !anchor_used
                         && self.vtable_frames(blob, cur.pc, regs.receiver, out);
                     let leaf = depth == 0 && !anchor_used;
-                    if !receiver && uc.is_some() && (leaf || native::mixed()) {
+                    if !receiver && from_regs && (leaf || native::mixed()) {
                         out.push(Frame::stub(cur.pc as u64));
                     }
                     self.stub_frame(blob, cur, depth, bounds, &in_code)
@@ -552,7 +577,7 @@ impl VmWalker {
                     sp: cur.sp,
                     fp: cur.fp,
                 };
-                let top = depth == 0 && !anchor_used && uc.is_some();
+                let top = depth == 0 && !anchor_used && from_regs;
                 let (frames, n) = (&mut *out.frames, &mut out.n);
                 match native::to_java(start, bounds, stop_sp, top, &in_code, frames, n) {
                     native::End::Java(c) => Step::Next(Cursor {

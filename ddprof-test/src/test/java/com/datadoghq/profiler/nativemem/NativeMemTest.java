@@ -20,6 +20,7 @@ import com.datadoghq.profiler.testing.ProfilerExtension;
 import com.datadoghq.profiler.testing.TestEnv;
 import com.datadoghq.profiler.testing.ChildJvm;
 import jdk.jfr.consumer.RecordedEvent;
+import jdk.jfr.consumer.RecordedFrame;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
@@ -50,6 +51,12 @@ class NativeMemTest {
 
     private static List<RecordedEvent> reaching(List<RecordedEvent> events, Class<?> owner, String method) {
         return events.stream().filter(e -> JfrReader.contains(e, owner, method)).collect(Collectors.toList());
+    }
+
+    /** A C frame: type Native, no class, named by its symbol. */
+    static boolean isCFrame(RecordedFrame f, String symbol) {
+        return "Native".equals(f.getType()) && f.getMethod() != null && f.getMethod().getType() != null
+                && f.getMethod().getType().getName().isEmpty() && symbol.equals(f.getMethod().getName());
     }
 
     private static Thread run(String name, Runnable r) throws InterruptedException {
@@ -176,6 +183,15 @@ class NativeMemTest {
         for (RecordedEvent e : named) {
             assertEquals(size, e.getLong("size"), JfrReader.describe(e));
         }
+        // The stacks start at the hook's caller, the JNI function that called malloc, with the
+        // Java method it implements right below it: none of the profiler's own frames on top.
+        long fromC = named.stream().filter(e -> {
+            List<RecordedFrame> frames = JfrReader.frames(e);
+            return frames.size() > 1 && isCFrame(frames.get(0), "Java_com_datadoghq_profiler_nativemem_KnownMalloc_allocate")
+                    && JfrReader.isMethod(frames.get(1), KnownMalloc.class, "allocate");
+        }).count();
+        assertTrue(fromC * 10 >= named.size() * 9, fromC + " of " + named.size()
+                + " stacks start at the JNI function that called malloc" + JfrReader.describe(named, 5));
         double sampled = named.stream().mapToDouble(e -> e.getFloat("weight") * (double) e.getLong("size")).sum();
         assertTrue(sampled >= trueBytes * 0.5 && sampled <= trueBytes * 1.5,
                 "samples stand for " + (long) sampled + " bytes; the library allocated " + trueBytes + " ("
