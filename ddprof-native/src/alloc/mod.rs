@@ -18,7 +18,7 @@
 pub mod classes;
 pub mod live;
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use jni::sys::{jclass, jlong, jobject, JNIEnv};
 use parking_lot::Mutex;
@@ -28,6 +28,7 @@ use crate::counters::Counter;
 use crate::jvmti::{self, Capabilities, Jvmti};
 use crate::sample::alloc::{self as sampler, Sampled};
 use crate::sample::handler::{self, WalkerKind};
+use crate::sample::rate_window::RateWindow;
 use crate::sample::record::Allocation;
 
 /// HotSpot's and upstream's floor of the sampling interval.
@@ -41,8 +42,7 @@ static RECORD_ALLOCATIONS: AtomicBool = AtomicBool::new(false);
 static INTERVAL: AtomicU64 = AtomicU64::new(MIN_INTERVAL);
 static CONFIGURED: AtomicU64 = AtomicU64::new(MIN_INTERVAL);
 static RATE_LIMIT: AtomicBool = AtomicBool::new(true);
-static WINDOW_START: AtomicI64 = AtomicI64::new(0);
-static WINDOW_SAMPLES: AtomicU64 = AtomicU64::new(0);
+static WINDOW: RateWindow = RateWindow::new();
 /// Whether our environment holds the sampling capability (taken once, never given back)
 /// and GC events (for liveness ages).
 static CAPABILITY: Mutex<Option<Result<bool, String>>> = Mutex::new(None);
@@ -121,8 +121,7 @@ pub fn start(
         std::env::var("DDPROF_TEST_DISABLE_RATE_LIMIT").as_deref() != Ok("1"),
         Ordering::Relaxed,
     );
-    WINDOW_START.store(handler::ticks(), Ordering::Relaxed);
-    WINDOW_SAMPLES.store(0, Ordering::Relaxed);
+    WINDOW.reset(handler::ticks());
     RECORD_ALLOCATIONS.store(m.allocations, Ordering::Relaxed);
     if m.liveness {
         if !gc_events {
@@ -273,25 +272,15 @@ fn drawn_with(current: u64) -> u64 {
 /// would otherwise run a whole second at the old interval), moves the interval towards
 /// [`TARGET_PER_SECOND`].
 fn rate_tick() {
-    let n = WINDOW_SAMPLES.fetch_add(1, Ordering::Relaxed) + 1;
     if !RATE_LIMIT.load(Ordering::Relaxed) {
         return;
     }
-    let start = WINDOW_START.load(Ordering::Relaxed);
-    let now = handler::ticks();
-    let elapsed = now.saturating_sub(start).max(1);
-    if elapsed < handler::TICKS_PER_SECOND && n < 2 * TARGET_PER_SECOND {
+    let due =
+        |n: u64, elapsed: i64| elapsed >= handler::TICKS_PER_SECOND || n >= 2 * TARGET_PER_SECOND;
+    let Some(window) = WINDOW.count(handler::ticks(), 0, due) else {
         return;
-    }
-    // One thread per window retargets.
-    if WINDOW_START
-        .compare_exchange(start, now, Ordering::AcqRel, Ordering::Relaxed)
-        .is_err()
-    {
-        return;
-    }
-    WINDOW_SAMPLES.store(0, Ordering::Relaxed);
-    let rate = n as f64 * handler::TICKS_PER_SECOND as f64 / elapsed as f64;
+    };
+    let rate = window.rate(handler::TICKS_PER_SECOND);
     let current = INTERVAL.load(Ordering::Relaxed);
     let next = retarget(current, rate, CONFIGURED.load(Ordering::Relaxed));
     if next != current {

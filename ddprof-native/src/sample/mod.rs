@@ -24,6 +24,7 @@ pub mod nativemem;
 pub mod natsock;
 pub mod perf;
 pub mod poisson;
+pub mod rate_window;
 pub mod real_fns;
 pub mod record;
 pub mod safe_access;

@@ -23,6 +23,7 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::poisson::PoissonSampler;
+use super::rate_window::RateWindow;
 use super::real_fns::RealFns;
 use std::sync::OnceLock;
 
@@ -61,6 +62,14 @@ static REAL: RealFns<6> = RealFns::new();
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// Bytes between samples (one countdown shared by all threads, as upstream).
 static SAMPLER: PoissonSampler = PoissonSampler::new();
+/// The interval asked for (0: every allocation): the rate controller never samples more
+/// densely.
+static BASE: AtomicU64 = AtomicU64::new(0);
+static WINDOW: RateWindow = RateWindow::new();
+/// Samples per second the rate controller aims at (upstream's).
+pub const TARGET_PER_SECOND: u64 = 100;
+/// The highest interval the controller goes to (upstream's bound).
+const MAX_INTERVAL: u64 = 1 << 40;
 
 thread_local! {
     /// This thread is inside a hook's sampling part.
@@ -93,6 +102,8 @@ pub fn hook(f: Func) -> usize {
 pub fn arm(interval: u64, seed: u64) {
     LIVE.get_or_init(|| Mapped::new(LIVE_SLOTS, Category::SampleBuffers));
     SAMPLER.arm(interval, seed);
+    BASE.store(interval, Ordering::Relaxed);
+    WINDOW.reset(handler::ticks());
     ACTIVE.store(true, Ordering::Release);
 }
 
@@ -146,8 +157,40 @@ fn on_alloc(ptr: *mut c_void, size: usize) {
     };
     if sampler::sample(&sampled, |_, _, _, _| {}).is_some() {
         live_insert(ptr as u64);
+        control_rate((f64::from(alloc.weight) * size as f64) as u64);
     }
     let _ = INSIDE.try_with(|c| c.set(false));
+}
+
+/// The rate controller, after each recorded sample standing for `bytes`: once a second, when
+/// the samples came more than 25% faster than [`TARGET_PER_SECOND`], the interval becomes the
+/// bytes allocated per second (the window's weighted bytes) over the target; when they came
+/// more than 25% slower, it is lowered in proportion, never below the interval asked for
+/// (so bare `nativemem` samples every allocation again once the process calms down). Weights
+/// follow: each is taken with the interval in force, and a new interval draws a new distance.
+/// A burst shorter than a second is recorded whole, as upstream's.
+fn control_rate(bytes: u64) {
+    let due = |_: u64, elapsed: i64| elapsed >= handler::TICKS_PER_SECOND;
+    let Some(window) = WINDOW.count(handler::ticks(), bytes, due) else {
+        return;
+    };
+    let seconds = window.elapsed as f64 / handler::TICKS_PER_SECOND as f64;
+    let target = TARGET_PER_SECOND as f64;
+    let rate = window.events as f64 / seconds;
+    let current = SAMPLER.interval();
+    let next = if rate > 1.25 * target {
+        window.amount as f64 / seconds / target
+    } else if rate < 0.8 * target {
+        current as f64 * rate / target
+    } else {
+        return;
+    };
+    let base = BASE.load(Ordering::Relaxed);
+    let next = (next as u64).clamp(base, MAX_INTERVAL.max(base));
+    if next != current {
+        SAMPLER.set_interval(next);
+        Counter::NativememIntervalBytes.set(next as i64);
+    }
 }
 
 /// Before a block goes back to the allocator: forget it if it was sampled.

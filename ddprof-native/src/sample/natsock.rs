@@ -21,12 +21,13 @@
 
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::Ordering;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8};
 use std::sync::OnceLock;
 
 use super::alloc::{self as sampler, Sampled};
 use super::handler;
 use super::poisson::PoissonSampler;
+use super::rate_window::RateWindow;
 use super::real_fns::RealFns;
 use super::record::{EventKind, Socket};
 use crate::counters::Counter;
@@ -89,8 +90,7 @@ static OUT: PoissonSampler = PoissonSampler::new();
 static IN: PoissonSampler = PoissonSampler::new();
 /// The interval asked for: the controller never samples more densely.
 static BASE_NS: AtomicU64 = AtomicU64::new(DEFAULT_INTERVAL_NS);
-static WINDOW_START: AtomicI64 = AtomicI64::new(0);
-static WINDOW_EVENTS: AtomicU64 = AtomicU64::new(0);
+static WINDOW: RateWindow = RateWindow::new();
 
 pub fn set_real(f: Func, addr: usize) {
     REAL.set(f as usize, addr);
@@ -127,8 +127,7 @@ pub fn arm(interval_ns: u64, seed: u64) {
     BASE_NS.store(interval, Ordering::Relaxed);
     OUT.arm(interval, seed);
     IN.arm(interval, seed.rotate_left(17));
-    WINDOW_START.store(handler::ticks(), Ordering::Relaxed);
-    WINDOW_EVENTS.store(0, Ordering::Relaxed);
+    WINDOW.reset(handler::ticks());
     Counter::NatsockIntervalNanos.set(interval as i64);
     ACTIVE.store(true, Ordering::Release);
 }
@@ -414,24 +413,17 @@ fn on_transfer(fd: c_int, op: Op, start: i64, bytes: u64) {
 /// the target, or twice the target's events in any part of a second, with up to 1024x up, so
 /// that even `natsock=1` settles within a few dozen events.
 fn control_rate(now: i64) {
-    let events = WINDOW_EVENTS.fetch_add(1, Ordering::Relaxed) + 1;
-    let start = WINDOW_START.load(Ordering::Relaxed);
-    let elapsed = now.saturating_sub(start).max(1);
-    let rate = events as f64 * handler::TICKS_PER_SECOND as f64 / elapsed as f64;
     let target = TARGET_PER_SECOND as f64;
-    let due = elapsed >= handler::TICKS_PER_SECOND
-        || events >= 2 * TARGET_PER_SECOND
-        || (events >= BURST_EVENTS && rate > 4.0 * target);
-    if !due {
+    let due = |events: u64, elapsed: i64| {
+        let rate = events as f64 * handler::TICKS_PER_SECOND as f64 / elapsed as f64;
+        elapsed >= handler::TICKS_PER_SECOND
+            || events >= 2 * TARGET_PER_SECOND
+            || (events >= BURST_EVENTS && rate > 4.0 * target)
+    };
+    let Some(window) = WINDOW.count(now, 0, due) else {
         return;
-    }
-    if WINDOW_START
-        .compare_exchange(start, now, Ordering::Relaxed, Ordering::Relaxed)
-        .is_err()
-    {
-        return;
-    }
-    WINDOW_EVENTS.store(0, Ordering::Relaxed);
+    };
+    let rate = window.rate(handler::TICKS_PER_SECOND);
     let factor = (rate / target).clamp(0.25, 1024.0);
     let base = BASE_NS.load(Ordering::Relaxed);
     let next = ((OUT.interval() as f64 * factor) as u64).clamp(base, MAX_INTERVAL_NS.max(base));
