@@ -194,9 +194,6 @@ pub fn unwind<M: Memory>(
         if !sink.push(cur.pc) {
             return End::Full;
         }
-        if cur.fp == 0 {
-            return End::Root;
-        }
         // The DWARF rule of the function holding the pc, where there is one (a return
         // address may be the first byte of the next function: look up the call's byte).
         let at = if step == 0 {
@@ -207,6 +204,11 @@ pub fn unwind<M: Memory>(
         let by_rule = rules
             .and_then(|t| t.rule(at as u64))
             .and_then(|row| arch::caller_by_rule(mem, cur, bounds, row));
+        // A frame pointer of 0 ends a chain of frame pointers; code with a DWARF rule (built
+        // without them) may hold 0 in rbp as any other value.
+        if by_rule.is_none() && cur.fp == 0 {
+            return End::Root;
+        }
         if by_rule.is_some() {
             Counter::WalkvmNativeDwarfSteps.inc();
         }

@@ -6,12 +6,16 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Collectors;
 
 import com.datadoghq.profiler.JavaProfiler;
@@ -199,6 +203,45 @@ class NativeMemTest {
         // Every block was freed right away: the frees of the sampled ones were matched, so none of them is
         // still counted live beyond what the rest of the JVM keeps.
         assertTrue(counters.get("nativemem_freed_samples") >= named.size(), "counters: " + counters);
+    }
+
+    @Test
+    void theRateControllerHoldsAMallocHeavyThreadNearItsTarget() throws Exception {
+        assumeTrue(loadKnown(), "no C compiler (cc) to build the test library");
+        Path file = dir.resolve("rate.jfr");
+        TestEnv.start(profiler, "start,nativemem=16k,file=" + file);
+        int size = 1000;
+        AtomicLong blocks = new AtomicLong();
+        // Three seconds of this thread's CPU (more wall time on a busy host): a thousand blocks of
+        // 1 KB a millisecond or so, thousands of samples a second at 16 KiB.
+        ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+        run("nmem-rate", () -> {
+            long until = mx.getCurrentThreadCpuTime() + 3_000_000_000L;
+            while (mx.getCurrentThreadCpuTime() < until) {
+                KnownMalloc.knownCaller(10_000, size);
+                blocks.addAndGet(10_000);
+            }
+        });
+        Map<String, Long> counters = profiler.getDebugCounters();
+        profiler.stop();
+
+        List<RecordedEvent> named = reaching(JfrReader.onThread(JfrReader.events(file, EVENT), "nmem-rate"),
+                KnownMalloc.class, "knownCaller");
+        assertTrue(counters.get("nativemem_interval_bytes") > 16384, "the interval was raised: " + counters);
+        // The first window (a second) is recorded whole; from then on about 100 a second.
+        List<Instant> times = named.stream().map(RecordedEvent::getStartTime).sorted().collect(Collectors.toList());
+        assertFalse(times.isEmpty(), "no samples; counters: " + counters);
+        Instant settled = times.get(0).plusMillis(1500);
+        double span = Duration.between(settled, times.get(times.size() - 1)).toNanos() / 1e9;
+        long late = times.stream().filter(t -> t.isAfter(settled)).count();
+        assertTrue(span >= 1, "the samples span " + span + " s past the first window");
+        assertTrue(late <= 300 * span + 50 && late >= 20 * span, late + " samples in the " + span
+                + " s after the first window: the controller should hold about 100 a second; counters: " + counters);
+        // The weights follow the interval: the samples still stand for the bytes allocated.
+        long trueBytes = blocks.get() * size;
+        double sampled = named.stream().mapToDouble(e -> e.getFloat("weight") * (double) e.getLong("size")).sum();
+        assertTrue(sampled >= trueBytes * 0.5 && sampled <= trueBytes * 2, "samples stand for " + (long) sampled
+                + " bytes; the library allocated " + trueBytes + " (" + named.size() + " samples)");
     }
 
     @Test

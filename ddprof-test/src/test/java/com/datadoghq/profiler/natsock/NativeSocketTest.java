@@ -86,6 +86,20 @@ class NativeSocketTest {
         return JfrReader.onThread(events, thread);
     }
 
+    /** C frames (type Native, no class) from the leaf on, one of them a JNI function, then Java. */
+    private static boolean startsAtJniCode(RecordedEvent e) {
+        boolean jni = false;
+        for (RecordedFrame f : JfrReader.frames(e)) {
+            boolean c = "Native".equals(f.getType()) && f.getMethod() != null && f.getMethod().getType() != null
+                    && f.getMethod().getType().getName().isEmpty();
+            if (!c) {
+                return jni;
+            }
+            jni |= f.getMethod().getName().startsWith("Java_");
+        }
+        return false;
+    }
+
     private static String describe(RecordedEvent e) {
         return JfrReader.describe(e) + " " + e.getString("operation") + " " + e.getString("remoteAddress") + " "
                 + e.getLong("bytesTransferred") + " B, weight " + e.getFloat("weight") + ", " + e.getDuration();
@@ -127,6 +141,11 @@ class NativeSocketTest {
                 assertTrue(JfrReader.contains(e, EchoWork.class, "clientCaller"), "no Java caller: " + describe(e));
                 assertTrue(JfrReader.frames(e).stream().map(RecordedFrame::getMethod).noneMatch(m -> m != null && m.getName().contains("_hook")), "a hook frame: " + describe(e));
             }
+            // The stacks start at the hook's caller: C frames down to the JNI function of the Java
+            // native method that made the call.
+            long fromC = client.stream().filter(NativeSocketTest::startsAtJniCode).count();
+            assertTrue(fromC * 10 >= client.size() * 9, fromC + " of " + client.size()
+                    + " client stacks start with C frames down to a Java_* function" + sample(client));
             List<RecordedEvent> out = client.stream().filter(e -> OUTBOUND.contains(e.getString("operation")))
                     .collect(Collectors.toList());
             assertFalse(out.isEmpty(), "no outbound call sampled" + sample(client));
