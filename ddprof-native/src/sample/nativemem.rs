@@ -70,6 +70,11 @@ static WINDOW: RateWindow = RateWindow::new();
 pub const TARGET_PER_SECOND: u64 = 100;
 /// The highest interval the controller goes to (upstream's bound).
 const MAX_INTERVAL: u64 = 1 << 40;
+/// Samples that close a window before its second is up (50 seconds' worth at the target): a
+/// malloc-heavy burst records tens of thousands a second, and left a whole second it fills the
+/// recording's buffers (131,072 samples in the first half second of a zip loop) and every sample
+/// after is dropped.
+const WINDOW_EVENTS: u64 = 50 * TARGET_PER_SECOND;
 
 thread_local! {
     /// This thread is inside a hook's sampling part.
@@ -162,15 +167,16 @@ fn on_alloc(ptr: *mut c_void, size: usize) {
     let _ = INSIDE.try_with(|c| c.set(false));
 }
 
-/// The rate controller, after each recorded sample standing for `bytes`: once a second, when
-/// the samples came more than 25% faster than [`TARGET_PER_SECOND`], the interval becomes the
-/// bytes allocated per second (the window's weighted bytes) over the target; when they came
-/// more than 25% slower, it is lowered in proportion, never below the interval asked for
-/// (so bare `nativemem` samples every allocation again once the process calms down). Weights
-/// follow: each is taken with the interval in force, and a new interval draws a new distance.
-/// A burst shorter than a second is recorded whole, as upstream's.
+/// The rate controller, after each recorded sample standing for `bytes`: once a second (or
+/// after [`WINDOW_EVENTS`] samples), when the samples came more than 25% faster than
+/// [`TARGET_PER_SECOND`], the interval becomes the bytes allocated per second (the window's
+/// weighted bytes) over the target; when they came more than 25% slower, it is lowered in
+/// proportion, never below the interval asked for (so bare `nativemem` samples every allocation
+/// again once the process calms down). Weights follow: each is taken with the interval in force,
+/// and a new interval draws a new distance.
 fn control_rate(bytes: u64) {
-    let due = |_: u64, elapsed: i64| elapsed >= handler::TICKS_PER_SECOND;
+    let due =
+        |events: u64, elapsed: i64| elapsed >= handler::TICKS_PER_SECOND || events >= WINDOW_EVENTS;
     let Some(window) = WINDOW.count(handler::ticks(), bytes, due) else {
         return;
     };
