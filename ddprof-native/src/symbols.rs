@@ -148,6 +148,8 @@ const STT_FUNC: u8 = 2;
 const STT_GNU_IFUNC: u8 = 10;
 /// Longest symbol name read back (C++ template names can be long).
 const MAX_NAME: usize = 4096;
+/// Read first; a longer name (deep C++ templates) is read again up to [`MAX_NAME`].
+const SHORT_NAME: usize = 256;
 
 impl Table {
     /// Reads a 64-bit little-endian ELF file's loadable segments and function symbols.
@@ -231,15 +233,30 @@ impl Table {
         if offset >= self.strtab_size {
             return None;
         }
-        let len = (self.strtab_size - offset).min(MAX_NAME as u64);
-        let mut buf = vec![0u8; len as usize];
+        let left = self.strtab_size - offset;
+        // Most names fit the stack buffer: one short read and no 4 KiB heap buffer per
+        // name (a first dump names thousands, and fresh heap pages are its largest cost).
+        let mut short = [0u8; SHORT_NAME];
+        let want = left.min(SHORT_NAME as u64) as usize;
         let n = self
             .file
-            .read_at(&mut buf, self.strtab_offset + offset)
+            .read_at(&mut short[..want], self.strtab_offset + offset)
             .ok()?;
-        let bytes = buf.get(..n)?;
-        let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
-        let name = String::from_utf8_lossy(bytes.get(..end)?).into_owned();
+        let bytes = short.get(..n)?;
+        let name = match bytes.iter().position(|b| *b == 0) {
+            Some(end) => String::from_utf8_lossy(bytes.get(..end)?).into_owned(),
+            None if (n as u64) < left => {
+                let mut buf = vec![0u8; left.min(MAX_NAME as u64) as usize];
+                let n = self
+                    .file
+                    .read_at(&mut buf, self.strtab_offset + offset)
+                    .ok()?;
+                let bytes = buf.get(..n)?;
+                let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
+                String::from_utf8_lossy(bytes.get(..end)?).into_owned()
+            }
+            None => String::from_utf8_lossy(bytes).into_owned(),
+        };
         (!name.is_empty()).then_some(name)
     }
 }

@@ -90,3 +90,26 @@ fn table_lookup_respects_symbol_sizes() {
     // Just below the lowest function: nothing.
     assert_eq!(t.symbol_at(t.syms[0].0 - 1), None);
 }
+
+#[test]
+fn names_longer_than_the_first_read_come_back_whole() {
+    // 300 characters: past SHORT_NAME, so read again at full length.
+    #[inline(never)]
+    #[export_name = "ddprof_long_probe_0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789_end"]
+    extern "C" fn long_probe() -> u64 {
+        std::hint::black_box(7)
+    }
+    // Called through an opaque pointer, so the function and its symbol stay.
+    let probe: extern "C" fn() -> u64 = std::hint::black_box(long_probe);
+    assert_eq!(probe(), 7);
+    let exe = std::env::current_exe().unwrap();
+    let t = Table::read(exe.to_str().unwrap()).expect("test binary is ELF");
+    let long = t
+        .syms
+        .iter()
+        .filter_map(|&(value, _, _)| t.symbol_at(value))
+        .find(|n| n.starts_with("ddprof_long_probe_"))
+        .expect("the long symbol is in the table");
+    assert!(long.len() > SHORT_NAME, "{}", long.len());
+    assert!(long.ends_with("_end"), "{long}");
+}

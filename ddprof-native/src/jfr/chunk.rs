@@ -563,6 +563,16 @@ impl ChunkBuilder {
 
     /// Adds a StackTrace pool entry; `frames[0]` is the leaf. A key that is
     /// already present is ignored.
+    /// See [`Pools::reserve_traces`].
+    pub fn reserve_traces(&mut self, traces: usize, frames: usize) {
+        self.pools.reserve_traces(traces, frames);
+    }
+
+    /// See [`Pools::reserve_methods`].
+    pub fn reserve_methods(&mut self, methods: usize) {
+        self.pools.reserve_methods(methods);
+    }
+
     pub fn add_stack_trace(&mut self, key: u64, truncated: bool, frames: &[FrameRef]) {
         self.pools.add_stack_trace(key, truncated, frames);
     }
@@ -590,7 +600,7 @@ impl ChunkBuilder {
             flush_interval: self.flush_interval_declared.unwrap_or(true),
         };
         let mut out = std::mem::take(&mut self.header);
-        out.reserve(32 * 1024 + self.events.len() + self.pools.stack_trace_count() * 64);
+        out.reserve(32 * 1024 + self.events.len() + self.pools.size_hint());
         write_metadata_event(&mut out, self.start.start_ticks, &layout);
         out.extend_from_slice(&self.events);
         let cpool_offset = out.len();

@@ -110,6 +110,8 @@ pub struct Pools {
     /// Trace keys whose body equals an earlier one's: that entry's pool key.
     trace_aliases: HashMap<u64, u64>,
     traces_written: usize,
+    /// The body being encoded by `add_stack_trace`, kept between calls.
+    scratch: Vec<u8>,
     threads: BTreeMap<i64, ThreadEntry>,
     /// Tids that events refer to; any without an `add_thread` entry get a
     /// placeholder so that no sample loses its thread.
@@ -228,7 +230,8 @@ impl Pools {
         if !self.trace_keys.insert(key) {
             return false;
         }
-        let mut body = Vec::with_capacity(2 + frames.len() * 8);
+        let mut body = std::mem::take(&mut self.scratch);
+        body.clear();
         put_bool(&mut body, truncated);
         put_varint(&mut body, frames.len() as u64);
         for f in frames {
@@ -250,6 +253,7 @@ impl Pools {
         });
         if let Some(pool_key) = same {
             self.trace_aliases.insert(key, pool_key);
+            self.scratch = body;
             return false;
         }
         let pool_key = self.trace_ref(key);
@@ -257,6 +261,7 @@ impl Pools {
         let start = self.traces.len();
         self.traces.extend_from_slice(&body);
         let end = self.traces.len();
+        self.scratch = body;
         self.trace_bodies
             .entry(hash)
             .or_default()
@@ -294,6 +299,32 @@ impl Pools {
     }
 
     /// StackTrace entries written (traces equal to an earlier one are not).
+    /// Room for `traces` stack traces of `frames` frames in all, so that the encoded
+    /// traces are not copied at each doubling (fresh pages are much of a first dump's cost).
+    pub fn reserve_traces(&mut self, traces: usize, frames: usize) {
+        let _mem = memory::scope(Category::Dictionary);
+        // About 7 bytes a frame (method key, line, bci, type as varints), 4 a trace.
+        self.traces.reserve(frames * 7 + traces * 4);
+        self.trace_keys.reserve(traces);
+    }
+
+    /// Room for `methods` distinct methods (and their names and descriptors).
+    pub fn reserve_methods(&mut self, methods: usize) {
+        let _mem = memory::scope(Category::Dictionary);
+        self.method_ids.reserve(methods);
+        self.methods.reserve(methods);
+        self.symbols.ids.reserve(methods * 2);
+    }
+
+    /// Bytes the pools will take in the checkpoint, roughly (for reserving its buffer).
+    pub fn size_hint(&self) -> usize {
+        self.traces.len()
+            + self.methods.len() * 16
+            + self.classes.len() * 12
+            + self.symbols.len() * 40
+    }
+
+    #[cfg(test)]
     pub fn stack_trace_count(&self) -> usize {
         self.traces_written
     }

@@ -90,6 +90,9 @@ pub fn method_parts(m: &MethodGroup, method: usize, encoding: Encoding) -> Optio
         Vec::new()
     };
     lines.sort_unstable();
+    // Collected by doubling: the spare half would stay with the name for the whole dump
+    // (and for later ones, `lazy/kept.rs`).
+    lines.shrink_to_fit();
     Some(MethodParts {
         name,
         descriptor,

@@ -96,10 +96,25 @@ impl Resolver {
         (kind::JAVA_METHOD_ID, a.key, named.lines)
     }
 
-    /// Called once before the frames of a dump are keyed: warms the cache for the lazy
-    /// checks of its tagged frames (nothing to do without any).
-    pub fn prepare<'a>(&mut self, frames: impl Iterator<Item = &'a Frame>) {
-        self.lazy.warm(frames);
+    /// Called once before the frames of a dump are keyed: sizes the caches for its
+    /// distinct Java methods and warms the memory the lazy checks of its tagged frames read.
+    /// Returns how many distinct Java methods (jmethodIDs and raw `Method*`s) the frames hold.
+    pub fn prepare<'a>(&mut self, frames: impl Iterator<Item = &'a Frame>) -> usize {
+        let mut seen: WordMap<(bool, u64), ()> = WordMap::default();
+        let mut tagged: Vec<usize> = Vec::new();
+        for f in frames {
+            if f.kind != kind::JAVA_METHOD_ID && f.kind != kind::RAW_METHOD {
+                continue;
+            }
+            let u = tags::untag(f);
+            let raw = f.kind == kind::RAW_METHOD;
+            if seen.insert((raw, u.method), ()).is_none() && u.tag.is_some() {
+                tagged.push(u.method as usize);
+            }
+        }
+        self.cache.reserve(seen.len());
+        self.lazy.warm(&tagged);
+        seen.len()
     }
 
     /// Names a raw `Method*` frame that [`Self::key_of`] left raw (`since` as there): a tagged frame refused
@@ -231,7 +246,7 @@ impl Drop for Resolver {
         {
             let _mem = memory::scope(Category::MethodMap);
             let named = std::mem::take(&mut self.cache);
-            self.lazy.keep(named.into_iter());
+            self.lazy.keep(named);
         }
         // `lazy` pops its local frame when dropped, after this; `thread_class` belongs to
         // the frame below it, where deleting it is allowed.

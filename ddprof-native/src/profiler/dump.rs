@@ -734,8 +734,11 @@ fn write_traces(
         return unnamed;
     };
     let mut resolver = Resolver::new(jvmti, jni);
-    resolver.prepare(traces.iter().flat_map(|t| t.1.iter()));
-    let mut method_keys: WordMap<(u8, u64), u32> = WordMap::default();
+    let methods = resolver.prepare(traces.iter().flat_map(|t| t.1.iter()));
+    chunk.reserve_traces(traces.len(), traces.iter().map(|t| t.1.len()).sum());
+    chunk.reserve_methods(methods);
+    let mut method_keys: WordMap<(u8, u64), u32> =
+        WordMap::with_capacity_and_hasher(methods, Default::default());
     let mut unknown: Option<u32> = None;
     let mut natives = NativeNames::new(remotesym);
     let mut receivers = receivers::ReceiverNames::default();

@@ -21,17 +21,54 @@ use crate::counters::Counter;
 use crate::methods::info::MethodInfo;
 use crate::methods::word_map::WordMap;
 
-/// A method named by an earlier dump, and what must still hold for its name to stand.
-pub struct Kept {
-    /// The holder's trace ID when named.
-    pub trace_id: u64,
-    /// The holder's methods array (`InstanceKlass::_methods`) the method was found in.
-    pub methods: usize,
-    pub info: MethodInfo,
+/// Names of methods named by an earlier dump, by pool key (`Method*` | `NO_ID_KEY`), and
+/// what must still hold for each to stand.
+#[derive(Default)]
+pub struct KeptNames {
+    names: WordMap<u64, MethodInfo>,
+    /// The holder's trace ID and methods array (`InstanceKlass::_methods`) the method was
+    /// found in, when named.
+    checks: WordMap<u64, (u64, usize)>,
 }
 
-/// By pool key (`Method*` | `NO_ID_KEY`).
-pub type KeptNames = WordMap<u64, Kept>;
+impl KeptNames {
+    /// What a dump leaves: of `names` (its names, by key), those `checks` holds the checks
+    /// of. Filtered in place: the dump's own tables are kept, not copied (a first dump names
+    /// thousands of methods, and fresh pages are much of its cost).
+    pub fn from_dump(
+        mut names: WordMap<u64, MethodInfo>,
+        mut checks: WordMap<u64, (u64, usize)>,
+    ) -> KeptNames {
+        names.retain(|key, info| !info.class_name.is_empty() && checks.contains_key(key));
+        checks.retain(|key, _| names.contains_key(key));
+        // Mostly emptied (a dump of few lazily named frames): not worth its table.
+        if names.capacity() > 4 * names.len() {
+            names.shrink_to_fit();
+            checks.shrink_to_fit();
+        }
+        KeptNames { names, checks }
+    }
+
+    /// Whether the name kept for `key` was made for the holder with `trace_id` and this
+    /// `methods` array.
+    pub fn holds(&self, key: u64, trace_id: u64, methods: usize) -> bool {
+        self.checks.get(&key) == Some(&(trace_id, methods))
+    }
+
+    /// The name kept for `key`, taken out.
+    pub fn remove(&mut self, key: u64) -> Option<MethodInfo> {
+        self.checks.remove(&key);
+        self.names.remove(&key)
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+}
 
 static KEPT: Mutex<Option<KeptNames>> = Mutex::new(None);
 

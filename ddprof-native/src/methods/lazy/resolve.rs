@@ -51,16 +51,15 @@ use crate::methods::word_map::WordMap;
 
 use jni::sys::{jclass, JNIEnv};
 
-use super::kept::{self, Kept, KeptNames};
+use super::kept::{self, KeptNames};
 use super::version_keys::VersionKeys;
 use super::JniRefs;
 use crate::counters::Counter;
 use crate::jvmti::{self, redefine};
 use crate::methods::info::MethodInfo;
 use crate::methods::raw::{self, MethodParts};
-use crate::sample::frame::Frame;
 use crate::sample::safe_access::load_usize;
-use crate::sample::tags::{self, Tag};
+use crate::sample::tags::Tag;
 use crate::sample::vm::codecache::load_field;
 use crate::sample::vm::debuginfo::Encoding;
 use crate::sample::vm::klass::{self, Contains};
@@ -392,12 +391,7 @@ impl LazyResolver {
         // something else made it.
         let id = method::jmethod_id(m, method).map(|id| id as u64);
         let no_id_key = method as u64 | NO_ID_KEY;
-        let reuse = id.is_none()
-            && keep.is_some_and(|t| {
-                self.kept
-                    .get(&no_id_key)
-                    .is_some_and(|k| k.trace_id == t && k.methods == data)
-            });
+        let reuse = id.is_none() && keep.is_some_and(|t| self.kept.holds(no_id_key, t, data));
         let parts = match reuse {
             true => None,
             false => self.encoding.and_then(|e| raw::method_parts(m, method, e)),
@@ -425,20 +419,17 @@ impl LazyResolver {
     }
 
     /// Warms the cache for the distinct tagged frames the dump is about to check
-    /// (`prefetch.rs`), in the order it will meet them.
-    pub fn warm<'a>(&mut self, frames: impl Iterator<Item = &'a Frame>) {
-        let Some(m) = layout::get().and_then(|l| l.method.as_ref()) else {
-            return;
-        };
-        let mut seen: WordMap<u64, ()> = WordMap::default();
-        let mut methods: Vec<usize> = Vec::new();
-        for f in frames {
-            let u = tags::untag(f);
-            if u.tag.is_some() && seen.insert(u.method, ()).is_none() {
-                methods.push(u.method as usize);
-            }
+    /// (`prefetch.rs`; `methods`: their untagged `Method*`s, in the order it will meet them)
+    /// and sizes the per-frame maps for them: grown one doubling at a time, each map
+    /// faulted in every table it outgrew (a quarter of the first dump's time on the Kotlin
+    /// benchmark, docs/benchmarks.md).
+    pub fn warm(&mut self, methods: &[usize]) {
+        self.frames.reserve(methods.len());
+        self.parts.reserve(methods.len());
+        self.keepable.reserve(methods.len());
+        if let Some(m) = layout::get().and_then(|l| l.method.as_ref()) {
+            super::prefetch::warm_frames(m, methods);
         }
-        super::prefetch::warm_frames(m, &methods);
     }
 
     /// The metadata read for an accepted frame, by its key (once; `None` if the reads
@@ -453,31 +444,18 @@ impl LazyResolver {
         if !self.keepable.contains_key(&key) {
             return None;
         }
-        let k = self.kept.remove(&key)?;
+        let info = self.kept.remove(key)?;
         Counter::MethodResolveLazyKept.inc();
-        Some(k.info)
+        Some(info)
     }
 
     /// Leaves for the next dump the names of `named` (this dump's, by key) that it may
-    /// reuse, and only those.
-    pub fn keep(&mut self, named: impl Iterator<Item = (u64, MethodInfo)>) {
-        let mut left = KeptNames::default();
-        for (key, info) in named {
-            if let Some(&(trace_id, methods)) = self.keepable.get(&key) {
-                if !info.class_name.is_empty() {
-                    left.insert(
-                        key,
-                        Kept {
-                            trace_id,
-                            methods,
-                            info,
-                        },
-                    );
-                }
-            }
-        }
+    /// reuse, and only those; the names the previous dump left and this one did not use
+    /// are dropped.
+    pub fn keep(&mut self, named: WordMap<u64, MethodInfo>) {
+        let left = KeptNames::from_dump(named, std::mem::take(&mut self.keepable));
         Counter::MethodResolveLazyKeptEntries.set(left.len() as i64);
-        self.kept.clear();
+        self.kept = KeptNames::default();
         kept::leave(left);
     }
 

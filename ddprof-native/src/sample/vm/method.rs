@@ -143,7 +143,11 @@ pub fn symbol(m: &MethodGroup, sym: usize) -> Option<String> {
     // Eight bytes per protected load: a dump reads thousands of names.
     let mut bytes = vec![0u8; len];
     crate::sample::safe_access::copy(&mut bytes, body).then_some(())?;
-    Some(String::from_utf8_lossy(&bytes).into_owned())
+    // Valid UTF-8 (every well-formed name) is taken as it is, without a second copy.
+    Some(
+        String::from_utf8(bytes)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+    )
 }
 
 #[cfg(test)]
