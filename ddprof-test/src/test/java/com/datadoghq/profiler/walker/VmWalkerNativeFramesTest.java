@@ -196,8 +196,9 @@ class VmWalkerNativeFramesTest {
      * {@code remotesym}: a native frame in a library with a build id is left to the backend to
      * symbolize, as upstream writes it: class = the library's build id (as its jdk.NativeLibrary
      * event carries it), method {@code <remote>}, descriptor = the pc's ELF address in hex, type 7.
-     * The addresses of the leaf frames lie in {@code ddprof_late_leaf} by the library's own symbol
-     * table ({@code nm}).
+     * The addresses of the leaf frames lie in the library's functions on the worker's path by its own
+     * symbol table ({@code nm}), nearly all in {@code ddprof_late_leaf}: a sample may also land in the
+     * few instructions its callers run between calls (CI, JDK 11: 70 bytes past the leaf's end).
      */
     @ParameterizedTest
     @ValueSource(strings = {"vm", "dwarf"})
@@ -214,6 +215,8 @@ class VmWalkerNativeFramesTest {
                 .findFirst().orElse("");
         assertFalse(buildId.isEmpty(), "no build id for liblate_spin.so in the recording");
         long[] leafRange = symbolRange(lib, "ddprof_late_leaf");
+        long[][] pathRanges = {leafRange, symbolRange(lib, "ddprof_late_middle"),
+            symbolRange(lib, "Java_com_datadoghq_profiler_walker_NativeFramesMain_lateSpin")};
         List<jdk.jfr.consumer.RecordedEvent> samples = JfrReader.onThread(JfrReader.executionSamples(jfr), WORKER);
         assertTrue(samples.size() >= 50, "samples: " + samples.size());
         long inLeaf = 0;
@@ -228,9 +231,16 @@ class VmWalkerNativeFramesTest {
                 continue; // another library's frame (libc, libjvm), also left to the backend
             }
             long address = Long.decode(m.getDescriptor());
-            assertTrue(leafRange == null || (address >= leafRange[0] && address < leafRange[1]),
-                    "0x" + Long.toHexString(address) + " is not in ddprof_late_leaf " + java.util.Arrays.toString(leafRange));
-            inLeaf++;
+            if (leafRange == null) {
+                inLeaf++; // no nm: the addresses cannot be checked
+                continue;
+            }
+            assertTrue(java.util.Arrays.stream(pathRanges).anyMatch(r -> address >= r[0] && address < r[1]),
+                    "0x" + Long.toHexString(address) + " is in none of ddprof_late_leaf, ddprof_late_middle, "
+                            + "Java_..._lateSpin " + java.util.Arrays.deepToString(pathRanges));
+            if (address >= leafRange[0] && address < leafRange[1]) {
+                inLeaf++;
+            }
         }
         assertTrue(inLeaf * 10 >= samples.size() * 7, "leaf frames left to the backend in liblate_spin.so: " + inLeaf
                 + " of " + samples.size() + JfrReader.describe(samples, 3));
