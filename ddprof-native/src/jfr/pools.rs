@@ -39,6 +39,8 @@ pub const LOG_LEVELS: [&str; 5] = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR"];
 pub struct Interner {
     ids: HashMap<Box<str>, u32>,
     base: u32,
+    /// The interned strings' bytes, in all.
+    bytes: usize,
 }
 
 impl Interner {
@@ -49,6 +51,7 @@ impl Interner {
         }
         let id = self.base + self.ids.len() as u32 + 1;
         self.ids.insert(s.into(), id);
+        self.bytes += s.len();
         id
     }
 
@@ -308,20 +311,34 @@ impl Pools {
         self.trace_keys.reserve(traces);
     }
 
-    /// Room for `methods` distinct methods (and their names and descriptors).
+    /// Room for `methods` distinct methods. Only tables whose size is known: a hash table
+    /// sized past its use is faulted in whole all the same, its entries spread over it.
     pub fn reserve_methods(&mut self, methods: usize) {
         let _mem = memory::scope(Category::Dictionary);
         self.method_ids.reserve(methods);
         self.methods.reserve(methods);
-        self.symbols.ids.reserve(methods * 2);
     }
 
-    /// Bytes the pools will take in the checkpoint, roughly (for reserving its buffer).
+    /// At least the bytes the pools take in the checkpoint (for reserving its buffer: one
+    /// doubling at the end copies the whole chunk into fresh pages).
     pub fn size_hint(&self) -> usize {
-        self.traces.len()
-            + self.methods.len() * 16
-            + self.classes.len() * 12
-            + self.symbols.len() * 40
+        // Varints: at most 10 bytes each; a method entry has 7 fields, a class 5, a
+        // package 2, a string its bytes and a length and encoding byte.
+        let strings = |i: &Interner| i.bytes + i.len() * 21;
+        let threads: usize = self
+            .threads
+            .values()
+            .map(|t| 64 + t.os_name.len() + t.java_name.as_ref().map_or(0, |n| n.len()))
+            .sum();
+        4096 + self.traces.len()
+            + self.methods.len() * 70
+            + self.classes.len() * 50
+            + self.packages.len() * 20
+            + threads
+            + self.referenced_tids.len() * 64
+            + strings(&self.symbols)
+            + strings(&self.attributes)
+            + strings(&self.strings)
     }
 
     #[cfg(test)]
