@@ -53,8 +53,8 @@ public final class KotlinCompileBenchmark {
         System.out.println();
         System.out.println("| mode | Class + Internal beyond none | Class beyond none | Internal beyond none"
                 + " | Total - heap beyond none | classes loaded | samples | jmethodIDs (preloaded / lazy-created)"
-                + " | first dump (ms) | later dumps (ms) | first dump, CPU (ms) | later dumps, CPU (ms) | compile (ms) |");
-        System.out.println("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+                + " | first dump (ms) | later dumps (ms) | first dump, CPU (ms) | later dumps, CPU (ms) | first dump, page faults | compile (ms) |");
+        System.out.println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
         for (String mode : modes) {
             List<Double> both = new ArrayList<>();
             List<Double> cls = new ArrayList<>();
@@ -68,6 +68,7 @@ public final class KotlinCompileBenchmark {
             List<Double> later = new ArrayList<>();
             List<Double> firstCpu = new ArrayList<>();
             List<Double> laterCpu = new ArrayList<>();
+            List<Double> faults = new ArrayList<>();
             List<Double> compile = new ArrayList<>();
             for (BenchSupport.Run r : BenchSupport.of(runs, mode)) {
                 BenchSupport.Run none = BenchSupport.find(runs, "none", r.round);
@@ -85,10 +86,11 @@ public final class KotlinCompileBenchmark {
                 later.add(r.d("later_dump_ms"));
                 firstCpu.add(r.d("first_dump_cpu_ms"));
                 laterCpu.add(r.d("later_dump_cpu_ms"));
+                faults.add(r.d("first_dump_minflt"));
                 compile.add(r.d("compile_ms"));
             }
             boolean base = mode.equals("none");
-            System.out.printf(Locale.ROOT, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |%n",
+            System.out.printf(Locale.ROOT, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |%n",
                     base ? "no profiler" : "`" + mode + "`",
                     base ? "-" : "**" + BenchSupport.mmm(both, "%+.2f") + "**",
                     base ? "-" : BenchSupport.mmm(cls, "%+.2f"),
@@ -101,6 +103,7 @@ public final class KotlinCompileBenchmark {
                     base ? "-" : BenchSupport.mmm(later, "%.1f"),
                     base ? "-" : BenchSupport.mmm(firstCpu, "%.1f"),
                     base ? "-" : BenchSupport.mmm(laterCpu, "%.1f"),
+                    base ? "-" : BenchSupport.mmm(faults, "%,.0f"),
                     BenchSupport.mmm(compile, "%,.0f"));
         }
         System.out.println();

@@ -29,7 +29,8 @@ import java.util.Map;
  * the given {@code fjmethodid} mode and a dump after every compile (the first dump and the later ones
  * timed on the dumping thread). Then, after HotSpot's arena pool had a pass to empty, the NMT summary.
  * Prints {@code RESULT mode=.. Class=<KB> Internal=<KB> Total_minus_heap=<KB> classes=.. first_dump_ms=..
- * later_dump_ms=.. compile_ms=.. first_dump_cpu_ms=.. later_dump_cpu_ms=..} (the dumping thread's CPU time)
+ * later_dump_ms=.. compile_ms=.. first_dump_cpu_ms=.. later_dump_cpu_ms=.. first_dump_minflt=..} (the dumping
+ * thread's CPU time and minor page faults)
  * and the profiler's counters.
  */
 public final class KotlinCompileWorker {
@@ -70,6 +71,7 @@ public final class KotlinCompileWorker {
         long compileNs = 0;
         long firstDumpNs = -1;
         long firstDumpCpuNs = -1;
+        long firstDumpFaults = -1;
         List<Double> laterDumps = new ArrayList<>();
         List<Double> laterDumpsCpu = new ArrayList<>();
         // The dump runs on the calling thread: its CPU time is the dump's cost without the waits for
@@ -86,6 +88,7 @@ public final class KotlinCompileWorker {
                 throw new IllegalStateException("kotlinc exit " + code + " on compile " + i);
             }
             if (profiler != null) {
+                long f0 = minorFaults();
                 long c0 = threads.getCurrentThreadCpuTime();
                 long d0 = System.nanoTime();
                 profiler.dump(dir.resolve("dump" + i + ".jfr"));
@@ -94,6 +97,7 @@ public final class KotlinCompileWorker {
                 if (firstDumpNs < 0) {
                     firstDumpNs = d;
                     firstDumpCpuNs = c;
+                    firstDumpFaults = minorFaults() - f0;
                 } else {
                     laterDumps.add(d / 1e6);
                     laterDumpsCpu.add(c / 1e6);
@@ -118,7 +122,8 @@ public final class KotlinCompileWorker {
                         laterDumps.isEmpty() ? -1 : BenchSupport.median(laterDumps)))
                 .put("first_dump_cpu_ms", String.format(Locale.ROOT, "%.1f", firstDumpCpuNs / 1e6))
                 .put("later_dump_cpu_ms", String.format(Locale.ROOT, "%.1f",
-                        laterDumpsCpu.isEmpty() ? -1 : BenchSupport.median(laterDumpsCpu)));
+                        laterDumpsCpu.isEmpty() ? -1 : BenchSupport.median(laterDumpsCpu)))
+                .put("first_dump_minflt", firstDumpFaults);
         for (String k : new String[] {"samples", "jmethodids_preloaded", "method_resolve_lazy_jmethodids_created",
                 "method_resolve_lazy_metadata", "klass_registry_entries", "klass_registry_bytes",
                 "fjmethodid_lazy_fallback"}) {
@@ -130,6 +135,22 @@ public final class KotlinCompileWorker {
         }
         loader.close();
         BenchSupport.deleteTree(dir);
+    }
+
+    /**
+     * Minor page faults of the calling thread so far ({@code /proc/thread-self/stat}, field 10): a
+     * dump's first touches of fresh memory, which in a VM guest cost several microseconds each.
+     * -1 where the file is not there.
+     */
+    static long minorFaults() {
+        try {
+            String stat = Files.readString(Path.of("/proc/thread-self/stat"));
+            // Fields after the command name (which may hold spaces), from field 3 on.
+            String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+            return Long.parseLong(f[7]);
+        } catch (java.io.IOException | RuntimeException e) {
+            return -1;
+        }
     }
 
     /** {@code files} Kotlin files, each using the previous one's types so resolution crosses files. */
