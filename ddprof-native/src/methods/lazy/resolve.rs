@@ -420,9 +420,8 @@ impl LazyResolver {
 
     /// Warms the cache for the distinct tagged frames the dump is about to check
     /// (`prefetch.rs`; `methods`: their untagged `Method*`s, in the order it will meet them)
-    /// and sizes the per-frame maps for them: grown one doubling at a time, each map
-    /// faulted in every table it outgrew (a quarter of the first dump's time on the Kotlin
-    /// benchmark, docs/benchmarks.md).
+    /// and sizes the per-frame maps for them instead of doubling them (each doubling moves
+    /// every entry; docs/benchmarks.md, "Fresh pages in the first dump").
     pub fn warm(&mut self, methods: &[usize]) {
         self.frames.reserve(methods.len());
         self.parts.reserve(methods.len());
