@@ -50,6 +50,7 @@ counters! {
     PerfMergedPeriods => "perf_merged_periods",
     PerfReenabled => "perf_reenabled",
     PerfSamplesDeferred => "perf_samples_deferred",
+    PerfSamplesAccountedAlready => "perf_samples_accounted_already",
     // Kernel frames of perf_events samples recorded, and threads whose ring buffer could not
     // be mapped (they are sampled without kernel frames).
     PerfKernelFrames => "perf_kernel_frames",

@@ -566,8 +566,8 @@ mod tests {
         assert!((1..=31).contains(&w), "weight {w}");
         assert_eq!(
             slots::claim(tid, 1, fd, 0),
-            Some(1),
-            "nothing elapsed: still one"
+            Some(0),
+            "nothing elapsed: no sample, nothing accounted twice"
         );
         slots::finish(tid, 1_000_000_000);
         assert_eq!(
@@ -575,10 +575,29 @@ mod tests {
             Some(0),
             "right after the previous sample ended: deferred"
         );
-        assert_eq!(slots::claim(tid, 1, fd, 1_000_000_000 + period), Some(1));
+        // Two more periods of CPU (counted by the fd, whatever the host's load).
+        let spin_until = read_count(fd) + 2 * period;
+        while read_count(fd) < spin_until {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        let w = slots::claim(tid, 1, fd, 1_000_000_000 + period).expect("own fd");
+        assert!(
+            (1..=3).contains(&w),
+            "weight {w} for two periods and the remainder"
+        );
         assert_eq!(slots::take(tid), Some(slots::Armed { fd, ring: 0 }));
         assert_eq!(slots::claim(tid, 1, fd, 0), None, "taken out");
         close(fd);
+    }
+
+    /// The fd's count (ns of task clock).
+    fn read_count(fd: c_int) -> u64 {
+        let mut count: u64 = 0;
+        // SAFETY: reading 8 bytes into a local from our own perf fd.
+        let n = unsafe { libc::read(fd, (&mut count as *mut u64).cast(), 8) };
+        assert_eq!(n, 8);
+        count
     }
 
     /// Where the kernel permits it: an event on this thread opens, routes and enables.

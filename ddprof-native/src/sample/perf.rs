@@ -205,7 +205,8 @@ pub fn kernel_frames(tid: i32, out: &mut [u64]) -> usize {
 /// too soon after this thread's previous sample ended (`now` is CLOCK_MONOTONIC ns): the
 /// overflow came from the handler's own CPU time, so no sample now, and its periods go to
 /// the next one. Without that a handler slower than the period would leave the thread
-/// nothing but handlers. Signal-safe.
+/// nothing but handlers. `Some(0)` too when no whole period ran since the last one accounted
+/// (`perf_samples_accounted_already`). Signal-safe.
 pub fn claim(tid: i32, code: c_int, fd: c_int, now: u64) -> Option<u64> {
     if code != POLL_IN && code != POLL_HUP {
         return None;
@@ -235,7 +236,15 @@ pub fn claim(tid: i32, code: c_int, fd: c_int, now: u64) -> Option<u64> {
     }
     let period = PERIOD_NS.load(Ordering::Relaxed);
     let accounted = s.accounted.load(Ordering::Relaxed);
-    let periods = (count.saturating_sub(accounted) / period).max(1);
+    // Whole units since the last accounted one; 0 when an earlier read already accounted for
+    // this overflow (its signal stayed pending while the previous sample merged its period:
+    // the thread preempted right after a sample) or less than a unit ran since: no sample,
+    // the remainder goes to the next one, and the weights add up to the CPU time counted.
+    let periods = count.saturating_sub(accounted) / period;
+    if periods == 0 {
+        Counter::PerfSamplesAccountedAlready.inc();
+        return Some(0);
+    }
     s.accounted.store(
         accounted.wrapping_add(periods.wrapping_mul(period)),
         Ordering::Relaxed,
