@@ -243,22 +243,24 @@ impl Table {
             .read_at(&mut short[..want], self.strtab_offset + offset)
             .ok()?;
         let bytes = short.get(..n)?;
-        let name = match bytes.iter().position(|b| *b == 0) {
-            Some(end) => String::from_utf8_lossy(bytes.get(..end)?).into_owned(),
-            None if (n as u64) < left => {
-                let mut buf = vec![0u8; left.min(MAX_NAME as u64) as usize];
-                let n = self
-                    .file
-                    .read_at(&mut buf, self.strtab_offset + offset)
-                    .ok()?;
-                let bytes = buf.get(..n)?;
-                let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
-                String::from_utf8_lossy(bytes.get(..end)?).into_owned()
-            }
-            None => String::from_utf8_lossy(bytes).into_owned(),
+        let name = if bytes.contains(&0) || n as u64 >= left {
+            up_to_nul(bytes)
+        } else {
+            let mut buf = vec![0u8; left.min(MAX_NAME as u64) as usize];
+            let n = self
+                .file
+                .read_at(&mut buf, self.strtab_offset + offset)
+                .ok()?;
+            up_to_nul(buf.get(..n)?)
         };
         (!name.is_empty()).then_some(name)
     }
+}
+
+/// The string `bytes` hold before their first NUL (all of them without one).
+fn up_to_nul(bytes: &[u8]) -> String {
+    let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end]).into_owned()
 }
 
 // ---------------------------------------------------------------------------------------
