@@ -88,6 +88,9 @@ public final class KotlinCompileWorker {
                 throw new IllegalStateException("kotlinc exit " + code + " on compile " + i);
             }
             if (profiler != null) {
+                if (i == 0) {
+                    pauseForProfiler();
+                }
                 long f0 = minorFaults();
                 long c0 = threads.getCurrentThreadCpuTime();
                 long d0 = System.nanoTime();
@@ -135,6 +138,19 @@ public final class KotlinCompileWorker {
         }
         loader.close();
         BenchSupport.deleteTree(dir);
+    }
+
+    /**
+     * With {@code -Dkt.pauseBeforeFirstDump=MS}: prints {@code PAUSE <pid>} and sleeps that long before the
+     * first dump, so that a sampling profiler (perf) can be attached to the dump alone.
+     */
+    private static void pauseForProfiler() throws InterruptedException {
+        long ms = Long.getLong("kt.pauseBeforeFirstDump", 0);
+        if (ms > 0) {
+            System.out.println("PAUSE " + ProcessHandle.current().pid());
+            System.out.flush();
+            Thread.sleep(ms);
+        }
     }
 
     /**
