@@ -31,6 +31,7 @@ pub mod thread_filter;
 pub mod threads;
 pub mod tracing;
 pub mod vm;
+pub mod word_map;
 
 /// Every Rust allocation of the core is charged to a memory category (memory/).
 #[global_allocator]

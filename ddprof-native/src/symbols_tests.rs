@@ -74,7 +74,7 @@ fn a_pc_in_no_file_is_an_address() {
             mappings: Vec::new(),
             files: Vec::new(),
         }),
-        names: HashMap::new(),
+        names: Default::default(),
     };
     assert_eq!(s.name(0x10), "0x10");
 }
@@ -89,6 +89,31 @@ fn table_lookup_respects_symbol_sizes() {
     assert!(t.symbol_at(value + u64::from(size) - 1).is_some());
     // Just below the lowest function: nothing.
     assert_eq!(t.symbol_at(t.syms[0].0 - 1), None);
+}
+
+#[test]
+fn the_indexed_lookup_finds_what_a_full_search_finds() {
+    let exe = std::env::current_exe().unwrap();
+    let t = Table::read(exe.to_str().unwrap()).expect("test binary is ELF");
+    assert!(t.syms.len() > 4 * INDEX_STRIDE, "{} symbols", t.syms.len());
+    let plain = |vaddr: u64| {
+        let i = t.syms.partition_point(|s| s.0 <= vaddr).checked_sub(1)?;
+        let (value, size, name) = t.syms[i];
+        (vaddr < value + u64::from(size)).then_some(name)
+    };
+    // Every symbol's first and last byte, the byte past it and the one before it: block
+    // edges included, since every INDEX_STRIDE-th symbol starts a block.
+    for &(value, size, _) in &t.syms {
+        for vaddr in [
+            value - 1,
+            value,
+            value + u64::from(size) - 1,
+            value + u64::from(size),
+        ] {
+            assert_eq!(t.name_offset_at(vaddr), plain(vaddr), "at 0x{vaddr:x}");
+        }
+    }
+    assert_eq!(t.name_offset_at(u64::MAX), plain(u64::MAX));
 }
 
 #[test]

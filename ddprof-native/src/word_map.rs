@@ -1,11 +1,14 @@
-//! Hash maps keyed by machine words (`Method*`, `Klass*`, IDs), for the dump's per-frame
-//! caches.
+//! Hash maps keyed by machine words (`Method*`, `Klass*`, IDs, pool ids) or by the short
+//! strings of a dump (names, descriptors), for the dump's caches and the chunk's pools:
+//! the std maps' SipHash was a visible part of a first dump that names tens of thousands of
+//! methods.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// Hasher for keys that are already well-spread machine words (pointers, IDs): one
-/// multiply per word instead of SipHash. Not for keys an attacker chooses.
+/// multiply per word instead of SipHash; bytes (strings) eight at a time. Not for keys an
+/// attacker chooses: the profiler's keys come from the JVM and the kernel.
 #[derive(Default)]
 pub struct WordHasher(u64);
 
@@ -16,9 +19,21 @@ impl Hasher for WordHasher {
         self.0 ^ (self.0 >> 32)
     }
     fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.write_u64(u64::from(*b));
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(w);
+            self.write_u64(u64::from_le_bytes(b));
         }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut b = [0u8; 8];
+            b[..rest.len()].copy_from_slice(rest);
+            self.write_u64(u64::from_le_bytes(b));
+        }
+    }
+    fn write_u8(&mut self, n: u8) {
+        self.write_u64(u64::from(n));
     }
     fn write_u32(&mut self, n: u32) {
         self.write_u64(u64::from(n));
@@ -32,6 +47,7 @@ impl Hasher for WordHasher {
 }
 
 pub type WordMap<K, V> = HashMap<K, V, BuildHasherDefault<WordHasher>>;
+pub type WordSet<K> = HashSet<K, BuildHasherDefault<WordHasher>>;
 
 #[cfg(test)]
 mod tests {
@@ -58,6 +74,27 @@ mod tests {
             "only {} distinct low-12-bit values",
             low.len()
         );
+        assert_eq!(top.len(), 128);
+    }
+
+    #[test]
+    fn word_hasher_tells_strings_apart_by_every_byte() {
+        let b = BuildHasherDefault::<WordHasher>::default();
+        let base = "java/util/concurrent/ConcurrentHashMap";
+        let mut seen = std::collections::HashSet::new();
+        for i in 0..base.len() {
+            // The same string with one byte changed, at each position (the tail that is
+            // not a whole word included), and every prefix.
+            let mut changed = base.as_bytes().to_vec();
+            changed[i] ^= 1;
+            assert!(seen.insert(b.hash_one(std::str::from_utf8(&changed).unwrap())));
+            assert!(seen.insert(b.hash_one(&base[..i])));
+        }
+        assert!(seen.insert(b.hash_one(base)));
+        let mut top = std::collections::HashSet::new();
+        for i in 0..4096 {
+            top.insert(b.hash_one(format!("m{i}")) >> 57);
+        }
         assert_eq!(top.len(), 128);
     }
 }

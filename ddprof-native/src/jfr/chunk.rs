@@ -594,26 +594,70 @@ impl ChunkBuilder {
     /// was added or referenced), patches the header (size, cpool offset,
     /// metadata offset 68, duration) and returns the finished chunk bytes.
     /// `end_ticks` stamps the checkpoint.
-    pub fn finish(mut self, end_ticks: i64, duration_nanos: i64) -> Vec<u8> {
+    pub fn finish(self, end_ticks: i64, duration_nanos: i64) -> Vec<u8> {
+        self.finish_parts(end_ticks, duration_nanos).into_vec()
+    }
+
+    /// [`Self::finish`] as the parts the chunk was built in, not copied into one buffer.
+    pub fn finish_parts(mut self, end_ticks: i64, duration_nanos: i64) -> ChunkBytes {
         let layout = Layout {
             attributes: &self.attributes,
             flush_interval: self.flush_interval_declared.unwrap_or(true),
         };
-        let mut out = std::mem::take(&mut self.header);
-        out.reserve(32 * 1024 + self.events.len() + self.pools.size_hint());
-        write_metadata_event(&mut out, self.start.start_ticks, &layout);
-        out.extend_from_slice(&self.events);
-        let cpool_offset = out.len();
-        self.pools.write_checkpoint(&mut out, end_ticks);
+        let mut head = std::mem::take(&mut self.header);
+        head.reserve(32 * 1024);
+        write_metadata_event(&mut head, self.start.start_ticks, &layout);
+        let events = std::mem::take(&mut self.events);
+        let cpool_offset = head.len() + events.len();
+        let mut checkpoint = Vec::with_capacity(16 * 1024);
+        // Reserved, not touched: only the bytes written fault pages in.
+        let mut tail = Vec::with_capacity(self.pools.size_hint());
+        let (traces, _) = self
+            .pools
+            .take_checkpoint(&mut checkpoint, &mut tail, end_ticks);
 
+        let size = cpool_offset + checkpoint.len() + traces.len() + tail.len();
         let patch = |out: &mut Vec<u8>, at: usize, v: i64| {
             out[at..at + 8].copy_from_slice(&v.to_be_bytes())
         };
-        let size = out.len() as i64;
-        patch(&mut out, 8, size);
-        patch(&mut out, 16, cpool_offset as i64);
-        patch(&mut out, 24, HEADER_SIZE as i64);
-        patch(&mut out, 40, duration_nanos);
+        patch(&mut head, 8, size as i64);
+        patch(&mut head, 16, cpool_offset as i64);
+        patch(&mut head, 24, HEADER_SIZE as i64);
+        patch(&mut head, 40, duration_nanos);
+        ChunkBytes {
+            parts: vec![head, events, checkpoint, traces, tail],
+        }
+    }
+}
+
+/// A finished chunk as the parts it was built in (header and metadata, events, checkpoint
+/// up to the stack traces, the stack traces, the rest of the checkpoint), written one
+/// after the other. Joining them would copy the whole chunk into fresh pages: on a dump of
+/// thousands of deep stacks, megabytes, and in a VM guest each fresh page costs microseconds.
+pub struct ChunkBytes {
+    parts: Vec<Vec<u8>>,
+}
+
+impl ChunkBytes {
+    pub fn len(&self) -> usize {
+        self.parts.iter().map(Vec::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The parts, in file order.
+    pub fn parts(&self) -> Vec<&[u8]> {
+        self.parts.iter().map(Vec::as_slice).collect()
+    }
+
+    /// The chunk in one buffer.
+    pub fn into_vec(self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.len());
+        for p in &self.parts {
+            out.extend_from_slice(p);
+        }
         out
     }
 }

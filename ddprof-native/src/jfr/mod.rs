@@ -22,7 +22,7 @@ pub(crate) mod reader;
 mod tests;
 
 pub use buffer::MAX_STRING_BYTES;
-pub use chunk::ChunkBuilder;
+pub use chunk::{ChunkBuilder, ChunkBytes};
 pub use metadata::warm as warm_metadata;
 
 /// Event type ids (docs/jfr-format.md 7), declared once in the metadata they describe.

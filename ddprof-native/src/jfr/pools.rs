@@ -14,7 +14,8 @@ use super::metadata::{
 };
 use super::FrameRef;
 use crate::memory::{self, Category};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use crate::word_map::{WordMap, WordSet};
+use std::collections::BTreeMap;
 
 /// Fixed pools, written in every chunk so that sample events can refer to
 /// them without the caller registering anything. Keys are the indices.
@@ -37,7 +38,7 @@ pub const LOG_LEVELS: [&str; 5] = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR"];
 /// String → id dictionary with ids from `base + 1`, so that 0 can mean "none".
 #[derive(Default, Debug)]
 pub struct Interner {
-    ids: HashMap<Box<str>, u32>,
+    ids: WordMap<Box<str>, u32>,
     base: u32,
     /// The interned strings' bytes, in all.
     bytes: usize,
@@ -99,26 +100,26 @@ pub struct Pools {
     base: u32,
     symbols: Interner,
     /// Keyed by the name's symbol id; entry `i` has pool id `i + 1`.
-    class_ids: HashMap<u32, u32>,
+    class_ids: WordMap<u32, u32>,
     classes: Vec<ClassEntry>,
-    package_ids: HashMap<u32, u32>,
+    package_ids: WordMap<u32, u32>,
     packages: Vec<u32>,
-    method_ids: HashMap<(u32, u32, u32), u32>,
+    method_ids: WordMap<(u32, u32, u32), u32>,
     methods: Vec<MethodEntry>,
-    trace_keys: HashSet<u64>,
+    trace_keys: WordSet<u64>,
     traces: Vec<u8>,
     /// Written StackTrace entries by the hash of their body (truncated flag and frames as
     /// encoded): the body's range in `traces` and its pool key.
-    trace_bodies: HashMap<u64, Vec<(usize, usize, u64)>>,
+    trace_bodies: WordMap<u64, Vec<(usize, usize, u64)>>,
     /// Trace keys whose body equals an earlier one's: that entry's pool key.
-    trace_aliases: HashMap<u64, u64>,
+    trace_aliases: WordMap<u64, u64>,
     traces_written: usize,
     /// The body being encoded by `add_stack_trace`, kept between calls.
     scratch: Vec<u8>,
     threads: BTreeMap<i64, ThreadEntry>,
     /// Tids that events refer to; any without an `add_thread` entry get a
     /// placeholder so that no sample loses its thread.
-    referenced_tids: HashSet<i64>,
+    referenced_tids: WordSet<i64>,
     pub attributes: Interner,
     pub strings: Interner,
 }
@@ -245,7 +246,7 @@ impl Pools {
         }
         let hash = {
             use std::hash::{Hash, Hasher};
-            let mut h = std::collections::hash_map::DefaultHasher::new();
+            let mut h = crate::word_map::WordHasher::default();
             body.hash(&mut h);
             h.finish()
         };
@@ -365,8 +366,46 @@ impl Pools {
 
     /// Appends the checkpoint event (type 1) holding every non-empty pool.
     /// Returns the number of pools written.
+    #[cfg(test)]
     pub fn write_checkpoint(&mut self, out: &mut Vec<u8>, ticks: i64) -> usize {
+        let mut tail = Vec::new();
+        let pools = self.write_checkpoint_around_traces(out, &mut tail, ticks);
+        if self.traces_written > 0 {
+            out.extend_from_slice(&self.traces);
+        }
+        out.extend_from_slice(&tail);
+        pools
+    }
+
+    /// The checkpoint of [`Self::write_checkpoint`] in three parts, for a chunk written as
+    /// parts: `head` (appended to) up to the stack-trace pool's entries, the entries
+    /// themselves (taken out of the pools, not copied: they are the largest part of a
+    /// chunk, and a copy is that many fresh pages), and the `tail` after them. Returns the
+    /// trace entries and the number of pools written.
+    pub fn take_checkpoint(
+        &mut self,
+        head: &mut Vec<u8>,
+        tail: &mut Vec<u8>,
+        ticks: i64,
+    ) -> (Vec<u8>, usize) {
+        let pools = self.write_checkpoint_around_traces(head, tail, ticks);
+        let mut traces = std::mem::take(&mut self.traces);
+        if self.traces_written == 0 {
+            traces.clear();
+        }
+        (traces, pools)
+    }
+
+    /// Writes the checkpoint into `head` up to the stack-trace pool's count and the rest into
+    /// `tail`, its size counting the trace entries that go between them.
+    fn write_checkpoint_around_traces(
+        &mut self,
+        head: &mut Vec<u8>,
+        tail: &mut Vec<u8>,
+        ticks: i64,
+    ) -> usize {
         self.complete_threads();
+        let out = head;
 
         let start = out.len();
         out.extend_from_slice(&[0; PADDED_VARINT_LEN]);
@@ -418,9 +457,17 @@ impl Pools {
             }
         });
 
-        section(out, T_STACK_TRACE, self.traces_written, &mut |out| {
-            out.extend_from_slice(&self.traces)
-        });
+        // The entries go between `head` and `tail`: see the callers.
+        let traces = if self.traces_written == 0 {
+            0
+        } else {
+            self.traces.len()
+        };
+        section(out, T_STACK_TRACE, self.traces_written, &mut |_| {});
+        let head = out;
+        let head_len = head.len();
+        let out = tail;
+        let tail_start = out.len();
 
         section(out, T_METHOD, self.methods.len(), &mut |out| {
             for (i, m) in self.methods.iter().enumerate() {
@@ -463,9 +510,10 @@ impl Pools {
             });
         }
 
-        out[count_at] = pools as u8;
-        let size = u32::try_from(out.len() - start).expect("checkpoint larger than 4 GiB");
-        patch_padded_varint(out, start, size);
+        head[count_at] = pools as u8;
+        let size = u32::try_from(head_len - start + traces + out.len() - tail_start)
+            .expect("checkpoint larger than 4 GiB");
+        patch_padded_varint(head, start, size);
         pools
     }
 }

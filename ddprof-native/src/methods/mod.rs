@@ -13,4 +13,3 @@ pub mod raw;
 pub mod receivers;
 pub mod resolve;
 pub mod stub_names;
-pub mod word_map;

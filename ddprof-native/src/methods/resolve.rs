@@ -7,12 +7,12 @@ use jni::sys::{jclass, JNIEnv};
 use super::info::{internal_class_name, is_entry_point, MethodInfo};
 use super::lazy::resolve::{LazyResolver, Refused, NO_ID_KEY, SCAN_CAP};
 use super::raw::{MethodParts, RawRefusal};
-use super::word_map::WordMap;
 use crate::counters::Counter;
 use crate::jvmti::{self, Jvmti};
 use crate::memory::{self, Category};
 use crate::sample::frame::{kind, Frame};
 use crate::sample::tags;
+use crate::word_map::WordMap;
 
 pub struct Resolver {
     jvmti: Jvmti,

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use crate::hotspot::stubs;
 use crate::jfr::ChunkBuilder;
-use crate::methods::word_map::WordMap;
+use crate::word_map::WordMap;
 
 /// What a stub pc no reported stub and no code blob names is called.
 pub const UNKNOWN_STUB: &str = "unknown stub";

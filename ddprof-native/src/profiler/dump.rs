@@ -17,12 +17,12 @@ use crate::jfr::{
 use crate::methods::info::MethodInfo;
 use crate::methods::receivers;
 use crate::methods::resolve::Resolver;
-use crate::methods::word_map::WordMap;
 use crate::sample::frame::{frame_type, kind, Frame};
 use crate::sample::handler::TICKS_PER_SECOND;
 use crate::sample::record::{EventKind, Socket};
 use crate::sample::tags;
 use crate::sample::traces::Generation;
+use crate::word_map::WordMap;
 use crate::{threads, vm};
 
 const LOG_WARN: u8 = 3;
@@ -69,7 +69,7 @@ pub fn build_chunk(
     settings: &[PendingSetting],
     traced: &crate::tracing::Pending,
     end: &ChunkEnd,
-) -> (Vec<u8>, u32) {
+) -> (crate::jfr::ChunkBytes, u32) {
     // Charged here unless a nested scope (pools, method resolution) claims it.
     let _mem = crate::memory::scope(crate::memory::Category::JfrBuffers);
     let (end_ticks, end_nanos) = (end.ticks, end.nanos);
@@ -349,7 +349,7 @@ pub fn build_chunk(
     counters::Counter::UnwindingNanosMax.set(0);
     let next_id_base = chunk.next_id_base();
     (
-        chunk.finish(end_ticks, end_nanos - session.chunk_start_nanos),
+        chunk.finish_parts(end_ticks, end_nanos - session.chunk_start_nanos),
         next_id_base,
     )
 }
@@ -809,7 +809,7 @@ fn write_traces(
 struct NativeNames {
     symbols: Option<crate::symbols::Symbolizer>,
     by_pc: WordMap<u64, u32>,
-    by_name: HashMap<String, u32>,
+    by_name: WordMap<String, u32>,
     /// `remotesym`: frames in a library with a build id are left to the backend.
     remote: bool,
     /// pc -> method key of frames written for remote symbolication.
@@ -825,7 +825,7 @@ impl NativeNames {
         NativeNames {
             symbols: None,
             by_pc: WordMap::default(),
-            by_name: HashMap::new(),
+            by_name: WordMap::default(),
             remote,
             remote_by_pc: WordMap::default(),
             build_ids: HashMap::new(),

@@ -786,7 +786,7 @@ fn write_chunk(
     counters::Counter::DumpNanosLast.set(t0.elapsed().as_nanos() as i64);
     counters::Counter::DumpAllocationsLast
         .set((crate::memory::thread_allocations() - allocations) as i64);
-    let written = output::write(path, &chunk, append);
+    let written = output::write(path, &chunk.parts(), append);
     if written.is_err() {
         // The chunk now waits for the next write, into whatever file: ids after it.
         NEXT_ID_BASE.fetch_max(next_id_base, Ordering::Relaxed);

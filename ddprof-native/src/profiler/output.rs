@@ -56,12 +56,12 @@ pub fn create_empty(path: &Path) -> std::io::Result<()> {
     if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file() && m.len() == 0) {
         return Ok(());
     }
-    replace(path, &[], &[])
+    replace(path, &[])
 }
 
-/// Writes `chunk` to `path`, after the file's current content when `append`, with any
-/// unwritten chunks first. On failure the chunk joins the unwritten ones.
-pub fn write(path: &Path, chunk: &[u8], append: bool) -> std::io::Result<()> {
+/// Writes `chunk` (its parts in order) to `path`, after the file's current content when
+/// `append`, with any unwritten chunks first. On failure the chunk joins the unwritten ones.
+pub fn write(path: &Path, chunk: &[&[u8]], append: bool) -> std::io::Result<()> {
     let _mem = memory::scope(Category::JfrBuffers);
     let mut unwritten = UNWRITTEN.lock();
     let result = check_target(path).and_then(|()| {
@@ -80,7 +80,9 @@ pub fn write(path: &Path, chunk: &[u8], append: bool) -> std::io::Result<()> {
             }
         }
         head.extend_from_slice(&unwritten);
-        replace(path, &head, chunk)
+        let mut parts = vec![head.as_slice()];
+        parts.extend_from_slice(chunk);
+        replace(path, &parts)
     });
     match &result {
         Ok(()) => {
@@ -95,21 +97,24 @@ pub fn write(path: &Path, chunk: &[u8], append: bool) -> std::io::Result<()> {
     result
 }
 
-fn keep(unwritten: &mut Vec<u8>, chunk: &[u8]) {
-    if unwritten.len() + chunk.len() > MAX_UNWRITTEN_BYTES {
+fn keep(unwritten: &mut Vec<u8>, chunk: &[&[u8]]) {
+    let len: usize = chunk.iter().map(|p| p.len()).sum();
+    if unwritten.len() + len > MAX_UNWRITTEN_BYTES {
         // Oldest first out: a reader wants the newest data most.
         Counter::RecordingChunksDropped.inc();
         unwritten.clear();
     }
-    if chunk.len() <= MAX_UNWRITTEN_BYTES {
-        unwritten.extend_from_slice(chunk);
+    if len <= MAX_UNWRITTEN_BYTES {
+        for p in chunk {
+            unwritten.extend_from_slice(p);
+        }
     } else {
         Counter::RecordingChunksDropped.inc();
     }
 }
 
-/// Writes `head` then `tail` to a new file beside `path` and renames it over `path`.
-fn replace(path: &Path, head: &[u8], tail: &[u8]) -> std::io::Result<()> {
+/// Writes `parts` in order to a new file beside `path` and renames it over `path`.
+fn replace(path: &Path, parts: &[&[u8]]) -> std::io::Result<()> {
     let tmp = temporary_beside(path)?;
     let written = OpenOptions::new()
         .write(true)
@@ -118,8 +123,9 @@ fn replace(path: &Path, head: &[u8], tail: &[u8]) -> std::io::Result<()> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(&tmp)
         .and_then(|mut f: File| {
-            f.write_all(head)?;
-            f.write_all(tail)?;
+            for p in parts {
+                f.write_all(p)?;
+            }
             f.flush()
         })
         .and_then(|()| std::fs::rename(&tmp, path));

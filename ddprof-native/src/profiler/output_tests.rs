@@ -24,7 +24,7 @@ fn a_symlink_is_refused_and_its_target_untouched() {
     std::fs::write(&target, b"precious").unwrap();
     let link = d.join("rec.jfr");
     std::os::unix::fs::symlink(&target, &link).unwrap();
-    assert!(write(&link, b"chunk", false).is_err());
+    assert!(write(&link, &[&b"chunk"[..]], false).is_err());
     assert!(create_empty(&link).is_err());
     assert_eq!(std::fs::read(&target).unwrap(), b"precious");
     // A dangling link does not create its target.
@@ -50,10 +50,10 @@ fn appends_whole_and_leaves_no_temporary_file() {
     let d = dir();
     let p = d.join("rec.jfr");
     create_empty(&p).unwrap();
-    write(&p, b"one", true).unwrap();
-    write(&p, b"two", true).unwrap();
+    write(&p, &[&b"one"[..]], true).unwrap();
+    write(&p, &[&b"t"[..], &b""[..], &b"wo"[..]], true).unwrap(); // parts, in order
     assert_eq!(std::fs::read(&p).unwrap(), b"onetwo");
-    write(&p, b"three", false).unwrap();
+    write(&p, &[&b"three"[..]], false).unwrap();
     assert_eq!(std::fs::read(&p).unwrap(), b"three");
     let names: Vec<_> = std::fs::read_dir(&d)
         .unwrap()
@@ -68,10 +68,10 @@ fn a_failed_chunk_is_kept_for_the_next_successful_write() {
     let d = dir();
     let gone = d.join("gone");
     // A directory that does not exist: the write fails, the chunk is kept.
-    assert!(write(&gone.join("rec.jfr"), b"lost?", false).is_err());
+    assert!(write(&gone.join("rec.jfr"), &[&b"lo"[..], &b"st?"[..]], false).is_err());
     assert!(has_unwritten());
     let p = d.join("rec.jfr");
-    write(&p, b"next", false).unwrap();
+    write(&p, &[&b"next"[..]], false).unwrap();
     assert_eq!(std::fs::read(&p).unwrap(), b"lost?next");
     assert!(!has_unwritten());
 }

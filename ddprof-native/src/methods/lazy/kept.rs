@@ -19,7 +19,7 @@ use parking_lot::Mutex;
 
 use crate::counters::Counter;
 use crate::methods::info::MethodInfo;
-use crate::methods::word_map::WordMap;
+use crate::word_map::WordMap;
 
 /// Names of methods named by an earlier dump, by pool key (`Method*` | `NO_ID_KEY`), and
 /// what must still hold for each to stand.

@@ -47,7 +47,7 @@
 //! frame: they are about the method. The class name comes from JVMTI, once per class
 //! (`methods/resolve.rs`), which needs no jmethodID.
 
-use crate::methods::word_map::WordMap;
+use crate::word_map::WordMap;
 
 use jni::sys::{jclass, JNIEnv};
 

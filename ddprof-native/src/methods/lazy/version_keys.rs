@@ -17,7 +17,7 @@ use std::hash::{Hash, Hasher};
 
 use crate::counters::Counter;
 use crate::methods::raw::MethodParts;
-use crate::methods::word_map::WordMap;
+use crate::word_map::WordMap;
 
 use super::resolve::NO_ID_KEY;
 
