@@ -609,6 +609,15 @@ pub fn find_class(jni: *mut JNIEnv, name: &std::ffi::CStr) -> jclass {
     class
 }
 
+/// JNI IsSameObject: whether `a` and `b` refer to the same object (false if either is null).
+pub fn is_same_object(jni: *mut JNIEnv, a: jobject, b: jobject) -> bool {
+    if jni.is_null() || a.is_null() || b.is_null() {
+        return false;
+    }
+    // SAFETY: `jni` is the current thread's JNIEnv; `a` and `b` are live references on it.
+    unsafe { (**jni).IsSameObject.is_some_and(|f| f(jni, a, b) != 0) }
+}
+
 /// Deletes a JNI local ref (null-safe).
 pub fn delete_local_ref(jni: *mut JNIEnv, obj: jobject) {
     if jni.is_null() || obj.is_null() {

@@ -11,8 +11,13 @@ use crate::counters::Counter;
 use crate::jvmti::{self, Jvmti};
 use crate::memory::{self, Category};
 use crate::sample::frame::{kind, Frame};
+use crate::sample::safe_access::load_usize;
 use crate::sample::tags;
+use crate::sample::vm::{layout, method};
 use crate::word_map::WordMap;
+
+/// Class references kept for `Resolver::class_names` are made room for this many at a time.
+const KEEP_STEP: usize = 256;
 
 pub struct Resolver {
     jvmti: Jvmti,
@@ -22,9 +27,16 @@ pub struct Resolver {
     raw_cache: WordMap<u64, MethodInfo>,
     /// Tagged raw frames (lazy mode): the checks, and the classes they pinned.
     lazy: LazyResolver,
-    /// Internal names of the classes `lazy` pinned, by `Klass*`: one GetClassSignature per
-    /// class rather than one per method.
-    lazy_class_names: WordMap<usize, Option<String>>,
+    /// Internal names of declaring classes by `Klass*`, each with a live reference of that
+    /// class (a pin of `lazy`'s, or one of `kept_classes`): one GetClassSignature per class
+    /// rather than one per method (a fifteenth of a first dump of the Kotlin compiler). A
+    /// jmethodID's holder is read from VM memory unverified, so its entry counts only when
+    /// JNI says the method's declaring class is that entry's class (IsSameObject): a stale
+    /// or torn read costs the JVMTI call, never a wrong name.
+    class_names: WordMap<usize, (jclass, Option<String>)>,
+    /// The local references of classes that `class_names` holds for jmethodID frames,
+    /// deleted on drop (`lazy`'s pins are its own).
+    kept_classes: Vec<jclass>,
     unknown: MethodInfo,
     unloaded: MethodInfo,
 }
@@ -39,7 +51,8 @@ impl Resolver {
             cache: WordMap::default(),
             raw_cache: WordMap::default(),
             lazy: LazyResolver::new(jni),
-            lazy_class_names: WordMap::default(),
+            class_names: WordMap::default(),
+            kept_classes: Vec::new(),
             unknown: MethodInfo::unknown(),
             unloaded: MethodInfo::unloaded(),
         }
@@ -154,16 +167,69 @@ impl Resolver {
         })
     }
 
-    fn lookup(&self, method_id: u64) -> Option<MethodInfo> {
+    fn lookup(&mut self, method_id: u64) -> Option<MethodInfo> {
         if method_id == 0 {
             return None;
         }
         let m = method_id as jni::sys::jmethodID;
         let class = self.jvmti.method_declaring_class(m).ok()?;
-        let info = internal_class_name_of(self.jvmti, class)
-            .and_then(|class_name| self.describe(m, class, class_name));
-        jvmti::delete_local_ref(self.jni, class);
+        let (class_name, kept) = self.declaring_class_name(m, class);
+        let info = class_name.and_then(|class_name| self.describe(m, class, class_name));
+        if !kept {
+            jvmti::delete_local_ref(self.jni, class);
+        }
         info
+    }
+
+    /// The internal name of `class`, the declaring class of `m`, and whether `class` was
+    /// kept as the reference of a new `class_names` entry (then not to be deleted).
+    fn declaring_class_name(
+        &mut self,
+        m: jni::sys::jmethodID,
+        class: jclass,
+    ) -> (Option<String>, bool) {
+        let klass = layout::get()
+            .and_then(|l| l.method.as_ref())
+            .and_then(|g| method::holder(g, load_usize(m as usize)?));
+        self.class_name(klass, class, false)
+    }
+
+    /// The internal name of `class` (a live reference) whose `Klass*` is believed to be
+    /// `klass`: `class_names`' entry if JNI says it is the same class, else GetClassSignature.
+    /// `pinned`: `class` lives as long as this resolver (a pin of `lazy`'s) and becomes the
+    /// entry's reference; otherwise it is kept for a new entry only if there was none and
+    /// JNI had room, and the second value says whether it was.
+    fn class_name(
+        &mut self,
+        klass: Option<usize>,
+        class: jclass,
+        pinned: bool,
+    ) -> (Option<String>, bool) {
+        if let Some((known, name)) = klass.and_then(|k| self.class_names.get(&k)) {
+            if *known == class || jvmti::is_same_object(self.jni, class, *known) {
+                return (name.clone(), false);
+            }
+        }
+        let name = internal_class_name_of(self.jvmti, class);
+        let Some(k) = klass else {
+            return (name, false);
+        };
+        if pinned {
+            self.class_names.insert(k, (class, name.clone()));
+            return (name, false);
+        }
+        if !self.class_names.contains_key(&k) && self.room_to_keep() {
+            self.kept_classes.push(class);
+            self.class_names.insert(k, (class, name.clone()));
+            return (name, true);
+        }
+        (name, false)
+    }
+
+    /// Room for one more kept class reference, asked of JNI [`KEEP_STEP`] at a time.
+    fn room_to_keep(&mut self) -> bool {
+        !self.kept_classes.len().is_multiple_of(KEEP_STEP)
+            || jvmti::ensure_local_capacity(self.jni, KEEP_STEP as i32)
     }
 
     /// [`Self::lookup`] for a method whose declaring class is known: `class` (a live
@@ -175,12 +241,7 @@ impl Resolver {
         klass: usize,
         parts: Option<MethodParts>,
     ) -> Option<MethodInfo> {
-        let jvmti = self.jvmti;
-        let class_name = self
-            .lazy_class_names
-            .entry(klass)
-            .or_insert_with(|| internal_class_name_of(jvmti, class))
-            .clone()?;
+        let class_name = self.class_name(Some(klass), class, true).0?;
         let Some(p) = parts else {
             if m as u64 & NO_ID_KEY != 0 {
                 return None;
@@ -248,8 +309,12 @@ impl Drop for Resolver {
             let named = std::mem::take(&mut self.cache);
             self.lazy.keep(named);
         }
-        // `lazy` pops its local frame when dropped, after this; `thread_class` belongs to
-        // the frame below it, where deleting it is allowed.
+        // `lazy` pops its local frame when dropped, after this; `thread_class` and kept
+        // classes made before that frame belong to the frame below it, where deleting them
+        // is allowed.
+        for class in self.kept_classes.drain(..) {
+            jvmti::delete_local_ref(self.jni, class);
+        }
         jvmti::delete_local_ref(self.jni, self.thread_class);
     }
 }
