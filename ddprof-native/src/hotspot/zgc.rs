@@ -165,7 +165,7 @@ pub fn klass_of_class_ref(m: &MethodGroup, jni: *mut JNIEnv, class: jobject) -> 
         return None;
     }
     let jvmti = crate::vm::jvmti()?;
-    for c in jvmti.loaded_classes() {
+    for c in jvmti.loaded_classes(jni) {
         crate::jvmti::delete_local_ref(jni, c);
     }
     // Published once done: a thread failing meanwhile refreshes too rather than give up

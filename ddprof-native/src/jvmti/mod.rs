@@ -346,8 +346,8 @@ impl Jvmti {
         Ok(status)
     }
 
-    /// All loaded classes as local refs; the caller deletes them.
-    pub fn loaded_classes(&self) -> Vec<jclass> {
+    /// All loaded classes as local refs of `jni`'s current frame; the caller deletes them.
+    pub fn loaded_classes(&self, jni: *mut JNIEnv) -> Vec<jclass> {
         let mut count: jint = 0;
         let mut classes: *mut jclass = ptr::null_mut();
         if check(call!(
@@ -365,6 +365,9 @@ impl Jvmti {
         // SAFETY: JVMTI returned an array of `count` jclass values.
         let v = unsafe { std::slice::from_raw_parts(classes, count.max(0) as usize) }.to_vec();
         self.deallocate(classes);
+        // Checked JNI (-Xcheck:jni) warns at the next JNI call that the frame holds more
+        // references than asked for: ask for them all now (plain JNI only checks the number).
+        ensure_local_capacity(jni, count.saturating_add(32));
         v
     }
 

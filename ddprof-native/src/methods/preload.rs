@@ -76,7 +76,7 @@ pub fn apply(mode: FjMethodId, jvmti: Jvmti, jni: *mut JNIEnv) {
 fn remember_loaded(jvmti: Jvmti, jni: *mut JNIEnv) {
     let started = std::time::Instant::now();
     let mut remembered = 0usize;
-    for class in jvmti.loaded_classes() {
+    for class in jvmti.loaded_classes(jni) {
         if can_unload(jvmti, jni, class) {
             crate::methods::receivers::remember_class(jni, class);
             remembered += 1;
@@ -118,7 +118,7 @@ pub fn on_class_prepare(jvmti: Jvmti, jni: *mut JNIEnv, class: jclass) {
 }
 
 fn load_existing(jvmti: Jvmti, jni: *mut JNIEnv, wanted: impl Fn(jclass) -> bool) {
-    for class in jvmti.loaded_classes() {
+    for class in jvmti.loaded_classes(jni) {
         if wanted(class) {
             if let Ok(n) = jvmti.load_method_ids(class) {
                 Counter::ClassesPreloaded.inc();

@@ -18,6 +18,8 @@ use crate::word_map::WordMap;
 
 /// Class references kept for `Resolver::class_names` are made room for this many at a time.
 const KEEP_STEP: usize = 256;
+/// References besides the kept ones that a dump holds at once (the lookup's own, `Thread`).
+const KEEP_MARGIN: usize = 32;
 
 pub struct Resolver {
     jvmti: Jvmti,
@@ -226,10 +228,13 @@ impl Resolver {
         (name, false)
     }
 
-    /// Room for one more kept class reference, asked of JNI [`KEEP_STEP`] at a time.
+    /// Room for one more kept class reference, asked of JNI [`KEEP_STEP`] at a time. Checked
+    /// JNI (-Xcheck:jni) takes the number as the frame's total (and warns past it), so the
+    /// total is asked for, with a margin for the references a lookup makes and deletes.
     fn room_to_keep(&mut self) -> bool {
-        !self.kept_classes.len().is_multiple_of(KEEP_STEP)
-            || jvmti::ensure_local_capacity(self.jni, KEEP_STEP as i32)
+        let kept = self.kept_classes.len();
+        !kept.is_multiple_of(KEEP_STEP)
+            || jvmti::ensure_local_capacity(self.jni, (kept + KEEP_STEP + KEEP_MARGIN) as i32)
     }
 
     /// [`Self::lookup`] for a method whose declaring class is known: `class` (a live

@@ -132,7 +132,7 @@ impl Refs for JniRefs {
 /// Registers every loaded class (start of a lazy session). Classes prepared meanwhile
 /// are registered by ClassPrepare: the mode is switched before this runs.
 pub fn register_loaded(jvmti: Jvmti, jni: *mut JNIEnv) {
-    for class in jvmti.loaded_classes() {
+    for class in jvmti.loaded_classes(jni) {
         register_class(jvmti, jni, class);
         jvmti::delete_local_ref(jni, class);
     }

@@ -492,7 +492,11 @@ impl LazyResolver {
         let ok = if self.local_capacity == 0 {
             jvmti::push_local_frame(self.jni, PIN_CAPACITY_STEP)
         } else {
-            jvmti::ensure_local_capacity(self.jni, PIN_CAPACITY_STEP)
+            // Checked JNI (-Xcheck:jni) counts the capacity asked for as the frame's total,
+            // not as more: ask for the total, or for one step where that is past the VM's
+            // limit (plain JNI only checks the number against it).
+            jvmti::ensure_local_capacity(self.jni, self.local_capacity + PIN_CAPACITY_STEP)
+                || jvmti::ensure_local_capacity(self.jni, PIN_CAPACITY_STEP)
         };
         if ok {
             self.local_capacity += PIN_CAPACITY_STEP;
