@@ -11,7 +11,8 @@
 //! stripped library (libjvm's internals, zlib's `longest_match`).
 //!
 //! Symbol tables are read once per library per process (kept: 16 bytes per function
-//! symbol; names are read from the file on demand) and shared by later dumps.
+//! symbol, and half a byte for the index over them; names are read from the file on demand)
+//! and shared by later dumps.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -21,10 +22,10 @@ use std::sync::{Arc, Mutex};
 use crate::elf::{u16_at, u32_at, u64_at, Elf, Load, Mapping, SHT_DYNSYM, SHT_SYMTAB};
 use crate::word_map::WordMap;
 
-/// Names per dump: pc -> name, over one snapshot of the mappings.
+/// Names of pcs over one snapshot of the mappings (a dump's). Names are not kept per pc
+/// here: the dump keeps its keys by pc, and the demangled names are kept per function.
 pub struct Symbolizer {
     maps: std::sync::Arc<crate::mappings::Snapshot>,
-    names: WordMap<u64, String>,
 }
 
 impl Default for Symbolizer {
@@ -38,18 +39,13 @@ impl Symbolizer {
         let _mem = crate::memory::scope(crate::memory::Category::NativeSymbols);
         Symbolizer {
             maps: crate::mappings::current(),
-            names: WordMap::default(),
         }
     }
 
     /// The name of the function holding `pc`.
-    pub fn name(&mut self, pc: u64) -> &str {
+    pub fn name(&self, pc: u64) -> String {
         let _mem = crate::memory::scope(crate::memory::Category::NativeSymbols);
-        if !self.names.contains_key(&pc) {
-            let name = self.lookup(pc);
-            self.names.insert(pc, name);
-        }
-        self.names.get(&pc).map_or("", |s| s.as_str())
+        self.lookup(pc)
     }
 
     /// The file mapped at `pc` and the ELF virtual address `pc` has in it (what a symbolizer of

@@ -2,10 +2,13 @@
 //! found (JVMTI for jmethodIDs, VM metadata for raw frames), and the naming rules both
 //! ways share.
 
+use std::sync::Arc;
+
 #[derive(Clone, Debug)]
 pub struct MethodInfo {
-    /// Internal form: `java/lang/String`; "" for frames without a class.
-    pub class_name: String,
+    /// Internal form: `java/lang/String`; "" for frames without a class. Shared by the
+    /// methods of a class named in one dump (one allocation per class, not per method).
+    pub class_name: Arc<str>,
     pub name: String,
     pub descriptor: String,
     pub modifiers: i32,
@@ -19,7 +22,7 @@ pub struct MethodInfo {
 impl MethodInfo {
     pub fn unloaded() -> MethodInfo {
         MethodInfo {
-            class_name: String::new(),
+            class_name: "".into(),
             name: "<unloaded>".into(),
             descriptor: "()L;".into(),
             modifiers: 0,

@@ -145,7 +145,7 @@ pub fn resolve(method: usize, encoding: Encoding) -> Option<MethodInfo> {
     let m = layout::get()?.method.as_ref()?;
     let parts = method_parts(m, method, encoding)?;
     let holder = method::holder(m, method)?;
-    let class_name = internal_class_name(&klass_name(m, holder)?);
+    let class_name = internal_class_name(&klass_name(m, holder)?).into();
     let is_entry_point = is_entry_point(&parts.name, &parts.descriptor, || {
         is_thread_class(m, holder)
     });

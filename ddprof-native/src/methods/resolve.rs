@@ -2,6 +2,8 @@
 //! per distinct method per dump. A jmethodID whose class was unloaded no longer
 //! resolves (JVMTI answers INVALID_METHODID) and becomes `<unloaded>`.
 
+use std::sync::Arc;
+
 use jni::sys::{jclass, JNIEnv};
 
 use super::info::{internal_class_name, is_entry_point, MethodInfo};
@@ -35,7 +37,7 @@ pub struct Resolver {
     /// jmethodID's holder is read from VM memory unverified, so its entry counts only when
     /// JNI says the method's declaring class is that entry's class (IsSameObject): a stale
     /// or torn read costs the JVMTI call, never a wrong name.
-    class_names: WordMap<usize, (jclass, Option<String>)>,
+    class_names: WordMap<usize, (jclass, Option<Arc<str>>)>,
     /// The local references of classes that `class_names` holds for jmethodID frames,
     /// deleted on drop (`lazy`'s pins are its own).
     kept_classes: Vec<jclass>,
@@ -189,7 +191,7 @@ impl Resolver {
         &mut self,
         m: jni::sys::jmethodID,
         class: jclass,
-    ) -> (Option<String>, bool) {
+    ) -> (Option<Arc<str>>, bool) {
         let klass = layout::get()
             .and_then(|l| l.method.as_ref())
             .and_then(|g| method::holder(g, load_usize(m as usize)?));
@@ -206,7 +208,7 @@ impl Resolver {
         klass: Option<usize>,
         class: jclass,
         pinned: bool,
-    ) -> (Option<String>, bool) {
+    ) -> (Option<Arc<str>>, bool) {
         if let Some((known, name)) = klass.and_then(|k| self.class_names.get(&k)) {
             if *known == class || jvmti::is_same_object(self.jni, class, *known) {
                 return (name.clone(), false);
@@ -272,7 +274,7 @@ impl Resolver {
         &self,
         m: jni::sys::jmethodID,
         class: jclass,
-        class_name: String,
+        class_name: Arc<str>,
     ) -> Option<MethodInfo> {
         let (name, descriptor) = self.jvmti.method_name(m).ok()?;
         let modifiers = self.jvmti.method_modifiers(m).unwrap_or(0);
@@ -324,11 +326,11 @@ impl Drop for Resolver {
     }
 }
 
-fn internal_class_name_of(jvmti: Jvmti, class: jclass) -> Option<String> {
+fn internal_class_name_of(jvmti: Jvmti, class: jclass) -> Option<Arc<str>> {
     jvmti
         .class_signature(class)
         .ok()
-        .map(|s| internal_class_name(&s))
+        .map(|s| internal_class_name(&s).into())
 }
 
 #[cfg(test)]

@@ -902,20 +902,17 @@ impl NativeNames {
         }
         // A native unwind can end in code the VM generated (a stub is not in any file's
         // symbols): the stub's name, as a stub frame would get.
-        let stub = crate::hotspot::stubs::name_of(pc as usize);
-        let name = match &stub {
-            Some(n) => n.as_str(),
-            None => self
-                .symbols
+        let name = crate::hotspot::stubs::name_of(pc as usize).unwrap_or_else(|| {
+            self.symbols
                 .get_or_insert_with(crate::symbols::Symbolizer::new)
-                .name(pc),
-        };
-        let k = match self.by_name.get(name) {
+                .name(pc)
+        });
+        let k = match self.by_name.get(&name) {
             Some(k) => *k,
             None => {
                 // The contract's native frame: class "", the symbol, `()L;`, ACC_NATIVE.
-                let k = chunk.intern_method("", name, "()L;", 0x100, false);
-                self.by_name.insert(name.to_string(), k);
+                let k = chunk.intern_method("", &name, "()L;", 0x100, false);
+                self.by_name.insert(name, k);
                 k
             }
         };
