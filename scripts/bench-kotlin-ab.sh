@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# First-dump A/B on the Kotlin compiler: the same workload as bench-kotlin.sh (KotlinCompileWorker,
+# one compile of a generated source set, then a dump), in fresh JVMs, rounds of every SPEC in turn,
+# so that builds of the native library (and upstream java-profiler) are compared in one run. The
+# dump comes 2 s after the compile, when the JIT has mostly settled. Prints every run, then per SPEC
+# the medians of the dump's CPU time and of its minor page faults (steadier on a shared host).
+#
+#   bash scripts/bench-kotlin-ab.sh [--rounds=4] [--files=40] [--no-build] SPEC...
+#
+# SPEC is MODE:LIB: MODE an fjmethodid mode (true, false, lazy), LIB a libjavaProfiler.so (an
+# unstripped build such as target/release/libjavaProfiler.so, copied first: a rebuild during the
+# run changes nothing) or `upstream` (com.datadoghq:ddprof:1.22.0 from Maven Central, its default
+# method IDs; MODE is then ignored). Example, a build of main against this tree's:
+#   git worktree add /tmp/base main && (cd /tmp/base && cargo build --release)
+#   cargo build --release
+#   bash scripts/bench-kotlin-ab.sh true:/tmp/base/target/release/libjavaProfiler.so \
+#     true:target/release/libjavaProfiler.so upstream:upstream
+# About 45 s per run on a 2-CPU host.
+set -euo pipefail
+
+main() {
+  ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  cd "$ROOT"
+  local rounds=4 files=40 build=1 specs=()
+  for a in "$@"; do
+    case "$a" in
+      --rounds=*) rounds="${a#--rounds=}" ;;
+      --files=*) files="${a#--files=}" ;;
+      --no-build) build=0 ;;
+      -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+      *:*) specs+=("$a") ;;
+      *) echo "bench-kotlin-ab.sh: unknown argument $a (try --help)" >&2; exit 2 ;;
+    esac
+  done
+  [ "${#specs[@]}" -gt 0 ] || { echo "bench-kotlin-ab.sh: no SPEC given (try --help)" >&2; exit 2; }
+  # shellcheck disable=SC1091
+  . "$ROOT/scripts/bench-common.sh"
+  bench_prepare ddprof-bench-kotlin-ab "$build" || exit 1
+
+  local kdir="$BENCH_SNAP/kotlin"
+  mkdir -p "$kdir"
+  cat > "$kdir/pom.xml" <<POM
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>bench</groupId><artifactId>kotlin-cp</artifactId><version>1</version>
+  <dependencies>
+    <dependency>
+      <groupId>org.jetbrains.kotlin</groupId><artifactId>kotlin-compiler-embeddable</artifactId>
+      <version>2.2.21</version>
+    </dependency>
+  </dependencies>
+</project>
+POM
+  mvn -q -f "$kdir/pom.xml" dependency:build-classpath -Dmdep.outputFile="$kdir/cp.txt" >/dev/null
+  local kcp upstream_jar="" i=0 libs=()
+  kcp="$(cat "$kdir/cp.txt")"
+  for s in "${specs[@]}"; do
+    local lib="${s#*:}"
+    if [ "$lib" = upstream ]; then
+      [ -n "$upstream_jar" ] || upstream_jar="$(bench_upstream 1.22.0)" \
+        || { echo "bench-kotlin-ab.sh: com.datadoghq:ddprof:1.22.0 not available" >&2; exit 1; }
+      libs+=(upstream)
+    else
+      [ -f "$lib" ] || { echo "bench-kotlin-ab.sh: no library $lib" >&2; exit 2; }
+      cp "$lib" "$BENCH_SNAP/lib$i.so"
+      libs+=("$BENCH_SNAP/lib$i.so")
+    fi
+    i=$((i + 1))
+  done
+
+  echo "bench-kotlin-ab.sh: $("$JAVA" -version 2>&1 | head -1); $(nproc) CPUs; kernel $(uname -r);" \
+    "load $(cut -d' ' -f1-3 /proc/loadavg); commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+  local out="$BENCH_SNAP/runs.txt"
+  for r in $(seq "$rounds"); do
+    for i in "${!specs[@]}"; do
+      local mode="${specs[$i]%%:*}" lib="${libs[$i]}" cp extra=()
+      if [ "$lib" = upstream ]; then
+        cp="$BENCH_SNAP/ddprof-bench.jar:$upstream_jar"
+        mode=upstream
+      else
+        cp="$BENCH_CP"
+        extra=("-Dddprof.native.lib=$lib")
+      fi
+      local line
+      line="$("$JAVA" -XX:NativeMemoryTracking=summary -Xms512m -Xmx512m "${extra[@]}" -Dsettle=0 \
+        -Dkt.pauseBeforeFirstDump=2000 "-Dkotlin.cp=$kcp" -cp "$cp" \
+        com.datadoghq.profiler.bench.KotlinCompileWorker "$mode" "$files" 1 2>&1 | grep '^RESULT' || true)"
+      local cpu faults
+      cpu="$(grep -o 'first_dump_cpu_ms=[0-9.]*' <<<"$line" | cut -d= -f2)"
+      faults="$(grep -o 'first_dump_minflt=[0-9]*' <<<"$line" | cut -d= -f2)"
+      echo "round $r ${specs[$i]}: first dump ${cpu:-?} ms CPU, ${faults:-?} minor faults," \
+        "load $(cut -d' ' -f1 /proc/loadavg)"
+      echo "$i ${cpu:-} ${faults:-}" >> "$out"
+    done
+  done
+  for i in "${!specs[@]}"; do
+    echo "${specs[$i]}: median first dump $(median "$out" "$i" 2) ms CPU," \
+      "$(median "$out" "$i" 3) minor faults ($rounds rounds)"
+  done
+}
+
+# median FILE SPEC_INDEX COLUMN: the median of a column over the runs of one spec.
+median() {
+  awk -v s="$2" -v c="$3" '$1 == s && $c != "" { print $c }' "$1" | sort -n |
+    awk '{ v[NR] = $1 } END { if (NR == 0) print "?"; else if (NR % 2) print v[(NR + 1) / 2];
+      else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+main "$@"; exit $?
