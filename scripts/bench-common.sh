@@ -41,3 +41,25 @@ bench_upstream() {
     -Dartifact="com.datadoghq:ddprof:$1" -DoutputDirectory="$BENCH_SNAP" >/dev/null 2>&1) || return 1
   echo "$BENCH_SNAP/ddprof-$1.jar"
 }
+
+# bench_kotlin_cp VERSION: prints the classpath of the Kotlin compiler (kotlin-compiler-embeddable
+# VERSION and its dependencies, resolved into the local Maven repository on first use), from a
+# throwaway pom in BENCH_SNAP.
+bench_kotlin_cp() {
+  local kdir="$BENCH_SNAP/kotlin"
+  mkdir -p "$kdir"
+  cat > "$kdir/pom.xml" <<POM
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>bench</groupId><artifactId>kotlin-cp</artifactId><version>1</version>
+  <dependencies>
+    <dependency>
+      <groupId>org.jetbrains.kotlin</groupId><artifactId>kotlin-compiler-embeddable</artifactId>
+      <version>$1</version>
+    </dependency>
+  </dependencies>
+</project>
+POM
+  mvn -q -f "$kdir/pom.xml" dependency:build-classpath -Dmdep.outputFile="$kdir/cp.txt" >/dev/null || return 1
+  cat "$kdir/cp.txt"
+}

@@ -37,23 +37,8 @@ main() {
   . "$ROOT/scripts/bench-common.sh"
   bench_prepare ddprof-bench-kotlin-ab "$build" || exit 1
 
-  local kdir="$BENCH_SNAP/kotlin"
-  mkdir -p "$kdir"
-  cat > "$kdir/pom.xml" <<POM
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>bench</groupId><artifactId>kotlin-cp</artifactId><version>1</version>
-  <dependencies>
-    <dependency>
-      <groupId>org.jetbrains.kotlin</groupId><artifactId>kotlin-compiler-embeddable</artifactId>
-      <version>2.2.21</version>
-    </dependency>
-  </dependencies>
-</project>
-POM
-  mvn -q -f "$kdir/pom.xml" dependency:build-classpath -Dmdep.outputFile="$kdir/cp.txt" >/dev/null
   local kcp upstream_jar="" i=0 libs=()
-  kcp="$(cat "$kdir/cp.txt")"
+  kcp="$(bench_kotlin_cp 2.2.21)"
   for s in "${specs[@]}"; do
     local lib="${s#*:}"
     if [ "$lib" = upstream ]; then

@@ -37,23 +37,7 @@ main() {
   . "$ROOT/scripts/bench-common.sh"
   bench_prepare ddprof-bench-kotlin "$build" || exit 1
 
-  # The compiler's classpath, from a throwaway pom that depends on it.
-  kdir="$BENCH_SNAP/kotlin"
-  mkdir -p "$kdir"
-  cat > "$kdir/pom.xml" <<POM
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>bench</groupId><artifactId>kotlin-cp</artifactId><version>1</version>
-  <dependencies>
-    <dependency>
-      <groupId>org.jetbrains.kotlin</groupId><artifactId>kotlin-compiler-embeddable</artifactId>
-      <version>$version</version>
-    </dependency>
-  </dependencies>
-</project>
-POM
-  mvn -q -f "$kdir/pom.xml" dependency:build-classpath -Dmdep.outputFile="$kdir/cp.txt" >/dev/null
-  kcp="$(cat "$kdir/cp.txt")"
+  kcp="$(bench_kotlin_cp "$version")"
   if [ "$upstream" != none ]; then
     if jar="$(bench_upstream "$upstream")"; then
       props+=("-Dupstream=$jar")
