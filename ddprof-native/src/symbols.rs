@@ -42,12 +42,6 @@ impl Symbolizer {
         }
     }
 
-    /// The name of the function holding `pc`.
-    pub fn name(&self, pc: u64) -> String {
-        let _mem = crate::memory::scope(crate::memory::Category::NativeSymbols);
-        self.lookup(pc)
-    }
-
     /// The file mapped at `pc` and the ELF virtual address `pc` has in it (what a symbolizer of
     /// that file, given its build id, looks up), or None outside every file.
     pub fn locate(&self, pc: u64) -> Option<(&str, u64)> {
@@ -63,7 +57,9 @@ impl Symbolizer {
         Some((m.path.as_str(), vaddr))
     }
 
-    fn lookup(&self, pc: u64) -> String {
+    /// The name of the function holding `pc`.
+    pub fn name(&self, pc: u64) -> String {
+        let _mem = crate::memory::scope(crate::memory::Category::NativeSymbols);
         let Some(m) = self
             .maps
             .mappings

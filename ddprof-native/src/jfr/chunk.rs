@@ -593,7 +593,8 @@ impl ChunkBuilder {
     /// ThreadState, ExecutionMode, LogLevel always; Thread whenever any thread
     /// was added or referenced), patches the header (size, cpool offset,
     /// metadata offset 68, duration) and returns the finished chunk bytes.
-    /// `end_ticks` stamps the checkpoint.
+    /// `end_ticks` stamps the checkpoint. (The dump writes [`Self::finish_parts`].)
+    #[cfg(test)]
     pub fn finish(self, end_ticks: i64, duration_nanos: i64) -> Vec<u8> {
         self.finish_parts(end_ticks, duration_nanos).into_vec()
     }
@@ -653,6 +654,7 @@ impl ChunkBytes {
     }
 
     /// The chunk in one buffer.
+    #[cfg(test)]
     pub fn into_vec(self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.len());
         for p in &self.parts {

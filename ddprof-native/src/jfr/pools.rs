@@ -370,9 +370,7 @@ impl Pools {
     pub fn write_checkpoint(&mut self, out: &mut Vec<u8>, ticks: i64) -> usize {
         let mut tail = Vec::new();
         let pools = self.write_checkpoint_around_traces(out, &mut tail, ticks);
-        if self.traces_written > 0 {
-            out.extend_from_slice(&self.traces);
-        }
+        out.extend_from_slice(&self.traces);
         out.extend_from_slice(&tail);
         pools
     }
@@ -389,11 +387,7 @@ impl Pools {
         ticks: i64,
     ) -> (Vec<u8>, usize) {
         let pools = self.write_checkpoint_around_traces(head, tail, ticks);
-        let mut traces = std::mem::take(&mut self.traces);
-        if self.traces_written == 0 {
-            traces.clear();
-        }
-        (traces, pools)
+        (std::mem::take(&mut self.traces), pools)
     }
 
     /// Writes the checkpoint into `head` up to the stack-trace pool's count and the rest into
@@ -458,11 +452,8 @@ impl Pools {
         });
 
         // The entries go between `head` and `tail`: see the callers.
-        let traces = if self.traces_written == 0 {
-            0
-        } else {
-            self.traces.len()
-        };
+        // Empty unless entries were written (`add_stack_trace` writes both).
+        let traces = self.traces.len();
         section(out, T_STACK_TRACE, self.traces_written, &mut |_| {});
         let head = out;
         let head_len = head.len();

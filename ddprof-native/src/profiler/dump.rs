@@ -943,21 +943,11 @@ fn frame_ref(
     since: i64,
 ) -> (u32, i32, bool, bool) {
     let (key_kind, key_value, lines) = resolver.key_of(f, since);
-    if key_kind != kind::JAVA_METHOD_ID || !tags::is_tagged(f) {
-        return name_frame(
-            chunk,
-            resolver,
-            keys,
-            unknown,
-            f,
-            since,
-            (key_kind, key_value, lines),
-        );
-    }
     let with_line = lines && f.frame_type != frame_type::NATIVE;
-    let at = (key_value, if with_line { tags::bci(f).max(0) } else { -1 });
-    if let Some(&r) = java_frames.get(&at) {
-        return r;
+    let at = (key_kind == kind::JAVA_METHOD_ID && tags::is_tagged(f))
+        .then(|| (key_value, if with_line { tags::bci(f).max(0) } else { -1 }));
+    if let Some(r) = at.and_then(|a| java_frames.get(&a)) {
+        return *r;
     }
     let r = name_frame(
         chunk,
@@ -968,7 +958,9 @@ fn frame_ref(
         since,
         (key_kind, key_value, lines),
     );
-    java_frames.insert(at, r);
+    if let Some(a) = at {
+        java_frames.insert(a, r);
+    }
     r
 }
 
