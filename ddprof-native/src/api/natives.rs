@@ -663,7 +663,7 @@ pub extern "system" fn Java_com_datadoghq_profiler_internal_Diagnostics_compareM
         let ids = jvmti
             .class_methods(of.as_raw())
             .map_err(|e| Error::State(format!("GetClassMethods: {e:?}")))?;
-        let render = |name: &str, sig: &str, mods: i32, lines: &[(i64, i32)]| {
+        let render = |name: &str, sig: &str, mods: i32, lines: &[crate::methods::info::BciLine]| {
             let lines: Vec<String> = lines.iter().map(|(b, l)| format!("{b}:{l}")).collect();
             format!("{name} {sig} modifiers={mods} lines=[{}]", lines.join(","))
         };

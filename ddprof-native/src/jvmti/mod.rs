@@ -13,6 +13,8 @@ use std::ptr;
 
 use jni::sys::{jclass, jint, jlong, jmethodID, jobject, JNIEnv, JavaVM};
 
+use crate::methods::info::BciLine;
+
 pub mod redefine;
 
 /// JVMTI's `jthread` is a `jobject` referring to a java.lang.Thread.
@@ -457,8 +459,8 @@ impl Jvmti {
         Ok(mods)
     }
 
-    /// (start bci, line) pairs, sorted by bci; empty when the method has none (native, abstract).
-    pub fn line_number_table(&self, m: jmethodID) -> Vec<(i64, i32)> {
+    /// Sorted by bci; empty when the method has none (native, abstract).
+    pub fn line_number_table(&self, m: jmethodID) -> Vec<BciLine> {
         let mut count: jint = 0;
         let mut table: *mut LineNumberEntry = ptr::null_mut();
         if check(call!(
@@ -476,9 +478,10 @@ impl Jvmti {
         }
         // SAFETY: JVMTI returned `count` entries.
         let entries = unsafe { std::slice::from_raw_parts(table, count.max(0) as usize) };
-        let mut v: Vec<(i64, i32)> = entries
+        // A bytecode method's locations are its bcis (below 65,536); anything else is dropped.
+        let mut v: Vec<BciLine> = entries
             .iter()
-            .map(|e| (e.start_location, e.line_number))
+            .filter_map(|e| Some((u32::try_from(e.start_location).ok()?, e.line_number)))
             .collect();
         self.deallocate(table);
         v.sort_unstable();

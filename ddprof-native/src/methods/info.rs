@@ -4,6 +4,11 @@
 
 use std::sync::Arc;
 
+/// One entry of a method's line table: (start bci, line). A bci is below 65,536 (the JVM's
+/// limit on a method's code): 8 bytes an entry, not JVMTI's 16 (a first dump holds the tables
+/// of thousands of methods, and the per-frame search reads them).
+pub type BciLine = (u32, i32);
+
 #[derive(Clone, Debug)]
 pub struct MethodInfo {
     /// Internal form: `java/lang/String`; "" for frames without a class. Shared by the
@@ -12,8 +17,8 @@ pub struct MethodInfo {
     pub name: String,
     pub descriptor: String,
     pub modifiers: i32,
-    /// (start bci, line), sorted by bci.
-    pub lines: Vec<(i64, i32)>,
+    /// Sorted by bci.
+    pub lines: Vec<BciLine>,
     /// `run()V` of java.lang.Thread or a subclass, or a `main([Ljava/lang/String;)V`:
     /// a stack rooted here is complete.
     pub is_entry_point: bool,
@@ -43,7 +48,7 @@ impl MethodInfo {
     pub fn line_of(&self, bci: i32) -> i32 {
         let i = self
             .lines
-            .partition_point(|&(start, _)| start <= bci as i64);
+            .partition_point(|&(start, _)| i64::from(start) <= i64::from(bci));
         i.checked_sub(1)
             .and_then(|j| self.lines.get(j))
             .map_or(0, |l| l.1)

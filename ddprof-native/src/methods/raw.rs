@@ -5,7 +5,7 @@
 //! so; `fjmethodid=false` only keeps raw frames of classes that never unload, and
 //! [`resolve_checked`] refuses those of redefined classes).
 
-use super::info::{internal_class_name, is_entry_point, MethodInfo};
+use super::info::{internal_class_name, is_entry_point, BciLine, MethodInfo};
 use crate::hotspot::linetable::LineNumbers;
 use crate::jvmti::redefine;
 use crate::sample::safe_access::load_usize;
@@ -56,8 +56,8 @@ pub struct MethodParts {
     pub name: String,
     pub descriptor: String,
     pub modifiers: i32,
-    /// (start bci, line), sorted by bci.
-    pub lines: Vec<(i64, i32)>,
+    /// Sorted by bci.
+    pub lines: Vec<BciLine>,
 }
 
 /// Name, descriptor (constant-pool symbols), modifiers and line table (the compressed
@@ -78,13 +78,13 @@ pub fn method_parts(m: &MethodGroup, method: usize, encoding: Encoding) -> Optio
     )?;
     let modifiers = load_field(method, m.method.access_flags).unwrap_or(0) as i32 & 0xffff;
     let flags = load_field(const_method, m.const_method.flags).unwrap_or(0);
-    let mut lines: Vec<(i64, i32)> = if flags & m.const_method.has_linenumber_table != 0 {
+    let mut lines: Vec<BciLine> = if flags & m.const_method.has_linenumber_table != 0 {
         let _mem = crate::memory::scope(crate::memory::Category::LineTables);
         let code_size = load_field(const_method, m.const_method.code_size).unwrap_or(0) as usize;
         // The compressed table starts right after the bytecodes.
         let table = const_method + m.const_method.size + code_size;
         LineNumbers::new(&Windowed::default(), table, encoding)
-            .map(|e| (e.bci as i64, e.line))
+            .filter_map(|e| Some((u32::try_from(e.bci).ok()?, e.line)))
             .collect()
     } else {
         Vec::new()

@@ -80,15 +80,17 @@ impl Resolver {
     /// shares a pool entry with the frames sampled with that ID), else its checked
     /// `Method*` | `NO_ID_KEY` (no lines for a frame that may have run in an older version
     /// of a redefined method); every other frame keeps its own kind and value. The frame's
-    /// marker bit decides, not the mode running now.
-    pub fn key_of(&mut self, frame: &Frame, since: i64) -> (u8, u64, bool) {
+    /// marker bit decides, not the mode running now. The last field: whether a tagged frame's
+    /// answer is the same in a trace of any `since` (its holder was never redefined), so that
+    /// the dump may keep it by the frame's own words.
+    pub fn key_of(&mut self, frame: &Frame, since: i64) -> (u8, u64, bool, bool) {
         let _mem = memory::scope(Category::MethodMap);
         let u = tags::untag(frame);
         let Some(tag) = u.tag else {
-            return (frame.kind, frame.method, true);
+            return (frame.kind, frame.method, true, true);
         };
         let Some(named) = self.lazy.method_id(u.method, tag, u.idnum, since) else {
-            return (frame.kind, frame.method, true);
+            return (frame.kind, frame.method, true, false);
         };
         let a = named.accepted;
         if !self.cache.contains_key(&a.key) {
@@ -110,13 +112,15 @@ impl Resolver {
             };
             self.cache.insert(a.key, info);
         }
-        (kind::JAVA_METHOD_ID, a.key, named.lines)
+        let any_since = a.redefined_at.is_none() && !a.in_flight;
+        (kind::JAVA_METHOD_ID, a.key, named.lines, any_since)
     }
 
     /// Called once before the frames of a dump are keyed: sizes the caches for its
     /// distinct Java methods and warms the memory the lazy checks of its tagged frames read.
-    /// Returns how many distinct Java methods (jmethodIDs and raw `Method*`s) the frames hold.
-    pub fn prepare<'a>(&mut self, frames: impl Iterator<Item = &'a Frame>) -> usize {
+    /// Returns how many distinct Java methods (jmethodIDs and raw `Method*`s) the frames hold,
+    /// and how many of them are tagged `Method*`s.
+    pub fn prepare<'a>(&mut self, frames: impl Iterator<Item = &'a Frame>) -> (usize, usize) {
         let mut seen: WordMap<(bool, u64), ()> = WordMap::default();
         let mut tagged: Vec<usize> = Vec::new();
         for f in frames {
@@ -131,7 +135,7 @@ impl Resolver {
         }
         self.cache.reserve(seen.len());
         self.lazy.warm(&tagged);
-        seen.len()
+        (seen.len(), tagged.len())
     }
 
     /// Names a raw `Method*` frame that [`Self::key_of`] left raw (`since` as there): a tagged frame refused

@@ -12,6 +12,7 @@ use super::{jitdump, perfmap};
 use crate::args::Args;
 use crate::jvmti::{self, Capabilities, Jvmti, JvmtiEnvPtr};
 use crate::log;
+use crate::methods::info::BciLine;
 use jitdump::DebugEntry;
 
 /// Opens the maps `args` asks for and has the JVM report its code (what exists already is
@@ -215,7 +216,7 @@ unsafe fn pc_frames(
 }
 
 /// A method's source path and its (start bci, line) table.
-type MethodLines = (String, Vec<(i64, i32)>);
+type MethodLines = (String, Vec<BciLine>);
 
 /// Line tables and source files of the methods of one event, each looked up once.
 struct Lines {
@@ -300,11 +301,11 @@ pub fn source_path(class_signature: &str, source_file: Option<&str>) -> String {
 /// The line of bytecode index `bci` in a (start bci, line) table sorted by bci: the last entry
 /// starting at or before it; a negative bci (method entry, as in synchronized entry) is the
 /// first line.
-pub fn line_at(table: &[(i64, i32)], bci: i64) -> Option<u32> {
+pub fn line_at(table: &[BciLine], bci: i64) -> Option<u32> {
     let line = if bci < 0 {
         table.first()?.1
     } else {
-        let after = table.partition_point(|&(start, _)| start <= bci);
+        let after = table.partition_point(|&(start, _)| i64::from(start) <= bci);
         table.get(after.checked_sub(1)?)?.1
     };
     u32::try_from(line).ok().filter(|&l| l > 0)

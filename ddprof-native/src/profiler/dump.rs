@@ -734,12 +734,15 @@ fn write_traces(
         return unnamed;
     };
     let mut resolver = Resolver::new(jvmti, jni);
-    let methods = resolver.prepare(traces.iter().flat_map(|t| t.1.iter()));
+    let (methods, tagged) = resolver.prepare(traces.iter().flat_map(|t| t.1.iter()));
     chunk.reserve_traces(traces.len(), traces.iter().map(|t| t.1.len()).sum());
     chunk.reserve_methods(methods);
     let mut method_keys: WordMap<(u8, u64), u32> =
         WordMap::with_capacity_and_hasher(methods, Default::default());
     let mut java_frames = JavaFrames::default();
+    // Sized for the usual distinct frames per method (the Kotlin compiler's first dump: 1.3)
+    // instead of doubling from empty (each doubling fresh pages).
+    java_frames.by_words.reserve(tagged + tagged / 2);
     let mut unknown: Option<u32> = None;
     let mut natives = NativeNames::new(remotesym);
     let mut receivers = receivers::ReceiverNames::default();
@@ -800,6 +803,7 @@ fn write_traces(
         };
         chunk.add_stack_trace(id, truncated, &refs);
     }
+    counters::Counter::RawFrameResolveCacheHits.add(java_frames.hits);
     // Receivers of classes gone by now were all named above (or in an earlier dump).
     receivers::forget_unloaded();
     unnamed
@@ -923,13 +927,24 @@ impl NativeNames {
     }
 }
 
-/// What [`frame_ref`] made of each lazily tagged Java frame of a dump, by (method key, bci; -1
-/// for a frame without a line): a frame repeats in many traces (the Kotlin compiler's first
-/// dump: 218,000 Java frames of 7,000 methods), and one lookup here replaces the method cache's,
-/// the method pool key's and the line table's search. Measured on that dump: a sixth less CPU
-/// per sample in the lazy mode, nothing in the default mode (where the map's own fresh pages
-/// cost what it saved), so jmethodID frames go without it (docs/benchmarks.md).
-type JavaFrames = WordMap<(u64, i32), (u32, i32, bool, bool)>;
+/// What [`frame_ref`] made of each lazily tagged Java frame of a dump whose answer holds in
+/// every trace (`Resolver::key_of`'s last field), by the frame's own words (method word, bci
+/// word with its tag bits, idnum, frame type: [`java_frame_key`]): a frame repeats in many
+/// traces (the Kotlin compiler's first dump: 180,000 Java frames of 6,000 methods at 8,000
+/// distinct frames), and one lookup here replaces the lazy checks' cache, the method cache, the
+/// method pool key's and the line table's searches. jmethodID frames go without it: in the
+/// default mode the map's own fresh pages cost what it saved (docs/benchmarks.md).
+#[derive(Default)]
+struct JavaFrames {
+    by_words: WordMap<(u64, u64), (u32, i32, bool, bool)>,
+    hits: i64,
+}
+
+/// [`JavaFrames`]' key of a tagged frame.
+fn java_frame_key(f: &Frame) -> (u64, u64) {
+    let rest = u64::from(f.bci as u32) | u64::from(f.idnum) << 32 | u64::from(f.frame_type) << 48;
+    (f.method, rest)
+}
 
 /// (method pool key, line, whether the method is a thread entry point, whether the frame
 /// is named) of one frame.
@@ -942,13 +957,12 @@ fn frame_ref(
     f: &Frame,
     since: i64,
 ) -> (u32, i32, bool, bool) {
-    let (key_kind, key_value, lines) = resolver.key_of(f, since);
-    let with_line = lines && f.frame_type != frame_type::NATIVE;
-    let at = (key_kind == kind::JAVA_METHOD_ID && tags::is_tagged(f))
-        .then(|| (key_value, if with_line { tags::bci(f).max(0) } else { -1 }));
-    if let Some(r) = at.and_then(|a| java_frames.get(&a)) {
+    let at = tags::is_tagged(f).then(|| java_frame_key(f));
+    if let Some(r) = at.and_then(|a| java_frames.by_words.get(&a)) {
+        java_frames.hits += 1;
         return *r;
     }
+    let (key_kind, key_value, lines, any_since) = resolver.key_of(f, since);
     let r = name_frame(
         chunk,
         resolver,
@@ -958,8 +972,8 @@ fn frame_ref(
         since,
         (key_kind, key_value, lines),
     );
-    if let Some(a) = at {
-        java_frames.insert(a, r);
+    if let Some(a) = at.filter(|_| any_since) {
+        java_frames.by_words.insert(a, r);
     }
     r
 }

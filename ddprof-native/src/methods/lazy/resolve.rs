@@ -190,8 +190,10 @@ pub struct LazyResolver {
     classes: WordMap<usize, ClassState>,
     /// By (untagged `Method*`, tag, idnum as sampled + 1, 0 unknown).
     frames: WordMap<(u64, Tag, u16), Result<Accepted, Refused>>,
-    /// Metadata of accepted methods, by key, until [`Self::take_parts`].
-    parts: WordMap<u64, MethodParts>,
+    /// The metadata the latest check read, by its key, until [`Self::take_parts`]: the
+    /// resolver takes it right after the check that read it, or never (its key was named
+    /// already), so one slot does what a map by key would, without the map's fresh pages.
+    parts: Option<(u64, MethodParts)>,
     /// One key per method version met at an address (`version_keys.rs`).
     versions: VersionKeys,
     /// Names the previous dump kept (`kept.rs`), taken out as this dump reuses them.
@@ -212,7 +214,7 @@ impl LazyResolver {
             jni,
             classes: WordMap::default(),
             frames: WordMap::default(),
-            parts: WordMap::default(),
+            parts: None,
             versions: VersionKeys::default(),
             kept: kept::take(),
             keepable: WordMap::default(),
@@ -413,7 +415,7 @@ impl LazyResolver {
         }
         if let Some(p) = parts {
             Counter::MethodResolveLazyMetadata.inc();
-            self.parts.insert(key, p);
+            self.parts = Some((key, p));
         }
         Ok(Version::Named { key, by_idnum })
     }
@@ -424,17 +426,21 @@ impl LazyResolver {
     /// every entry; docs/benchmarks.md, "Fresh pages in the first dump").
     pub fn warm(&mut self, methods: &[usize]) {
         self.frames.reserve(methods.len());
-        self.parts.reserve(methods.len());
+        self.versions.reserve(methods.len());
         self.keepable.reserve(methods.len());
         if let Some(m) = layout::get().and_then(|l| l.method.as_ref()) {
             super::prefetch::warm_frames(m, methods);
         }
     }
 
-    /// The metadata read for an accepted frame, by its key (once; `None` if the reads
-    /// failed, then JVMTI names it by its jmethodID, or if [`Self::take_kept`] has it).
+    /// The metadata read for an accepted frame, by its key, right after the
+    /// [`Self::method_id`] that checked it (once; `None` if the reads failed, then JVMTI names
+    /// it by its jmethodID, or if [`Self::take_kept`] has it).
     pub fn take_parts(&mut self, key: u64) -> Option<MethodParts> {
-        self.parts.remove(&key)
+        match self.parts.take() {
+            Some((k, p)) if k == key => Some(p),
+            _ => None,
+        }
     }
 
     /// The name an earlier dump gave the accepted frame of `key`, if its checks let this

@@ -34,6 +34,12 @@ pub struct VersionKeys {
 }
 
 impl VersionKeys {
+    /// Room for `methods` addresses (the dump's distinct tagged methods), instead of
+    /// doubling from empty.
+    pub fn reserve(&mut self, methods: usize) {
+        self.first.reserve(methods);
+    }
+
     /// The key for `parts`, read from the method at `key` (a `Method*` | [`NO_ID_KEY`]).
     pub fn key(&mut self, key: u64, parts: &MethodParts) -> u64 {
         let print = fingerprint(parts);
@@ -62,7 +68,7 @@ fn fingerprint(p: &MethodParts) -> u64 {
 mod tests {
     use super::*;
 
-    fn parts(name: &str, lines: &[(i64, i32)]) -> MethodParts {
+    fn parts(name: &str, lines: &[crate::methods::info::BciLine]) -> MethodParts {
         MethodParts {
             name: name.into(),
             descriptor: "(J)J".into(),

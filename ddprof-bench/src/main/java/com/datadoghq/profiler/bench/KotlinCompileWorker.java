@@ -133,6 +133,10 @@ public final class KotlinCompileWorker {
             r.put(k, counters.getOrDefault(k, 0L));
         }
         r.print();
+        if (Boolean.getBoolean("kt.printCounters")) {
+            // Every counter and gauge after the dumps (peaks of the memory categories among them).
+            new java.util.TreeMap<>(counters).forEach((k, v) -> System.out.println("COUNTER " + k + "=" + v));
+        }
         if (profiler != null) {
             profiler.stop();
         }
