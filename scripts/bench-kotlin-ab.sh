@@ -81,7 +81,8 @@ main() {
         per="$(awk -v c="$cpu" -v s="$samples" 'BEGIN { printf "%.1f", c * 1000 / s }')"
       fi
       echo "round $r ${specs[$i]}: first dump ${cpu:-?} ms CPU, ${faults:-?} minor faults," \
-        "${samples:-?} samples (${per:-?} us CPU per sample), load $(cut -d' ' -f1 /proc/loadavg)"
+        "$([ -n "$per" ] && echo "$samples samples ($per us CPU per sample), ")load" \
+        "$(cut -d' ' -f1 /proc/loadavg)"
       echo "$i ${cpu:-} ${faults:-} ${per:-}" >> "$out"
     done
   done
