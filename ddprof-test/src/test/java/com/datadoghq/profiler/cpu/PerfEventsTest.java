@@ -24,6 +24,7 @@ import com.datadoghq.profiler.JavaProfiler;
 import com.datadoghq.profiler.testing.ChildJvm;
 import com.datadoghq.profiler.testing.CpuBudget;
 import com.datadoghq.profiler.testing.CpuBurner;
+import com.datadoghq.profiler.testing.HostSteal;
 import com.datadoghq.profiler.testing.JfrReader;
 import com.datadoghq.profiler.testing.ProfilerExtension;
 import com.datadoghq.profiler.testing.TestEnv;
@@ -113,7 +114,9 @@ class PerfEventsTest {
      * perf_events at 1 ms: each busy thread gets at least 80% of
      * 1000 samples per second of the CPU time it really had (ThreadMXBean: a busy host gives the
      * threads less CPU, not fewer samples per CPU-second), each sample weighing the periods it
-     * stands for: the weights add up to the thread's CPU milliseconds within 10%.
+     * stands for: the weights add up to the thread's CPU milliseconds within 10%, beyond what the
+     * hypervisor stole meanwhile ({@link HostSteal}: perf's clock counts stolen time, the thread's CPU
+     * time does not; a CI run once saw 1.113 on a shared host).
      */
     @Test
     void cpuOneMillisecondDeliversTheRequestedRatePerCpuSecond() throws Exception {
@@ -125,6 +128,8 @@ class PerfEventsTest {
         startPerf("start,event=cpu,interval=1ms,file=" + file);
         Thread[] workers = new Thread[threads];
         long engineCounter;
+        HostSteal steal = HostSteal.start();
+        double stolen;
         try {
             for (int i = 0; i < threads; i++) {
                 int index = i;
@@ -150,6 +155,7 @@ class PerfEventsTest {
                 workers[i].start();
             }
             done.await();
+            stolen = Math.min(steal.stolenShare(), 0.5);
             engineCounter = profiler.getDebugCounters().getOrDefault("cpu_engine", -1L);
         } finally {
             profiler.stop();
@@ -172,8 +178,11 @@ class PerfEventsTest {
                     + " per CPU-second, at least 800 expected");
             long weight = mine.stream().mapToLong(e -> e.getLong("weight")).sum();
             double ratio = weight / cpuMs;
-            assertTrue(ratio >= 0.9 && ratio <= 1.1, name + ": total weight " + weight + " for " + Math.round(cpuMs)
-                    + " ms of CPU (ratio " + String.format("%.3f", ratio) + ", must be within 10%)");
+            double most = 1.1 / (1 - stolen);
+            assertTrue(ratio >= 0.9 && ratio <= most, name + ": total weight " + weight + " for "
+                    + Math.round(cpuMs) + " ms of CPU (ratio " + String.format("%.3f", ratio)
+                    + ", must be within 0.9.." + String.format("%.3f", most) + ": 10% and the "
+                    + String.format("%.1f%%", 100 * stolen) + " of busy CPU time the hypervisor stole)");
         }
         List<RecordedEvent> settings = JfrReader.events(file, JfrReader.ACTIVE_SETTING);
         assertEquals("1000.0", setting(settings, "cpuSamplingRateRequested").orElse(null), "cpuSamplingRateRequested");
