@@ -11,6 +11,7 @@ import java.util.concurrent.atomic.AtomicLongArray;
 
 import com.datadoghq.profiler.JavaProfiler;
 import com.datadoghq.profiler.testing.CpuBudget;
+import com.datadoghq.profiler.testing.HostSteal;
 import com.datadoghq.profiler.testing.JfrReader;
 import com.datadoghq.profiler.testing.ProfilerExtension;
 import com.datadoghq.profiler.testing.TestEnv;
@@ -24,7 +25,9 @@ import org.junit.jupiter.api.io.TempDir;
  * (every 4 ms at CONFIG_HZ=250), so each signal stands for several expirations. The samples'
  * weights ({@code 1 + si_overrun}) must sum, per thread, to the CPU time the thread really used
  * divided by the interval, within 10%: measured against the thread's own CPU clock, so a busy host
- * changes how much CPU the threads get, not the ratio.
+ * changes how much CPU the threads get, not the ratio. Where {@code cpu=1ms} runs on perf_events (finer
+ * than the tick, and permitted) the weights count perf's {@code cpu-clock}, which also runs while the
+ * hypervisor steals the vCPU: the upper bound allows for that share ({@link HostSteal}).
  */
 @ExtendWith(ProfilerExtension.class)
 class CpuWeightTest {
@@ -48,6 +51,8 @@ class CpuWeightTest {
         CountDownLatch done = new CountDownLatch(THREADS);
         TestEnv.start(profiler, "start,cpu=1ms,file=" + file);
         Thread[] workers = new Thread[THREADS];
+        HostSteal steal = HostSteal.start();
+        HostSteal.Bound most;
         try {
             for (int i = 0; i < THREADS; i++) {
                 int index = i;
@@ -77,6 +82,7 @@ class CpuWeightTest {
                 workers[i].start();
             }
             done.await();
+            most = steal.bound(1.1);
         } finally {
             profiler.stop();
             for (Thread w : workers) {
@@ -95,10 +101,10 @@ class CpuWeightTest {
             assertTrue(mine.size() >= 50, "too few samples on weight-worker-" + i + ": " + mine.size()
                     + " for " + Math.round(expected) + " ms of CPU");
             double ratio = weight / expected;
-            assertTrue(ratio >= 0.9 && ratio <= 1.1,
+            assertTrue(ratio >= 0.9 && ratio <= most.most,
                     "weight-worker-" + i + ": " + mine.size() + " samples of total weight " + weight
                             + " for " + Math.round(expected) + " ms of CPU at cpu=1ms (ratio "
-                            + String.format("%.3f", ratio) + ", must be within 10%)");
+                            + String.format("%.3f", ratio) + ", must be within 0.9.." + most + ")");
         }
     }
 }

@@ -25,7 +25,7 @@ public final class HostSteal {
     }
 
     /** Stolen jiffies over busy plus stolen jiffies since {@link #start()}; 0 where unknown. */
-    public double stolenShare() {
+    double stolenShare() {
         long[] now = read();
         if (start.length < 8 || now.length < 8) {
             return 0;
@@ -37,6 +37,33 @@ public final class HostSteal {
         }
         long stolen = now[7] - start[7];
         return busy > 0 ? (double) stolen / busy : 0;
+    }
+
+    /**
+     * The largest ratio of perf weights to a thread's CPU time that {@code most} allows on a quiet host,
+     * given what was stolen since {@link #start()}: {@code most / (1 - stolen share)}, the share capped at
+     * a half. Call once the workload's CPU time was read.
+     */
+    public Bound bound(double most) {
+        double stolen = Math.min(stolenShare(), 0.5);
+        return new Bound(most / (1 - stolen), stolen);
+    }
+
+    /** An upper bound and the stolen share it allows for, for the failure message. */
+    public static final class Bound {
+        public final double most;
+        public final double stolen;
+
+        Bound(double most, double stolen) {
+            this.most = most;
+            this.stolen = stolen;
+        }
+
+        @Override
+        public String toString() {
+            return String.format("%.3f (allowing for the %.1f%% of busy CPU time the hypervisor stole)",
+                    most, 100 * stolen);
+        }
     }
 
     private static long[] read() {
