@@ -13,8 +13,6 @@ use std::ptr;
 
 use jni::sys::{jclass, jint, jlong, jmethodID, jobject, JNIEnv, JavaVM};
 
-use crate::methods::info::BciLine;
-
 pub mod redefine;
 
 /// JVMTI's `jthread` is a `jobject` referring to a java.lang.Thread.
@@ -165,6 +163,11 @@ pub struct EventCallbacks {
 
 /// Opaque `jvmtiEnv` (a pointer to the function table).
 pub type JvmtiEnvPtr = *const *const c_void;
+
+/// One entry of a method's line table: (start bci, line). A bci is below 65,536 (the JVM's
+/// limit on a method's code): 8 bytes an entry, not JVMTI's 16 (a first dump holds the tables
+/// of thousands of methods, and the per-frame search reads them).
+pub type BciLine = (u32, i32);
 
 /// A JVMTI environment. Usable from any thread attached to the JVM; never from a signal handler.
 #[derive(Clone, Copy)]

@@ -4,10 +4,7 @@
 
 use std::sync::Arc;
 
-/// One entry of a method's line table: (start bci, line). A bci is below 65,536 (the JVM's
-/// limit on a method's code): 8 bytes an entry, not JVMTI's 16 (a first dump holds the tables
-/// of thousands of methods, and the per-frame search reads them).
-pub type BciLine = (u32, i32);
+pub use crate::jvmti::BciLine;
 
 #[derive(Clone, Debug)]
 pub struct MethodInfo {

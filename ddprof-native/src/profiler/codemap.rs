@@ -10,9 +10,9 @@ use jni::sys::{jint, jlong, jmethodID};
 
 use super::{jitdump, perfmap};
 use crate::args::Args;
+use crate::jvmti::BciLine;
 use crate::jvmti::{self, Capabilities, Jvmti, JvmtiEnvPtr};
 use crate::log;
-use crate::methods::info::BciLine;
 use jitdump::DebugEntry;
 
 /// Opens the maps `args` asks for and has the JVM report its code (what exists already is
