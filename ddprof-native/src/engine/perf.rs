@@ -241,6 +241,15 @@ fn open_event(tid: i32, period_ns: u64, fail: c_int, kernel: bool) -> Result<c_i
     }
 }
 
+/// A disabled user-space `cpu-clock` fd of `tid` routed to it as SIGPROF, set up exactly as
+/// the engine's (for `examples/perf_signal_floor.rs`, which measures what such a signal
+/// costs with nothing in its handler). The caller enables and closes it.
+pub fn open_routed(tid: i32, period_ns: u64) -> Result<c_int, c_int> {
+    let fd = open_event(tid, period_ns, 0, false)?;
+    route_to_thread(fd, tid).inspect_err(|_| close(fd))?;
+    Ok(fd)
+}
+
 /// Routes `fd`'s overflows to thread `tid` as SIGPROF. Err(errno) on the first failure.
 fn route_to_thread(fd: c_int, tid: i32) -> Result<(), c_int> {
     let owner = FOwnerEx {
