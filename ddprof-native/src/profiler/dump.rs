@@ -293,8 +293,9 @@ pub fn build_chunk(
         .set(counters::Counter::UnwindingNanos.get() / samples.max(1));
     tids.sort_unstable();
     tids.dedup();
+    let namer = threads::Namer::new();
     for tid in tids {
-        let t = threads::name_of(tid as i32);
+        let t = namer.name_of(tid as i32);
         chunk.add_thread(
             tid,
             &t.name,
@@ -598,6 +599,7 @@ pub fn prepare(symbols: bool, kernel_symbols: bool) {
         crate::kallsyms::get();
     }
     Host::get();
+    super::cpu_load::prepare();
     for f in &crate::mappings::current().files {
         build_id_of(&f.path, f.start);
     }

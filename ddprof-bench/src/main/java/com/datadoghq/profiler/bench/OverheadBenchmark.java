@@ -92,6 +92,8 @@ public final class OverheadBenchmark {
         long dumpNs;
         long stopNs;
         long nativeDumpNs;
+        /** The dumping thread's CPU time in the dump (-1: not measured, an older CSV). */
+        long dumpCpuNs = -1;
         long walkMaxNs = -1;
         String walker = "-";
         long dumpBytes;
@@ -298,6 +300,7 @@ public final class OverheadBenchmark {
         run.dumpNs = Long.parseLong(kv.get("dump_ns"));
         run.stopNs = Long.parseLong(kv.get("stop_ns"));
         run.nativeDumpNs = Long.parseLong(kv.get("native_dump_ns"));
+        run.dumpCpuNs = Long.parseLong(kv.getOrDefault("dump_cpu_ns", "-1"));
         run.walkMaxNs = Long.parseLong(kv.getOrDefault("walk_max_ns", "-1"));
         run.walker = kv.getOrDefault("walker", "-");
         run.dumpBytes = Long.parseLong(kv.get("dump_bytes"));
@@ -322,8 +325,8 @@ public final class OverheadBenchmark {
             }
         }
         sb.append("| mode | threads | work/CPU-s vs none, median [min-max] | CPU share | samples/s/thread "
-                + "| CPU µs/sample | walk µs/sample | dump ms | stop ms | dump KB |\n");
-        sb.append("|---|---|---|---|---|---|---|---|---|---|\n");
+                + "| CPU µs/sample | walk µs/sample | dump ms | dump CPU ms | stop ms | dump KB |\n");
+        sb.append("|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (String mode : modes) {
             for (int threads : threadCounts) {
                 List<Run> rs = new ArrayList<>();
@@ -366,7 +369,7 @@ public final class OverheadBenchmark {
                     }
                     label = mode + " (" + walker + " walker)";
                 }
-                sb.append(String.format(Locale.ROOT, "| %s | %d | %s | %s | %.0f | %s | %s | %s | %s | %.0f |\n",
+                sb.append(String.format(Locale.ROOT, "| %s | %d | %s | %s | %.0f | %s | %s | %s | %s | %s | %.0f |\n",
                         label, threads,
                         ratios.isEmpty() ? "—" : String.format(Locale.ROOT, "%.3f [%.3f-%.3f]%s",
                                 medianOf(ratios), Collections.min(ratios), Collections.max(ratios),
@@ -378,6 +381,7 @@ public final class OverheadBenchmark {
                         counters ? String.format(Locale.ROOT, "%.2f",
                                 median(rs, r -> r.samples > 0 ? r.walkNs / (double) r.samples / 1e3 : 0)) : "—",
                         rangeMs(rs, r -> r.dumpNs / 1e6),
+                        rs.stream().allMatch(r -> r.dumpCpuNs >= 0) ? rangeMs(rs, r -> r.dumpCpuNs / 1e6) : "—",
                         String.format(Locale.ROOT, "%.1f", median(rs, r -> r.stopNs / 1e6)),
                         median(rs, r -> r.dumpBytes / 1024.0)));
             }
@@ -386,7 +390,8 @@ public final class OverheadBenchmark {
                 + "and thread count); >1 is noise. CPU µs/sample = (cpu/op - cpu_none/op) x ops / samples. "
                 + "Walk = ddprof's `unwinding_ticks_async` / samples (signal handler: walk + record). "
                 + "Dump/stop: wall time of `dump(Path)` / `stop()` after %.0f s of the measured window, "
-                + "workers still busy. CPU share: median process CPU / wall / threads (1.00 = the JVM got every "
+                + "workers still busy. Dump CPU: the dumping thread's CPU time in `dump(Path)` (without the "
+                + "waits for a CPU; JFR's dump also works on threads of its own). CPU share: median process CPU / wall / threads (1.00 = the JVM got every "
                 + "core it asked for). Samples/s/thread: samples per second of process CPU, i.e. per second a "
                 + "thread ran (equal to samples/s/thread when the JVM got its cores).%n", measure));
         if (runs.size() < allRuns.size()) {
@@ -444,11 +449,11 @@ public final class OverheadBenchmark {
     private static void writeCsv(Path file, List<Run> runs) throws IOException {
         try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(file, StandardCharsets.UTF_8))) {
             w.println("round,mode,threads,ops,cpu_ns,wall_ns,samples,walk_ns,dump_ns,stop_ns,native_dump_ns,"
-                    + "dump_bytes,load1,walk_max_ns,walker");
+                    + "dump_bytes,load1,walk_max_ns,walker,dump_cpu_ns");
             for (Run r : runs) {
-                w.printf(Locale.ROOT, "%d,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%s%n", r.round, r.mode, r.threads,
+                w.printf(Locale.ROOT, "%d,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%s,%d%n", r.round, r.mode, r.threads,
                         r.ops, r.cpuNs, r.wallNs, r.samples, r.walkNs, r.dumpNs, r.stopNs, r.nativeDumpNs, r.dumpBytes,
-                        r.load, r.walkMaxNs, r.walker);
+                        r.load, r.walkMaxNs, r.walker, r.dumpCpuNs);
             }
         }
     }
@@ -477,6 +482,7 @@ public final class OverheadBenchmark {
             r.load = f.length > 12 ? f[12] : "?";
             r.walkMaxNs = f.length > 13 ? Long.parseLong(f[13]) : -1;
             r.walker = f.length > 14 ? f[14] : "-";
+            r.dumpCpuNs = f.length > 15 ? Long.parseLong(f[15]) : -1;
             runs.add(r);
         }
         return runs;

@@ -87,9 +87,14 @@ public final class OverheadWorker {
         Snapshot after = Snapshot.take(ops, threads, os, profiler);
 
         // Dump and stop with the workers still busy, as a live service would.
+        java.lang.management.ThreadMXBean me = ManagementFactory.getThreadMXBean();
+        long c0 = me.getCurrentThreadCpuTime();
         long d0 = System.nanoTime();
         profiler.dump(dir.resolve("dump.jfr"));
         long d1 = System.nanoTime();
+        // The calling thread's CPU time in the dump: its cost without the waits for a CPU that
+        // the busy workers make (a JFR dump also works on other threads, not counted here).
+        long dumpCpuNs = me.getCurrentThreadCpuTime() - c0;
         long nativeDumpNs = profiler.nativeDumpNs();
         long d2s = System.nanoTime();
         profiler.stop();
@@ -114,6 +119,7 @@ public final class OverheadWorker {
         kv(line, "walk_ns", walkNs);
         kv(line, "dump_ns", profiler.enabled() ? d1 - d0 : -1);
         kv(line, "stop_ns", profiler.enabled() ? d2 - d2s : -1);
+        kv(line, "dump_cpu_ns", profiler.enabled() ? dumpCpuNs : -1);
         kv(line, "native_dump_ns", nativeDumpNs);
         kv(line, "walk_max_ns", profiler.hasCounters() ? after.walkMaxNs : -1);
         kv(line, "walker", profiler.walker());
