@@ -3,7 +3,8 @@
 //! the first one: since the process started, and since boot for the machine). The process's
 //! times from `getrusage`, the machine's from the first line of `/proc/stat`, on the dump path,
 //! never in a signal handler. One system call and one short read each: reading the two
-//! `/proc` files whole, 32 bytes and then twice as many a read, was a tenth of a first dump.
+//! `/proc` files whole, 32 bytes and then twice as many a read, was a tenth of a first dump in
+//! a perf profile.
 
 use parking_lot::Mutex;
 
