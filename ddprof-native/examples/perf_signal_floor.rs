@@ -14,6 +14,8 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use javaProfiler::engine::perf::open_routed;
+use javaProfiler::sample::perf::{IOC_DISABLE, IOC_ENABLE};
+use javaProfiler::sample::signal::read_info;
 
 static SIGNALS: AtomicU64 = AtomicU64::new(0);
 static READ_COUNT: AtomicU64 = AtomicU64::new(0);
@@ -22,11 +24,10 @@ extern "C" fn on_prof(_sig: c_int, info: *mut libc::siginfo_t, _uc: *mut libc::c
     SIGNALS.fetch_add(1, Ordering::Relaxed);
     if READ_COUNT.load(Ordering::Relaxed) != 0 {
         let mut count = 0u64;
-        // SAFETY: `info` is the kernel's siginfo of this SA_SIGINFO handler; for a perf fd's
-        // SIGPROF `si_fd` is the int at byte 24 (after `si_band`) on 64-bit Linux; read and
-        // gettid are async-signal-safe.
+        // SAFETY: `info` is the kernel's siginfo of this SA_SIGINFO handler (the engine's own
+        // reader takes `si_fd` from it); read and gettid are async-signal-safe.
         unsafe {
-            let fd = *(info as *const u8).add(24).cast::<c_int>();
+            let fd = read_info(info).fd;
             libc::read(fd, (&mut count as *mut u64).cast(), 8);
             libc::syscall(libc::SYS_gettid);
         }
@@ -103,13 +104,13 @@ fn main() {
                 if !signal {
                     libc::fcntl(fd, libc::F_SETFL, 0);
                 }
-                libc::ioctl(fd, 0x2400, 0); // PERF_EVENT_IOC_ENABLE
+                libc::ioctl(fd, IOC_ENABLE, 0);
             }
             let before = SIGNALS.load(Ordering::Relaxed);
             let ops = work(secs);
             // SAFETY: our own fd.
             unsafe {
-                libc::ioctl(fd, 0x2401, 0); // PERF_EVENT_IOC_DISABLE
+                libc::ioctl(fd, IOC_DISABLE, 0);
                 libc::close(fd);
             }
             let n = if signal {

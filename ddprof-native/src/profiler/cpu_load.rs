@@ -52,10 +52,7 @@ fn origin() -> Reading {
         let now_nanos = crate::sample::handler::ticks();
         // SAFETY: sysconf has no preconditions.
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-        let start_ticks = std::fs::read_to_string("/proc/self/stat")
-            .ok()
-            .and_then(|s| parse_start_ticks(&s))
-            .unwrap_or(0);
+        let start_ticks = start_ticks().unwrap_or(0);
         let uptime = std::fs::read_to_string("/proc/uptime")
             .ok()
             .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
@@ -130,7 +127,12 @@ fn fractions(a: &Reading, b: &Reading, cpus: f64) -> (f32, f32, f32) {
     )
 }
 
-/// starttime (clock ticks after boot) from `/proc/self/stat`.
+/// When the process started, in clock ticks after boot (`/proc/self/stat` field 22).
+pub(super) fn start_ticks() -> Option<u64> {
+    parse_start_ticks(&std::fs::read_to_string("/proc/self/stat").ok()?)
+}
+
+/// starttime (clock ticks after boot) from `/proc/self/stat`'s text.
 fn parse_start_ticks(s: &str) -> Option<u64> {
     // The command name may hold spaces and parentheses: fields start after the last ')'.
     let rest = &s[s.rfind(')')? + 1..];

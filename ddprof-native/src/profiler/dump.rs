@@ -675,12 +675,8 @@ fn cpu_model() -> String {
 
 /// Process start time, from /proc/self/stat (field 22, clock ticks since boot).
 fn jvm_start_ms() -> i64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let after = stat.rsplit(')').next().unwrap_or("");
-    let ticks: i64 = after
-        .split_whitespace()
-        .nth(19)
-        .and_then(|v| v.parse().ok())
+    let ticks = super::cpu_load::start_ticks()
+        .and_then(|t| i64::try_from(t).ok())
         .unwrap_or(0);
     let btime: i64 = std::fs::read_to_string("/proc/stat")
         .ok()
