@@ -420,8 +420,9 @@ class ConvertTest {
         Map<String, Long> lines = readCollapsed(convertOk("--to", "collapsed", "--threads", jdkJfr.toString(),
                 "jdk.collapsed"));
         assertEquals(jdkSamples.size(), lines.values().stream().mapToLong(Long::longValue).sum());
-        long worker = jdkSamples.stream().filter(e -> "cpu-worker".equals(e.getThread("sampledThread").getJavaName()))
-                .count();
+        // The JDK writes a sample without a thread now and then (seen once beside a CPU-bound job).
+        long worker = jdkSamples.stream().filter(e -> e.getThread("sampledThread") != null
+                && "cpu-worker".equals(e.getThread("sampledThread").getJavaName())).count();
         assertNotEquals(0, worker);
         assertEquals(worker, lines.entrySet().stream().filter(e -> e.getKey().startsWith("[cpu-worker"))
                 .mapToLong(Map.Entry::getValue).sum());
