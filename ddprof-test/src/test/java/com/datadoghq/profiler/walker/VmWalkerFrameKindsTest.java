@@ -52,10 +52,13 @@ class VmWalkerFrameKindsTest {
         assertTrue(types.getOrDefault("JIT compiled", 0) >= 20,
                 "frames of the hot chain compiled by C2 (JIT compiled): " + types + p.show());
         assertTrue(types.getOrDefault("Inlined", 0) >= 20, "inlined frames of the hot chain: " + types + p.show());
-        // chainC called by chainB, inlined into chainA: the C2 code of the steady state.
-        long inlinedLeaf = p.frames(f -> f.of(CpuBurner.class) && "chainC".equals(f.method) && "Inlined".equals(f.type))
-                .size();
-        assertTrue(inlinedLeaf >= 20, "samples with chainC inlined: " + inlinedLeaf + "; chain types " + types + p.show());
+        // Which callee C2 inlines where is the JIT's choice, not ours: a chainC already compiled into a
+        // big method is not inlined into chainA (seen on JDK 11), and C1 inlines too. What the walker owes
+        // is that an inlined frame belongs to compiled code: toward the root, the first frame that is not
+        // Inlined is a compiled one, never an interpreted or native frame.
+        List<String> orphans = p.stacks.stream().filter(VmWalkerFrameKindsTest::hasInlinedWithoutCompiledHost)
+                .limit(5).map(Object::toString).collect(Collectors.toList());
+        assertTrue(orphans.isEmpty(), "Inlined frames whose host is not compiled code: " + orphans + p.show());
         // An inlined frame is never the outermost frame of a sample.
         List<String> inlinedRoots = p.roots.stream().filter(f -> "Inlined".equals(f.type)).map(Frame::toString)
                 .collect(Collectors.toList());
@@ -121,6 +124,23 @@ class VmWalkerFrameKindsTest {
         assertEquals(all, (int) types.getOrDefault("Native", 0),
                 "every frame of the native method java.util.zip.Deflater.deflateBytes* should be typed Native; got "
                         + types + p.show());
+    }
+
+    /** Whether some run of Inlined frames in {@code s} (leaf first) ends in a frame that is not compiled. */
+    private static boolean hasInlinedWithoutCompiledHost(List<Frame> s) {
+        for (int i = 0; i < s.size(); i++) {
+            if ("Inlined".equals(s.get(i).type)) {
+                int host = i;
+                while (host < s.size() && "Inlined".equals(s.get(host).type)) {
+                    host++;
+                }
+                if (host < s.size() && !s.get(host).type.contains("compiled")) {
+                    return true;
+                }
+                i = host;
+            }
+        }
+        return false;
     }
 
     private static boolean isDeflateNative(Frame f) {
