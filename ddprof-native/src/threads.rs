@@ -236,6 +236,15 @@ mod tests {
         assert_eq!(namer.name_of(tid).java_id, None);
         done_tx.send(()).unwrap();
         h.join().unwrap();
+        // join returns when the thread clears its tid, which the kernel does before it removes the
+        // task from /proc: wait for that (a busy host makes the gap long enough to see).
+        let task = std::path::PathBuf::from(format!("/proc/self/task/{tid}"));
+        for _ in 0..10_000 {
+            if !task.exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         assert_eq!(namer.name_of(tid).name, format!("[tid={tid}]"), "gone");
     }
 }
