@@ -131,6 +131,10 @@ counters! {
     UnwindingNanos => "unwinding_ticks_async",
     UnwindingNanosMax => "unwinding_ns_max",
     UnwindingNanosAvg => "unwinding_ns_avg",
+    // The median and 99th percentile of the same handlers (`sample::handler_time`): what a
+    // sample costs with preempted handlers left out of the middle.
+    UnwindingNanosP50 => "unwinding_ns_p50",
+    UnwindingNanosP99 => "unwinding_ns_p99",
     ChunkSamples => "chunk_samples",
     RecordingWriteErrors => "recording_write_errors",
     RecordingChunksDropped => "recording_chunks_dropped",

@@ -291,6 +291,8 @@ pub fn build_chunk(
     write_rate_counters(gen, end_nanos - session.chunk_start_nanos);
     counters::Counter::UnwindingNanosAvg
         .set(counters::Counter::UnwindingNanos.get() / samples.max(1));
+    counters::Counter::UnwindingNanosP50.set(crate::sample::handler_time::quantile(0.5) as i64);
+    counters::Counter::UnwindingNanosP99.set(crate::sample::handler_time::quantile(0.99) as i64);
     tids.sort_unstable();
     tids.dedup();
     let namer = threads::Namer::new();
@@ -348,6 +350,7 @@ pub fn build_chunk(
     // Per-dump counters start again with the next chunk.
     counters::Counter::UnwindingNanos.set(0);
     counters::Counter::UnwindingNanosMax.set(0);
+    crate::sample::handler_time::reset();
     let next_id_base = chunk.next_id_base();
     (
         chunk.finish_parts(end_ticks, end_nanos - session.chunk_start_nanos),

@@ -428,6 +428,7 @@ fn walk_and_record_with(
     let spent = monotonic_nanos().wrapping_sub(start);
     Counter::UnwindingNanos.add(spent);
     Counter::UnwindingNanosMax.max(spent);
+    super::handler_time::record(spent as u64);
     recorded
 }
 

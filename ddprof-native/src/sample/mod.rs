@@ -18,6 +18,7 @@ pub mod block_run;
 pub mod context;
 pub mod frame;
 pub mod handler;
+pub mod handler_time;
 pub mod hint_cache;
 pub mod mode;
 pub mod nativemem;

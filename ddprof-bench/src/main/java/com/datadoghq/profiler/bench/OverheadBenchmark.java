@@ -95,6 +95,8 @@ public final class OverheadBenchmark {
         /** The dumping thread's CPU time in the dump (-1: not measured, an older CSV). */
         long dumpCpuNs = -1;
         long walkMaxNs = -1;
+        /** The median handler of the dumped chunk (-1: not measured, an older CSV or a peer). */
+        long walkP50Ns = -1;
         String walker = "-";
         long dumpBytes;
         String load;
@@ -302,6 +304,7 @@ public final class OverheadBenchmark {
         run.nativeDumpNs = Long.parseLong(kv.get("native_dump_ns"));
         run.dumpCpuNs = Long.parseLong(kv.getOrDefault("dump_cpu_ns", "-1"));
         run.walkMaxNs = Long.parseLong(kv.getOrDefault("walk_max_ns", "-1"));
+        run.walkP50Ns = Long.parseLong(kv.getOrDefault("walk_p50_ns", "-1"));
         run.walker = kv.getOrDefault("walker", "-");
         run.dumpBytes = Long.parseLong(kv.get("dump_bytes"));
         run.load = loadAverage();
@@ -325,7 +328,7 @@ public final class OverheadBenchmark {
             }
         }
         sb.append("| mode | threads | work/CPU-s vs none, median [min-max] | CPU share | samples/s/thread "
-                + "| CPU µs/sample | walk µs/sample | dump ms | dump CPU ms | stop ms | dump KB |\n");
+                + "| CPU µs/sample | walk µs/sample (median) | dump ms | dump CPU ms | stop ms | dump KB |\n");
         sb.append("|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (String mode : modes) {
             for (int threads : threadCounts) {
@@ -378,8 +381,11 @@ public final class OverheadBenchmark {
                         median(rs, r -> r.samples / (r.cpuNs / 1e9)),
                         costs.isEmpty() ? "—" : String.format(Locale.ROOT, "%.1f [%.1f-%.1f]",
                                 medianOf(costs), Collections.min(costs), Collections.max(costs)),
-                        counters ? String.format(Locale.ROOT, "%.2f",
-                                median(rs, r -> r.samples > 0 ? r.walkNs / (double) r.samples / 1e3 : 0)) : "—",
+                        counters ? String.format(Locale.ROOT, "%.2f%s",
+                                median(rs, r -> r.samples > 0 ? r.walkNs / (double) r.samples / 1e3 : 0),
+                                rs.stream().allMatch(r -> r.walkP50Ns >= 0)
+                                        ? String.format(Locale.ROOT, " (%.2f)", median(rs, r -> r.walkP50Ns / 1e3))
+                                        : "") : "—",
                         rangeMs(rs, r -> r.dumpNs / 1e6),
                         rs.stream().allMatch(r -> r.dumpCpuNs >= 0) ? rangeMs(rs, r -> r.dumpCpuNs / 1e6) : "—",
                         String.format(Locale.ROOT, "%.1f", median(rs, r -> r.stopNs / 1e6)),
@@ -388,7 +394,9 @@ public final class OverheadBenchmark {
         }
         sb.append(String.format(Locale.ROOT, "%nRatio: (ops/process-CPU-s) / (same for the `none` run of the same round "
                 + "and thread count); >1 is noise. CPU µs/sample = (cpu/op - cpu_none/op) x ops / samples. "
-                + "Walk = ddprof's `unwinding_ticks_async` / samples (signal handler: walk + record). "
+                + "Walk = ddprof's `unwinding_ticks_async` / samples (signal handler: walk + record, a mean of wall "
+                + "time, so handlers preempted on a busy host weigh on it); in brackets the median handler "
+                + "of the dumped chunk (`unwinding_ns_p50`). "
                 + "Dump/stop: wall time of `dump(Path)` / `stop()` after %.0f s of the measured window, "
                 + "workers still busy. Dump CPU: the dumping thread's CPU time in `dump(Path)` (without the "
                 + "waits for a CPU; JFR's dump also works on threads of its own). CPU share: median process CPU / wall / threads (1.00 = the JVM got every "
@@ -449,11 +457,11 @@ public final class OverheadBenchmark {
     private static void writeCsv(Path file, List<Run> runs) throws IOException {
         try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(file, StandardCharsets.UTF_8))) {
             w.println("round,mode,threads,ops,cpu_ns,wall_ns,samples,walk_ns,dump_ns,stop_ns,native_dump_ns,"
-                    + "dump_bytes,load1,walk_max_ns,walker,dump_cpu_ns");
+                    + "dump_bytes,load1,walk_max_ns,walker,dump_cpu_ns,walk_p50_ns");
             for (Run r : runs) {
-                w.printf(Locale.ROOT, "%d,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%s,%d%n", r.round, r.mode, r.threads,
+                w.printf(Locale.ROOT, "%d,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%s,%d,%d%n", r.round, r.mode, r.threads,
                         r.ops, r.cpuNs, r.wallNs, r.samples, r.walkNs, r.dumpNs, r.stopNs, r.nativeDumpNs, r.dumpBytes,
-                        r.load, r.walkMaxNs, r.walker, r.dumpCpuNs);
+                        r.load, r.walkMaxNs, r.walker, r.dumpCpuNs, r.walkP50Ns);
             }
         }
     }
@@ -483,6 +491,7 @@ public final class OverheadBenchmark {
             r.walkMaxNs = f.length > 13 ? Long.parseLong(f[13]) : -1;
             r.walker = f.length > 14 ? f[14] : "-";
             r.dumpCpuNs = f.length > 15 ? Long.parseLong(f[15]) : -1;
+            r.walkP50Ns = f.length > 16 ? Long.parseLong(f[16]) : -1;
             runs.add(r);
         }
         return runs;

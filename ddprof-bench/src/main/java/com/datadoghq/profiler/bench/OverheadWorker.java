@@ -96,6 +96,8 @@ public final class OverheadWorker {
         // the busy workers make (a JFR dump also works on other threads, not counted here).
         long dumpCpuNs = me.getCurrentThreadCpuTime() - c0;
         long nativeDumpNs = profiler.nativeDumpNs();
+        // Set by the dump for the chunk it wrote: the median handler, preempted ones left aside.
+        long walkP50Ns = profiler.hasCounters() ? profiler.counters().getOrDefault("unwinding_ns_p50", -1L) : -1;
         long d2s = System.nanoTime();
         profiler.stop();
         long d2 = System.nanoTime();
@@ -122,6 +124,7 @@ public final class OverheadWorker {
         kv(line, "dump_cpu_ns", profiler.enabled() ? dumpCpuNs : -1);
         kv(line, "native_dump_ns", nativeDumpNs);
         kv(line, "walk_max_ns", profiler.hasCounters() ? after.walkMaxNs : -1);
+        kv(line, "walk_p50_ns", walkP50Ns);
         kv(line, "walker", profiler.walker());
         kv(line, "dump_bytes", profiler.enabled() ? Files.size(profiler.dumped(dir.resolve("dump.jfr"))) : -1);
         kv(line, "sink", sink & 1);

@@ -63,4 +63,32 @@ class CountersTest {
         missing.removeAll(seen);
         assertTrue(missing.isEmpty(), "counters of getDebugCounters() missing from the recording: " + missing);
     }
+
+    /**
+     * The chunk's handler times: a median and a 99th percentile (from a histogram whose buckets are
+     * within 1/16 of their values) that sit under the slowest handler, set by the dump for the chunk
+     * it wrote.
+     */
+    @Test
+    void theChunkGivesTheMedianAndSlowHandlers() throws Exception {
+        Path file = dir.resolve("handlers.jfr");
+        try {
+            TestEnv.start(profiler, "start,cpu=10ms,file=" + file);
+            CpuBurner.burn(1000);
+        } finally {
+            TestEnv.stopQuietly(profiler);
+        }
+        Map<String, Long> c = new java.util.HashMap<>();
+        for (RecordedEvent e : JfrReader.events(file, JfrReader.PROFILER_COUNTER)) {
+            c.put(e.getString("name"), e.getLong("count"));
+        }
+        long samples = c.getOrDefault("chunk_samples", 0L);
+        long p50 = c.getOrDefault("unwinding_ns_p50", -1L);
+        long p99 = c.getOrDefault("unwinding_ns_p99", -1L);
+        long max = c.getOrDefault("unwinding_ns_max", -1L);
+        String all = "chunk_samples " + samples + ", p50 " + p50 + ", p99 " + p99 + ", max " + max;
+        assertTrue(samples >= 20, "samples of 1 s of CPU at 10 ms: " + all);
+        assertTrue(p50 > 0 && p50 <= p99, all);
+        assertTrue(p99 <= max * 17 / 16 + 1, "the 99th percentile beyond the slowest handler: " + all);
+    }
 }
