@@ -4,14 +4,16 @@
 //! The `Method*` in the frame may be stale: its class may have unloaded, its memory may
 //! hold another method now, or the class may have been redefined. It is used as a lookup
 //! key until proven live, in this order:
-//! 1. under crash protection, read only its holder `Klass*` and its idnum;
+//! 1. under crash protection, read only its holder `Klass*`;
 //! 2. note when the class's latest redefinition ended, if it had one;
 //! 3. pin the holder through the registry: a strong local reference to its mirror, so it
 //!    cannot unload from here on (not registered or collected: `method_resolve_lazy_unloaded`);
 //! 4. the pinned class's trace ID must match the frame's tag, else the `Klass*` now
 //!    belongs to another class (`method_resolve_lazy_stale`);
 //! 5. the `Method*` must be one of the class's current methods: the slot of its idnum,
-//!    else a scan of classes of at most [`SCAN_CAP`] methods (`method_resolve_lazy_not_current`);
+//!    else a scan of classes of at most [`SCAN_CAP`] methods (`method_resolve_lazy_not_current`),
+//!    with the idnum it was sampled with, read after the methods array (an idnum read before
+//!    it can be that of a method freed since, whose memory now holds another current method);
 //! 6. only now is the method dereferenced: its name, descriptor, modifiers and line table
 //!    are read from its metadata (`methods/raw.rs`: the content JVMTI would return for its
 //!    jmethodID; `method_resolve_lazy_metadata`; unreadable: `method_resolve_lazy_unreadable`).
@@ -80,6 +82,15 @@ enum Version {
     },
     /// A redefinition replaced the class's methods array during the reads.
     Replaced,
+}
+
+/// A method's idnum, read under crash protection.
+fn idnum_of(m: &MethodGroup, method: usize) -> Option<usize> {
+    method
+        .checked_add(m.method.const_method)
+        .and_then(load_usize)
+        .and_then(|cm| load_field(cm, m.const_method.method_idnum))
+        .map(|v| v as usize)
 }
 
 /// Local references reserved at a time for pinned classes (the JNI frame of the dump
@@ -293,13 +304,8 @@ impl LazyResolver {
         tag: Tag,
         sampled_idnum: Option<u16>,
     ) -> Result<Accepted, Refused> {
-        // 1. Holder and idnum only.
+        // 1. The holder only (the idnum is read at step 5, after the methods array).
         let holder = method::holder(m, method).ok_or(Refused::Unloaded)?;
-        let idnum = method
-            .checked_add(m.method.const_method)
-            .and_then(load_usize)
-            .and_then(|cm| load_field(cm, m.const_method.method_idnum))
-            .ok_or(Refused::Unloaded)? as usize;
         // 2-3, once per class.
         let (class, trace_id, redefined_at) = match self.class_state(holder) {
             ClassState::Pinned {
@@ -321,7 +327,7 @@ impl LazyResolver {
                 trace_id,
             };
             if let Version::Named { key, by_idnum } =
-                self.current_version(m, h, method, idnum, sampled_idnum)?
+                self.current_version(m, h, method, sampled_idnum)?
             {
                 // The latest redefinition as of the reads: a frame of a trace sampled before it
                 // gets no line numbers. One still running may have swapped the methods already
@@ -356,7 +362,6 @@ impl LazyResolver {
         m: &MethodGroup,
         holder: Holder,
         method: usize,
-        idnum: usize,
         sampled_idnum: Option<u16>,
     ) -> Result<Version, Refused> {
         let Holder {
@@ -367,6 +372,11 @@ impl LazyResolver {
         // 5. A current method, sampled as the method it is now; else, in a redefined class,
         // the current version of the method the frame was sampled in (its idnum).
         let (data, len) = klass::methods(m, holder).ok_or(Refused::NotCurrent)?;
+        // The idnum is read after the array, never before: memory that held the sampled
+        // method may since hold a newer version's other method, current in this array,
+        // and only an idnum read now is that method's (an earlier read named `work`'s frame
+        // after `other`, which never ran: docs/architecture.md, the lazy checks).
+        let idnum = idnum_of(m, method).ok_or(Refused::Unloaded)?;
         let current = klass::methods_contain(data, len, method, idnum, SCAN_CAP, load_usize)
             == Contains::Yes
             && sampled_idnum.is_none_or(|n| usize::from(n) == idnum);
@@ -380,10 +390,7 @@ impl LazyResolver {
             (false, Some(n), true) => {
                 let version =
                     klass::method_with_idnum(data, len, usize::from(n), load_usize, |x| {
-                        x.checked_add(m.method.const_method)
-                            .and_then(load_usize)
-                            .and_then(|cm| load_field(cm, m.const_method.method_idnum))
-                            .map(|v| v as usize)
+                        idnum_of(m, x)
                     });
                 (version.ok_or(Refused::NotCurrent)?, true)
             }

@@ -93,8 +93,6 @@ class RedefinedFramesTest {
         long maxStaleLag = 0;
         List<String> wrong = new ArrayList<>();
         int wrongCount = 0;
-        int repeatedLeaf = 0;
-        List<String> repeatedExamples = new ArrayList<>();
         for (Path p : files) {
             long[] header = chunkHeader(p);
             for (RecordedEvent e : JfrReader.executionSamples(p)) {
@@ -107,13 +105,6 @@ class RedefinedFramesTest {
                 long ticks = header[1] + (at.getEpochSecond() * 1_000_000_000L + at.getNano() - header[0]);
                 List<long[]> ring = rings.computeIfAbsent(thread, t -> readLongsUnchecked(dir.resolve("ring-" + t + ".txt")));
                 List<RecordedFrame> stack = JfrReader.frames(e);
-                if (leafRepeatsItsHelper(stack)) {
-                    // Known and open (docs/open-work.md, "Method naming"): tallied apart, the rest
-                    // of the stack still judged.
-                    repeatedLeaf++;
-                    repeatedExamples.add(p.getFileName() + " at " + ticks + ": " + JfrReader.describe(e));
-                    stack = stack.subList(1, stack.size());
-                }
                 String misplaced = misplaced(stack);
                 boolean bad = misplaced != null;
                 if (misplaced != null) {
@@ -170,14 +161,6 @@ class RedefinedFramesTest {
         System.out.println("RedefinedFramesTest " + summary);
         assertTrue(wrong.isEmpty(), wrongCount + " frames named after a version their thread was not running ("
                 + summary + "):\n  " + String.join("\n  ", wrong));
-        // Seen once on JDK 25 (CI, 2026-12-04): the leaf, `work` at bci 7 by its position, named after
-        // the helper that called it. A real misnaming, not yet understood; rare enough to allow one
-        // per thousand samples while it is open, so every other kind of wrong frame still fails here.
-        System.out.println("RedefinedFramesTest leaf named after its calling helper: " + repeatedLeaf + " "
-                + repeatedExamples);
-        assertTrue(repeatedLeaf <= 1 + samples / 1000, repeatedLeaf + " leaf frames named after their helper ("
-                + summary + "):\n  " + String.join("\n  ", repeatedExamples.subList(0, Math.min(5,
-                repeatedExamples.size()))));
         // The CPU timer fires at most once per scheduler tick (4 ms at HZ=250): a fifth of that.
         long floor = cpuMs / 20;
         int named = helperSamples[1] + helperSamples[2];
@@ -239,19 +222,6 @@ class RedefinedFramesTest {
             }
         }
         return null;
-    }
-
-    /**
-     * The leaf is an interpreted frame of the helper that its caller frame also names: the pattern of
-     * the open misnaming (a helper never calls itself).
-     */
-    private static boolean leafRepeatsItsHelper(List<RecordedFrame> frames) {
-        if (frames.size() < 2 || !isTarget(frames.get(0)) || !isTarget(frames.get(1))) {
-            return false;
-        }
-        String leaf = frames.get(0).getMethod().getName();
-        return (leaf.equals("helperA") || leaf.equals("helperB")) && leaf.equals(frames.get(1).getMethod().getName())
-                && "Interpreted".equals(frames.get(0).getType());
     }
 
     /** True if {@code f} is neither the target's nor unknown: the target chain ends below it. */
