@@ -107,7 +107,14 @@ pub struct CompressedStream<'m, M: Memory> {
     pos: usize,
     limit: usize,
     encoding: Encoding,
+    /// The aligned word last read (`usize::MAX`: none) and its bytes: a scope header is a
+    /// few bytes, so one protected load serves several of them (an aligned word never
+    /// spans two pages, so it faults only where its bytes would).
+    word_at: usize,
+    word: [u8; WORD],
 }
+
+const WORD: usize = core::mem::size_of::<usize>();
 
 impl<'m, M: Memory> CompressedStream<'m, M> {
     /// A stream at `base + pos`; bytes at offsets `>= limit` are never read (pass `usize::MAX`
@@ -119,6 +126,8 @@ impl<'m, M: Memory> CompressedStream<'m, M> {
             pos,
             limit,
             encoding,
+            word_at: usize::MAX,
+            word: [0; WORD],
         }
     }
 
@@ -133,7 +142,23 @@ impl<'m, M: Memory> CompressedStream<'m, M> {
         if self.pos >= self.limit {
             return None;
         }
-        let byte = self.mem.read_u8(self.base.wrapping_add(self.pos))?;
+        let addr = self.base.wrapping_add(self.pos);
+        let at = addr & !(WORD - 1);
+        if at != self.word_at {
+            match self.mem.read_usize(at) {
+                Some(w) => {
+                    self.word = w.to_ne_bytes();
+                    self.word_at = at;
+                }
+                // The word's other bytes may lie outside what `mem` can read: this one alone.
+                None => {
+                    let byte = self.mem.read_u8(addr)?;
+                    self.pos = self.pos.wrapping_add(1);
+                    return Some(byte);
+                }
+            }
+        }
+        let byte = *self.word.get(addr & (WORD - 1))?;
         self.pos = self.pos.wrapping_add(1);
         Some(byte)
     }

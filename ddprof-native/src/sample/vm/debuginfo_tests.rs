@@ -180,6 +180,57 @@ fn stream_stops_at_its_limit_and_at_unreadable_memory() {
     assert_eq!(s.read_int(), None);
 }
 
+/// Bytes that count every read, by width.
+struct Loads<'a>(Bytes<'a>, core::cell::Cell<(u32, u32)>);
+impl Memory for Loads<'_> {
+    fn read_u8(&self, a: usize) -> Option<u8> {
+        let (b, w) = self.1.get();
+        self.1.set((b + 1, w));
+        self.0.read_u8(a)
+    }
+    fn read_u32(&self, a: usize) -> Option<u32> {
+        self.0.read_u32(a)
+    }
+    fn read_usize(&self, a: usize) -> Option<usize> {
+        let (b, w) = self.1.get();
+        self.1.set((b, w + 1));
+        self.0.read_usize(a)
+    }
+}
+
+#[test]
+fn stream_reads_a_word_at_a_time_at_any_alignment() {
+    let values = [0u32, 1, 191, 192, 300, 12_345, 1 << 20, u32::MAX, 7, 64];
+    for encoding in [Encoding::Classic, Encoding::ZeroFree] {
+        let mut bytes = vec![];
+        for &v in &values {
+            encode(v, encoding, &mut bytes);
+        }
+        for shift in 0..8 {
+            // The stream's bytes start `shift` bytes into an aligned region that holds them whole.
+            let mut region = vec![0xeeu8; shift];
+            region.extend_from_slice(&bytes);
+            region.resize(region.len().next_multiple_of(8), 0xee);
+            let mem = Loads(
+                Bytes {
+                    base: 0x1000,
+                    data: &region,
+                },
+                Default::default(),
+            );
+            let mut s = CompressedStream::new(&mem, 0x1000 + shift, 0, bytes.len(), encoding);
+            let read: Vec<u32> = values.iter().map(|_| s.read_int().expect("value")).collect();
+            assert_eq!(read, values, "{encoding:?} at +{shift}");
+            assert_eq!(s.read_int(), None, "past the limit");
+            let (single, words) = mem.1.get();
+            assert_eq!(single, 0, "every byte came from a word");
+            assert!(words as usize <= region.len() / 8, "{words} word loads");
+        }
+        // Where the word around a byte is not all readable, the byte is still read alone.
+        assert_eq!(read_all(&bytes, encoding), values, "{encoding:?} unaligned end");
+    }
+}
+
 const LAYOUT: PcDescLayout = PcDescLayout {
     size: 16,
     pc_offset: 0,
