@@ -219,7 +219,10 @@ fn stream_reads_a_word_at_a_time_at_any_alignment() {
                 Default::default(),
             );
             let mut s = CompressedStream::new(&mem, 0x1000 + shift, 0, bytes.len(), encoding);
-            let read: Vec<u32> = values.iter().map(|_| s.read_int().expect("value")).collect();
+            let read: Vec<u32> = values
+                .iter()
+                .map(|_| s.read_int().expect("value"))
+                .collect();
             assert_eq!(read, values, "{encoding:?} at +{shift}");
             assert_eq!(s.read_int(), None, "past the limit");
             let (single, words) = mem.1.get();
@@ -227,7 +230,11 @@ fn stream_reads_a_word_at_a_time_at_any_alignment() {
             assert!(words as usize <= region.len() / 8, "{words} word loads");
         }
         // Where the word around a byte is not all readable, the byte is still read alone.
-        assert_eq!(read_all(&bytes, encoding), values, "{encoding:?} unaligned end");
+        assert_eq!(
+            read_all(&bytes, encoding),
+            values,
+            "{encoding:?} unaligned end"
+        );
     }
 }
 
