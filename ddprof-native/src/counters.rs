@@ -101,6 +101,7 @@ counters! {
     WalkvmBadSp => "walkvm_bad_sp",
     WalkvmBadFrame => "walkvm_bad_frame",
     WalkvmNoScope => "walkvm_no_scope",
+    WalkvmDeoptimizing => "walkvm_deoptimizing",
     WalkvmUnavailable => "walkvm_unavailable",
     WalkvmVtableReceivers => "walkvm_vtable_receivers",
     WalkvmVtableReceiverUnread => "walkvm_vtable_receiver_unread",

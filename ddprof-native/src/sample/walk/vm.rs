@@ -35,6 +35,10 @@ pub mod reason {
     /// Lazy mode: a method without a jmethodID whose frame could not be tagged. The walk
     /// goes on; this frame is named `unknown`.
     pub const UNTAGGABLE: i32 = -107;
+    /// The thread is deoptimizing and the walk reached the deoptimization or uncommon-trap
+    /// blob: the interpreter frames below it may be skeletal, pushed but not yet filled in
+    /// (their method slots hold whatever the stack held), so nothing below is read.
+    pub const DEOPTIMIZING: i32 = -108;
 }
 
 /// Longest stack distance a single frame may span (sanity bound on sp steps).
@@ -295,6 +299,7 @@ fn count(reason: i32) {
         reason::BAD_SP => Counter::WalkvmBadSp,
         reason::BAD_FRAME => Counter::WalkvmBadFrame,
         reason::NO_SCOPE => Counter::WalkvmNoScope,
+        reason::DEOPTIMIZING => Counter::WalkvmDeoptimizing,
         _ => Counter::WalkvmUnavailable,
     };
     c.inc();
@@ -500,6 +505,11 @@ impl VmWalker {
         let bounds = native::Bounds::of_stack(stack_base, stack_size, regs.sp);
 
         let in_java = state == threads.states.in_java || state == threads.states.in_java_trans;
+        // From the end of `Deoptimization::fetch_unroll_info` to the end of `unpack_frames`
+        // (cleared there): the blob replaces the deoptimized frame by skeletal interpreter
+        // frames and fills them in, all in Java state (a JRT_LEAF call), so the registers
+        // lead through it.
+        let deoptimizing = load_usize(thread + threads.vframe_array_head).is_some_and(|v| v != 0);
         let mut anchor_used = false;
         let mut cur = Cursor {
             pc: regs.pc,
@@ -552,6 +562,10 @@ impl VmWalker {
                     .is_some_and(|b| b.is_nmethod_cached(blob, &self.nmethod_names))
                 {
                     self.compiled_frame(blob, cur, depth, out)
+                } else if deoptimizing {
+                    // The deoptimization or uncommon-trap blob (AsyncGetCallTrace answers
+                    // ticks_deopt for the whole sample here).
+                    return Err(reason::DEOPTIMIZING);
                 } else {
                     // A stub gets a frame of its own in signal samples (`Math.sin` in
                     // `libmSin`, an arraycopy, an adapter): as the leaf, where the CPU is
