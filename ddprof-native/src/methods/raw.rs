@@ -202,11 +202,7 @@ pub fn resolve_checked(
     if redefine::is_marked(holder) || redefine::redefining_named(name, stamp) {
         return Err(RawRefusal::Redefined);
     }
-    let idnum = method
-        .checked_add(m.method.const_method)
-        .and_then(load_usize)
-        .and_then(|cm| load_field(cm, m.const_method.method_idnum))
-        .ok_or(RawRefusal::Unreadable)? as usize;
+    let idnum = method::idnum(m, method).ok_or(RawRefusal::Unreadable)?;
     let (data, len) = klass::methods(m, holder).ok_or(RawRefusal::NotCurrent)?;
     if klass::methods_contain(data, len, method, idnum, scan_cap, load_usize) != Contains::Yes {
         return Err(RawRefusal::NotCurrent);

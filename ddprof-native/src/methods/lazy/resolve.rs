@@ -62,7 +62,6 @@ use crate::methods::info::MethodInfo;
 use crate::methods::raw::{self, MethodParts};
 use crate::sample::safe_access::load_usize;
 use crate::sample::tags::Tag;
-use crate::sample::vm::codecache::load_field;
 use crate::sample::vm::debuginfo::Encoding;
 use crate::sample::vm::klass::{self, Contains};
 use crate::sample::vm::layout::{self, MethodGroup};
@@ -82,15 +81,6 @@ enum Version {
     },
     /// A redefinition replaced the class's methods array during the reads.
     Replaced,
-}
-
-/// A method's idnum, read under crash protection.
-fn idnum_of(m: &MethodGroup, method: usize) -> Option<usize> {
-    method
-        .checked_add(m.method.const_method)
-        .and_then(load_usize)
-        .and_then(|cm| load_field(cm, m.const_method.method_idnum))
-        .map(|v| v as usize)
 }
 
 /// Local references reserved at a time for pinned classes (the JNI frame of the dump
@@ -376,7 +366,7 @@ impl LazyResolver {
         // method may since hold a newer version's other method, current in this array,
         // and only an idnum read now is that method's (an earlier read named `work`'s frame
         // after `other`, which never ran: docs/architecture.md, the lazy checks).
-        let idnum = idnum_of(m, method).ok_or(Refused::Unloaded)?;
+        let idnum = method::idnum(m, method).ok_or(Refused::Unloaded)?;
         let current = klass::methods_contain(data, len, method, idnum, SCAN_CAP, load_usize)
             == Contains::Yes
             && sampled_idnum.is_none_or(|n| usize::from(n) == idnum);
@@ -390,7 +380,7 @@ impl LazyResolver {
             (false, Some(n), true) => {
                 let version =
                     klass::method_with_idnum(data, len, usize::from(n), load_usize, |x| {
-                        idnum_of(m, x)
+                        method::idnum(m, x)
                     });
                 (version.ok_or(Refused::NotCurrent)?, true)
             }

@@ -145,20 +145,16 @@ impl<'m, M: Memory> CompressedStream<'m, M> {
         let addr = self.base.wrapping_add(self.pos);
         let at = addr & !(WORD - 1);
         if at != self.word_at {
-            match self.mem.read_usize(at) {
-                Some(w) => {
-                    self.word = w.to_ne_bytes();
-                    self.word_at = at;
-                }
-                // The word's other bytes may lie outside what `mem` can read: this one alone.
-                None => {
-                    let byte = self.mem.read_u8(addr)?;
-                    self.pos = self.pos.wrapping_add(1);
-                    return Some(byte);
-                }
+            if let Some(w) = self.mem.read_usize(at) {
+                self.word = w.to_ne_bytes();
+                self.word_at = at;
             }
         }
-        let byte = *self.word.get(addr & (WORD - 1))?;
+        let byte = match at == self.word_at {
+            true => *self.word.get(addr & (WORD - 1))?,
+            // The word's other bytes may lie outside what `mem` can read: this one alone.
+            false => self.mem.read_u8(addr)?,
+        };
         self.pos = self.pos.wrapping_add(1);
         Some(byte)
     }

@@ -180,21 +180,36 @@ fn stream_stops_at_its_limit_and_at_unreadable_memory() {
     assert_eq!(s.read_int(), None);
 }
 
-/// Bytes that count every read, by width.
-struct Loads<'a>(Bytes<'a>, core::cell::Cell<(u32, u32)>);
-impl Memory for Loads<'_> {
+/// Bytes that count their reads by width (PcDesc entries are read as u32s, compressed
+/// streams by the byte or the word).
+struct Counting<'a> {
+    mem: Bytes<'a>,
+    bytes: core::cell::Cell<u32>,
+    u32s: core::cell::Cell<u32>,
+    words: core::cell::Cell<u32>,
+}
+impl<'a> Counting<'a> {
+    fn new(mem: Bytes<'a>) -> Self {
+        Counting {
+            mem,
+            bytes: Default::default(),
+            u32s: Default::default(),
+            words: Default::default(),
+        }
+    }
+}
+impl Memory for Counting<'_> {
     fn read_u8(&self, a: usize) -> Option<u8> {
-        let (b, w) = self.1.get();
-        self.1.set((b + 1, w));
-        self.0.read_u8(a)
+        self.bytes.set(self.bytes.get() + 1);
+        self.mem.read_u8(a)
     }
     fn read_u32(&self, a: usize) -> Option<u32> {
-        self.0.read_u32(a)
+        self.u32s.set(self.u32s.get() + 1);
+        self.mem.read_u32(a)
     }
     fn read_usize(&self, a: usize) -> Option<usize> {
-        let (b, w) = self.1.get();
-        self.1.set((b, w + 1));
-        self.0.read_usize(a)
+        self.words.set(self.words.get() + 1);
+        self.mem.read_usize(a)
     }
 }
 
@@ -211,13 +226,10 @@ fn stream_reads_a_word_at_a_time_at_any_alignment() {
             let mut region = vec![0xeeu8; shift];
             region.extend_from_slice(&bytes);
             region.resize(region.len().next_multiple_of(8), 0xee);
-            let mem = Loads(
-                Bytes {
-                    base: 0x1000,
-                    data: &region,
-                },
-                Default::default(),
-            );
+            let mem = Counting::new(Bytes {
+                base: 0x1000,
+                data: &region,
+            });
             let mut s = CompressedStream::new(&mem, 0x1000 + shift, 0, bytes.len(), encoding);
             let read: Vec<u32> = values
                 .iter()
@@ -225,7 +237,7 @@ fn stream_reads_a_word_at_a_time_at_any_alignment() {
                 .collect();
             assert_eq!(read, values, "{encoding:?} at +{shift}");
             assert_eq!(s.read_int(), None, "past the limit");
-            let (single, words) = mem.1.get();
+            let (single, words) = (mem.bytes.get(), mem.words.get());
             assert_eq!(single, 0, "every byte came from a word");
             assert!(words as usize <= region.len() / 8, "{words} word loads");
         }
@@ -376,37 +388,19 @@ fn pc_desc_field_offsets_come_from_the_layout() {
     assert_eq!((pd.pc_offset, pd.scope_decode_offset, pd.addr), (20, 9, 24));
 }
 
-/// Bytes that count their 32-bit reads (PcDesc entries are read as u32s).
-struct Counting<'a>(Bytes<'a>, core::cell::Cell<u32>);
-impl Memory for Counting<'_> {
-    fn read_u8(&self, a: usize) -> Option<u8> {
-        self.0.read_u8(a)
-    }
-    fn read_u32(&self, a: usize) -> Option<u32> {
-        self.1.set(self.1.get() + 1);
-        self.0.read_u32(a)
-    }
-    fn read_usize(&self, a: usize) -> Option<usize> {
-        self.0.read_usize(a)
-    }
-}
-
 #[test]
 fn pc_desc_search_is_logarithmic_over_large_tables() {
     let entries: Vec<(i32, i32)> = (0..100_000).map(|i| (i * 4, i + 1)).collect();
     let bytes = pcs(&entries);
-    let mem = Counting(
-        Bytes {
-            base: 0,
-            data: &bytes,
-        },
-        Default::default(),
-    );
+    let mem = Counting::new(Bytes {
+        base: 0,
+        data: &bytes,
+    });
     for target in [0usize, 1, 4, 123_457, 399_996] {
-        mem.1.set(0);
+        mem.u32s.set(0);
         let pd = find_pc_desc(&mem, &LAYOUT, 0, bytes.len(), target).unwrap();
         assert_eq!(pd.pc_offset as usize, target.div_ceil(4) * 4);
-        assert!(mem.1.get() <= 20, "{} reads", mem.1.get());
+        assert!(mem.u32s.get() <= 20, "{} reads", mem.u32s.get());
     }
 }
 
@@ -450,22 +444,19 @@ fn the_pc_desc_cache_is_a_validated_hint() {
     };
     let cache = PcDescCache::new();
     let code = 0x7000_0000;
-    let mem = Counting(
-        Bytes {
-            base: 0x10000,
-            data: &a,
-        },
-        Default::default(),
-    );
+    let mem = Counting::new(Bytes {
+        base: 0x10000,
+        data: &a,
+    });
     let first = cache.find(&mem, &LAYOUT, &info(&a), code, 2001).unwrap();
     assert_eq!(first.pc_offset, 2004);
-    let searched = mem.1.replace(0);
+    let searched = mem.u32s.replace(0);
     let again = cache.find(&mem, &LAYOUT, &info(&a), code, 2001).unwrap();
     assert_eq!(again, first);
     assert!(
-        mem.1.get() <= 3 && searched > 3,
+        mem.u32s.get() <= 3 && searched > 3,
         "{searched} then {}",
-        mem.1.get()
+        mem.u32s.get()
     );
     // Another nmethod at the same code address (the old one was freed): its shorter
     // table does not hold the remembered entry, and a fresh search answers.

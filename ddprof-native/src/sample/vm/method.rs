@@ -19,6 +19,12 @@ pub fn holder(m: &MethodGroup, method: usize) -> Option<usize> {
     holder_of(m, const_method)
 }
 
+/// The idnum of `method` (`ConstMethod::_method_idnum`), as read now. Signal-safe.
+pub fn idnum(m: &MethodGroup, method: usize) -> Option<usize> {
+    let const_method = load_usize(method.checked_add(m.method.const_method)?)?;
+    load_field(const_method, m.const_method.method_idnum).map(|v| v as usize)
+}
+
 /// The holder and the idnum (`None` if unreadable, or HotSpot's unset 0xffff) of `method`,
 /// from one read of its `ConstMethod*`. Signal-safe.
 pub fn holder_and_idnum(m: &MethodGroup, method: usize) -> Option<(usize, Option<u16>)> {
