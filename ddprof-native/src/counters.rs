@@ -117,6 +117,9 @@ counters! {
     // Times the library watcher (profiler/libraries.rs) saw the loaded objects change and
     // refreshed the unwind rules and the import-slot hooks.
     LibraryRefreshes => "library_refreshes",
+    // Native pcs of live traces named on the library watcher's thread, before a dump
+    // needed them (profiler/ahead.rs).
+    NativePcsNamedAhead => "native_pcs_named_ahead",
     // remotesym (profiler/dump.rs NativeNames): distinct native pcs written for the backend
     // to symbolize, and libraries whose build id was read for them (per dump).
     RemoteSymbolicationFrames => "remote_symbolication_frames",

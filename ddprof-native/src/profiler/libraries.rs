@@ -71,6 +71,7 @@ impl Watcher {
         });
         let c = control.clone();
         let mut polls = 0u32;
+        let mut ahead = super::ahead::Ahead::default();
         let spawned = std::thread::Builder::new()
             .name("ddprof-libraries".into())
             .spawn(move || loop {
@@ -88,6 +89,9 @@ impl Watcher {
                         seen = now;
                         refresh(&what);
                     }
+                }
+                if what.symbols {
+                    ahead.poll();
                 }
                 polls = polls.wrapping_add(1);
                 if polls.is_multiple_of(ADOPT_EVERY) {

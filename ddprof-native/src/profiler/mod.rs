@@ -23,6 +23,7 @@ use crate::sample::walk::agct::Agct;
 use crate::sample::walk::vm::VmWalker;
 use crate::{log, threads, vm};
 
+mod ahead;
 pub mod codemap;
 mod cpu_load;
 mod dump;

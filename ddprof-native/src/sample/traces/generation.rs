@@ -71,7 +71,14 @@ pub struct Generation {
     dirty: AtomicBool,
     /// 0 or 1: which of the recorder's two this is (part of [`Generation::epoch`]).
     index: u64,
+    /// Keeps a clear and a reader of the live traces apart ([`Generation::scan_traces`]):
+    /// [`FREE`], [`SCANNING`] or [`CLEARING`].
+    scan: AtomicU32,
 }
+
+const FREE: u32 = 0;
+const SCANNING: u32 = 1;
+const CLEARING: u32 = 2;
 
 // SAFETY: a record cell is written only by the writer that reserved its index with
 // fetch_add, and read only after its round was published with a Release store (read
@@ -88,6 +95,7 @@ impl Generation {
             round: AtomicU32::new(1),
             dirty: AtomicBool::new(false),
             index,
+            scan: AtomicU32::new(FREE),
         }
     }
 
@@ -138,15 +146,49 @@ impl Generation {
             self.dirty.store(true, Ordering::Release);
             return;
         }
+        // A reader of the live traces (the library watcher naming ahead) holds the guard for
+        // a bounded walk of the new traces and takes no lock meanwhile: waiting ends.
+        while self
+            .scan
+            .compare_exchange(FREE, CLEARING, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            std::thread::sleep(Duration::from_micros(50));
+        }
         self.traces.clear();
         self.samples_used.store(0, Ordering::Release);
         self.round.fetch_add(1, Ordering::Release);
         self.dirty.store(false, Ordering::Release);
+        self.scan.store(FREE, Ordering::Release);
+    }
+
+    /// [`TraceTable::visit_from`] on this generation while it is active, outside a signal
+    /// and outside the dump: None, and nothing visited, when a clear is running or has run
+    /// since `epoch` (then start again from the new epoch). Not signal-safe.
+    fn scan_traces(&self, epoch: u64, from: usize, f: impl FnMut(&[Frame])) -> Option<usize> {
+        if self
+            .scan
+            .compare_exchange(FREE, SCANNING, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return None;
+        }
+        // The round changes only inside a clear, which the guard keeps out until the end.
+        let next = (self.epoch() == epoch).then(|| self.traces.visit_from(from, f));
+        self.scan.store(FREE, Ordering::Release);
+        next
     }
 }
 
 /// How long a flip waits for handlers still writing a generation.
 const WRITER_WAIT_MS: u64 = 200;
+
+/// Where [`Recorder::scan_active`] goes on from: a generation's epoch and a claim number.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScanCursor {
+    epoch: u64,
+    next: usize,
+}
 
 pub struct Recorder {
     gens: [Generation; 2],
@@ -297,6 +339,20 @@ impl Recorder {
         self.gens[index & 1].clear();
     }
 
+    /// Calls `f` with each trace the active generation published since the last call with
+    /// this `cursor` (all of them after a flip or a clear). For a reader outside the signal
+    /// path and the dump (naming ahead, `crate::profiler::ahead`). Not signal-safe.
+    pub fn scan_active(&self, cursor: &mut ScanCursor, f: impl FnMut(&[Frame])) {
+        let gen = &self.gens[self.active.load(Ordering::SeqCst) & 1];
+        let epoch = gen.epoch();
+        if cursor.epoch != epoch {
+            *cursor = ScanCursor { epoch, next: 0 };
+        }
+        if let Some(next) = gen.scan_traces(epoch, cursor.next, f) {
+            cursor.next = next;
+        }
+    }
+
     /// Empties both generations (on `start`).
     pub fn reset(&self) {
         self.gens.iter().for_each(Generation::clear);
@@ -306,6 +362,78 @@ impl Recorder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scan_of_the_active_generation_sees_new_traces_once_and_starts_over_after_a_flip() {
+        let r = Recorder::new(64, 1024, 16);
+        let mk = |id| SampleRecord {
+            trace_id: id,
+            ..Default::default()
+        };
+        let a = [Frame::java(7, 1, 1)];
+        let b = [Frame::java(8, 2, 1), Frame::java(9, 3, 1)];
+        let mut cursor = ScanCursor::default();
+        let mut seen = Vec::new();
+        r.record_traced(&a, false, mk).unwrap();
+        r.scan_active(&mut cursor, |f| seen.push(f.to_vec()));
+        r.record_traced(&a, false, mk).unwrap();
+        r.record_traced(&b, false, mk).unwrap();
+        r.scan_active(&mut cursor, |f| seen.push(f.to_vec()));
+        assert_eq!(seen, vec![a.to_vec(), b.to_vec()]);
+        // A flip makes the other generation active: its traces are new to the cursor.
+        let old = r.flip().unwrap();
+        r.clear(old);
+        seen.clear();
+        r.record_traced(&b, false, mk).unwrap();
+        r.scan_active(&mut cursor, |f| seen.push(f.to_vec()));
+        assert_eq!(seen, vec![b.to_vec()]);
+        // And back to the first one, cleared since: its old traces are gone.
+        let old = r.flip().unwrap();
+        r.clear(old);
+        seen.clear();
+        r.scan_active(&mut cursor, |f| seen.push(f.to_vec()));
+        assert!(seen.is_empty());
+    }
+
+    #[test]
+    fn a_clear_waits_for_a_scan_in_progress() {
+        let r = std::sync::Arc::new(Recorder::new(64, 1024, 16));
+        r.record_traced(&[Frame::java(7, 1, 1)], false, |id| SampleRecord {
+            trace_id: id,
+            ..Default::default()
+        })
+        .unwrap();
+        let (inside_tx, inside_rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let scanner = {
+            let r = r.clone();
+            std::thread::spawn(move || {
+                let mut cursor = ScanCursor::default();
+                let mut frames = Vec::new();
+                r.scan_active(&mut cursor, |f| {
+                    inside_tx.send(()).unwrap();
+                    go_rx.recv().unwrap();
+                    frames.push(f.to_vec());
+                });
+                frames
+            })
+        };
+        inside_rx.recv().unwrap();
+        let cleared = std::sync::Arc::new(AtomicBool::new(false));
+        let clearer = {
+            let (r, cleared) = (r.clone(), cleared.clone());
+            std::thread::spawn(move || {
+                r.reset();
+                cleared.store(true, Ordering::SeqCst);
+            })
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!cleared.load(Ordering::SeqCst), "cleared under a scan");
+        go_tx.send(()).unwrap();
+        assert_eq!(scanner.join().unwrap(), vec![vec![Frame::java(7, 1, 1)]]);
+        clearer.join().unwrap();
+        assert!(cleared.load(Ordering::SeqCst));
+    }
 
     #[test]
     fn flip_separates_samples_between_dumps() {

@@ -7,7 +7,7 @@
 mod generation;
 mod table;
 
-pub use generation::{Generation, Recorder, SampleRecord};
+pub use generation::{Generation, Recorder, SampleRecord, ScanCursor};
 pub use table::{TraceTable, TraceView};
 
 use super::frame::Frame;

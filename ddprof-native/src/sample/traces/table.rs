@@ -31,7 +31,7 @@ struct Slot {
 // SAFETY: atomics are valid when zeroed.
 unsafe impl Zeroable for Slot {}
 
-/// The index of a claimed slot, in claim order.
+/// The index of a claimed slot plus one, in claim order (0: not written yet).
 #[repr(transparent)]
 struct ClaimedCell(AtomicU32);
 // SAFETY: an atomic is valid when zeroed.
@@ -160,7 +160,7 @@ impl TraceTable {
                         // At most one claim per slot between two clears: never past the end.
                         let at = self.claimed_len.fetch_add(1, Ordering::Relaxed);
                         if let Some(cell) = self.claimed.get(at) {
-                            cell.0.store(i as u32, Ordering::Relaxed);
+                            cell.0.store(i as u32 + 1, Ordering::Release);
                         }
                         return self.fill(slot, i, frames, fp.check, truncated);
                     }
@@ -262,14 +262,43 @@ impl TraceTable {
 
     /// The slots claimed since the last `clear`, with their indexes.
     fn claimed_slots(&self) -> impl Iterator<Item = (usize, &Slot)> {
-        let n = self
-            .claimed_len
-            .load(Ordering::Acquire)
-            .min(self.claimed.len());
+        let n = self.claimed_len.load(Ordering::Acquire).min(self.claimed.len());
         self.claimed.iter().take(n).filter_map(|cell| {
-            let i = cell.0.load(Ordering::Relaxed) as usize;
+            let i = (cell.0.load(Ordering::Acquire) as usize).checked_sub(1)?;
             Some((i, self.slots.get(i)?))
         })
+    }
+
+    /// Calls `f` with the frames of each trace published from claim number `from` on, while
+    /// writers may still be inserting, and returns where the next visit starts: the first
+    /// claim whose slot is not filled yet, else the end. The caller keeps [`clear`] away
+    /// for the time of the call (`Generation::scan_traces`).
+    ///
+    /// [`clear`]: TraceTable::clear
+    pub fn visit_from(&self, from: usize, mut f: impl FnMut(&[Frame])) -> usize {
+        let n = self.claimed_len.load(Ordering::Acquire).min(self.claimed.len());
+        for at in from..n {
+            let Some(i) = self
+                .claimed
+                .get(at)
+                .and_then(|c| (c.0.load(Ordering::Acquire) as usize).checked_sub(1))
+            else {
+                return at;
+            };
+            let Some(slot) = self.slots.get(i) else {
+                continue;
+            };
+            match slot.state.load(Ordering::Acquire) {
+                READY => {
+                    if let Some(frames) = self.stored(slot) {
+                        f(frames);
+                    }
+                }
+                DEAD => {}
+                _ => return at,
+            }
+        }
+        n
     }
 
     /// Frames of trace `id`, if stored.
@@ -293,7 +322,10 @@ impl TraceTable {
             slot.check.store(0, Ordering::Relaxed);
             slot.hash.store(0, Ordering::Relaxed);
         }
-        self.claimed_len.store(0, Ordering::Relaxed);
+        let n = self.claimed_len.swap(0, Ordering::Relaxed).min(self.claimed.len());
+        for cell in self.claimed.iter().take(n) {
+            cell.0.store(0, Ordering::Relaxed);
+        }
         self.frames_used.store(0, Ordering::Relaxed);
         self.traces.store(0, Ordering::Release);
     }
@@ -372,6 +404,29 @@ mod tests {
             hashes.insert(fp.hash);
         }
         assert_eq!(hashes.len(), seen.len());
+    }
+
+    #[test]
+    fn a_visit_sees_each_published_trace_once_and_resumes_after_it() {
+        let t = TraceTable::new(64, 1024);
+        let mut seen = Vec::new();
+        assert_eq!(t.visit_from(0, |f| seen.push(f.to_vec())), 0);
+        t.insert(&trace(1, 3), false).unwrap();
+        t.insert(&trace(2, 4), false).unwrap();
+        t.insert(&trace(1, 3), false).unwrap(); // a hit claims nothing
+        let next = t.visit_from(0, |f| seen.push(f.to_vec()));
+        assert_eq!(next, 2);
+        assert_eq!(seen, vec![trace(1, 3), trace(2, 4)]);
+        t.insert(&trace(3, 2), false).unwrap();
+        seen.clear();
+        assert_eq!(t.visit_from(next, |f| seen.push(f.to_vec())), 3);
+        assert_eq!(seen, vec![trace(3, 2)]);
+        // After a clear the claims start again from zero, and no old one is seen.
+        t.clear();
+        seen.clear();
+        assert_eq!(t.visit_from(0, |f| seen.push(f.to_vec())), 0);
+        assert!(seen.is_empty());
+        assert_eq!(t.iter().count(), 0);
     }
 
     #[test]

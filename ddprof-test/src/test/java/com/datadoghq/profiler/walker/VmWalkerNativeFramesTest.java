@@ -167,6 +167,10 @@ class VmWalkerNativeFramesTest {
         // samples before that keep the leaf alone.
         assertTrue(whole * 10 >= p.stacks.size() * 7, "samples with ddprof_late_leaf, ddprof_late_middle and "
                 + jni + " above NativeFramesMain.lateSpin: " + whole + p.show());
+        // Those names were read on the library watcher's thread while the samples came in, not by
+        // the dump (the names above are the ones it read).
+        assertTrue(p.counter("native_pcs_named_ahead") >= 3,
+                "native pcs named ahead of the dump: " + p.counter("native_pcs_named_ahead") + p.show());
         if (!cstack.equals("vmx")) {
             assertNoNativeFrameBelowJava(p);
         }

@@ -1,0 +1,63 @@
+//! Naming ahead of the dump: the library watcher's thread reads the traces handlers published
+//! since its last poll and names their native pcs, so that the names are in the symbol
+//! tables' caches (`crate::symbols`, kept per function for the process) when the dump meets
+//! them. A first dump otherwise reads each new function's name from its file, one `pread`
+//! of 2-3 µs each on this kind of host, for the tens of JIT compiler and VM functions its
+//! samples hold: that cost moves off the dump's latency (the tracer's dumping thread waits
+//! for it), not out of the process.
+//!
+//! Only the active generation is read, through `Recorder::scan_active`, which keeps the
+//! dump's clear of that generation out while it reads; the names themselves are looked up
+//! after, with no guard held.
+
+use std::collections::HashSet;
+
+use crate::counters::Counter;
+use crate::sample::frame::kind;
+use crate::sample::handler;
+use crate::sample::traces::ScanCursor;
+
+/// Distinct pcs remembered as named; past it the memory is dropped and begins again (a pc
+/// named twice costs a cache lookup).
+const MAX_SEEN: usize = 1 << 16;
+
+#[derive(Default)]
+pub struct Ahead {
+    cursor: ScanCursor,
+    seen: HashSet<u64>,
+}
+
+impl Ahead {
+    /// Names the native pcs of the traces published since the last call. Returns how many
+    /// pcs were new.
+    pub fn poll(&mut self) -> usize {
+        let Some(recorder) = handler::recorder() else {
+            return 0;
+        };
+        let _mem = crate::memory::scope(crate::memory::Category::NativeSymbols);
+        if self.seen.len() > MAX_SEEN {
+            self.seen = HashSet::new();
+        }
+        let mut pcs = Vec::new();
+        let seen = &mut self.seen;
+        recorder.scan_active(&mut self.cursor, |frames| {
+            for f in frames {
+                if f.kind == kind::NATIVE_PC && seen.insert(f.method) {
+                    pcs.push(f.method);
+                }
+            }
+        });
+        if pcs.is_empty() {
+            return 0;
+        }
+        let symbols = crate::symbols::Symbolizer::new();
+        for &pc in &pcs {
+            // The dump names a stub by the VM's list, not by a file: nothing to read ahead.
+            if crate::hotspot::stubs::name_of(pc as usize).is_none() {
+                let _ = symbols.name(pc);
+            }
+        }
+        Counter::NativePcsNamedAhead.add(pcs.len() as i64);
+        pcs.len()
+    }
+}
