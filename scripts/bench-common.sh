@@ -63,3 +63,11 @@ POM
   mvn -q -f "$kdir/pom.xml" dependency:build-classpath -Dmdep.outputFile="$kdir/cp.txt" >/dev/null || return 1
   cat "$kdir/cp.txt"
 }
+
+# bench_median FILE INDEX COLUMN: the median of a column over the lines of FILE whose first
+# field is INDEX (one run a line, as the A/B scripts write them); "?" when there are none.
+bench_median() {
+  awk -v s="$2" -v c="$3" '$1 == s && $c != "" { print $c }' "$1" | sort -n |
+    awk '{ v[NR] = $1 } END { if (NR == 0) print "?"; else if (NR % 2) print v[(NR + 1) / 2];
+      else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}

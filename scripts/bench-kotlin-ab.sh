@@ -87,16 +87,10 @@ main() {
     done
   done
   for i in "${!specs[@]}"; do
-    echo "${specs[$i]}: median first dump $(median "$out" "$i" 2) ms CPU," \
-      "$(median "$out" "$i" 3) minor faults, $(median "$out" "$i" 4) us CPU per sample ($rounds rounds)"
+    echo "${specs[$i]}: median first dump $(bench_median "$out" "$i" 2) ms CPU," \
+      "$(bench_median "$out" "$i" 3) minor faults, $(bench_median "$out" "$i" 4) us CPU per sample ($rounds rounds)"
   done
 }
 
-# median FILE SPEC_INDEX COLUMN: the median of a column over the runs of one spec.
-median() {
-  awk -v s="$2" -v c="$3" '$1 == s && $c != "" { print $c }' "$1" | sort -n |
-    awk '{ v[NR] = $1 } END { if (NR == 0) print "?"; else if (NR % 2) print v[(NR + 1) / 2];
-      else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
 
 main "$@"; exit $?
