@@ -39,15 +39,11 @@ main() {
   bench_peer_deps || { echo "bench-ab.sh: cannot resolve ddprof-bench's dependencies" >&2; exit 1; }
   local i=0 libs=()
   for lib in "${given[@]}"; do
-    [ -f "$lib" ] || { echo "bench-ab.sh: no library $lib" >&2; exit 2; }
-    cp "$lib" "$BENCH_SNAP/lib$i.so"
-    libs+=("$BENCH_SNAP/lib$i.so")
+    libs+=("$(bench_snap_lib "$i" "$lib")") || exit 2
     i=$((i + 1))
   done
 
-  echo "bench-ab.sh: $("$JAVA" -version 2>&1 | head -1); $(nproc) CPUs; kernel $(uname -r);" \
-    "load $(cut -d' ' -f1-3 /proc/loadavg); commit $(git rev-parse --short HEAD 2>/dev/null || echo '?');" \
-    "mode $mode, $measure s measured after $warmup s"
+  echo "bench-ab.sh: $(bench_host); mode $mode, $measure s measured after $warmup s"
   local out="$BENCH_SNAP/runs.txt"
   for r in $(seq "$rounds"); do
     for i in "${!libs[@]}"; do

@@ -71,3 +71,17 @@ bench_median() {
     awk '{ v[NR] = $1 } END { if (NR == 0) print "?"; else if (NR % 2) print v[(NR + 1) / 2];
       else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
+
+# bench_snap_lib INDEX LIB: copies a native library into BENCH_SNAP (a rebuild during the run
+# changes nothing) and prints the copy's path; fails, saying so, when LIB is not a file.
+bench_snap_lib() {
+  [ -f "$2" ] || { echo "no library $2" >&2; return 2; }
+  cp "$2" "$BENCH_SNAP/lib$1.so"
+  echo "$BENCH_SNAP/lib$1.so"
+}
+
+# bench_host: the JDK, CPUs, kernel, load and commit of a run, for its first line.
+bench_host() {
+  echo "$("$JAVA" -version 2>&1 | head -1); $(nproc) CPUs; kernel $(uname -r);" \
+    "load $(cut -d' ' -f1-3 /proc/loadavg); commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+}

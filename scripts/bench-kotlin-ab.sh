@@ -47,15 +47,12 @@ main() {
         || { echo "bench-kotlin-ab.sh: com.datadoghq:ddprof:1.22.0 not available" >&2; exit 1; }
       libs+=(upstream)
     else
-      [ -f "$lib" ] || { echo "bench-kotlin-ab.sh: no library $lib" >&2; exit 2; }
-      cp "$lib" "$BENCH_SNAP/lib$i.so"
-      libs+=("$BENCH_SNAP/lib$i.so")
+      libs+=("$(bench_snap_lib "$i" "$lib")") || exit 2
     fi
     i=$((i + 1))
   done
 
-  echo "bench-kotlin-ab.sh: $("$JAVA" -version 2>&1 | head -1); $(nproc) CPUs; kernel $(uname -r);" \
-    "load $(cut -d' ' -f1-3 /proc/loadavg); commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+  echo "bench-kotlin-ab.sh: $(bench_host)"
   local out="$BENCH_SNAP/runs.txt"
   for r in $(seq "$rounds"); do
     for i in "${!specs[@]}"; do

@@ -13,7 +13,7 @@
 use std::collections::HashSet;
 
 use crate::counters::Counter;
-use crate::sample::frame::kind;
+use crate::sample::frame::{frame_type, kind};
 use crate::sample::handler;
 use crate::sample::traces::ScanCursor;
 
@@ -42,20 +42,23 @@ impl Ahead {
         let seen = &mut self.seen;
         recorder.scan_active(&mut self.cursor, |frames| {
             for f in frames {
-                if f.kind == kind::NATIVE_PC && seen.insert(f.method) {
+                // Kernel frames are named from kallsyms, kept whole in memory.
+                if f.kind == kind::NATIVE_PC
+                    && f.frame_type != frame_type::KERNEL
+                    && seen.insert(f.method)
+                {
                     pcs.push(f.method);
                 }
             }
         });
+        // The dump names a stub by the VM's list, not by a file: nothing to read ahead.
+        pcs.retain(|&pc| crate::hotspot::stubs::name_of(pc as usize).is_none());
         if pcs.is_empty() {
             return 0;
         }
         let symbols = crate::symbols::Symbolizer::new();
         for &pc in &pcs {
-            // The dump names a stub by the VM's list, not by a file: nothing to read ahead.
-            if crate::hotspot::stubs::name_of(pc as usize).is_none() {
-                let _ = symbols.name(pc);
-            }
+            let _ = symbols.name(pc);
         }
         Counter::NativePcsNamedAhead.add(pcs.len() as i64);
         pcs.len()

@@ -33,6 +33,10 @@ pub struct Refresh {
     /// than by the first dump that meets a library's frame: libjvm's takes milliseconds. (The
     /// build ids and host facts every dump writes are read here in any mode: `dump::prepare`.)
     pub symbols: bool,
+    /// The native pcs of live traces named as they come (`super::ahead`): where native
+    /// frames are recorded and the dump names them itself (not under `remotesym`, which
+    /// leaves most of them to the backend).
+    pub names_ahead: bool,
     /// `/proc/kallsyms`, for the kernel frames of perf_events samples (`crate::kallsyms`).
     pub kernel_symbols: bool,
     /// The CPU engine, whose `adopt` arms threads started without a ThreadStart.
@@ -90,7 +94,7 @@ impl Watcher {
                         refresh(&what);
                     }
                 }
-                if what.symbols {
+                if what.names_ahead {
                     ahead.poll();
                 }
                 polls = polls.wrapping_add(1);

@@ -338,6 +338,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         unwind_rules: walker == WalkerKind::Vm || native_top,
         // The modes that record native frames (C frames at the top of stacks, native stacks).
         symbols: walker == WalkerKind::Vm || native_top,
+        names_ahead: (walker == WalkerKind::Vm || native_top) && !args.remotesym,
         kernel_symbols: crate::engine::perf::kernel_frames_on(),
         engine: Some(engine.clone()),
     };

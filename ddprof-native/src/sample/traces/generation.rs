@@ -76,6 +76,10 @@ pub struct Generation {
     scan: AtomicU32,
 }
 
+/// Traces one [`Recorder::scan_active`] visits at most: a clear waits for a scan, so a scan
+/// stays short (a trace is tens of frames; a few hundred microseconds for the budget).
+pub const SCAN_BUDGET: usize = 4096;
+
 const FREE: u32 = 0;
 const SCANNING: u32 = 1;
 const CLEARING: u32 = 2;
@@ -147,7 +151,8 @@ impl Generation {
             return;
         }
         // A reader of the live traces (the library watcher naming ahead) holds the guard for
-        // a bounded walk of the new traces and takes no lock meanwhile: waiting ends.
+        // a walk of at most `SCAN_BUDGET` new traces, takes no lock meanwhile and releases it
+        // even when it unwinds: the wait ends.
         while self
             .scan
             .compare_exchange(FREE, CLEARING, Ordering::Acquire, Ordering::Relaxed)
@@ -165,7 +170,13 @@ impl Generation {
     /// [`TraceTable::visit_from`] on this generation while it is active, outside a signal
     /// and outside the dump: None, and nothing visited, when a clear is running or has run
     /// since `epoch` (then start again from the new epoch). Not signal-safe.
-    fn scan_traces(&self, epoch: u64, from: usize, f: impl FnMut(&[Frame])) -> Option<usize> {
+    fn scan_traces(
+        &self,
+        epoch: u64,
+        from: usize,
+        budget: usize,
+        f: impl FnMut(&[Frame]),
+    ) -> Option<usize> {
         if self
             .scan
             .compare_exchange(FREE, SCANNING, Ordering::Acquire, Ordering::Relaxed)
@@ -173,10 +184,17 @@ impl Generation {
         {
             return None;
         }
+        // Released however the visit ends (a panic in `f` unwinds through here): a guard
+        // left taken would hold every later clear, and with it the dump, for ever.
+        struct Release<'a>(&'a AtomicU32);
+        impl Drop for Release<'_> {
+            fn drop(&mut self) {
+                self.0.store(FREE, Ordering::Release);
+            }
+        }
+        let _release = Release(&self.scan);
         // The round changes only inside a clear, which the guard keeps out until the end.
-        let next = (self.epoch() == epoch).then(|| self.traces.visit_from(from, f));
-        self.scan.store(FREE, Ordering::Release);
-        next
+        (self.epoch() == epoch).then(|| self.traces.visit_from(from, budget, f))
     }
 }
 
@@ -340,15 +358,16 @@ impl Recorder {
     }
 
     /// Calls `f` with each trace the active generation published since the last call with
-    /// this `cursor` (all of them after a flip or a clear). For a reader outside the signal
-    /// path and the dump (naming ahead, `crate::profiler::ahead`). Not signal-safe.
+    /// this `cursor` (all of them after a flip or a clear), at most [`SCAN_BUDGET`] a call.
+    /// For a reader outside the signal path and the dump (naming ahead,
+    /// `crate::profiler::ahead`). Not signal-safe.
     pub fn scan_active(&self, cursor: &mut ScanCursor, f: impl FnMut(&[Frame])) {
         let gen = &self.gens[self.active.load(Ordering::SeqCst) & 1];
         let epoch = gen.epoch();
         if cursor.epoch != epoch {
             *cursor = ScanCursor { epoch, next: 0 };
         }
-        if let Some(next) = gen.scan_traces(epoch, cursor.next, f) {
+        if let Some(next) = gen.scan_traces(epoch, cursor.next, SCAN_BUDGET, f) {
             cursor.next = next;
         }
     }

@@ -232,8 +232,9 @@ impl TraceTable {
         let len = slot.len.load(Ordering::Relaxed) as usize;
         let cells = self.frames.get(offset..offset + len)?;
         // SAFETY: FrameCell is repr(transparent) over UnsafeCell<Frame>, itself
-        // layout-compatible with Frame; the range was published READY and is never
-        // written again until `clear`, which needs `&mut self`.
+        // layout-compatible with Frame; the range was published READY and is not written
+        // again before `clear`, which runs only with no writer inside and none of the
+        // other readers (the dump that calls it, a scan that `Generation::clear` waits for).
         Some(unsafe { std::slice::from_raw_parts(cells.as_ptr() as *const Frame, len) })
     }
 
@@ -262,21 +263,29 @@ impl TraceTable {
 
     /// The slots claimed since the last `clear`, with their indexes.
     fn claimed_slots(&self) -> impl Iterator<Item = (usize, &Slot)> {
-        let n = self.claimed_len.load(Ordering::Acquire).min(self.claimed.len());
+        let n = self
+            .claimed_len
+            .load(Ordering::Acquire)
+            .min(self.claimed.len());
         self.claimed.iter().take(n).filter_map(|cell| {
             let i = (cell.0.load(Ordering::Acquire) as usize).checked_sub(1)?;
             Some((i, self.slots.get(i)?))
         })
     }
 
-    /// Calls `f` with the frames of each trace published from claim number `from` on, while
-    /// writers may still be inserting, and returns where the next visit starts: the first
-    /// claim whose slot is not filled yet, else the end. The caller keeps [`clear`] away
-    /// for the time of the call (`Generation::scan_traces`).
+    /// Calls `f` with the frames of each trace published from claim number `from` on, at
+    /// most `budget` claims, while writers may still be inserting, and returns where the
+    /// next visit starts: the first claim whose slot is not filled yet, else the end of what
+    /// was visited. The caller keeps [`clear`] away for the time of the call
+    /// (`Generation::scan_traces`).
     ///
     /// [`clear`]: TraceTable::clear
-    pub fn visit_from(&self, from: usize, mut f: impl FnMut(&[Frame])) -> usize {
-        let n = self.claimed_len.load(Ordering::Acquire).min(self.claimed.len());
+    pub fn visit_from(&self, from: usize, budget: usize, mut f: impl FnMut(&[Frame])) -> usize {
+        let n = self
+            .claimed_len
+            .load(Ordering::Acquire)
+            .min(self.claimed.len())
+            .min(from.saturating_add(budget));
         for at in from..n {
             let Some(i) = self
                 .claimed
@@ -322,7 +331,10 @@ impl TraceTable {
             slot.check.store(0, Ordering::Relaxed);
             slot.hash.store(0, Ordering::Relaxed);
         }
-        let n = self.claimed_len.swap(0, Ordering::Relaxed).min(self.claimed.len());
+        let n = self
+            .claimed_len
+            .swap(0, Ordering::Relaxed)
+            .min(self.claimed.len());
         for cell in self.claimed.iter().take(n) {
             cell.0.store(0, Ordering::Relaxed);
         }
@@ -410,21 +422,26 @@ mod tests {
     fn a_visit_sees_each_published_trace_once_and_resumes_after_it() {
         let t = TraceTable::new(64, 1024);
         let mut seen = Vec::new();
-        assert_eq!(t.visit_from(0, |f| seen.push(f.to_vec())), 0);
+        assert_eq!(t.visit_from(0, usize::MAX, |f| seen.push(f.to_vec())), 0);
         t.insert(&trace(1, 3), false).unwrap();
         t.insert(&trace(2, 4), false).unwrap();
         t.insert(&trace(1, 3), false).unwrap(); // a hit claims nothing
-        let next = t.visit_from(0, |f| seen.push(f.to_vec()));
+        let next = t.visit_from(0, usize::MAX, |f| seen.push(f.to_vec()));
         assert_eq!(next, 2);
         assert_eq!(seen, vec![trace(1, 3), trace(2, 4)]);
         t.insert(&trace(3, 2), false).unwrap();
         seen.clear();
-        assert_eq!(t.visit_from(next, |f| seen.push(f.to_vec())), 3);
+        assert_eq!(t.visit_from(next, usize::MAX, |f| seen.push(f.to_vec())), 3);
         assert_eq!(seen, vec![trace(3, 2)]);
+        // A budget stops the visit early; the next one goes on from there.
+        seen.clear();
+        assert_eq!(t.visit_from(0, 2, |f| seen.push(f.to_vec())), 2);
+        assert_eq!(t.visit_from(2, 2, |f| seen.push(f.to_vec())), 3);
+        assert_eq!(seen, vec![trace(1, 3), trace(2, 4), trace(3, 2)]);
         // After a clear the claims start again from zero, and no old one is seen.
         t.clear();
         seen.clear();
-        assert_eq!(t.visit_from(0, |f| seen.push(f.to_vec())), 0);
+        assert_eq!(t.visit_from(0, usize::MAX, |f| seen.push(f.to_vec())), 0);
         assert!(seen.is_empty());
         assert_eq!(t.iter().count(), 0);
     }
