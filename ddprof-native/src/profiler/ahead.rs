@@ -29,7 +29,7 @@ pub struct Ahead {
 
 impl Ahead {
     /// Names the native pcs of the traces published since the last call. Returns how many
-    /// pcs were new.
+    /// were read (new to this watcher, neither kernel frames nor stubs).
     pub fn poll(&mut self) -> usize {
         let Some(recorder) = handler::recorder() else {
             return 0;
