@@ -78,7 +78,7 @@ pub struct Generation {
 
 /// Traces one [`Recorder::scan_active`] visits at most: a clear waits for a scan, so a scan
 /// stays short (a trace is tens of frames; a few hundred microseconds for the budget).
-pub const SCAN_BUDGET: usize = 4096;
+const SCAN_BUDGET: usize = 4096;
 
 const FREE: u32 = 0;
 const SCANNING: u32 = 1;
