@@ -403,7 +403,7 @@ impl LazyResolver {
         }
         let key = match (id, &parts) {
             (Some(id), _) => id,
-            (None, Some(p)) => self.versions.key(no_id_key, p),
+            (None, Some(p)) => self.versions.key(no_id_key, (holder, trace_id), p),
             (None, None) if reuse => no_id_key,
             (None, None) => return Err(Refused::Unreadable),
         };
@@ -443,7 +443,13 @@ impl LazyResolver {
     /// The name an earlier dump gave the accepted frame of `key`, if its checks let this
     /// dump reuse it (then it has no [`Self::take_parts`]); once.
     pub fn take_kept(&mut self, key: u64) -> Option<MethodInfo> {
-        if !self.keepable.contains_key(&key) {
+        // Only a name made under the checks this dump's frame passed: the same holder (trace
+        // ID) and methods array. A key is an address, and a class unloaded since the name was
+        // kept may have left it to a same-shaped method of another class: that frame's key is
+        // keepable too (for the next dump), but the name kept for the key is the old class's
+        // (the misnaming of class churn: docs/architecture.md, the lazy checks).
+        let &(trace_id, methods) = self.keepable.get(&key)?;
+        if !self.kept.holds(key, trace_id, methods) {
             return None;
         }
         let info = self.kept.remove(key)?;
