@@ -81,6 +81,19 @@ fn drop_own_frames(frames: &mut [Frame], n: usize) -> usize {
     n - own
 }
 
+/// Whether a native frame of `frames` lies in this library's code: the stack runs through
+/// the profiler (a JNI entry, a JVMTI callback, one of its threads), so the allocation is
+/// the profiler's own, whichever function under it made the call.
+fn runs_own_code(frames: &[Frame]) -> bool {
+    let (lo, hi) = (
+        OWN_LO.load(Ordering::Relaxed),
+        OWN_HI.load(Ordering::Relaxed),
+    );
+    frames
+        .iter()
+        .any(|f| f.kind == kind::NATIVE_PC && (lo..hi).contains(&(f.method as usize)))
+}
+
 /// One sampled allocation as the callback sees it.
 pub struct Sampled {
     /// [`EventKind::Alloc`] (JVMTI), [`EventKind::NativeAlloc`] (malloc hooks) or
@@ -99,7 +112,8 @@ pub struct Sampled {
 /// Walks the current thread's Java stack, records the allocation sample (if asked) and
 /// hands the frames to `keep` (the live-heap tracker), all while holding one frame buffer.
 /// Returns the context the sample was recorded with, or None when it was dropped (counted
-/// in `alloc_samples_dropped`). Allocation-free; `keep` is the caller's.
+/// in `alloc_samples_dropped`) or, for a native allocation, was the profiler's own (counted in
+/// `nativemem_own_skipped`). Allocation-free; `keep` is the caller's.
 pub fn sample(s: &Sampled, keep: impl FnOnce(&[Frame], bool, &Context, i64)) -> Option<Context> {
     let stripes = STRIPES_MAP.get()?;
     let recorder = handler::recorder()?;
@@ -162,6 +176,13 @@ pub fn sample(s: &Sampled, keep: impl FnOnce(&[Frame], bool, &Context, i64)) -> 
         }
     };
     let walked = buf.get(..walk.frames).unwrap_or(&[]);
+    // The profiler's own allocations stay out of the profile (its threads are marked before
+    // they get here; this catches its code on any other thread and its threads' first steps).
+    if s.kind == EventKind::NativeAlloc && runs_own_code(walked) {
+        stripe.busy.store(false, Ordering::Release);
+        Counter::NativememOwnSkipped.inc();
+        return None;
+    }
     let ticks = s.ticks.unwrap_or_else(handler::ticks);
     let context = Context::of_current_thread();
     let event = Event {
