@@ -25,6 +25,9 @@ counters! {
     Samples => "samples",
     NativePanics => "native_panics",
     SamplesDroppedBufferFull => "samples_dropped_buffer_full",
+    // Weighted samples (allocations, native blocks, socket calls) left out as a chunk's
+    // sample buffer filled; the kept ones' weights carry them (sample/alloc.rs `thin`).
+    SamplesThinned => "samples_thinned",
     SamplesDroppedBusy => "samples_dropped_thread_local",
     CallTraceStorageTraces => "calltrace_storage_traces",
     CallTraceStorageBytes => "calltrace_storage_bytes",

@@ -159,6 +159,10 @@ fn on_alloc(ptr: *mut c_void, size: usize) {
         Counter::NativememOwnSkipped.inc();
         return;
     }
+    // As the chunk's buffer fills, fewer blocks are recorded and each weighs more.
+    let Some(thinned) = sampler::thin() else {
+        return;
+    };
     let Ok(entered) = INSIDE.try_with(|c| !c.replace(true)) else {
         return;
     };
@@ -168,7 +172,7 @@ fn on_alloc(ptr: *mut c_void, size: usize) {
     let alloc = Allocation {
         size,
         class_id: 0,
-        weight: SAMPLER.weight(size),
+        weight: SAMPLER.weight(size) * thinned,
         address: ptr as u64,
     };
     let sampled = Sampled {
