@@ -25,6 +25,9 @@ counters! {
     Samples => "samples",
     NativePanics => "native_panics",
     SamplesDroppedBufferFull => "samples_dropped_buffer_full",
+    // Weighted samples (allocations, native blocks, socket calls) left out as a chunk's
+    // sample buffer filled; the kept ones' weights carry them (sample/alloc.rs `thin`).
+    SamplesThinned => "samples_thinned",
     SamplesDroppedBusy => "samples_dropped_thread_local",
     CallTraceStorageTraces => "calltrace_storage_traces",
     CallTraceStorageBytes => "calltrace_storage_bytes",
@@ -190,8 +193,9 @@ counters! {
     // Native memory sampling (nativemem/, sample/nativemem.rs): NativeMemoryAllocation
     // events recorded and samples lost, the interval in bytes; objects whose import slots
     // we redirected, the slots, and slots we could not write; sampled blocks still live
-    // (not freed through a hooked library), sampled blocks freed, and samples the live
-    // table had no room for.
+    // (not freed through a hooked library), sampled blocks freed, samples the live
+    // table had no room for, and sampled blocks left out as the profiler's own (allocated
+    // on its threads or below its code).
     NativememSamples => "nativemem_samples",
     NativememSamplesDropped => "nativemem_samples_dropped",
     NativememIntervalBytes => "nativemem_interval_bytes",
@@ -201,6 +205,7 @@ counters! {
     NativememLiveSamples => "nativemem_live_samples",
     NativememFreedSamples => "nativemem_freed_samples",
     NativememLiveTableFull => "nativemem_live_table_full",
+    NativememOwnSkipped => "nativemem_own_skipped",
     // Socket I/O sampling (natsock/, sample/natsock.rs): NativeSocketEvent events recorded
     // and lost, the interval in nanoseconds now in force (the rate controller moves it),
     // objects and slots redirected and slots we could not write, sampled calls whose peer

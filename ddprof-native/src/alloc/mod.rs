@@ -199,17 +199,24 @@ pub fn on_sampled_alloc(jni: *mut JNIEnv, object: jobject, class: jclass, size: 
     }
     let size = u64::try_from(size).unwrap_or(0);
     let w = weight(size, drawn_with(INTERVAL.load(Ordering::Relaxed)));
+    let track = live::enabled();
+    // As the chunk's buffer fills, fewer samples are recorded and each weighs more (the
+    // liveness tracker sees every one, with its own weight).
+    let thinned = match RECORD_ALLOCATIONS.load(Ordering::Relaxed) {
+        true => sampler::thin(),
+        false => None,
+    };
+    let record = thinned.is_some();
+    if !record && !track {
+        rate_tick();
+        return;
+    }
     let alloc = Allocation {
         size,
         class_id: classes::id_of(class),
-        weight: w,
+        weight: w * thinned.unwrap_or(1.0),
         address: 0,
     };
-    let track = live::enabled();
-    let record = RECORD_ALLOCATIONS.load(Ordering::Relaxed);
-    if !record && !track {
-        return;
-    }
     let sampled = Sampled {
         kind: crate::sample::record::EventKind::Alloc,
         alloc,

@@ -92,9 +92,7 @@ impl WallClock {
             .unwrap_or_else(|e| e.into_inner()) = true;
         let control = self.control.clone();
         let config = self.config;
-        let handle = std::thread::Builder::new()
-            .name("ddprof-wall".into())
-            .spawn(move || run(config, &control))
+        let handle = crate::threads::spawn_own("ddprof-wall", move || run(config, &control))
             .map_err(|e| format!("cannot create the wall-clock thread: {e}"))?;
         *self.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
         Ok(())

@@ -76,36 +76,34 @@ impl Watcher {
         let c = control.clone();
         let mut polls = 0u32;
         let mut ahead = super::ahead::Ahead::default();
-        let spawned = std::thread::Builder::new()
-            .name("ddprof-libraries".into())
-            .spawn(move || loop {
-                let running = c.running.lock().unwrap_or_else(|e| e.into_inner());
-                let (running, _) = c
-                    .wake
-                    .wait_timeout(running, PERIOD)
-                    .unwrap_or_else(|e| e.into_inner());
-                if !*running {
-                    return;
+        let spawned = crate::threads::spawn_own("ddprof-libraries", move || loop {
+            let running = c.running.lock().unwrap_or_else(|e| e.into_inner());
+            let (running, _) = c
+                .wake
+                .wait_timeout(running, PERIOD)
+                .unwrap_or_else(|e| e.into_inner());
+            if !*running {
+                return;
+            }
+            drop(running);
+            if let Some(now) = crate::mappings::loader_changes() {
+                if now != seen {
+                    seen = now;
+                    refresh(&what);
                 }
-                drop(running);
-                if let Some(now) = crate::mappings::loader_changes() {
-                    if now != seen {
-                        seen = now;
-                        refresh(&what);
-                    }
+            }
+            if what.names_ahead {
+                ahead.poll();
+            }
+            polls = polls.wrapping_add(1);
+            if polls.is_multiple_of(ADOPT_EVERY) {
+                if let Some(e) = &what.engine {
+                    e.adopt();
+                    e.prune();
                 }
-                if what.names_ahead {
-                    ahead.poll();
-                }
-                polls = polls.wrapping_add(1);
-                if polls.is_multiple_of(ADOPT_EVERY) {
-                    if let Some(e) = &what.engine {
-                        e.adopt();
-                        e.prune();
-                    }
-                    crate::memory::measure_resident();
-                }
-            });
+                crate::memory::measure_resident();
+            }
+        });
         match spawned {
             Ok(h) => Some(Watcher {
                 control,

@@ -166,7 +166,8 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
             "AsyncGetCallTrace is not exported by this JVM; cannot walk Java stacks".into(),
         )
     })?;
-    let recorder = handler::init().map_err(|e| Error::State(sigaction_message(e)))?;
+    let recorder =
+        handler::init(sample_records()).map_err(|e| Error::State(sigaction_message(e)))?;
     // Without it AGCT still works on JDK 17+ but not on 11: the walker then records
     // every sample as a non-Java thread, which the counters show.
     if let Err(Some(e)) = current_thread::init(jni) {
@@ -554,6 +555,19 @@ fn resolve_id_mode(
         }
         (FjMethodId::False, WalkerKind::Vm) => FjMethodId::False,
     }
+}
+
+/// Test mode (an environment variable, so no option of the grammar): a chunk's sample buffer
+/// holds this many records (at least `handler::MIN_SAMPLES`, at most the default
+/// `handler::SAMPLES`), so a test fills it with a few MB of allocation instead of tens of GB.
+/// Read at the process's first start only; anything but a number is ignored.
+const SAMPLE_RECORDS_ENV: &str = "DDPROF_TEST_SAMPLE_RECORDS";
+
+fn sample_records() -> usize {
+    std::env::var(SAMPLE_RECORDS_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(handler::SAMPLES)
 }
 
 /// Test mode (an environment variable, so no option of the grammar): every vtable receiver

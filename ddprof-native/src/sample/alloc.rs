@@ -8,7 +8,7 @@
 //! through the one recording entry (`record::record_allocation`).
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use super::context::gettid;
@@ -50,6 +50,7 @@ static STRIPES_MAP: OnceLock<Mapped<Stripe>> = OnceLock::new();
 /// the callbacks use.
 pub fn arm(walker: WalkerKind, depth: usize) {
     STRIPES_MAP.get_or_init(|| Mapped::new(STRIPES, Category::SampleBuffers));
+    THIN_RNG.fetch_xor(handler::ticks() as u64, Ordering::Relaxed);
     WALKER.store(walker as u8, Ordering::Relaxed);
     DEPTH.store(depth.clamp(1, MAX_DEPTH), Ordering::Relaxed);
 }
@@ -81,6 +82,71 @@ fn drop_own_frames(frames: &mut [Frame], n: usize) -> usize {
     n - own
 }
 
+/// Whether a native frame of `frames` lies in this library's code: the stack runs through
+/// the profiler (a JNI entry, a JVMTI callback, one of its threads), so the allocation is
+/// the profiler's own, whichever function under it made the call.
+fn runs_own_code(frames: &[Frame]) -> bool {
+    let (lo, hi) = (
+        OWN_LO.load(Ordering::Relaxed),
+        OWN_HI.load(Ordering::Relaxed),
+    );
+    frames
+        .iter()
+        .any(|f| f.kind == kind::NATIVE_PC && (lo..hi).contains(&(f.method as usize)))
+}
+
+/// The thinning level of a sample buffer holding `used` of `capacity` records: 0 (keep every
+/// sample) below half of it, then one level more for each further 1/64 of it, at most
+/// [`MAX_THINNING`]. At level `k` a weighted sample is kept with probability `2^-k` and its
+/// weight multiplied by `2^k`, so each 1/64 of the buffer's second half takes twice as many
+/// offered samples as the one before: whatever the rate, the weighted samples never fill the
+/// buffer (level 30 is reached after about 2^30 / 32 buffers' worth), and the estimate stays
+/// unbiased.
+pub fn thinning_level(used: usize, capacity: usize) -> u32 {
+    let half = capacity / 2;
+    if used < half {
+        return 0;
+    }
+    let step = (capacity / 64).max(1);
+    (1 + (used - half) / step).min(MAX_THINNING as usize) as u32
+}
+
+/// The highest thinning level: weights grow by at most 2^30 (an f32 holds that exactly).
+pub const MAX_THINNING: u32 = 30;
+
+/// splitmix64's counter, for [`thin`]'s draws (one shared state: any thread, no TLS).
+static THIN_RNG: AtomicU64 = AtomicU64::new(0x2545_f491_4f6c_dd1d);
+
+fn next_random() -> u64 {
+    let mut z = THIN_RNG
+        .fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed)
+        .wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Whether a weighted sample about to be recorded (a JVMTI allocation, a native block, a socket
+/// call) is kept as the chunk's sample buffer fills ([`thinning_level`]): Some(factor its
+/// weight is multiplied by), or None, counted in `samples_thinned`, when it is left out. A
+/// sample the buffer then has no room for (other kinds filled it) is lost as any other.
+/// Lock-free, allocation-free.
+pub fn thin() -> Option<f32> {
+    let Some(recorder) = handler::recorder() else {
+        return Some(1.0);
+    };
+    let (used, capacity) = recorder.fill();
+    let k = thinning_level(used, capacity);
+    if k == 0 {
+        return Some(1.0);
+    }
+    if next_random() >> (64 - k) != 0 {
+        Counter::SamplesThinned.inc();
+        return None;
+    }
+    Some((1u64 << k) as f32)
+}
+
 /// One sampled allocation as the callback sees it.
 pub struct Sampled {
     /// [`EventKind::Alloc`] (JVMTI), [`EventKind::NativeAlloc`] (malloc hooks) or
@@ -99,7 +165,8 @@ pub struct Sampled {
 /// Walks the current thread's Java stack, records the allocation sample (if asked) and
 /// hands the frames to `keep` (the live-heap tracker), all while holding one frame buffer.
 /// Returns the context the sample was recorded with, or None when it was dropped (counted
-/// in `alloc_samples_dropped`). Allocation-free; `keep` is the caller's.
+/// in `alloc_samples_dropped`) or, for a native allocation, was the profiler's own (counted in
+/// `nativemem_own_skipped`). Allocation-free; `keep` is the caller's.
 pub fn sample(s: &Sampled, keep: impl FnOnce(&[Frame], bool, &Context, i64)) -> Option<Context> {
     let stripes = STRIPES_MAP.get()?;
     let recorder = handler::recorder()?;
@@ -162,6 +229,13 @@ pub fn sample(s: &Sampled, keep: impl FnOnce(&[Frame], bool, &Context, i64)) -> 
         }
     };
     let walked = buf.get(..walk.frames).unwrap_or(&[]);
+    // The profiler's own allocations stay out of the profile (its threads are marked before
+    // they get here; this catches its code on any other thread and its threads' first steps).
+    if s.kind == EventKind::NativeAlloc && runs_own_code(walked) {
+        stripe.busy.store(false, Ordering::Release);
+        Counter::NativememOwnSkipped.inc();
+        return None;
+    }
     let ticks = s.ticks.unwrap_or_else(handler::ticks);
     let context = Context::of_current_thread();
     let event = Event {
@@ -193,5 +267,55 @@ fn dropped(kind: EventKind) {
         EventKind::NativeAlloc => Counter::NativememSamplesDropped.inc(),
         EventKind::NativeSocket => Counter::NatsockEventsDropped.inc(),
         _ => Counter::AllocSamplesDropped.inc(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thinning_starts_at_half_and_climbs_per_sixty_fourth() {
+        let c = 1 << 18;
+        assert_eq!(thinning_level(0, c), 0);
+        assert_eq!(thinning_level(c / 2 - 1, c), 0);
+        assert_eq!(thinning_level(c / 2, c), 1);
+        assert_eq!(thinning_level(c / 2 + c / 64, c), 2);
+        assert_eq!(thinning_level(c - c / 64, c), MAX_THINNING);
+        assert_eq!(thinning_level(c, c), MAX_THINNING);
+        // A tiny buffer still climbs.
+        assert_eq!(thinning_level(10, 16), 3);
+    }
+
+    /// A buffer of 16,384 records offered 2 million samples of weight 1 (a burst ~120 times what
+    /// fits): it never fills, and the kept samples' weights add up to what was offered, within
+    /// the standard error they imply (the variance of a kept sample of factor f is f(f-1)). The
+    /// top levels carry most of the weight, so the relative error is about
+    /// `0.6 / sqrt(capacity / 64)`: 3.6% here, under 1% for the default buffer.
+    #[test]
+    fn thinned_weights_stand_for_every_sample_offered() {
+        let capacity = 16_384;
+        let offered = 2_000_000u64;
+        let (mut used, mut sum, mut var) = (0usize, 0f64, 0f64);
+        for _ in 0..offered {
+            let k = thinning_level(used, capacity);
+            if k > 0 && next_random() >> (64 - k) != 0 {
+                continue;
+            }
+            let f = (1u64 << k) as f64;
+            used += 1;
+            sum += f;
+            var += f * (f - 1.0);
+        }
+        assert!(used < capacity, "the buffer filled: {used}");
+        let se = var.sqrt();
+        assert!(
+            (sum - offered as f64).abs() <= 4.0 * se,
+            "kept weights {sum}, offered {offered}, standard error {se}"
+        );
+        assert!(
+            se < 0.06 * offered as f64,
+            "standard error {se} of {offered}"
+        );
     }
 }

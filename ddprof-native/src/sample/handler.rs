@@ -27,7 +27,11 @@ const STRIPES: usize = 16;
 // Per-generation capacities of the recorder.
 const TRACE_SLOTS: usize = 1 << 16;
 const TRACE_FRAMES: usize = 1 << 20;
-const SAMPLES: usize = 1 << 18;
+/// Sample records per generation (a chunk's), unless the first start asked for fewer
+/// ([`init`]).
+pub const SAMPLES: usize = 1 << 18;
+/// The fewest sample records a generation may be given.
+pub const MIN_SAMPLES: usize = 1 << 10;
 
 /// How an engine's signals are told from anyone else's SIGPROF (`si_code`, `si_value`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,12 +89,18 @@ struct State {
 
 static STATE: OnceLock<State> = OnceLock::new();
 
-/// Allocates the handler's buffers (once, outside any signal) and installs the handler.
-pub fn init() -> Result<&'static Recorder, signal::SigactionFailed> {
+/// Allocates the handler's buffers (once, outside any signal; `samples` records per
+/// generation, clamped to [`MIN_SAMPLES`]..=[`SAMPLES`], taken from the first call only) and
+/// installs the handler.
+pub fn init(samples: usize) -> Result<&'static Recorder, signal::SigactionFailed> {
     let state = STATE.get_or_init(|| State {
         // Straight into a mapping: 1 MiB would not fit on a JNI thread's stack.
         stripes: Mapped::new(STRIPES, Category::SampleBuffers),
-        recorder: Recorder::new(TRACE_SLOTS, TRACE_FRAMES, SAMPLES),
+        recorder: Recorder::new(
+            TRACE_SLOTS,
+            TRACE_FRAMES,
+            samples.clamp(MIN_SAMPLES, SAMPLES),
+        ),
     });
     signal::install(on_signal)?;
     Ok(&state.recorder)

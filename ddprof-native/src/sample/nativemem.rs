@@ -8,6 +8,9 @@
 //! Rules (stricter than the JVMTI callback's, because these run inside any library's
 //! malloc, on any thread, with whatever locks the caller holds):
 //! - allocation-free and lock-free: atomics, mapped-once tables, our walker;
+//! - the profiler's own allocations are never sampled: a thread-local flag marks the
+//!   profiler's own threads (`crate::threads::spawn_own`), and the sampler drops any stack
+//!   that runs through this library's code (`super::alloc::sample`), whatever the thread;
 //! - reentrancy-safe: a thread-local flag marks a thread already inside a hook's sampling
 //!   part; a nested hooked allocation (the walker never allocates, but a library the
 //!   sampling calls into could) goes straight to the real function. The flag is a `const`
@@ -79,6 +82,14 @@ const WINDOW_EVENTS: u64 = 50 * TARGET_PER_SECOND;
 thread_local! {
     /// This thread is inside a hook's sampling part.
     static INSIDE: Cell<bool> = const { Cell::new(false) };
+    /// This thread is one of the profiler's own ([`mark_own_thread`]).
+    static OWN: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks the calling thread as the profiler's own: from now on its allocations are never
+/// sampled (`crate::threads::spawn_own` calls it first thing on every thread it starts).
+pub fn mark_own_thread() {
+    let _ = OWN.try_with(|c| c.set(true));
 }
 
 /// Sets the real function of `f` (from `dlsym`, at start).
@@ -140,6 +151,18 @@ fn on_alloc(ptr: *mut c_void, size: usize) {
     if !SAMPLER.take(size) {
         return;
     }
+    // The flag is read only for a block the countdown picked, so the common path pays nothing
+    // for it. Dropping a picked block of the profiler's leaves the application's estimate
+    // unbiased: each block's chance of being picked is its own (`super::poisson`), so the
+    // application's picked blocks, weighted, still stand for the application's bytes.
+    if OWN.try_with(Cell::get).unwrap_or(true) {
+        Counter::NativememOwnSkipped.inc();
+        return;
+    }
+    // As the chunk's buffer fills, fewer blocks are recorded and each weighs more.
+    let Some(thinned) = sampler::thin() else {
+        return;
+    };
     let Ok(entered) = INSIDE.try_with(|c| !c.replace(true)) else {
         return;
     };
@@ -149,7 +172,7 @@ fn on_alloc(ptr: *mut c_void, size: usize) {
     let alloc = Allocation {
         size,
         class_id: 0,
-        weight: SAMPLER.weight(size),
+        weight: SAMPLER.weight(size) * thinned,
         address: ptr as u64,
     };
     let sampled = Sampled {

@@ -389,9 +389,13 @@ fn on_transfer(fd: c_int, op: Op, start: i64, bytes: u64) {
         Counter::NatsockNotTcp.inc();
         return;
     };
+    // As the chunk's buffer fills, fewer calls are recorded and each weighs more.
+    let Some(thinned) = super::alloc::thin() else {
+        return;
+    };
     let socket = Socket {
         bytes,
-        weight: sampler.weight(duration),
+        weight: sampler.weight(duration) * thinned,
         operation: op as u8,
         peer,
     };

@@ -225,6 +225,17 @@ impl Recorder {
         }
     }
 
+    /// How full the active generation's sample buffer is: (records taken, capacity). A
+    /// relaxed snapshot, for decisions that tolerate a concurrent writer. Signal-safe.
+    pub fn fill(&self) -> (usize, usize) {
+        let gen = &self.gens[self.active.load(Ordering::Relaxed) & 1];
+        let capacity = gen.samples.len();
+        (
+            gen.samples_used.load(Ordering::Relaxed).min(capacity),
+            capacity,
+        )
+    }
+
     /// Interns the trace and appends a sample built by `make` (which receives the trace
     /// id) to the active generation. Signal-safe. Returns false when the sample was dropped.
     pub fn record(

@@ -115,7 +115,7 @@ class AllocationProfilingTest {
      * virtual thread's 96 MiB on a 2-core CI host: 1.61), so a fixed share would be either too
      * tight there or too loose here.
      */
-    private static void assertStandsFor(List<RecordedEvent> named, long trueBytes, String who) {
+    static void assertStandsFor(List<RecordedEvent> named, long trueBytes, String who) {
         double sampled = weighted(named);
         double se = Math.sqrt(named.stream()
                 .mapToDouble(e -> Math.pow(e.getFloat("weight") * (double) e.getLong("size"), 2)).sum());
