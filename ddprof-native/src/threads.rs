@@ -1,8 +1,7 @@
 //! What the profiler knows per thread: thread names and Java ids for the JFR thread pool
 //! (filled at ThreadStart and registration, refreshed at every dump and at ThreadEnd, else
-//! from /proc at dump), and the creation and end of a
-//! thread's trace context (the context itself, read by signal handlers, is
-//! `crate::sample::context`; docs/context.md).
+//! from /proc at dump), and the creation and end of a thread's trace context (the context
+//! itself, read by signal handlers, is `crate::sample::context`; docs/context.md).
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
