@@ -1,12 +1,13 @@
-//! What the profiler knows per thread: thread names for the JFR thread pool (filled at
-//! ThreadStart, at registration, or from /proc at dump), and the creation and end of a
-//! thread's trace context (the context itself, read by signal handlers, is
-//! `crate::sample::context`; docs/context.md).
+//! What the profiler knows per thread: thread names and Java ids for the JFR thread pool
+//! (filled at ThreadStart and registration, refreshed at every dump and at ThreadEnd, else
+//! from /proc at dump), and the creation and end of a thread's trace context (the context
+//! itself, read by signal handlers, is `crate::sample::context`; docs/context.md).
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 
+use jni::sys::JNIEnv;
 use parking_lot::Mutex;
 
 use crate::counters::Counter;
@@ -68,8 +69,9 @@ struct Entry {
     /// hold its samples has been written.
     ended_at: Option<u64>,
     /// A thread that started on the same tid before the ended one was written (the
-    /// launcher's main thread re-attaches as "DestroyJavaVM"); it takes over at `prune`.
-    successor: Option<ThreadName>,
+    /// launcher's main thread re-attaches as "DestroyJavaVM"); it takes over at `prune`,
+    /// with its own end if it ended too.
+    successor: Option<(ThreadName, Option<u64>)>,
 }
 
 static NAMES: OnceLock<Mutex<HashMap<i32, Entry>>> = OnceLock::new();
@@ -83,18 +85,22 @@ fn publish_counts(map: &HashMap<i32, Entry>) {
     Counter::ThreadIdsCount.set(map.len() as i64);
 }
 
+fn java_thread(name: String, java_id: i64) -> ThreadName {
+    ThreadName {
+        name,
+        java_id: Some(java_id),
+    }
+}
+
 /// Records the name of a Java thread (ThreadStart, or a thread calling into the API).
 pub fn register_java_thread(tid: i32, name: String, java_id: i64) {
     let _mem = memory::scope(Category::ThreadInfo);
-    let name = ThreadName {
-        name,
-        java_id: Some(java_id),
-    };
+    let name = java_thread(name, java_id);
     let mut map = names().lock();
     match map.get_mut(&tid) {
         // Samples of the ended thread are not written yet: within this chunk the tid
         // keeps its first name.
-        Some(e) if e.ended_at.is_some() => e.successor = Some(name),
+        Some(e) if e.ended_at.is_some() => e.successor = Some((name, None)),
         _ => {
             map.insert(
                 tid,
@@ -105,6 +111,84 @@ pub fn register_java_thread(tid: i32, name: String, java_id: i64) {
                 },
             );
         }
+    }
+    publish_counts(&map);
+}
+
+/// The current name of a live Java thread, read at a dump: a thread renamed since it was
+/// registered, or one that existed before the library loaded (no ThreadStart). Only the
+/// entry of that same Java thread (by id) is touched: the thread may have ended and its
+/// tid been reused since it was read.
+fn refresh(map: &mut HashMap<i32, Entry>, tid: i32, name: String, java_id: i64) {
+    let same = |n: &ThreadName| n.java_id.is_none_or(|id| id == java_id);
+    match map.get_mut(&tid) {
+        None => {
+            map.insert(
+                tid,
+                Entry {
+                    name: java_thread(name, java_id),
+                    ended_at: None,
+                    successor: None,
+                },
+            );
+        }
+        Some(e) if e.ended_at.is_none() => {
+            if same(&e.name) {
+                e.name = java_thread(name, java_id);
+            }
+        }
+        Some(e) => {
+            if let Some((next, None)) = &mut e.successor {
+                if same(next) {
+                    *next = java_thread(name, java_id);
+                }
+            }
+        }
+    }
+}
+
+/// Reads the current name and Java id of every live Java thread among `tids` (the threads a
+/// chunk names), as upstream does at every dump: a thread renamed after it started is written
+/// with the name it has at the dump, and a thread that existed before the library loaded gets
+/// its Java id. Threads are matched to tids through their `eetop` (`tracing::tid_of`); on a VM
+/// without that layout nothing changes. JNI and JVMTI: the dumping thread only.
+// A JNIEnv is an opaque token the JVM validates, as in `vm`.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+pub fn refresh_java_threads(jni: *mut JNIEnv, tids: &[i64]) {
+    let Some(jvmti) = crate::vm::jvmti() else {
+        return;
+    };
+    if jni.is_null() || tids.is_empty() {
+        return;
+    }
+    if !crate::jvmti::push_local_frame(jni, 16) {
+        return;
+    }
+    let _mem = memory::scope(Category::ThreadInfo);
+    let threads = jvmti.all_threads(jni);
+    let mut found = Vec::new();
+    {
+        // SAFETY: jni is the current thread's env.
+        if let Ok(mut env) = unsafe { jni::JNIEnv::from_raw(jni) } {
+            for &t in &threads {
+                // SAFETY: a live local reference to a java.lang.Thread, from GetAllThreads.
+                let obj = unsafe { jni::objects::JObject::from_raw(t) };
+                let Some(tid) = crate::tracing::tid_of(&mut env, &obj) else {
+                    continue;
+                };
+                if tids.binary_search(&i64::from(tid)).is_err() {
+                    continue;
+                }
+                if let Some((name, id)) = crate::vm::describe_thread(jvmti, jni, t) {
+                    found.push((tid, name, id));
+                }
+            }
+        }
+    }
+    crate::jvmti::pop_local_frame(jni);
+    let mut map = names().lock();
+    for (tid, name, id) in found {
+        refresh(&mut map, tid, name, id);
     }
     publish_counts(&map);
 }
@@ -164,26 +248,56 @@ impl Namer {
     }
 }
 
-/// Marks a thread as ended at dump epoch `epoch`; its name stays until `prune`.
-pub fn ended(tid: i32, epoch: u64) {
-    if let Some(e) = names().lock().get_mut(&tid) {
-        e.ended_at = Some(epoch);
+/// A Java thread ends (ThreadEnd) at dump epoch `epoch`, named as it is now (`name`, None if
+/// it could not be read); its name stays until `prune`. A thread unknown so far (it existed
+/// before the library loaded) is recorded here, so that the samples it left are named.
+pub fn ended(tid: i32, epoch: u64, name: Option<(String, i64)>) {
+    let _mem = memory::scope(Category::ThreadInfo);
+    let mut map = names().lock();
+    match map.get_mut(&tid) {
+        Some(e) if e.ended_at.is_none() => {
+            if let Some((name, id)) = name {
+                e.name = java_thread(name, id);
+            }
+            e.ended_at = Some(epoch);
+        }
+        // The successor ends before the first thread's samples are written.
+        Some(e) => {
+            if let Some((next, end)) = &mut e.successor {
+                if let Some((name, id)) = name {
+                    *next = java_thread(name, id);
+                }
+                *end = Some(epoch);
+            }
+        }
+        None => {
+            if let Some((name, id)) = name {
+                map.insert(
+                    tid,
+                    Entry {
+                        name: java_thread(name, id),
+                        ended_at: Some(epoch),
+                        successor: None,
+                    },
+                );
+            }
+        }
     }
+    publish_counts(&map);
 }
 
 /// Drops threads that ended before dump epoch `epoch` began (their samples are written).
 pub fn prune(epoch: u64) {
     let mut map = names().lock();
-    map.retain(|_, e| match e.ended_at {
-        Some(at) if at < epoch => match e.successor.take() {
-            Some(next) => {
-                e.name = next;
-                e.ended_at = None;
-                true
-            }
-            None => false,
-        },
-        _ => true,
+    map.retain(|_, e| {
+        while e.ended_at.is_some_and(|at| at < epoch) {
+            let Some((next, end)) = e.successor.take() else {
+                return false;
+            };
+            e.name = next;
+            e.ended_at = end;
+        }
+        true
     });
     publish_counts(&map);
 }
@@ -260,18 +374,22 @@ pub fn all_tids() -> Vec<i32> {
 mod tests {
     use super::*;
 
+    /// `prune` is global: tests that end threads and prune run one at a time.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
     #[test]
     fn ended_thread_keeps_its_name_until_pruned_then_successor_takes_over() {
+        let _serial = SERIAL.lock();
         let tid = 1_000_001;
         register_java_thread(tid, "main".into(), 1);
-        ended(tid, 5);
+        ended(tid, 5, None);
         register_java_thread(tid, "DestroyJavaVM".into(), 2);
         assert_eq!(Namer::new().name_of(tid).name, "main");
         prune(5);
         assert_eq!(Namer::new().name_of(tid).name, "main", "not yet written");
         prune(6);
         assert_eq!(Namer::new().name_of(tid).name, "DestroyJavaVM");
-        ended(tid, 6);
+        ended(tid, 6, None);
         prune(7);
         assert!(!names().lock().contains_key(&tid));
     }
@@ -297,6 +415,68 @@ mod tests {
         assert!(!tids.contains(&0), "{tids:?}");
         // Other tests' threads come and go meanwhile: the two lists share these two at least.
         assert!(from_std.contains(&other), "{from_std:?}");
+    }
+
+    #[test]
+    fn a_refresh_renames_the_same_java_thread_and_names_an_unknown_one() {
+        let _serial = SERIAL.lock();
+        let (renamed, unknown) = (1_000_011, 1_000_012);
+        register_java_thread(renamed, "before".into(), 41);
+        {
+            let mut map = names().lock();
+            refresh(&mut map, renamed, "after".into(), 41);
+            refresh(&mut map, unknown, "pre-existing".into(), 42);
+        }
+        let namer = Namer::new();
+        assert_eq!(namer.name_of(renamed), java_thread("after".into(), 41));
+        assert_eq!(
+            namer.name_of(unknown),
+            java_thread("pre-existing".into(), 42)
+        );
+        for tid in [renamed, unknown] {
+            ended(tid, 1, None);
+        }
+        prune(2);
+    }
+
+    #[test]
+    fn a_refresh_leaves_another_java_threads_entry_alone() {
+        let _serial = SERIAL.lock();
+        let tid = 1_000_021;
+        register_java_thread(tid, "live".into(), 51);
+        // Read before thread 50 ended and the tid went to thread 51.
+        refresh(&mut names().lock(), tid, "stale".into(), 50);
+        assert_eq!(Namer::new().name_of(tid).name, "live");
+        ended(tid, 3, None);
+        register_java_thread(tid, "next".into(), 52);
+        refresh(&mut names().lock(), tid, "ended".into(), 51);
+        refresh(&mut names().lock(), tid, "next renamed".into(), 52);
+        assert_eq!(Namer::new().name_of(tid).name, "live", "this chunk's name");
+        prune(4);
+        assert_eq!(
+            Namer::new().name_of(tid),
+            java_thread("next renamed".into(), 52)
+        );
+        ended(tid, 4, None);
+        prune(5);
+    }
+
+    #[test]
+    fn a_thread_ending_is_named_as_it_is_then_and_a_successor_that_ends_goes_too() {
+        let _serial = SERIAL.lock();
+        let tid = 1_000_031;
+        // Unknown until its end: a thread that existed before the library loaded.
+        ended(tid, 7, Some(("old-timer".into(), 61)));
+        assert_eq!(
+            Namer::new().name_of(tid),
+            java_thread("old-timer".into(), 61)
+        );
+        register_java_thread(tid, "successor".into(), 62);
+        ended(tid, 8, Some(("successor renamed".into(), 62)));
+        prune(8);
+        assert_eq!(Namer::new().name_of(tid).name, "successor renamed");
+        prune(9);
+        assert!(!names().lock().contains_key(&tid));
     }
 
     #[test]

@@ -75,21 +75,65 @@ pub unsafe fn init(vm: *mut JavaVM, callbacks: &EventCallbacks) -> Result<Jvmti,
     Ok(jvmti)
 }
 
-/// Name and `Thread.getId()` of a thread, through JVMTI and JNI.
+/// Name and Java id (`Thread.getId()`) of `thread`, or of the calling thread when it is
+/// null, through JVMTI and JNI. The id is read from the `tid` field, as upstream does: no
+/// Java code runs (a subclass may override `getId`, and a dump must not call into one).
 pub fn describe_thread(jvmti: Jvmti, jni: *mut JNIEnv, thread: jthread) -> Option<(String, i64)> {
-    let name = jvmti.thread_name(jni, thread)?;
+    if jni.is_null() {
+        return None;
+    }
+    let own = thread.is_null().then(|| jvmti.current_thread());
+    let thread = own.unwrap_or(thread);
+    if thread.is_null() {
+        return None;
+    }
+    let described = jvmti
+        .thread_name(jni, thread)
+        .map(|name| (name, java_thread_id(jni, thread)));
+    if let Some(t) = own {
+        jvmti::delete_local_ref(jni, t);
+    }
+    described
+}
+
+/// `java.lang.Thread.tid` (a `long` in JDK 8 to 25), looked up once: `Thread` is never
+/// unloaded. None where the field is missing.
+static THREAD_ID_FIELD: OnceLock<Option<usize>> = OnceLock::new();
+
+/// `thread`'s Java id, 0 where it cannot be read.
+fn java_thread_id(jni: *mut JNIEnv, thread: jthread) -> i64 {
     // SAFETY: jni is the current thread's env.
-    let mut env = unsafe { jni::JNIEnv::from_raw(jni) }.ok()?;
-    // SAFETY: `thread` is a valid local or global ref to a java.lang.Thread.
-    let obj = unsafe { jni::objects::JObject::from_raw(thread) };
+    let Ok(mut env) = (unsafe { jni::JNIEnv::from_raw(jni) }) else {
+        return 0;
+    };
+    let field = *THREAD_ID_FIELD.get_or_init(|| {
+        let id = env.get_field_id("java/lang/Thread", "tid", "J");
+        if env.exception_check().unwrap_or(false) {
+            let _ = env.exception_clear();
+        }
+        id.ok().map(|f| f.into_raw() as usize)
+    });
+    let Some(field) = field else { return 0 };
+    // SAFETY: the id was looked up on java.lang.Thread, and `thread` is a live reference
+    // to a java.lang.Thread.
+    let (field, obj) = unsafe {
+        (
+            jni::objects::JFieldID::from_raw(field as jni::sys::jfieldID),
+            jni::objects::JObject::from_raw(thread),
+        )
+    };
     let id = env
-        .call_method(&obj, "getId", "()J", &[])
+        .get_field_unchecked(
+            &obj,
+            field,
+            jni::signature::ReturnType::Primitive(jni::signature::Primitive::Long),
+        )
         .and_then(|v| v.j())
         .unwrap_or(0);
     if env.exception_check().unwrap_or(false) {
         let _ = env.exception_clear();
     }
-    Some((name, id))
+    id
 }
 
 /// The running JDK's feature version (11, 17, 21, 25), 0 if unknown.

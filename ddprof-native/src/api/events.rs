@@ -80,8 +80,13 @@ unsafe extern "C" fn on_thread_start(_env: *mut JvmtiEnvPtr, jni: *mut JNIEnv, t
     });
 }
 
-unsafe extern "C" fn on_thread_end(_env: *mut JvmtiEnvPtr, _jni: *mut JNIEnv, _thread: jthread) {
-    let _ = std::panic::catch_unwind(|| profiler::thread_ended(crate::sample::context::gettid()));
+unsafe extern "C" fn on_thread_end(_env: *mut JvmtiEnvPtr, jni: *mut JNIEnv, thread: jthread) {
+    let _ = std::panic::catch_unwind(|| {
+        let _mem = crate::memory::scope(crate::memory::Category::ThreadInfo);
+        // Its name as it ends (renamed since, or never seen: it existed before we loaded).
+        let named = jvmti().and_then(|j| describe_thread(j, jni, thread));
+        profiler::thread_ended(crate::sample::context::gettid(), named);
+    });
 }
 
 unsafe extern "C" fn on_class_load(

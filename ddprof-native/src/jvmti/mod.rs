@@ -47,7 +47,9 @@ pub const PHASE_LIVE: c_int = 4;
 
 // Function numbers from the JVMTI specification.
 const SET_EVENT_NOTIFICATION_MODE: usize = 2;
+const GET_ALL_THREADS: usize = 4;
 const GET_THREAD_INFO: usize = 9;
+const GET_CURRENT_THREAD: usize = 18;
 const DEALLOCATE: usize = 47;
 const GET_CLASS_SIGNATURE: usize = 48;
 const GET_CLASS_STATUS: usize = 49;
@@ -282,6 +284,48 @@ impl Jvmti {
         let s = unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
         self.deallocate(p);
         Some(s)
+    }
+
+    /// Every live platform thread (GetAllThreads) as local refs of `jni`'s current frame;
+    /// the caller deletes them (or pops the frame).
+    pub fn all_threads(&self, jni: *mut JNIEnv) -> Vec<jthread> {
+        let mut count: jint = 0;
+        let mut threads: *mut jthread = ptr::null_mut();
+        if check(call!(
+            self,
+            GET_ALL_THREADS,
+            fn(*mut jint, *mut *mut jthread),
+            &mut count,
+            &mut threads
+        ))
+        .is_err()
+            || threads.is_null()
+        {
+            return Vec::new();
+        }
+        // SAFETY: JVMTI returned an array of `count` jthread values.
+        let v = unsafe { std::slice::from_raw_parts(threads, count.max(0) as usize) }.to_vec();
+        self.deallocate(threads);
+        // As in `loaded_classes`: checked JNI counts the references against the frame.
+        ensure_local_capacity(jni, count.saturating_add(32));
+        v
+    }
+
+    /// The calling thread's java.lang.Thread as a local ref (GetCurrentThread); null if
+    /// the thread is not a Java thread.
+    pub fn current_thread(&self) -> jthread {
+        let mut thread: jthread = ptr::null_mut();
+        if check(call!(
+            self,
+            GET_CURRENT_THREAD,
+            fn(*mut jthread),
+            &mut thread
+        ))
+        .is_err()
+        {
+            return ptr::null_mut();
+        }
+        thread
     }
 
     /// Name of a thread (JVMTI GetThreadInfo). Deletes the local refs the call makes.

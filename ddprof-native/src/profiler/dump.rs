@@ -295,6 +295,7 @@ pub fn build_chunk(
     counters::Counter::UnwindingNanosP99.set(crate::sample::handler_time::quantile(0.99) as i64);
     tids.sort_unstable();
     tids.dedup();
+    threads::refresh_java_threads(jni, &tids);
     let namer = threads::Namer::new();
     for tid in tids {
         let t = namer.name_of(tid as i32);

@@ -872,7 +872,8 @@ pub fn thread_started(tid: i32) {
     }
 }
 
-pub fn thread_ended(tid: i32) {
+/// A Java thread ends; `named` is its name and Java id as it ends, if they could be read.
+pub fn thread_ended(tid: i32, named: Option<(String, i64)>) {
     if let Some(e) = ENGINE.read().as_ref() {
         e.thread_ended(tid);
     }
@@ -882,7 +883,7 @@ pub fn thread_ended(tid: i32) {
     if let Some(c) = crate::sample::context::current() {
         crate::thread_filter::set(c, false);
     }
-    threads::ended(tid, EPOCH.load(Ordering::Acquire));
+    threads::ended(tid, EPOCH.load(Ordering::Acquire), named);
 }
 
 /// JVM exit: complete the recording of a running session.

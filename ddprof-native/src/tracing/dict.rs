@@ -8,8 +8,6 @@ use std::sync::Arc;
 #[derive(Default)]
 pub struct BoundedNames {
     names: HashSet<Arc<str>>,
-    /// Sum of `len + 1` over the names (upstream's `dictionary_*_keys_bytes`).
-    bytes: usize,
 }
 
 impl BoundedNames {
@@ -24,16 +22,11 @@ impl BoundedNames {
         }
         let _mem = crate::memory::scope(crate::memory::Category::Dictionary);
         let n: Arc<str> = Arc::from(s);
-        self.bytes += s.len() + 1;
         self.names.insert(n.clone());
         Some(n)
     }
 
     pub fn len(&self) -> usize {
         self.names.len()
-    }
-
-    pub fn bytes(&self) -> usize {
-        self.bytes
     }
 }

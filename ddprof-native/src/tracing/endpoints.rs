@@ -1,5 +1,10 @@
 //! `recordTraceRoot`: the endpoint dictionary (bounded by the caller's `sizeLimit`, per
 //! recording) and the endpoint events waiting for the next chunk (bounded per chunk).
+//!
+//! The dictionary lives as long as the recording, as upstream's does: its dictionary is
+//! rotated at every dump, but the new active buffer starts as a copy of the old one, so
+//! `sizeLimit` counts the distinct endpoints since `start` there too. What a dump resets
+//! is the count of endpoints added (`dictionary_endpoints_keys[_bytes]`).
 
 use std::sync::Arc;
 
@@ -32,6 +37,8 @@ pub struct Endpoints {
     names: BoundedNames,
     operations: BoundedNames,
     pending: Vec<EndpointEvent>,
+    /// Endpoints added to the dictionary since the last chunk, and their `len + 1` bytes.
+    added: (usize, usize),
     /// Events not kept because the chunk's buffer was full.
     pub dropped: u64,
 }
@@ -48,9 +55,14 @@ impl Endpoints {
         size_limit: i32,
         at: Option<At>,
     ) -> bool {
+        let known = self.names.len();
         let Some(endpoint) = self.names.lookup(endpoint, i64::from(size_limit)) else {
             return false;
         };
+        if self.names.len() != known {
+            self.added.0 += 1;
+            self.added.1 += endpoint.len() + 1;
+        }
         let Some(at) = at else {
             return true;
         };
@@ -70,14 +82,22 @@ impl Endpoints {
         true
     }
 
-    /// The events since the last call, for one chunk.
+    /// The events since the last call, for one chunk; the count of added endpoints starts
+    /// again.
     pub fn take(&mut self) -> Vec<EndpointEvent> {
+        self.added = (0, 0);
         std::mem::take(&mut self.pending)
     }
 
-    /// Distinct endpoints and their `len + 1` bytes (`dictionary_endpoints_keys[_bytes]`).
-    pub fn keys(&self) -> (usize, usize) {
-        (self.names.len(), self.names.bytes())
+    /// Endpoints added since the last chunk and their `len + 1` bytes
+    /// (`dictionary_endpoints_keys[_bytes]`, which upstream resets at every dump).
+    pub fn added(&self) -> (usize, usize) {
+        self.added
+    }
+
+    /// Distinct endpoints of the recording (what `sizeLimit` bounds).
+    pub fn known(&self) -> usize {
+        self.names.len()
     }
 
     /// A new recording (`start`): no endpoints, no events.

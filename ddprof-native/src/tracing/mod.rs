@@ -2,8 +2,8 @@
 //! (`recordTraceRoot`) and `datadog.QueueTime` events (`recordQueueTime`). A call appends to
 //! a Mutex-guarded, bounded buffer; the dump takes each buffer whole ([`take`]), so an event
 //! lands in exactly one chunk, the first written after it. Dictionaries (endpoints, operation
-//! and class names) live for a recording: `start` clears them, `resume` keeps them, as
-//! upstream's do.
+//! and class names) live for a recording: `start` clears them, `resume` keeps them, a dump
+//! keeps them, as upstream's do.
 
 mod dict;
 mod endpoints;
@@ -102,7 +102,7 @@ pub fn is_active() -> bool {
 }
 
 fn publish_endpoints(e: &Endpoints) {
-    let (keys, bytes) = e.keys();
+    let (keys, bytes) = e.added();
     Counter::DictionaryEndpointsKeys.set(keys as i64);
     Counter::DictionaryEndpointsKeysBytes.set(bytes as i64);
 }
@@ -144,8 +144,14 @@ pub struct Pending {
 
 /// Takes every buffered event: the chunk boundary for these events.
 pub fn take() -> Pending {
+    let endpoints = {
+        let mut e = ENDPOINTS.lock();
+        let taken = e.take();
+        publish_endpoints(&e);
+        taken
+    };
     Pending {
-        endpoints: ENDPOINTS.lock().take(),
+        endpoints,
         queue_times: QUEUE_TIMES.lock().take(),
     }
 }

@@ -19,7 +19,7 @@ fn endpoints_accept_known_names_and_new_ones_only_below_the_limit() {
     assert!(e.record("a", None, 4, 2, at(13)));
     // The limit is the caller's, per call: a larger one admits more.
     assert!(e.record("c", None, 5, 3, at(14)));
-    assert_eq!(e.keys(), (3, 6));
+    assert_eq!(e.added(), (3, 6));
     let events = e.take();
     assert_eq!(
         events
@@ -31,9 +31,15 @@ fn endpoints_accept_known_names_and_new_ones_only_below_the_limit() {
     assert_eq!(events[0].operation.as_deref(), Some("op"));
     assert_eq!(events[1].operation, None);
     assert_eq!((events[0].ticks, events[0].tid), (10, 7));
-    // Taken once: the next chunk starts empty; the dictionary stays for the recording.
+    // Taken once: the next chunk starts empty, and so does the count of added endpoints;
+    // the dictionary stays for the recording (as upstream's, whose rotation carries it over).
+    assert_eq!(e.added(), (0, 0));
     assert!(e.take().is_empty());
     assert!(!e.record("d", None, 6, 3, at(15)));
+    assert!(e.record("a", None, 7, 3, at(16)));
+    assert_eq!((e.added(), e.known()), ((0, 0), 3));
+    assert!(e.record("dd", None, 8, 4, at(17)));
+    assert_eq!((e.added(), e.known()), ((1, 3), 4));
 }
 
 #[test]
@@ -42,10 +48,11 @@ fn endpoints_answer_while_idle_without_events_and_zero_limit_accepts_nothing() {
     assert!(!e.record("a", None, 1, 0, at(1)));
     assert!(!e.record("a", None, 1, -5, None));
     assert!(e.record("a", None, 1, 1, None));
+    assert_eq!(e.added(), (1, 2));
     assert!(e.take().is_empty());
-    assert_eq!(e.keys(), (1, 2));
+    assert_eq!((e.added(), e.known()), ((0, 0), 1));
     e.reset();
-    assert_eq!(e.keys(), (0, 0));
+    assert_eq!(e.known(), 0);
 }
 
 #[test]

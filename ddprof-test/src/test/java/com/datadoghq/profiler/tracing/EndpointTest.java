@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
 
@@ -108,6 +109,57 @@ class EndpointTest {
         assertEquals(1, b.size(), "idle calls leaked into the next recording: " + b);
         assertEquals(5, b.get(0).getLong("localRootSpanId"));
         assertEquals("/b", b.get(0).getString("endpoint"));
+    }
+
+    /**
+     * As upstream (its DictionaryRotationTest, and its dictionary's rotation, which starts each new
+     * buffer as a copy of the old): a dump writes the endpoints recorded before it, restarts the count
+     * of added endpoints ({@code dictionary_endpoints_keys[_bytes]}), and keeps the dictionary, so
+     * {@code sizeLimit} still counts the endpoints since {@code start}.
+     */
+    @Test
+    void aDumpWritesItsEndpointsRestartsTheCountAndKeepsTheDictionary() throws Exception {
+        Path file = dir.resolve("main.jfr");
+        Path dump = dir.resolve("dump.jfr");
+        TestEnv.start(profiler, "start,cpu=10ms,file=" + file);
+        int limit = 3;
+        for (int i = 0; i < limit; i++) {
+            assertTrue(profiler.recordTraceRoot(i, "/pre" + i, null, limit), "endpoint " + i);
+        }
+        assertFalse(profiler.recordTraceRoot(10, "/over", null, limit));
+        assertEquals(limit, profiler.getDebugCounters().get("dictionary_endpoints_keys").longValue());
+        profiler.dump(dump);
+        Map<String, Long> afterDump = profiler.getDebugCounters();
+        assertEquals(0, afterDump.get("dictionary_endpoints_keys").longValue(), afterDump.toString());
+        assertEquals(0, afterDump.get("dictionary_endpoints_keys_bytes").longValue(), afterDump.toString());
+        // Known endpoints are still accepted; a new one still counts against the recording's limit.
+        assertTrue(profiler.recordTraceRoot(20, "/pre0", null, limit));
+        assertFalse(profiler.recordTraceRoot(21, "/post0", null, limit), "the dictionary outlives the dump");
+        assertTrue(profiler.recordTraceRoot(22, "/post0", null, limit + 2));
+        assertTrue(profiler.recordTraceRoot(23, "/post1", null, limit + 2));
+        Map<String, Long> live = profiler.getDebugCounters();
+        assertEquals(2, live.get("dictionary_endpoints_keys").longValue(), live.toString());
+        assertEquals(2 * ("/post0".length() + 1), live.get("dictionary_endpoints_keys_bytes").longValue());
+        profiler.stop();
+
+        Map<Long, String> before = new TreeMap<>();
+        for (RecordedEvent e : TracingEvents.endpoints(dump)) {
+            before.put(e.getLong("localRootSpanId"), e.getString("endpoint"));
+        }
+        Map<Long, String> expected = new TreeMap<>();
+        for (int i = 0; i < limit; i++) {
+            expected.put((long) i, "/pre" + i);
+        }
+        assertEquals(expected, before, "the dump holds the endpoints recorded before it, once each");
+        Map<Long, String> after = new TreeMap<>();
+        for (RecordedEvent e : TracingEvents.endpoints(file)) {
+            after.put(e.getLong("localRootSpanId"), e.getString("endpoint"));
+        }
+        Map<Long, String> expectedAfter = new TreeMap<>();
+        expectedAfter.put(20L, "/pre0");
+        expectedAfter.put(22L, "/post0");
+        expectedAfter.put(23L, "/post1");
+        assertEquals(expectedAfter, after, "the main file holds those recorded after the dump");
     }
 
     @Test

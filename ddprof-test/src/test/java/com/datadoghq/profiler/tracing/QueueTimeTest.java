@@ -155,6 +155,32 @@ class QueueTimeTest {
         assertEquals(0, e.getLong("spanId"), "no trace context");
     }
 
+    /**
+     * An origin renamed after it started (here the test runner's thread, older than the library) is
+     * written with its name as of the dump and its Java id, as upstream's QueueTimeTest expects.
+     */
+    @Test
+    void aRenamedOriginCarriesItsNewNameAndItsJavaId() throws Exception {
+        Path file = dir.resolve("renamed.jfr");
+        Thread me = Thread.currentThread();
+        String name = me.getName();
+        TestEnv.start(profiler, "start,cpu=10ms,file=" + file);
+        try {
+            me.setName("qt-renamed-origin");
+            long start = profiler.getCurrentTicks();
+            sleep(5);
+            profiler.recordQueueTime(start, profiler.getCurrentTicks(), Task.class, Scheduler.class,
+                    ArrayBlockingQueue.class, 1, me);
+            profiler.stop();
+        } finally {
+            me.setName(name);
+        }
+        List<RecordedEvent> events = TracingEvents.queueTimes(file);
+        assertEquals(1, events.size(), events.toString());
+        assertEquals("qt-renamed-origin", TracingEvents.javaName(events.get(0).getThread("origin")));
+        assertEquals(me.getId(), events.get(0).getThread("origin").getJavaThreadId());
+    }
+
     @Test
     void callsWhileIdleOrWithoutANativeOriginRecordNothingAndNeverThrow() throws Exception {
         TestEnv.stopQuietly(profiler);

@@ -130,6 +130,31 @@ class WallClockTest {
         }
     }
 
+    /**
+     * The thread that starts the profiler (here the test runner's, which existed before the library
+     * loaded) registers itself: its wall samples carry its name and Java id (they had id 0).
+     */
+    @Test
+    void theThreadThatStartsTheProfilerIsSampledAsItself() throws Exception {
+        Path file = dir.resolve("self.jfr");
+        TestEnv.start(profiler, "start,wall=~1ms,filter=0,file=" + file);
+        profiler.addThread();
+        try {
+            WallWork.sleep(200);
+        } finally {
+            profiler.removeThread();
+        }
+        profiler.stop();
+
+        List<RecordedEvent> samples = methodSamples(file);
+        assertFalse(samples.isEmpty(), "no wall samples");
+        Thread me = Thread.currentThread();
+        for (RecordedEvent e : samples) {
+            assertEquals(me.getName(), e.getThread().getJavaName(), "os name " + e.getThread().getOSName());
+            assertEquals(me.getId(), e.getThread().getJavaThreadId(), "thread " + JfrReader.threadName(e));
+        }
+    }
+
     @Test
     void anEmptyFilterSamplesEveryThread() throws Exception {
         Path file = dir.resolve("everyone.jfr");
