@@ -34,6 +34,8 @@ public final class ThrottledHost implements AutoCloseable {
     /** The CFS period the quota is given over: 100 ms, the kernel's default. */
     private static final long PERIOD_US = 100_000;
     private static final AtomicInteger SEQUENCE = new AtomicInteger();
+    /** {@code -Dddprof.test.throttle=hogs} takes the hogs even where a cgroup could be made. */
+    public static final String FORCE_PROPERTY = "ddprof.test.throttle";
 
     private final Path cgroup;
     private final Path procs;
@@ -58,6 +60,10 @@ public final class ThrottledHost implements AutoCloseable {
         long quotaUs = Math.max(1_000, Math.round(PERIOD_US * cpuShare));
         String name = "ddprof-test-" + ProcessHandle.current().pid() + "-" + SEQUENCE.incrementAndGet();
         List<String> tried = new ArrayList<>();
+        if ("hogs".equals(System.getProperty(FORCE_PROPERTY))) {
+            tried.add(FORCE_PROPERTY + "=hogs");
+            return hogs(tried);
+        }
         ThrottledHost host = cgroupV2(name, quotaUs, tried);
         if (host == null) {
             host = cgroupV1(name, quotaUs, tried);
