@@ -12,6 +12,7 @@ import java.util.Map;
 import java.util.TreeMap;
 
 import com.datadoghq.profiler.testing.ChildJvm;
+import com.datadoghq.profiler.testing.CpuBurner;
 import com.datadoghq.profiler.testing.JfrReader;
 import com.datadoghq.profiler.testing.TestEnv;
 import com.datadoghq.profiler.testing.ThrottledHost;
@@ -63,11 +64,12 @@ class WallOnThrottledHostTest {
                     r.name + ": CPU samples weighing " + r.weight + " for " + r.cpuNanos / 1_000_000 + " ms of CPU on "
                             + r.host + r.leaves());
         }
-        System.out.printf("%s on %s: with wall %d of %d CPU events in our frames, weight %d for %d ms of CPU"
-                + " (wall %d ms), %d wall samples, cpu_samples_in_handlers %s; without wall %d events weighing %d"
-                + " for %d ms%n", options, wall.host, wall.own, wall.samples, wall.weight, wall.cpuNanos / 1_000_000,
-                wall.wallNanos / 1_000_000, wall.methodSamples, wall.counters.get("cpu_samples_in_handlers"),
-                cpuOnly.samples, cpuOnly.weight, cpuOnly.cpuNanos / 1_000_000);
+        System.out.printf("%s on %s: with wall %d of %d CPU events in our frames, %d in chainC, weight %d for %d ms"
+                + " of CPU (wall %d ms), %d wall samples, cpu_samples_in_handlers %s; without wall %d events (%d in"
+                + " chainC) weighing %d for %d ms%n", options, wall.host, wall.own, wall.samples, wall.hot, wall.weight,
+                wall.cpuNanos / 1_000_000, wall.wallNanos / 1_000_000, wall.methodSamples,
+                wall.counters.get("cpu_samples_in_handlers"), cpuOnly.samples, cpuOnly.hot, cpuOnly.weight,
+                cpuOnly.cpuNanos / 1_000_000);
         assertTrue(wall.methodSamples > 0, "no wall samples with " + options + " on " + wall.host);
         // Our handlers anywhere in a CPU sample's stack: at most 1% (issue 32 saw 22-27%).
         assertTrue(wall.own * 100 <= wall.samples,
@@ -75,6 +77,13 @@ class WallOnThrottledHostTest {
                         + " library (" + options + ", " + wall.host + "); first ones:" + JfrReader.describe(wall.ownSamples, 5)
                         + wall.leaves());
         assertEquals(0, cpuOnly.own, "frames of the profiler without wall:" + JfrReader.describe(cpuOnly.ownSamples, 5));
+        // And they name the interrupted code: the workload's hot loop, as often as without wall
+        // (a sample that lost its stack below our frame was `unknown` there).
+        for (Run r : new Run[] {wall, cpuOnly}) {
+            assertTrue(r.hot * 10 >= r.samples * 9, r.name + ": only " + r.hot + " of " + r.samples
+                    + " CPU samples of the workers name CpuBurner.chainC, where they spend nearly all their CPU"
+                    + r.leaves());
+        }
         // Per CPU-second, by weight: a per-thread CPU timer merges the expirations it could not
         // deliver into one signal (si_overrun, the sample's weight), as the scheduler happens to
         // run the thread, so the count of events varies from run to run while the weights add
@@ -127,6 +136,9 @@ class WallOnThrottledHostTest {
             RecordedMethod leaf = frames.isEmpty() ? null : frames.get(0).getMethod();
             run.leafCounts.merge(leaf == null ? "(no frames)" : leaf.getType().getName() + "." + leaf.getName(), 1,
                     Integer::sum);
+            if (JfrReader.contains(e, CpuBurner.class, "chainC")) {
+                run.hot++;
+            }
             if (frames.stream().anyMatch(WallOnThrottledHostTest::isOurs)) {
                 run.own++;
                 run.ownSamples.add(e);
@@ -155,6 +167,8 @@ class WallOnThrottledHostTest {
         int samples;
         long weight;
         int own;
+        /** Samples naming the workload's hot loop. */
+        int hot;
         int methodSamples;
         final List<RecordedEvent> ownSamples = new ArrayList<>();
         final Map<String, Integer> leafCounts = new TreeMap<>();
