@@ -41,6 +41,9 @@ counters! {
     CtimerTimerCreateFailed => "ctimer_timer_create_failed",
     CtimerThreadsArmed => "ctimer_threads_armed",
     CtimerOverruns => "ctimer_overruns",
+    // CPU signals that came while one of our handlers ran (held by its `sa_mask`, then
+    // recorded against the interrupted code): the profiler's own CPU, in CPU samples.
+    CpuSamplesInHandlers => "cpu_samples_in_handlers",
     CtimerTimersPruned => "ctimer_timers_pruned",
     HandlerDrainTimeout => "handler_drain_timeout",
     // perf_events engine (engine/perf.rs, sample/perf.rs).

@@ -276,6 +276,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
             args.wall_collapsing,
             args.wall_skip_idle,
             args.wall_precheck,
+            interval.is_some(),
         );
         if reset {
             drop(wall::take_epochs());

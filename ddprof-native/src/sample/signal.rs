@@ -144,7 +144,7 @@ fn install_once(
         let mut sa: libc::sigaction = std::mem::zeroed();
         sa.sa_sigaction = handler as usize;
         sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
-        libc::sigemptyset(&mut sa.sa_mask);
+        sa.sa_mask = sampling_signals();
         let mut old: libc::sigaction = std::mem::zeroed();
         if libc::sigaction(sig, &sa, &mut old) != 0 {
             return Err(SigactionFailed::now(sig, "install"));
@@ -155,6 +155,36 @@ fn install_once(
     }
     installed.store(true, Ordering::Release);
     Ok(())
+}
+
+/// The set of our sampling signals (SIGPROF and SIGVTALRM): each of our handlers blocks all of
+/// them while it runs (its `sa_mask`; its own signal is blocked anyway, no `SA_NODEFER`). A
+/// thread that resumes with both pending (the CPU tick came as it was descheduled, the wall
+/// signal while it waited) gets the lower-numbered SIGVTALRM first; without the mask the CPU
+/// handler ran nested inside the wall handler, took our handler for the interrupted code and
+/// could not walk past its signal frame (issue 32: a quarter of the CPU samples under a CPU
+/// quota). Blocked, the second signal is delivered as the first handler returns, with the
+/// interrupted code's context. The fault signals stay unblocked: `safe_access` needs them.
+pub fn sampling_signals() -> libc::sigset_t {
+    // SAFETY: sigemptyset/sigaddset fill a local sigset_t; both signal numbers are valid.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, SAMPLING_SIGNAL);
+        libc::sigaddset(&mut set, WALL_SIGNAL);
+        set
+    }
+}
+
+/// Whether a CPU sampling signal (SIGPROF) is pending for the calling thread (or its
+/// process), that is, blocked by one of our handlers until it returns. False if unknown.
+/// Signal-safe (`sigpending` is async-signal-safe).
+pub fn cpu_signal_pending() -> bool {
+    // SAFETY: sigpending fills a local sigset_t; sigismember reads it.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigpending(&mut set) == 0 && libc::sigismember(&set, SAMPLING_SIGNAL) == 1
+    }
 }
 
 /// Passes a signal that is not ours to the handler installed before ours, if any.
@@ -283,5 +313,76 @@ impl Drop for ErrnoGuard {
     fn drop(&mut self) {
         // SAFETY: as above.
         unsafe { *libc::__errno_location() = self.0 };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU32;
+
+    static OUTER_RUNNING: AtomicBool = AtomicBool::new(false);
+    static NESTED: AtomicU32 = AtomicU32::new(0);
+    static INNER_RAN: AtomicU32 = AtomicU32::new(0);
+    static OTHER: AtomicI32 = AtomicI32::new(0);
+
+    /// Raises the other sampling signal at itself, then works a little: without our mask its
+    /// handler would run right away, nested in this one.
+    extern "C" fn outer(_: c_int, _: *mut libc::siginfo_t, _: *mut libc::c_void) {
+        OUTER_RUNNING.store(true, Ordering::SeqCst);
+        // SAFETY: a signal to the calling thread.
+        unsafe { libc::pthread_kill(libc::pthread_self(), OTHER.load(Ordering::SeqCst)) };
+        for _ in 0..10_000 {
+            std::hint::spin_loop();
+        }
+        OUTER_RUNNING.store(false, Ordering::SeqCst);
+    }
+
+    extern "C" fn inner(_: c_int, _: *mut libc::siginfo_t, _: *mut libc::c_void) {
+        if OUTER_RUNNING.load(Ordering::SeqCst) {
+            NESTED.fetch_add(1, Ordering::SeqCst);
+        }
+        INNER_RAN.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// What issue 32 was about: a CPU signal that arrives while the wall handler runs (or the
+    /// other way round) waits until that handler returned, so it never samples our handler.
+    #[test]
+    fn our_sampling_handlers_never_nest() {
+        let saved = [query(SAMPLING_SIGNAL).unwrap(), query(WALL_SIGNAL).unwrap()];
+        for (first, second) in [
+            (WALL_SIGNAL, SAMPLING_SIGNAL),
+            (SAMPLING_SIGNAL, WALL_SIGNAL),
+        ] {
+            let (p1, p2) = (Previous::new(), Previous::new());
+            let (i1, i2) = (AtomicBool::new(false), AtomicBool::new(false));
+            install_once(first, outer, &p1, &i1).unwrap();
+            install_once(second, inner, &p2, &i2).unwrap();
+            OTHER.store(second, Ordering::SeqCst);
+            NESTED.store(0, Ordering::SeqCst);
+            INNER_RAN.store(0, Ordering::SeqCst);
+            // On a thread of its own: both signals go to that thread only.
+            std::thread::spawn(move || {
+                // SAFETY: a signal to the calling thread, whose handler is `outer`.
+                unsafe { libc::pthread_kill(libc::pthread_self(), first) };
+            })
+            .join()
+            .unwrap();
+            assert_eq!(
+                INNER_RAN.load(Ordering::SeqCst),
+                1,
+                "signal {second} after {first}"
+            );
+            assert_eq!(
+                NESTED.load(Ordering::SeqCst),
+                0,
+                "signal {second} ran inside {first}'s handler"
+            );
+            let mask = query(first).unwrap().sa_mask;
+            // SAFETY: sigismember reads a sigset_t we own.
+            assert_eq!(unsafe { libc::sigismember(&mask, second) }, 1);
+        }
+        replace(SAMPLING_SIGNAL, &saved[0]).unwrap();
+        replace(WALL_SIGNAL, &saved[1]).unwrap();
     }
 }

@@ -48,6 +48,8 @@ static COLLAPSING: AtomicBool = AtomicBool::new(false);
 /// Keep each thread's last sample for [`record_idle`].
 static KEEP_LAST: AtomicBool = AtomicBool::new(false);
 static PRECHECK: AtomicBool = AtomicBool::new(false);
+/// A CPU engine samples too: count the CPU signals that come while this handler runs.
+static CPU_SAMPLED: AtomicBool = AtomicBool::new(false);
 /// `wallprecheck`: one blocked observation in this many is recorded.
 const UNOWNED_BLOCKED_RATIO: u32 = 10;
 static TABLE: OnceLock<Mapped<Slot>> = OnceLock::new();
@@ -89,8 +91,9 @@ pub fn init() -> Result<(), signal::SigactionFailed> {
 
 /// Wall signals from now on are sampled (the recording gate of `handler::arm` must be open
 /// too). `collapsing`: reuse the trace of an unchanged stack; `idle`: keep each thread's
-/// last sample for [`record_idle`]; `precheck`: thin out blocked spanless threads.
-pub fn arm(collapsing: bool, idle: bool, precheck: bool) {
+/// last sample for [`record_idle`]; `precheck`: thin out blocked spanless threads; `cpu`: a
+/// CPU engine runs beside (its signals held by this handler are counted).
+pub fn arm(collapsing: bool, idle: bool, precheck: bool, cpu: bool) {
     if let Some(t) = TABLE.get() {
         for slot in t.iter() {
             slot.trace.store(0, Ordering::Relaxed);
@@ -102,6 +105,7 @@ pub fn arm(collapsing: bool, idle: bool, precheck: bool) {
     COLLAPSING.store(collapsing, Ordering::Relaxed);
     KEEP_LAST.store(idle, Ordering::Relaxed);
     PRECHECK.store(precheck, Ordering::Relaxed);
+    CPU_SAMPLED.store(cpu, Ordering::Relaxed);
     ARMED.store(true, Ordering::Release);
 }
 
@@ -225,7 +229,17 @@ extern "C" fn on_wall_signal(sig: c_int, info: *mut libc::siginfo_t, uc: *mut li
     if !gate.open() || !ARMED.load(Ordering::Acquire) {
         return;
     }
+    // SIGPROF is blocked while this handler runs (`signal::sampling_signals`): one pending
+    // at the end and not at the start is a CPU tick that fell in this handler, the
+    // profiler's own CPU. It is recorded against the interrupted code once this returns;
+    // the counter says how many there were. One pending at the start came before (the
+    // thread resumed with both signals pending) and is the application's.
+    let cpu = CPU_SAMPLED.load(Ordering::Relaxed);
+    let pending_before = cpu && signal::cpu_signal_pending();
     sample(SignalContext(uc));
+    if cpu && !pending_before && signal::cpu_signal_pending() {
+        Counter::CpuSamplesInHandlers.inc();
+    }
 }
 
 fn sample(uc: SignalContext) {
