@@ -27,13 +27,24 @@ pub struct At {
     pub tid: i32,
 }
 
-#[derive(Default)]
 pub struct Endpoints {
+    /// Charged to their own memory category, which `dictionary_endpoints_bytes` reads.
     names: BoundedNames,
     operations: BoundedNames,
     pending: Vec<EndpointEvent>,
     /// Events not kept because the chunk's buffer was full.
     pub dropped: u64,
+}
+
+impl Default for Endpoints {
+    fn default() -> Endpoints {
+        Endpoints {
+            names: BoundedNames::charged_to(crate::memory::Category::Endpoints),
+            operations: BoundedNames::default(),
+            pending: Vec::new(),
+            dropped: 0,
+        }
+    }
 }
 
 impl Endpoints {
