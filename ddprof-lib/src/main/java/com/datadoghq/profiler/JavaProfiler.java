@@ -593,6 +593,22 @@ public final class JavaProfiler {
 
     static native boolean setContextValue0(int slot, int encoding, byte[] utf8, int length);
 
+    /**
+     * Upstream's shape of the single-attribute write, which its AllNativeContextTest reaches by
+     * reflection: the caller's encoding and bytes, through the thread's writer as
+     * {@code setContextValue} goes (so its later reads agree); {@code utf8} null is the empty value.
+     * False for a slot out of range (nothing changed) or a value the record has no room for (the
+     * slot cleared), true once written and published.
+     */
+    private static boolean setContextValue0(int slot, int encoding, byte[] utf8) {
+        if (slot < 0 || slot >= MAX_CONTEXT_SLOTS) {
+            return false;
+        }
+        byte[] bytes = utf8 == null ? new byte[0] : utf8;
+        return writer().setValue(slot,
+                new ContextValueCache.Entry(null, encoding, ContextValueCache.currentEpoch(), bytes));
+    }
+
     static native void clearContextValue0(int slot);
 
     static native void copyContextTags0(int[] out);
