@@ -97,13 +97,20 @@ public final class JavaProfiler {
         }
         instance = new JavaProfiler();
         contextEpoch = contextEpoch0();
+        // The classes of the context writes, loaded here rather than on the application's threads.
+        ContextWriter.preload();
+        ContextValueCache.preload();
         return instance;
     }
 
-    /** Thread.isVirtual() (JDK 21+), looked up once; this class compiles for JDK 8. */
+    /** Thread.isVirtual() (JDK 19+), looked up once; this class compiles for JDK 8. */
     private static final java.lang.reflect.Method IS_VIRTUAL = lookupIsVirtual();
 
     private static java.lang.reflect.Method lookupIsVirtual() {
+        // Looked up only where it exists: a failed lookup throws, and exception profilers count it.
+        if (!Platform.isJavaVersionAtLeast(19)) {
+            return null;
+        }
         try {
             return Thread.class.getMethod("isVirtual");
         } catch (NoSuchMethodException e) {

@@ -205,6 +205,9 @@ class RealTracerTest {
                 // Only the @Trace integration: instrumenting for the others is most of the start-up.
                 "-Ddd.integrations.enabled=false",
                 "-Ddd.integration.trace.enabled=true",
+                // Exception profiling (datadog.ExceptionSample in the tracer's own JFR chunk), which
+                // must not show exceptions of ours.
+                "-Ddd.integration.throwables.enabled=true",
                 "-Ddatadog.slf4j.simpleLogger.logFile=" + log,
                 // Debug only where the profiler integration logs what went wrong.
                 "-Ddatadog.slf4j.simpleLogger.log.datadog.trace.bootstrap.Agent=debug",
@@ -298,6 +301,7 @@ class RealTracerTest {
         List<RecordedEvent> samples = new ArrayList<>();
         List<RecordedEvent> wallSamples = new ArrayList<>();
         List<RecordedEvent> endpoints = new ArrayList<>();
+        List<RecordedEvent> exceptions = new ArrayList<>();
         List<String> missingChunk = new ArrayList<>();
         int periodic = 0;
         for (int u = 0; u < uploads.size(); u++) {
@@ -307,6 +311,7 @@ class RealTracerTest {
             samples.addAll(c.executionSamples);
             wallSamples.addAll(c.methodSamples);
             endpoints.addAll(c.endpoints);
+            exceptions.addAll(c.exceptionSamples);
             checks.note("upload " + uploads.get(u).getFileName() + (beforeStop ? "" : " (at shutdown)") + ": " + c.describe());
             // An upload at shutdown may carry an empty ddprof chunk that the JDK's parser
             // rejects (upstream's does: an empty Package pool); it is not counted.
@@ -320,6 +325,15 @@ class RealTracerTest {
         checks.check(periodic > 0 && missingChunk.isEmpty(),
                 "every periodic upload holds a ddprof chunk (datadog.DatadogProfilerConfig; JDK's or JMC's parser)",
                 periodic == 0 ? "no upload" : String.join("\n    ", missingChunk));
+
+        // The tracer's exception profile (its own JFR chunk) shows no exception of ours: a
+        // class-lookup miss of our classes while its class loader asks its parent first, or a
+        // reflective lookup of a method the JDK lacks.
+        List<String> ours = exceptions.stream().filter(RealTracerTest::isOurs).map(RealTracerTest::describeException)
+                .collect(Collectors.toList());
+        checks.note("exception profile: " + exceptions.size() + " datadog.ExceptionSample in the tracer's chunks");
+        checks.check(ours.isEmpty(), "the application's exception profile holds no exception of ours",
+                ours.size() + " of " + exceptions.size() + ":\n    " + first(ours, 10));
 
         // Samples carry the spans the app created.
         List<RecordedEvent> inSpans = samples.stream()
@@ -384,6 +398,33 @@ class RealTracerTest {
                         + endpoints.size() + " Endpoint events in all");
     }
 
+    /** Our library's package; the test's own classes (this package) are the application's. */
+    private static final String OUR_PACKAGE = "com.datadoghq.profiler.";
+    private static final String TEST_PACKAGE = RealTracerTest.class.getPackage().getName() + ".";
+
+    private static boolean isOurName(String s) {
+        return s != null && s.replace(TEST_PACKAGE, "").contains(OUR_PACKAGE);
+    }
+
+    /** An exception sample that names a class of ours or was created below one of our frames. */
+    static boolean isOurs(RecordedEvent e) {
+        if (e.hasField("message") && isOurName(e.getString("message"))) {
+            return true;
+        }
+        return e.getStackTrace() != null && e.getStackTrace().getFrames().stream()
+                .anyMatch(f -> f.getMethod() != null && isOurName(f.getMethod().getType().getName() + "."));
+    }
+
+    private static String describeException(RecordedEvent e) {
+        String type = e.hasField("type") ? e.getString("type") : "?";
+        String message = e.hasField("message") ? e.getString("message") : null;
+        String ourFrame = e.getStackTrace() == null ? "" : e.getStackTrace().getFrames().stream()
+                .filter(f -> f.getMethod() != null && isOurName(f.getMethod().getType().getName() + "."))
+                .findFirst().map(f -> " at " + f.getMethod().getType().getName() + "." + f.getMethod().getName())
+                .orElse("");
+        return type + ": " + message + ourFrame;
+    }
+
     /** The events of one upload, chunk by chunk (a chunk the JDK parser rejects is counted, not read). */
     static final class UploadContent {
         int chunks;
@@ -397,6 +438,8 @@ class RealTracerTest {
         final List<RecordedEvent> executionSamples = new ArrayList<>();
         final List<RecordedEvent> methodSamples = new ArrayList<>();
         final List<RecordedEvent> endpoints = new ArrayList<>();
+        /** The tracer's exception profile: datadog.ExceptionSample of chunks that are not ddprof's. */
+        final List<RecordedEvent> exceptionSamples = new ArrayList<>();
 
         String describe() {
             return chunks + " chunks, " + ddprofChunks + " of ddprof with " + executionSamples.size() + " ExecutionSample, "
@@ -429,6 +472,7 @@ class RealTracerTest {
                 List<RecordedEvent> samples = new ArrayList<>();
                 List<RecordedEvent> wall = new ArrayList<>();
                 List<RecordedEvent> endpoints = new ArrayList<>();
+                List<RecordedEvent> exceptionSamples = new ArrayList<>();
                 while (rf.hasMoreEvents()) {
                     RecordedEvent e = rf.readEvent();
                     String type = e.getEventType().getName();
@@ -440,6 +484,8 @@ class RealTracerTest {
                         endpoints.add(e);
                     } else if (type.equals("datadog.MethodSample")) {
                         wall.add(e);
+                    } else if (type.equals("datadog.ExceptionSample")) {
+                        exceptionSamples.add(e);
                     }
                 }
                 if (ddprof) {
@@ -450,6 +496,7 @@ class RealTracerTest {
                 } else {
                     c.otherEndpoints += endpoints.size();
                     c.otherSamples += samples.size();
+                    c.exceptionSamples.addAll(exceptionSamples);
                 }
             } catch (IOException | RuntimeException | InternalError e) {
                 // The JDK's parser refuses a chunk that declares an empty constant pool, which
