@@ -93,8 +93,14 @@ final class DirectContextWriter extends ContextWriter {
         }
     }
 
-    /** Does nothing; calling it runs this class's static initialiser (Factory.preload). */
+    /**
+     * Runs this class's static initialiser (Factory.preload), and links the {@code invokeExact} call
+     * site of {@link #isVirtual}: its first call spins the invoker, during which the JDK (21+)
+     * throws and catches a {@code NoSuchMethodError} that an exception profiler would otherwise see
+     * on the application's thread.
+     */
     static void initialize() {
+        isVirtual(Thread.currentThread());
     }
 
     private static boolean isVirtual(Thread t) {
