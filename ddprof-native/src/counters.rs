@@ -36,6 +36,10 @@ counters! {
     CallTraceStorageInserts => "calltrace_storage_inserts",
     CallTraceStorageInsertedBytes => "calltrace_storage_inserted_bytes",
     CallTraceStorageDroppedTraces => "calltrace_storage_dropped_traces",
+    // The trace tables' frame arenas, upstream's linear allocator: bytes handed out since
+    // their last clear, and arenas handing out any (0-2; the two generations).
+    LinearAllocatorBytes => "linear_allocator_bytes",
+    LinearAllocatorChunks => "linear_allocator_chunks",
     CtimerSignalOwn => "ctimer_signal_own",
     CtimerSignalForeign => "ctimer_signal_foreign",
     CtimerTimerCreateFailed => "ctimer_timer_create_failed",
@@ -186,6 +190,10 @@ counters! {
     // events dropped because a chunk's buffer (or the class-name dictionary) was full.
     DictionaryEndpointsKeys => "dictionary_endpoints_keys",
     DictionaryEndpointsKeysBytes => "dictionary_endpoints_keys_bytes",
+    // The memory the endpoint dictionary holds (its `memory` category's live bytes), and
+    // those bytes in whole pages.
+    DictionaryEndpointsBytes => "dictionary_endpoints_bytes",
+    DictionaryEndpointsPages => "dictionary_endpoints_pages",
     TracingEventsDropped => "tracing_events_dropped",
     // Allocation sampling (alloc/, sample/alloc.rs): ObjectSample events recorded, samples
     // lost (no frame buffer free, no walker), the heap-sampling interval now in force (the

@@ -42,6 +42,8 @@ categories! {
     Misc => "misc", Heap;
     // JFR constant pools built at dump: symbols, classes, methods, packages, stack traces.
     Dictionary => "dictionary", Heap;
+    // recordTraceRoot's endpoint dictionary (`dictionary_endpoints_bytes` reads it).
+    Endpoints => "endpoints", Heap;
     // Method resolution: names and signatures per method, preloaded-ID bookkeeping.
     MethodMap => "method_map", Heap;
     LineTables => "line_tables", Heap;

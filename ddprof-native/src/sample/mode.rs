@@ -1,8 +1,8 @@
 //! What the sampled thread was doing, as JFR's ExecutionMode and ThreadState say it (the
 //! pool keys of docs/jfr-format.md 8): in Java, in the VM, in native code, blocked for a
-//! safepoint, or in a system call; its state RUNNABLE, or SYSCALL when the signal
-//! interrupted a system call. Read from the JavaThread's `_thread_state` and the
-//! interrupted instruction. Signal-safe.
+//! safepoint, or in a system call. A CPU sample's state is always RUNNABLE, as upstream
+//! writes it (readers parse it with `Thread.State.valueOf`); a system call shows in its mode.
+//! Read from the JavaThread's `_thread_state` and the interrupted instruction. Signal-safe.
 
 use super::vm::codecache::load_field;
 use super::vm::current_thread;
@@ -37,10 +37,13 @@ pub mod state {
     pub const SYSCALL: u8 = 9;
 }
 
-/// (mode, state) of the interrupted thread. Signal-safe.
+/// (mode, state) of a CPU sample of the interrupted thread: mode SYSCALL when the signal
+/// interrupted a system call, else the VM's; the state RUNNABLE whatever the mode, because
+/// the thread was on a CPU and upstream's readers (its ContextCpuTest, backends) call
+/// `Thread.State.valueOf` on a CPU sample's state, where SYSCALL throws. Signal-safe.
 pub fn of_interrupted(uc: SignalContext) -> (u8, u8) {
     if in_syscall(uc) {
-        return (execution::SYSCALL, state::SYSCALL);
+        return (execution::SYSCALL, state::RUNNABLE);
     }
     (vm_mode(), state::RUNNABLE)
 }

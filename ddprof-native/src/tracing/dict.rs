@@ -5,12 +5,29 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-#[derive(Default)]
+use crate::memory::Category;
+
 pub struct BoundedNames {
     names: HashSet<Arc<str>>,
+    /// What the names and their table are charged to.
+    category: Category,
+}
+
+impl Default for BoundedNames {
+    fn default() -> BoundedNames {
+        BoundedNames::charged_to(Category::Dictionary)
+    }
 }
 
 impl BoundedNames {
+    /// An empty set whose memory is charged to `category`.
+    pub fn charged_to(category: Category) -> BoundedNames {
+        BoundedNames {
+            names: HashSet::new(),
+            category,
+        }
+    }
+
     /// The stored name equal to `s`; if new, added when fewer than `limit` are stored,
     /// else `None` (a limit of 0 or less accepts nothing new).
     pub fn lookup(&mut self, s: &str, limit: i64) -> Option<Arc<str>> {
@@ -20,7 +37,7 @@ impl BoundedNames {
         if (self.names.len() as i64) >= limit {
             return None;
         }
-        let _mem = crate::memory::scope(crate::memory::Category::Dictionary);
+        let _mem = crate::memory::scope(self.category);
         let n: Arc<str> = Arc::from(s);
         self.names.insert(n.clone());
         Some(n)

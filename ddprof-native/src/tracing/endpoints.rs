@@ -32,8 +32,8 @@ pub struct At {
     pub tid: i32,
 }
 
-#[derive(Default)]
 pub struct Endpoints {
+    /// Charged to their own memory category, which `dictionary_endpoints_bytes` reads.
     names: BoundedNames,
     operations: BoundedNames,
     pending: Vec<EndpointEvent>,
@@ -41,6 +41,18 @@ pub struct Endpoints {
     added: (usize, usize),
     /// Events not kept because the chunk's buffer was full.
     pub dropped: u64,
+}
+
+impl Default for Endpoints {
+    fn default() -> Endpoints {
+        Endpoints {
+            names: BoundedNames::charged_to(crate::memory::Category::Endpoints),
+            operations: BoundedNames::default(),
+            pending: Vec::new(),
+            added: (0, 0),
+            dropped: 0,
+        }
+    }
 }
 
 impl Endpoints {

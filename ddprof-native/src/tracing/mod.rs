@@ -105,6 +105,14 @@ fn publish_endpoints(e: &Endpoints) {
     let (keys, bytes) = e.added();
     Counter::DictionaryEndpointsKeys.set(keys as i64);
     Counter::DictionaryEndpointsKeysBytes.set(bytes as i64);
+    // Measured by the counting allocator: the names, their table and the allocator's tags.
+    // Only the dictionary's holder changes it, and it publishes right after (`of` flushes
+    // the caller's batch first).
+    let held = crate::memory::of(crate::memory::Category::Endpoints)
+        .live
+        .max(0) as usize;
+    Counter::DictionaryEndpointsBytes.set(held as i64);
+    Counter::DictionaryEndpointsPages.set(held.div_ceil(crate::memory::page_size()) as i64);
 }
 
 /// A recording starts (`reset`: `start`, else `resume`): events from before it are

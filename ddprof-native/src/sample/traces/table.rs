@@ -186,6 +186,7 @@ impl TraceTable {
     ) -> Option<u32> {
         let n = frames.len();
         let offset = self.frames_used.fetch_add(n, Ordering::Relaxed);
+        self.note_arena_use(offset, n);
         let Some(cells) = self.frames.get(offset..offset.wrapping_add(n)) else {
             slot.state.store(DEAD, Ordering::Release);
             Counter::CallTraceStorageDroppedTraces.inc();
@@ -210,6 +211,19 @@ impl TraceTable {
         Counter::CallTraceStorageInserts.inc();
         Counter::CallTraceStorageInsertedBytes.add(bytes as i64);
         Some(index as u32 + 1)
+    }
+
+    /// Counts `n` frames handed out from `offset` on in `linear_allocator_*` (the part
+    /// inside the arena; the first hand-out since a clear puts the arena in use). Signal-safe.
+    fn note_arena_use(&self, offset: usize, n: usize) {
+        let len = self.frames.len();
+        let inside = offset.saturating_add(n).min(len) - offset.min(len);
+        if inside > 0 {
+            Counter::LinearAllocatorBytes.add((inside * std::mem::size_of::<Frame>()) as i64);
+        }
+        if offset == 0 && n > 0 {
+            Counter::LinearAllocatorChunks.inc();
+        }
     }
 
     /// Whether the slot, once published, holds the trace of this fingerprint (whose both
@@ -329,7 +343,12 @@ impl TraceTable {
             }
         }
         self.claimed_len.store(0, Ordering::Relaxed);
-        self.frames_used.store(0, Ordering::Relaxed);
+        let used = self.frames_used.swap(0, Ordering::Relaxed);
+        if used > 0 {
+            let inside = used.min(self.frames.len());
+            Counter::LinearAllocatorBytes.add(-((inside * std::mem::size_of::<Frame>()) as i64));
+            Counter::LinearAllocatorChunks.add(-1);
+        }
         self.traces.store(0, Ordering::Release);
     }
 }

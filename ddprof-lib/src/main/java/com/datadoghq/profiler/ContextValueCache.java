@@ -69,6 +69,15 @@ final class ContextValueCache {
         }
     }
 
+    /**
+     * Loads and initialises this class's nested classes now, not at an application thread's first
+     * context write (see {@code ContextWriter.preload}).
+     */
+    static void preload() {
+        currentEpoch();
+        new Entry(null, 0, 0, new byte[0]).hashCode();
+    }
+
     /** The native dictionary's current epoch: it changes when a recording starts. */
     static int currentEpoch() {
         ByteBuffer w = Epoch.WORD;

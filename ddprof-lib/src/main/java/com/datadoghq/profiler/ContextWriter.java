@@ -19,6 +19,26 @@ class ContextWriter {
     interface Factory {
         /** A writer for the calling thread, or {@code null} when it cannot have a direct one. */
         ContextWriter forCurrentThread();
+
+        /** Loads and initialises the classes of the writers it makes (see {@link #preload()}). */
+        void preload();
+    }
+
+    /**
+     * Loads and initialises the writers' classes now ({@code JavaProfiler.getInstance}), not at an
+     * application thread's first context write: a class loader that asks its parent first (the
+     * Datadog tracer's) throws and catches a {@code ClassNotFoundException} for every class of ours
+     * it loads, which the tracer's exception profiling records when it happens on an application
+     * thread.
+     */
+    static void preload() {
+        if (FACTORY != null) {
+            try {
+                FACTORY.preload();
+            } catch (RuntimeException | LinkageError e) {
+                // The first write tries again and falls back to JNI.
+            }
+        }
     }
 
     /** The calling thread's writer: a direct one when possible, else {@link #JNI}. */

@@ -97,13 +97,20 @@ public final class JavaProfiler {
         }
         instance = new JavaProfiler();
         contextEpoch = contextEpoch0();
+        // The classes of the context writes, loaded here rather than on the application's threads.
+        ContextWriter.preload();
+        ContextValueCache.preload();
         return instance;
     }
 
-    /** Thread.isVirtual() (JDK 21+), looked up once; this class compiles for JDK 8. */
+    /** Thread.isVirtual() (JDK 19+), looked up once; this class compiles for JDK 8. */
     private static final java.lang.reflect.Method IS_VIRTUAL = lookupIsVirtual();
 
     private static java.lang.reflect.Method lookupIsVirtual() {
+        // Looked up only where it exists: a failed lookup throws, and exception profilers count it.
+        if (!Platform.isJavaVersionAtLeast(19)) {
+            return null;
+        }
         try {
             return Thread.class.getMethod("isVirtual");
         } catch (NoSuchMethodException e) {
@@ -592,6 +599,22 @@ public final class JavaProfiler {
     static native void clearTraceContext0();
 
     static native boolean setContextValue0(int slot, int encoding, byte[] utf8, int length);
+
+    /**
+     * Upstream's shape of the single-attribute write, which its AllNativeContextTest reaches by
+     * reflection: the caller's encoding and bytes, through the thread's writer as
+     * {@code setContextValue} goes (so its later reads agree); {@code utf8} null is the empty value.
+     * False for a slot out of range (nothing changed) or a value the record has no room for (the
+     * slot cleared), true once written and published.
+     */
+    private static boolean setContextValue0(int slot, int encoding, byte[] utf8) {
+        if (slot < 0 || slot >= MAX_CONTEXT_SLOTS) {
+            return false;
+        }
+        byte[] bytes = utf8 == null ? new byte[0] : utf8;
+        return writer().setValue(slot,
+                new ContextValueCache.Entry(null, encoding, ContextValueCache.currentEpoch(), bytes));
+    }
 
     static native void clearContextValue0(int slot);
 

@@ -63,12 +63,15 @@ final class DirectContextWriter extends ContextWriter {
         SLOTS = l[9];
         MAX_VALUE_BYTES = l[10];
         LRS_KEY = (byte) l[11];
-        MethodHandle isVirtual;
-        try {
-            isVirtual = MethodHandles.publicLookup()
-                    .findVirtual(Thread.class, "isVirtual", MethodType.methodType(boolean.class));
-        } catch (ReflectiveOperationException e) {
-            isVirtual = null;
+        MethodHandle isVirtual = null;
+        // Looked up only where it exists: a failed lookup throws, and exception profilers count it.
+        if (Runtime.version().feature() >= 19) {
+            try {
+                isVirtual = MethodHandles.publicLookup()
+                        .findVirtual(Thread.class, "isVirtual", MethodType.methodType(boolean.class));
+            } catch (ReflectiveOperationException e) {
+                isVirtual = null;
+            }
         }
         IS_VIRTUAL = isVirtual;
     }
@@ -83,6 +86,21 @@ final class DirectContextWriter extends ContextWriter {
             ByteBuffer b = JavaProfiler.contextBuffer0();
             return b == null || b.capacity() < SIZE ? null : new DirectContextWriter(b);
         }
+
+        @Override
+        public void preload() {
+            DirectContextWriter.initialize();
+        }
+    }
+
+    /**
+     * Runs this class's static initialiser (Factory.preload), and links the {@code invokeExact} call
+     * site of {@link #isVirtual}: its first call spins the invoker, during which the JDK (21+)
+     * throws and catches a {@code NoSuchMethodError} that an exception profiler would otherwise see
+     * on the application's thread.
+     */
+    static void initialize() {
+        isVirtual(Thread.currentThread());
     }
 
     private static boolean isVirtual(Thread t) {

@@ -229,6 +229,44 @@ class ContextApiTest {
         assertEquals(0, readRecord().valid, "nothing set: the record is not published");
     }
 
+    /**
+     * Upstream's private {@code setContextValue0(int, int, byte[])}, as its AllNativeContextTest
+     * reaches it by reflection: writes the slot's encoding and value and publishes the record; a
+     * null array is the empty value; a slot out of range is refused and changes nothing.
+     */
+    @Test
+    void upstreamsPrivateSetContextValue0WritesTheSlot(JavaProfiler profiler) throws Exception {
+        start(profiler, "op;res");
+        Method set = JavaProfiler.class.getDeclaredMethod("setContextValue0", int.class, int.class, byte[].class);
+        assertTrue(java.lang.reflect.Modifier.isPrivate(set.getModifiers()), "private, as upstream's");
+        assertTrue(java.lang.reflect.Modifier.isStatic(set.getModifiers()), "static, as upstream's");
+        assertEquals(boolean.class, set.getReturnType());
+        set.setAccessible(true);
+        Method register = JavaProfiler.class.getDeclaredMethod("registerConstant0", String.class);
+        register.setAccessible(true);
+        int encoding = (int) register.invoke(null, "GET /orders");
+        assertTrue(encoding > 0, "encoding " + encoding);
+
+        profiler.setTraceContext(0x2L, 0x1L, 0L, 0x1L, -1, null, -1, null);
+        assertTrue((boolean) set.invoke(null, 1, encoding, "GET /orders".getBytes(StandardCharsets.UTF_8)));
+        int[] tags = new int[2];
+        profiler.copyContextTags(tags);
+        assertArrayEquals(new int[] {0, encoding}, tags);
+        OtelRecordView r = readRecord();
+        assertEquals(1, r.valid);
+        assertEquals("GET /orders", r.attrs.get(2), "slot 1 is key 2");
+
+        assertTrue((boolean) set.invoke(null, 0, 0, null), "a null array is the empty value");
+        assertEquals("", readRecord().attrs.get(1));
+
+        assertFalse((boolean) set.invoke(null, 10, encoding, new byte[] {'x'}), "slot out of range");
+        assertFalse((boolean) set.invoke(null, -1, encoding, new byte[] {'x'}), "negative slot");
+        OtelRecordView after = readRecord();
+        assertEquals(r.attrs.get(2), after.attrs.get(2), "refused writes change nothing");
+        assertEquals(3, after.attrs.size(), "root, slot 0, slot 1: " + after.attrs);
+        profiler.clearTraceContext();
+    }
+
     @Test
     void contextSetterDeduplicatesAndTruncatesToTheSlots(JavaProfiler profiler) {
         ContextSetter setter = new ContextSetter(profiler,

@@ -16,12 +16,20 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The call-trace table follows the working set of stacks, not the run's history: traces that no
  * sample since the previous dump referenced are gone after the dump, and after {@code stop} the
- * table is empty ({@code calltrace_storage_traces} = 0), as upstream's is.
+ * table is empty ({@code calltrace_storage_traces} = 0), as upstream's is. Upstream's
+ * {@code linear_allocator_*} counters (read by its ContextCpuTest) measure our frame arenas: the
+ * stored traces' frames, in use by one or two generations, and nothing after {@code stop}.
  */
 @ExtendWith(ProfilerExtension.class)
 class TraceTableRotationTest {
     private static final String TRACES = "calltrace_storage_traces";
     private static final String BYTES = "calltrace_storage_bytes";
+    private static final String LINEAR_BYTES = "linear_allocator_bytes";
+    private static final String LINEAR_CHUNKS = "linear_allocator_chunks";
+    /** A stored trace's bytes beyond its frames: its slot (32) and its claim-list cell (4). */
+    private static final long PER_TRACE = 36;
+    /** Traces other threads may store between the reads of two counters: a few, 128 frames at most. */
+    private static final long RACE_BYTES = 8 * 128 * 16;
 
     @TempDir
     Path dir;
@@ -44,6 +52,7 @@ class TraceTableRotationTest {
             }
             long phaseOne = counter(TRACES);
             assertTrue(phaseOne >= 40, "distinct stacks of phase one stored: " + phaseOne);
+            assertArenaHoldsTheStoredFrames();
             profiler.dump(dir.resolve("one.jfr"));
 
             // Phase two: one stack.
@@ -61,6 +70,28 @@ class TraceTableRotationTest {
         }
         assertEquals(0L, counter(TRACES), TRACES + " after stop");
         assertEquals(0L, counter(BYTES), BYTES + " after stop");
+        assertEquals(0L, counter(LINEAR_BYTES), LINEAR_BYTES + " after stop");
+        assertEquals(0L, counter(LINEAR_CHUNKS), LINEAR_CHUNKS + " after stop");
+    }
+
+    /**
+     * While sampling: the arena bytes handed out are the stored traces' frames, which the storage
+     * bytes count with each trace's slot and claim cell on top. The three counters are read one
+     * after the other while other threads store traces, hence the slack.
+     */
+    private void assertArenaHoldsTheStoredFrames() {
+        java.util.Map<String, Long> c = profiler.getDebugCounters();
+        long traces = c.get(TRACES);
+        long bytes = c.get(BYTES);
+        long linear = c.get(LINEAR_BYTES);
+        long chunks = c.get(LINEAR_CHUNKS);
+        String seen = TRACES + "=" + traces + ", " + BYTES + "=" + bytes + ", " + LINEAR_BYTES + "=" + linear
+                + ", " + LINEAR_CHUNKS + "=" + chunks;
+        assertTrue(chunks >= 1 && chunks <= 2, "arenas in use (two generations): " + seen);
+        assertEquals(0, linear % 16, "whole 16-byte frames: " + seen);
+        long frames = bytes - PER_TRACE * traces;
+        assertTrue(Math.abs(linear - frames) <= RACE_BYTES,
+                "arena bytes differ from the stored frames' " + frames + ": " + seen);
     }
 
     private long counter(String name) {

@@ -29,7 +29,7 @@ public final class NativeMemoryGauges {
 
     /** Through the counting allocator (malloc). */
     public static final List<String> HEAP = Collections.unmodifiableList(Arrays.asList(
-            "misc", "dictionary", "method_map", "line_tables", "class_registry", "thread_info", "native_symbols",
+            "misc", "dictionary", "endpoints", "method_map", "line_tables", "class_registry", "thread_info", "native_symbols",
             "live_heap", "jfr_buffers"));
     /** The profiler's own anonymous mappings. */
     public static final List<String> MAPPED = Collections.unmodifiableList(Arrays.asList("calltrace", "sample_buffers"));

@@ -33,17 +33,21 @@ import datadog.trace.api.Trace;
 import jdk.jfr.consumer.RecordedEvent;
 import jdk.jfr.consumer.RecordingFile;
 import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Named;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * The released Datadog tracer ({@code com.datadoghq:dd-java-agent}, version in ddprof-test's pom)
- * with our library in place of its own java-profiler, tracing a small app ({@link TracedApp}) and
+ * The released Datadog tracers ({@code com.datadoghq:dd-java-agent}, versions in ddprof-test's pom:
+ * 1.56.0, which calls java-profiler 1.34's API, and 1.68.1, the newest, which also sends
+ * {@code nativemem}, {@code natsock} and {@code fjmethodid=false} here) with our library in place of
+ * its own java-profiler, tracing a small app ({@link TracedApp}) and
  * uploading to a fake agent on 127.0.0.1 ({@link FakeIntake}). See docs/compatibility.md, "Tested
  * with the real tracer", for what it checks and how to run it alone.
  *
- * <p>System properties (set by the pom): {@code ddprof.itest.agent.jar} (the tracer, copied from
- * Maven Central into target/tracer/), {@code ddprof.itest.dir} (runs are kept in
- * {@code <dir>/jdkNN-patched} or {@code -unpatched}: agent.log, the app's output, the uploads),
+ * <p>System properties (set by the pom): {@code ddprof.itest.agent.jars} (the tracers, comma-separated,
+ * copied from Maven Central into target/tracer/), {@code ddprof.itest.dir} (runs are kept in
+ * {@code <dir>/jdkNN-VERSION-patched} or {@code -unpatched}: agent.log, the app's output, the uploads),
  * {@code ddprof.itest.unpatched=true} (run the tracer as released, with its own java-profiler: the
  * baseline that shows the checks can pass) and {@code ddprof.itest.jdks} (the JDK feature releases
  * to run on, default all of the matrix).
@@ -58,6 +62,9 @@ class RealTracerTest {
     private static final int UPLOAD_PERIOD_S = 2;
     /** Uploads that must arrive after the work is done, so that one covers all of it. */
     private static final int UPLOADS_AFTER_WORK = 2;
+
+    /** Options the newest tracer adds to its start command with the opt-ins of {@link #agentSettings}. */
+    private static final List<String> NEWEST_OPTIONS = Arrays.asList(",nativemem=", ",natsock", ",fjmethodid=false");
 
     /** Agent log lines that mean the tracer hit something of ours that is missing or broken. */
     private static final List<String> BAD_LOG_PATTERNS = Arrays.asList(
@@ -79,16 +86,53 @@ class RealTracerTest {
             "Failed to record",
             "Failed to register process context");
 
-    @Test
-    void tracerRunsWithOurProfiler() throws Exception {
+    /** The tracers of {@code ddprof.itest.agent.jars}, each named by its version. */
+    static Stream<Named<Path>> agents() {
+        String jars = System.getProperty("ddprof.itest.agent.jars", "");
+        List<Named<Path>> agents = new ArrayList<>();
+        for (String jar : jars.split(",")) {
+            if (!jar.trim().isEmpty()) {
+                Path p = requiredFile("ddprof.itest.agent.jars", jar.trim());
+                agents.add(Named.of(agentVersion(p), p));
+            }
+        }
+        if (agents.isEmpty()) {
+            throw new IllegalStateException("system property ddprof.itest.agent.jars is empty"
+                    + " (run through Maven: ddprof-test's pom copies the tracers before the tests)");
+        }
+        return agents.stream();
+    }
+
+    /** "1.68.1" of dd-java-agent-1.68.1.jar. */
+    static String agentVersion(Path jar) {
+        String n = jar.getFileName().toString();
+        return n.replaceFirst("^dd-java-agent-", "").replaceFirst("\\.jar$", "");
+    }
+
+    /** Whether the tracer has the profiler options of 1.68 (nativemem, natsock, fjmethodid=false). */
+    static boolean hasNewestOptions(String version) {
+        String[] v = version.split("[.-]");
+        try {
+            int major = Integer.parseInt(v[0]);
+            int minor = v.length > 1 ? Integer.parseInt(v[1]) : 0;
+            return major > 1 || (major == 1 && minor >= 68);
+        } catch (NumberFormatException e) {
+            return false;
+        }
+    }
+
+    @ParameterizedTest(name = "dd-java-agent {0}")
+    @MethodSource("agents")
+    void tracerRunsWithOurProfiler(Path agentJar) throws Exception {
         int jdk = TestEnv.jdk();
         String jdks = System.getProperty("ddprof.itest.jdks", "11,17,21,25");
         Assumptions.assumeTrue(Arrays.asList(jdks.split(",")).contains(String.valueOf(jdk)),
                 "ddprof.itest.jdks=" + jdks + " leaves out JDK " + jdk);
         boolean unpatched = Boolean.getBoolean("ddprof.itest.unpatched");
-        Path agentJar = requiredFile("ddprof.itest.agent.jar");
+        String version = agentVersion(agentJar);
+        boolean newest = hasNewestOptions(version);
         Path dir = Paths.get(System.getProperty("ddprof.itest.dir", "target/real-tracer")).toAbsolutePath()
-                .resolve("jdk" + jdk + (unpatched ? "-unpatched" : "-patched"));
+                .resolve("jdk" + jdk + "-" + version + (unpatched ? "-unpatched" : "-patched"));
         deleteTree(dir);
         Files.createDirectories(dir.resolve("tmp"));
 
@@ -122,7 +166,7 @@ class RealTracerTest {
             ChildJvm child = new ChildJvm()
                     .classpath(jarOf(Trace.class))
                     .jvmArgs("-javaagent:" + runAgent, "-Xmx256m")
-                    .jvmArgs(agentSettings(intake, log, dir).toArray(new String[0]))
+                    .jvmArgs(agentSettings(intake, log, dir, newest).toArray(new String[0]))
                     .main(TracedApp.class, dir.toString(), String.valueOf(THREADS), String.valueOf(CPU_MILLIS_PER_THREAD))
                     .timeout(Duration.ofSeconds(150));
             ExecutorService runner = Executors.newSingleThreadExecutor(r -> {
@@ -157,7 +201,7 @@ class RealTracerTest {
             checks.note("child JVM: exit " + result.exitCode + (result.timedOut ? " (timed out)" : "") + ", "
                     + (System.nanoTime() - t0) / 1_000_000 + " ms since the test started");
 
-            verify(checks, result, log, intake, stopNanos);
+            verify(checks, result, log, intake, stopNanos, newest, unpatched);
         }
         checks.note("test took " + (System.nanoTime() - t0) / 1_000_000 + " ms");
         // The patched agent (33 MB) is kept only for a failed run.
@@ -167,8 +211,8 @@ class RealTracerTest {
         checks.finish();
     }
 
-    private static List<String> agentSettings(FakeIntake intake, Path log, Path dir) {
-        return Arrays.asList(
+    private static List<String> agentSettings(FakeIntake intake, Path log, Path dir, boolean newest) {
+        List<String> settings = new ArrayList<>(Arrays.asList(
                 "-Ddd.trace.agent.url=" + intake.url(),
                 "-Ddd.agent.host=127.0.0.1",
                 "-Ddd.trace.agent.port=" + intake.port(),
@@ -205,6 +249,9 @@ class RealTracerTest {
                 // Only the @Trace integration: instrumenting for the others is most of the start-up.
                 "-Ddd.integrations.enabled=false",
                 "-Ddd.integration.trace.enabled=true",
+                // Exception profiling (datadog.ExceptionSample in the tracer's own JFR chunk), which
+                // must not show exceptions of ours.
+                "-Ddd.integration.throwables.enabled=true",
                 "-Ddatadog.slf4j.simpleLogger.logFile=" + log,
                 // Debug only where the profiler integration logs what went wrong.
                 "-Ddatadog.slf4j.simpleLogger.log.datadog.trace.bootstrap.Agent=debug",
@@ -213,11 +260,18 @@ class RealTracerTest {
                 "-Ddatadog.slf4j.simpleLogger.log.datadog.crashtracking=debug",
                 // Where an error thrown inside instrumentation advice (the @Trace span start) is logged.
                 "-Ddatadog.slf4j.simpleLogger.log.datadog.trace.bootstrap.ExceptionLogger=debug",
-                "-Ddatadog.slf4j.simpleLogger.log.datadog.trace.agent.core.StatusLogger=info");
+                "-Ddatadog.slf4j.simpleLogger.log.datadog.trace.agent.core.StatusLogger=info"));
+        if (newest) {
+            // The tracer's opt-in profiler options of 1.68: nativemem=524288, natsock, fjmethodid=false.
+            settings.add("-Ddd.profiling.experimental.ddprof.nativemem.enabled=true");
+            settings.add("-Ddd.profiling.experimental.ddprof.nativesocket.enabled=true");
+            settings.add("-Ddd.profiling.experimental.ddprof.jmethodid_optim.enabled=true");
+        }
+        return settings;
     }
 
-    private static void verify(Checks checks, ChildJvm.Result result, Path log, FakeIntake intake, long stopNanos)
-            throws IOException {
+    private static void verify(Checks checks, ChildJvm.Result result, Path log, FakeIntake intake, long stopNanos,
+            boolean newest, boolean unpatched) throws IOException {
         List<String> logLines = Files.exists(log) ? Files.readAllLines(log, StandardCharsets.UTF_8) : new ArrayList<>();
         List<String> out = Arrays.asList(result.stdout.split("\n"));
 
@@ -250,6 +304,16 @@ class RealTracerTest {
         String started = firstLine(logLines, "DatadogProfiler.execute(start");
         checks.check(started != null && started.contains("= Profiling started"),
                 "ddprof accepts the tracer's start command", started == null ? "no DatadogProfiler.execute(start...) line" : started);
+        if (newest) {
+            List<String> missing = new ArrayList<>();
+            for (String option : NEWEST_OPTIONS) {
+                if (commandLine == null || !commandLine.contains(option)) {
+                    missing.add(option);
+                }
+            }
+            checks.check(missing.isEmpty(), "the tracer sends its 1.68 options " + NEWEST_OPTIONS,
+                    "missing " + missing + " in: " + commandLine);
+        }
         checks.check(logHas(logLines, "Profiling has started"), "the profiling agent starts (agent log: 'Profiling has started')",
                 first(ddprofLines(logLines), 8));
         // The tracer published the OTel process context through our OTelContext.
@@ -298,6 +362,11 @@ class RealTracerTest {
         List<RecordedEvent> samples = new ArrayList<>();
         List<RecordedEvent> wallSamples = new ArrayList<>();
         List<RecordedEvent> endpoints = new ArrayList<>();
+        List<RecordedEvent> exceptions = new ArrayList<>();
+        List<RecordedEvent> configs = new ArrayList<>();
+        List<String> fjmethodid = new ArrayList<>();
+        long nativeMem = 0;
+        long natsock = 0;
         List<String> missingChunk = new ArrayList<>();
         int periodic = 0;
         for (int u = 0; u < uploads.size(); u++) {
@@ -307,6 +376,11 @@ class RealTracerTest {
             samples.addAll(c.executionSamples);
             wallSamples.addAll(c.methodSamples);
             endpoints.addAll(c.endpoints);
+            exceptions.addAll(c.exceptionSamples);
+            configs.addAll(c.configs);
+            fjmethodid.addAll(c.fjmethodid);
+            nativeMem += c.nativeMem;
+            natsock += c.natsock;
             checks.note("upload " + uploads.get(u).getFileName() + (beforeStop ? "" : " (at shutdown)") + ": " + c.describe());
             // An upload at shutdown may carry an empty ddprof chunk that the JDK's parser
             // rejects (upstream's does: an empty Package pool); it is not counted.
@@ -320,6 +394,39 @@ class RealTracerTest {
         checks.check(periodic > 0 && missingChunk.isEmpty(),
                 "every periodic upload holds a ddprof chunk (datadog.DatadogProfilerConfig; JDK's or JMC's parser)",
                 periodic == 0 ? "no upload" : String.join("\n    ", missingChunk));
+
+        if (newest) {
+            // What those options turn on, as the ddprof chunks say it: modeMask bits 16 (NATIVEMEM)
+            // and 64 (NATIVESOCKET) in every DatadogProfilerConfig, malloc samples, and (ours) the
+            // fjmethodid setting in force. Socket events depend on the tracer's own I/O: counted only.
+            List<Long> masks = configs.stream().map(e -> e.getLong("modeMask")).distinct().collect(Collectors.toList());
+            checks.check(!masks.isEmpty() && masks.stream().allMatch(m -> (m & (16 | 64)) == (16 | 64)),
+                    "every DatadogProfilerConfig has nativemem and natsock on (modeMask bits 16, 64)", "modeMasks " + masks);
+            checks.note("native memory: " + nativeMem + " datadog.NativeMemoryAllocation, sockets: " + natsock
+                    + " datadog.NativeSocketEvent in the ddprof chunks");
+            checks.check(nativeMem > 0, "ddprof chunks hold datadog.NativeMemoryAllocation events", nativeMem + "");
+            if (!unpatched) {
+                checks.check(!fjmethodid.isEmpty() && fjmethodid.stream().allMatch("false"::equals),
+                        "the fjmethodid setting in force is false (jdk.ActiveSetting)", "values " + fjmethodid);
+            }
+        }
+
+        // The tracer's exception profile (its own JFR chunk) shows no exception of ours: a
+        // class-lookup miss of our classes while its class loader asks its parent first, or a
+        // reflective lookup of a method the JDK lacks.
+        Set<String> ourClasses = ourClasses();
+        List<String> ours = exceptions.stream().filter(e -> isOurs(e, ourClasses)).map(e -> describeException(e, ourClasses))
+                .collect(Collectors.toList());
+        checks.note("exception profile: " + exceptions.size() + " datadog.ExceptionSample in the tracer's chunks");
+        if (unpatched) {
+            // The tracer's own java-profiler has classes of the same names; 1.52.1 loads one on the
+            // first span's thread (ContextValueCache$Entry): reported, not a check of ours.
+            checks.note("of those, naming or created below a class named as one of ours: " + ours.size()
+                    + (ours.isEmpty() ? "" : "\n    " + first(ours, 10)));
+        } else {
+            checks.check(ours.isEmpty(), "the application's exception profile holds no exception of ours",
+                    ours.size() + " of " + exceptions.size() + ":\n    " + first(ours, 10));
+        }
 
         // Samples carry the spans the app created.
         List<RecordedEvent> inSpans = samples.stream()
@@ -384,6 +491,48 @@ class RealTracerTest {
                         + endpoints.size() + " Endpoint events in all");
     }
 
+    /** The classes of our jar (com.datadoghq:ddprof), by name: what "ours" means below. */
+    static Set<String> ourClasses() throws IOException {
+        Set<String> names = new HashSet<>();
+        try (java.util.zip.ZipFile jar = new java.util.zip.ZipFile(TestEnv.libJar().toFile())) {
+            jar.stream().map(java.util.zip.ZipEntry::getName)
+                    .filter(n -> n.startsWith("com/datadoghq/profiler/") && n.endsWith(".class"))
+                    .forEach(n -> names.add(n.substring(0, n.length() - ".class".length()).replace('/', '.')));
+        }
+        return names;
+    }
+
+    /** An exception sample whose message names a class of ours or that was created below one of our frames. */
+    static boolean isOurs(RecordedEvent e, Set<String> ours) {
+        return ourWord(e, ours) != null || ourFrame(e, ours) != null;
+    }
+
+    private static String ourWord(RecordedEvent e, Set<String> ours) {
+        String message = e.hasField("message") ? e.getString("message") : null;
+        if (message == null) {
+            return null;
+        }
+        for (String word : message.split("[^A-Za-z0-9_.$]+")) {
+            if (ours.contains(word)) {
+                return word;
+            }
+        }
+        return null;
+    }
+
+    private static String ourFrame(RecordedEvent e, Set<String> ours) {
+        return e.getStackTrace() == null ? null : e.getStackTrace().getFrames().stream()
+                .filter(f -> f.getMethod() != null && ours.contains(f.getMethod().getType().getName()))
+                .findFirst().map(f -> f.getMethod().getType().getName() + "." + f.getMethod().getName()).orElse(null);
+    }
+
+    private static String describeException(RecordedEvent e, Set<String> ours) {
+        String type = e.hasField("type") ? e.getString("type") : "?";
+        String message = e.hasField("message") ? e.getString("message") : null;
+        String frame = ourFrame(e, ours);
+        return type + ": " + message + (frame == null ? "" : " at " + frame);
+    }
+
     /** The events of one upload, chunk by chunk (a chunk the JDK parser rejects is counted, not read). */
     static final class UploadContent {
         int chunks;
@@ -397,6 +546,13 @@ class RealTracerTest {
         final List<RecordedEvent> executionSamples = new ArrayList<>();
         final List<RecordedEvent> methodSamples = new ArrayList<>();
         final List<RecordedEvent> endpoints = new ArrayList<>();
+        /** The tracer's exception profile: datadog.ExceptionSample of chunks that are not ddprof's. */
+        final List<RecordedEvent> exceptionSamples = new ArrayList<>();
+        /** Of ddprof chunks: their DatadogProfilerConfig, fjmethodid settings, malloc and socket events. */
+        final List<RecordedEvent> configs = new ArrayList<>();
+        final List<String> fjmethodid = new ArrayList<>();
+        long nativeMem;
+        long natsock;
 
         String describe() {
             return chunks + " chunks, " + ddprofChunks + " of ddprof with " + executionSamples.size() + " ExecutionSample, "
@@ -429,17 +585,31 @@ class RealTracerTest {
                 List<RecordedEvent> samples = new ArrayList<>();
                 List<RecordedEvent> wall = new ArrayList<>();
                 List<RecordedEvent> endpoints = new ArrayList<>();
+                List<RecordedEvent> exceptionSamples = new ArrayList<>();
+                List<RecordedEvent> configs = new ArrayList<>();
+                List<String> fjmethodid = new ArrayList<>();
+                long nativeMem = 0;
+                long natsock = 0;
                 while (rf.hasMoreEvents()) {
                     RecordedEvent e = rf.readEvent();
                     String type = e.getEventType().getName();
                     if (type.equals(JfrReader.PROFILER_CONFIG)) {
                         ddprof = true;
+                        configs.add(e);
+                    } else if (type.equals("datadog.NativeMemoryAllocation")) {
+                        nativeMem++;
+                    } else if (type.equals("datadog.NativeSocketEvent")) {
+                        natsock++;
+                    } else if (type.equals("jdk.ActiveSetting") && "fjmethodid".equals(e.getString("name"))) {
+                        fjmethodid.add(e.getString("value"));
                     } else if (type.equals(JfrReader.EXECUTION_SAMPLE)) {
                         samples.add(e);
                     } else if (type.equals("datadog.Endpoint")) {
                         endpoints.add(e);
                     } else if (type.equals("datadog.MethodSample")) {
                         wall.add(e);
+                    } else if (type.equals("datadog.ExceptionSample")) {
+                        exceptionSamples.add(e);
                     }
                 }
                 if (ddprof) {
@@ -447,9 +617,14 @@ class RealTracerTest {
                     c.executionSamples.addAll(samples);
                     c.methodSamples.addAll(wall);
                     c.endpoints.addAll(endpoints);
+                    c.configs.addAll(configs);
+                    c.fjmethodid.addAll(fjmethodid);
+                    c.nativeMem += nativeMem;
+                    c.natsock += natsock;
                 } else {
                     c.otherEndpoints += endpoints.size();
                     c.otherSamples += samples.size();
+                    c.exceptionSamples.addAll(exceptionSamples);
                 }
             } catch (IOException | RuntimeException | InternalError e) {
                 // The JDK's parser refuses a chunk that declares an empty constant pool, which
@@ -596,8 +771,7 @@ class RealTracerTest {
         return Paths.get(c.getProtectionDomain().getCodeSource().getLocation().toURI());
     }
 
-    private static Path requiredFile(String property) {
-        String p = System.getProperty(property);
+    private static Path requiredFile(String property, String p) {
         if (p == null || p.isEmpty() || !Files.isRegularFile(Paths.get(p))) {
             throw new IllegalStateException("system property " + property + " = " + p
                     + " is not a file (run through Maven: ddprof-test's pom copies it before the tests)");

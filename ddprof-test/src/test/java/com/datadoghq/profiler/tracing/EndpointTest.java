@@ -86,6 +86,52 @@ class EndpointTest {
         }
     }
 
+    /**
+     * Upstream's {@code dictionary_endpoints_bytes} and {@code _pages} (its EndpointTest bounds them
+     * for 1,000 endpoints: at most 4 MiB and 512 pages): the memory the endpoint dictionary holds,
+     * as the counting allocator measures it, and those bytes in whole 4 KiB pages; nothing once a
+     * new recording has emptied the dictionary.
+     */
+    @Test
+    void theDictionaryStorageCountersMeasureWhatItHolds() throws Exception {
+        TestEnv.start(profiler, "start,cpu=10ms,file=" + dir.resolve("storage.jfr"));
+        long names = 0;
+        long previous = 0;
+        try {
+            for (int i = 0; i < 1000; i++) {
+                String endpoint = "/storage/endpoint/" + i;
+                names += endpoint.length() + 1;
+                assertTrue(profiler.recordTraceRoot(i, endpoint, "op", 1000), endpoint);
+                if (i % 250 == 249) {
+                    long bytes = storageCounters(names, i + 1);
+                    assertTrue(bytes > previous, "bytes did not grow with the endpoints: " + previous + " -> " + bytes);
+                    previous = bytes;
+                }
+            }
+        } finally {
+            profiler.stop();
+        }
+        TestEnv.start(profiler, "start,cpu=10ms,file=" + dir.resolve("empty.jfr"));
+        profiler.stop();
+        Map<String, Long> counters = profiler.getDebugCounters();
+        assertEquals(0L, counters.get("dictionary_endpoints_bytes").longValue(), "a new recording's dictionary");
+        assertEquals(0L, counters.get("dictionary_endpoints_pages").longValue(), "a new recording's dictionary");
+    }
+
+    /** Checks the two counters against the names' own bytes; returns the bytes. */
+    private long storageCounters(long names, int count) {
+        Map<String, Long> counters = profiler.getDebugCounters();
+        long bytes = counters.get("dictionary_endpoints_bytes");
+        long pages = counters.get("dictionary_endpoints_pages");
+        String seen = count + " endpoints: bytes " + bytes + ", pages " + pages + ", names' bytes " + names;
+        // Every name is a block of its own: its bytes, plus its reference counts (16 bytes) at least.
+        assertTrue(bytes >= names + 16L * count, seen);
+        assertTrue(bytes <= 4L << 20, seen);
+        assertEquals((bytes + 4095) / 4096, pages, seen);
+        assertTrue(pages <= 512, seen);
+        return bytes;
+    }
+
     @Test
     void theDictionaryIsPerRecordingAndIdleCallsWriteNothing() throws Exception {
         Path first = dir.resolve("first.jfr");
