@@ -45,8 +45,9 @@ counters! {
     CtimerTimerCreateFailed => "ctimer_timer_create_failed",
     CtimerThreadsArmed => "ctimer_threads_armed",
     CtimerOverruns => "ctimer_overruns",
-    // CPU signals that came while one of our handlers ran (held by its `sa_mask`, then
-    // recorded against the interrupted code): the profiler's own CPU, in CPU samples.
+    // CPU signals that came while the wall handler ran (held by its `sa_mask`, then recorded
+    // against the interrupted code): the wall handler's CPU, in CPU samples. The CPU
+    // handler's own time is `unwinding_*` (a `sigpending` per CPU sample was not worth it).
     CpuSamplesInHandlers => "cpu_samples_in_handlers",
     CtimerTimersPruned => "ctimer_timers_pruned",
     HandlerDrainTimeout => "handler_drain_timeout",

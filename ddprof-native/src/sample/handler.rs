@@ -218,17 +218,6 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, uc: *mut libc::c
             context: Context::of_current_thread(),
         };
         walk_and_record(uc, &sample);
-        count_signal_held();
-    }
-}
-
-/// Counts a CPU signal that came while this CPU handler ran (`cpu_samples_in_handlers`): our
-/// `sa_mask` held it, and it samples the interrupted code once this handler returns. Its
-/// own signal is the one being handled, so one pending now came during the handler.
-/// Signal-safe.
-fn count_signal_held() {
-    if signal::cpu_signal_pending() {
-        Counter::CpuSamplesInHandlers.inc();
     }
 }
 
@@ -266,7 +255,6 @@ fn on_perf_signal(
         };
         walk_and_record_with(uc, &sample, tid, kernel.get(..kernel_frames).unwrap_or(&[]));
         super::perf::finish(tid, monotonic_nanos() as u64);
-        count_signal_held();
     }
 }
 
