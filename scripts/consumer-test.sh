@@ -7,7 +7,9 @@
 #     names no parent and no dependency;
 #   - the jar is the one just built (ddprof-lib/target), under 2 MB, and carries the LICENSE and
 #     the manifest entries (version, Enable-Native-Access);
-#   - the native library in it is stripped of its DWARF and names its .debug file, which the
+#   - it carries linux-arm64's library beside linux-x64's, stripped, its .debug file in the
+#     debuginfo artifact with the same build id;
+#   - the x86_64 library in it is stripped of its DWARF and names its .debug file, which the
 #     debuginfo artifact carries with the same build id, and which turns an address of the
 #     stripped library into a source line (how a crash report is read: docs/debugging.md);
 #   - the sources and javadoc artifacts resolve and hold the API;
@@ -216,6 +218,15 @@ DEBUG="$WORK/debuginfo/META-INF/native-libs/linux-x64/libjavaProfiler.so.debug"
 [ -f "$DEBUG" ] || fail "the debuginfo jar has no META-INF/native-libs/linux-x64/libjavaProfiler.so.debug"
 [ -n "$(build_id "$LIB")" ] && [ "$(build_id "$LIB")" = "$(build_id "$DEBUG")" ] \
   || fail "build ids differ: library $(build_id "$LIB"), debug file $(build_id "$DEBUG")"
+# The aarch64 library (scripts/build-native-arm64.sh), split the same way.
+ARM_LIB="$WORK/jar/META-INF/native-libs/linux-arm64/libjavaProfiler.so"
+ARM_DEBUG="$WORK/debuginfo/META-INF/native-libs/linux-arm64/libjavaProfiler.so.debug"
+[ -f "$ARM_LIB" ] || fail "no META-INF/native-libs/linux-arm64/libjavaProfiler.so in the jar"
+readelf -hW "$ARM_LIB" | grep -q 'Machine: *AArch64' || fail "linux-arm64/libjavaProfiler.so is not an AArch64 file"
+! readelf -SW "$ARM_LIB" | grep -q '\.debug_' || fail "the bundled arm64 library still has DWARF sections"
+[ -f "$ARM_DEBUG" ] || fail "the debuginfo jar has no META-INF/native-libs/linux-arm64/libjavaProfiler.so.debug"
+[ -n "$(build_id "$ARM_LIB")" ] && [ "$(build_id "$ARM_LIB")" = "$(build_id "$ARM_DEBUG")" ] \
+  || fail "arm64 build ids differ: library $(build_id "$ARM_LIB"), debug file $(build_id "$ARM_DEBUG")"
 # An address of the stripped library, as a crash report gives it, to a source line.
 symbol=Java_com_datadoghq_profiler_JavaProfiler_getVersion0
 addr="$(nm "$LIB" | awk -v s="$symbol" '$3 == s { print $1 }')"

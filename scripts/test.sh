@@ -2,7 +2,8 @@
 # The project's test command: builds everything and runs every test suite,
 # the end-to-end JUnit tests once per JDK of the matrix (11, 17, 21, 25), installs the artifact
 # (com.datadoghq:ddprof) into the local Maven repository and checks it as a consumer's project
-# sees it (scripts/consumer-test.sh, offline, on JDK 17 and 25).
+# sees it (scripts/consumer-test.sh, offline, on JDK 17 and 25), and runs the jar's linux-arm64
+# library on an aarch64 JDK 25 under qemu-user (scripts/arm64-smoke.sh).
 #
 #   bash scripts/test.sh [extra maven arguments, e.g. -Dtest=CpuSamplingTest]
 #
@@ -31,6 +32,19 @@ need "pip for python3" "python3 -m pip --version" python3-pip
 need "libjemalloc.so.2" "test -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 -o -e /usr/lib/aarch64-linux-gnu/libjemalloc.so.2" libjemalloc2
 need "Maven" "command -v mvn" maven
 need "readelf" "command -v readelf" binutils
+# The jar's linux-arm64 library (scripts/build-native-arm64.sh): Debian's aarch64 cross compiler
+# and C library; below, the Rust target. The build then runs with -Dddprof.arm64=required, so
+# the jar cannot lack it.
+need "the aarch64 cross compiler" "command -v aarch64-linux-gnu-gcc" gcc-aarch64-linux-gnu
+need "the aarch64 C library" "test -e /usr/aarch64-linux-gnu/lib/libc.so" libc6-dev-arm64-cross
+# Optional: Debian's qemu-user, for the aarch64 smoke test (scripts/arm64-smoke.sh); without it
+# that test is skipped with a message.
+if ! command -v qemu-aarch64 >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "test.sh: installing qemu-user (the aarch64 smoke test)"
+  if [ -z "${APT_UPDATED:-}" ]; then apt-get update -qq; APT_UPDATED=1; fi
+  apt-get install -y -qq qemu-user >/dev/null \
+    || echo "test.sh: qemu-user could not be installed; the aarch64 smoke test will be skipped" >&2
+fi
 # Optional: Debian's chromium, for the flame-graph page's browser checks (FlameGraphHtmlTest);
 # without it those checks are skipped with a message. DDPROF_NO_BROWSER=1 skips the install.
 if [ -z "${DDPROF_NO_BROWSER:-}" ] && ! command -v chromium >/dev/null 2>&1 \
@@ -44,6 +58,13 @@ if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
   export PATH="$HOME/.cargo/bin:$PATH"
 fi
 
+if ! [ -d "$(rustc --print sysroot)/lib/rustlib/aarch64-unknown-linux-gnu/lib" ]; then
+  command -v rustup >/dev/null 2>&1 \
+    || { echo "test.sh: the Rust target aarch64-unknown-linux-gnu is missing and there is no rustup to add it" >&2; exit 1; }
+  echo "test.sh: rustup target add aarch64-unknown-linux-gnu"
+  rustup target add aarch64-unknown-linux-gnu
+fi
+
 bash scripts/install-jdks.sh >/dev/null
 # shellcheck disable=SC1091
 . "$ROOT/.jdks/env.sh"
@@ -53,5 +74,6 @@ if [ -z "${JAVA_HOME:-}" ]; then
 fi
 echo "test.sh: build JDK $JAVA_HOME; test JDKs 11=$JDK11 17=$JDK17 21=$JDK21 25=$JDK25"
 
-mvn -B install -Djdk11="$JDK11" -Djdk21="$JDK21" -Djdk25="$JDK25" "$@"
+mvn -B install -Dddprof.arm64=required -Djdk11="$JDK11" -Djdk21="$JDK21" -Djdk25="$JDK25" "$@"
 bash scripts/consumer-test.sh "$JDK17" "$JDK25"
+bash scripts/arm64-smoke.sh
