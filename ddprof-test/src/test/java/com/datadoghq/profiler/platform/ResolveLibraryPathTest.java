@@ -4,12 +4,16 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.Paths;
 import java.nio.file.attribute.PosixFilePermission;
 import java.util.EnumSet;
+import java.util.LinkedHashMap;
+import java.util.Map;
 
 import com.datadoghq.profiler.LibraryLoader;
 import com.datadoghq.profiler.testing.ChildJvm;
@@ -42,6 +46,32 @@ class ResolveLibraryPathTest {
         Path again = LibraryLoader.resolveLibraryPath(dir.toString());
         assertNotEquals(lib, again);
         assertTrue(Files.isRegularFile(lib) && Files.isRegularFile(again));
+    }
+
+    /**
+     * The jar carries one library per architecture (upstream's folders) and the loader takes the
+     * one {@code os.arch} names: an aarch64 JVM gets the AArch64 build, an x86_64 one the x86-64
+     * build (the ELF header's machine field). The JVMs here run on x86_64 with {@code os.arch}
+     * overridden; the aarch64 library itself runs in scripts/arm64-smoke.sh.
+     */
+    @Test
+    void eachArchitectureGetsItsOwnLibrary() throws Exception {
+        assumeTrue(LibraryLoader.class.getResource("/META-INF/native-libs/linux-arm64/libjavaProfiler.so") != null,
+                "the jar was built without linux-arm64 (no cross toolchain: ddprof.arm64=auto skipped it)");
+        Path lib = Paths.get(LibraryLoader.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        Map<String, Integer> machineOf = new LinkedHashMap<>();
+        machineOf.put("aarch64", 183); // EM_AARCH64
+        machineOf.put("arm64", 183);
+        machineOf.put("amd64", 62); // EM_X86_64
+        machineOf.put("x86_64", 62);
+        for (Map.Entry<String, Integer> e : machineOf.entrySet()) {
+            ChildJvm.Result r = new ChildJvm().classpath(lib).jvmArgs("-Dos.arch=" + e.getKey())
+                    .main(ResolveLibraryMain.class, dir.toString()).run(dir);
+            assertEquals(0, r.exitCode, r.describe());
+            String[] lines = r.stdout.trim().split("\n");
+            assertEquals(e.getKey(), lines[0], "os.arch not overridden: " + r.describe());
+            assertEquals(e.getValue().toString(), lines[1], "ELF machine for os.arch=" + e.getKey() + ": " + r.describe());
+        }
     }
 
     @Test
