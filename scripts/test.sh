@@ -3,7 +3,7 @@
 # the end-to-end JUnit tests once per JDK of the matrix (11, 17, 21, 25), installs the artifact
 # (com.datadoghq:ddprof) into the local Maven repository and checks it as a consumer's project
 # sees it (scripts/consumer-test.sh, offline, on JDK 17 and 25), and runs the jar's linux-arm64
-# library on an aarch64 JDK 25 under qemu-user (scripts/arm64-smoke.sh).
+# library on aarch64 JDKs 21 and 25 under qemu-user (scripts/arm64-smoke.sh).
 #
 #   bash scripts/test.sh [extra maven arguments, e.g. -Dtest=CpuSamplingTest]
 #
