@@ -221,12 +221,18 @@ DEBUG="$WORK/debuginfo/META-INF/native-libs/linux-x64/libjavaProfiler.so.debug"
 # The aarch64 library (scripts/build-native-arm64.sh), split the same way.
 ARM_LIB="$WORK/jar/META-INF/native-libs/linux-arm64/libjavaProfiler.so"
 ARM_DEBUG="$WORK/debuginfo/META-INF/native-libs/linux-arm64/libjavaProfiler.so.debug"
+# scripts/test.sh sets DDPROF_ARM64=auto only when it could not get the Rust target: then the
+# build warned and the jar lacks it, and so does this check (loudly).
+if [ ! -f "$ARM_LIB" ] && [ "${DDPROF_ARM64:-required}" = auto ]; then
+  echo "consumer-test: WARNING: no linux-arm64 library in the jar (built without the aarch64 target)" >&2
+else
 [ -f "$ARM_LIB" ] || fail "no META-INF/native-libs/linux-arm64/libjavaProfiler.so in the jar"
 readelf -hW "$ARM_LIB" | grep -q 'Machine: *AArch64' || fail "linux-arm64/libjavaProfiler.so is not an AArch64 file"
 ! readelf -SW "$ARM_LIB" | grep -q '\.debug_' || fail "the bundled arm64 library still has DWARF sections"
 [ -f "$ARM_DEBUG" ] || fail "the debuginfo jar has no META-INF/native-libs/linux-arm64/libjavaProfiler.so.debug"
 [ -n "$(build_id "$ARM_LIB")" ] && [ "$(build_id "$ARM_LIB")" = "$(build_id "$ARM_DEBUG")" ] \
   || fail "arm64 build ids differ: library $(build_id "$ARM_LIB"), debug file $(build_id "$ARM_DEBUG")"
+fi
 # An address of the stripped library, as a crash report gives it, to a source line.
 symbol=Java_com_datadoghq_profiler_JavaProfiler_getVersion0
 addr="$(nm "$LIB" | awk -v s="$symbol" '$3 == s { print $1 }')"

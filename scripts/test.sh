@@ -58,11 +58,16 @@ if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
   export PATH="$HOME/.cargo/bin:$PATH"
 fi
 
+# The arm64 library is required, unless the Rust target cannot be had (no rustup, or its download
+# refused): then the build goes on without it, with the build's loud warning, rather than fail the
+# x86_64 suite for want of a toolchain.
+ARM64_MODE=required
 if ! [ -d "$(rustc --print sysroot)/lib/rustlib/aarch64-unknown-linux-gnu/lib" ]; then
-  command -v rustup >/dev/null 2>&1 \
-    || { echo "test.sh: the Rust target aarch64-unknown-linux-gnu is missing and there is no rustup to add it" >&2; exit 1; }
   echo "test.sh: rustup target add aarch64-unknown-linux-gnu"
-  rustup target add aarch64-unknown-linux-gnu
+  if ! { command -v rustup >/dev/null 2>&1 && rustup target add aarch64-unknown-linux-gnu; }; then
+    echo "test.sh: WARNING: the Rust target aarch64-unknown-linux-gnu could not be added; the jar is built without linux-arm64" >&2
+    ARM64_MODE=auto
+  fi
 fi
 
 bash scripts/install-jdks.sh >/dev/null
@@ -74,6 +79,6 @@ if [ -z "${JAVA_HOME:-}" ]; then
 fi
 echo "test.sh: build JDK $JAVA_HOME; test JDKs 11=$JDK11 17=$JDK17 21=$JDK21 25=$JDK25"
 
-mvn -B install -Dddprof.arm64=required -Djdk11="$JDK11" -Djdk21="$JDK21" -Djdk25="$JDK25" "$@"
-bash scripts/consumer-test.sh "$JDK17" "$JDK25"
+mvn -B install -Dddprof.arm64="$ARM64_MODE" -Djdk11="$JDK11" -Djdk21="$JDK21" -Djdk25="$JDK25" "$@"
+DDPROF_ARM64="$ARM64_MODE" bash scripts/consumer-test.sh "$JDK17" "$JDK25"
 bash scripts/arm64-smoke.sh
