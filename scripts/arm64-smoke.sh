@@ -35,6 +35,9 @@ if [ -z "$JAR" ]; then
   JAR="$(ls ddprof-lib/target/ddprof-*.jar 2>/dev/null | grep -vE -- '-(sources|javadoc|debuginfo)\.jar$' | head -n1)"
 fi
 [ -f "$JAR" ] || fail "no jar (build it first: mvn -DskipTests package)"
+if [ "${DDPROF_ARM64:-required}" = auto ] && ! unzip -l "$JAR" | grep -q "META-INF/native-libs/linux-arm64/"; then
+  skip "the jar was built without linux-arm64 (no Rust aarch64 target; scripts/test.sh warned)"
+fi
 unzip -l "$JAR" | grep -q "META-INF/native-libs/linux-arm64/libjavaProfiler.so" \
   || fail "$JAR has no META-INF/native-libs/linux-arm64/libjavaProfiler.so"
 

@@ -81,4 +81,4 @@ echo "test.sh: build JDK $JAVA_HOME; test JDKs 11=$JDK11 17=$JDK17 21=$JDK21 25=
 
 mvn -B install -Dddprof.arm64="$ARM64_MODE" -Djdk11="$JDK11" -Djdk21="$JDK21" -Djdk25="$JDK25" "$@"
 DDPROF_ARM64="$ARM64_MODE" bash scripts/consumer-test.sh "$JDK17" "$JDK25"
-bash scripts/arm64-smoke.sh
+DDPROF_ARM64="$ARM64_MODE" bash scripts/arm64-smoke.sh
