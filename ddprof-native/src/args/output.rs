@@ -48,43 +48,70 @@ pub(super) fn loglevel(d: &mut Draft, value: Option<&str>) -> Result<(), Reason>
 
 /// Expands `%p` (pid), `%t` (`yyyyMMdd-HHmmss`, UTC) and `%{NAME}` (environment). As upstream:
 /// `%` before any other character yields that character (`%%` is `%`), a trailing `%` is dropped,
-/// and an unset, empty or unterminated `%{NAME}` is kept as `{NAME…` (without the `%`).
+/// and an empty, too long or unterminated `%{NAME…` is kept as `{NAME…` (without the `%`).
+///
+/// Unlike upstream, a variable's value cannot change where the recording goes beyond what the
+/// pattern says: at the very start of the pattern the value is a path (`%{HOME}/rec.jfr`, a
+/// directory the environment names, as `$HOME` would); anywhere else it is one file name, its
+/// `/` written `_` and a value of `.` or `..` written `_` or `__`. An unset or empty variable is
+/// an error (upstream keeps `{NAME}`, or drops an empty value, which can make
+/// `/recordings/%{TEAM}/app.jfr` write `/recordings/app.jfr`); the error names the variable.
 pub(super) fn expand_file_pattern(
     pattern: &str,
     env: &dyn Fn(&str) -> Option<String>,
     pid: u32,
     now_epoch_secs: i64,
-) -> String {
+) -> Result<String, String> {
     let mut out = String::with_capacity(pattern.len() + 16);
     let mut rest = pattern;
     while let Some(pos) = rest.find('%') {
         out.push_str(&rest[..pos]);
         let after = &rest[pos + 1..];
         let Some(c) = after.chars().next() else {
-            return out;
+            return Ok(out);
         };
+        let at_start = pos == 0 && rest.len() == pattern.len();
         rest = &after[c.len_utf8()..];
         match c {
             'p' => out.push_str(&pid.to_string()),
             't' => out.push_str(&format_timestamp(now_epoch_secs)),
-            '{' => {
-                let name_end = rest.find('}');
-                let value = name_end
-                    .filter(|&end| end > 0 && end <= MAX_ENV_NAME_LEN)
-                    .and_then(|end| env(&rest[..end]).map(|v| (end, v)));
-                match value {
-                    Some((end, v)) => {
-                        out.push_str(&v);
-                        rest = &rest[end + 1..];
+            '{' => match rest
+                .find('}')
+                .filter(|&end| end > 0 && end <= MAX_ENV_NAME_LEN)
+            {
+                Some(end) => {
+                    let name = &rest[..end];
+                    let value = env(name).filter(|v| !v.is_empty()).ok_or_else(|| {
+                        let state = if env(name).is_some() {
+                            "empty"
+                        } else {
+                            "not set"
+                        };
+                        format!("environment variable {name} of %{{{name}}} is {state}")
+                    })?;
+                    if at_start {
+                        out.push_str(&value);
+                    } else {
+                        out.push_str(&as_file_name(&value));
                     }
-                    None => out.push('{'),
+                    rest = &rest[end + 1..];
                 }
-            }
+                None => out.push('{'),
+            },
             other => out.push(other),
         }
     }
     out.push_str(rest);
-    out
+    Ok(out)
+}
+
+/// A variable's value as one file name: `/` becomes `_`, and `.` or `..` (which would name the
+/// directory itself or its parent) become `_` or `__`.
+fn as_file_name(value: &str) -> String {
+    if value == "." || value == ".." {
+        return "_".repeat(value.len());
+    }
+    value.replace('/', "_")
 }
 
 /// `yyyyMMdd-HHmmss` of a Unix time, in UTC (upstream uses local time; the format is the same).

@@ -57,7 +57,7 @@ pub fn parse_unchecked(
             None => draft.args.unknown.push(key.to_string()),
         }
     }
-    Ok(resolve(draft, env, pid, now_epoch_secs))
+    resolve(draft, env, pid, now_epoch_secs)
 }
 
 /// Applies the rules that look at several options at once, in upstream's order.
@@ -66,7 +66,7 @@ fn resolve(
     env: &dyn Fn(&str) -> Option<String>,
     pid: u32,
     now_epoch_secs: i64,
-) -> Args {
+) -> Result<Args, ArgError> {
     let Draft {
         mut args,
         cpu,
@@ -126,6 +126,14 @@ fn resolve(
         heap_usage: record_heap_usage,
         ratio: live_ratio,
     });
-    args.file = file.map(|f| expand_file_pattern(f, env, pid, now_epoch_secs));
-    args
+    args.file = file
+        .map(|f| {
+            expand_file_pattern(f, env, pid, now_epoch_secs).map_err(|reason| ArgError {
+                option: "file".to_string(),
+                value: f.to_string(),
+                reason,
+            })
+        })
+        .transpose()?;
+    Ok(args)
 }

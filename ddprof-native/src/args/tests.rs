@@ -906,7 +906,67 @@ fn file_pattern_expands_pid_time_and_env() {
     assert_eq!(file("/tmp/p-%p.jfr"), "/tmp/p-4242.jfr");
     assert_eq!(file("/tmp/t-%t.jfr"), "/tmp/t-20231114-221320.jfr");
     assert_eq!(file("%{HOME}/x-%p-%t"), "/home/me/x-4242-20231114-221320");
-    assert_eq!(file("a%{EMPTY}b"), "ab");
+}
+
+fn env_with_odd_values(name: &str) -> Option<String> {
+    match name {
+        "HOME" => Some("/home/me".to_string()),
+        "SLASHES" => Some("../../etc/cron.d/x".to_string()),
+        "DOT" => Some(".".to_string()),
+        "DOTDOT" => Some("..".to_string()),
+        "DOTS" => Some("...".to_string()),
+        "EMPTY" => Some(String::new()),
+        _ => None,
+    }
+}
+
+#[test]
+fn an_env_value_is_one_file_name_except_at_the_start() {
+    let file = |v: &str| {
+        parse(&format!("file={v}"), &env_with_odd_values, PID, NOW)
+            .unwrap()
+            .file
+            .unwrap()
+    };
+    // At the very start the value is a path: the directory the environment names.
+    assert_eq!(file("%{HOME}/r.jfr"), "/home/me/r.jfr");
+    assert_eq!(file("%{SLASHES}.jfr"), "../../etc/cron.d/x.jfr");
+    // Anywhere else it cannot leave or add directories.
+    assert_eq!(file("/r/%{SLASHES}.jfr"), "/r/.._.._etc_cron.d_x.jfr");
+    assert_eq!(file("/r/%{HOME}/a.jfr"), "/r/_home_me/a.jfr");
+    assert_eq!(file("%p%{HOME}"), "4242_home_me");
+    assert_eq!(file("/r/%{DOTDOT}/a.jfr"), "/r/__/a.jfr");
+    assert_eq!(file("/r/%{DOT}/a.jfr"), "/r/_/a.jfr");
+    assert_eq!(file("/r/%{DOTS}/a.jfr"), "/r/.../a.jfr");
+    assert_eq!(file("/r/x%{DOTDOT}"), "/r/x__");
+}
+
+#[test]
+fn an_unset_or_empty_env_variable_is_an_error_naming_it() {
+    for (pattern, reason) in [
+        (
+            "/r/%{UNSET}/a.jfr",
+            "environment variable UNSET of %{UNSET} is not set",
+        ),
+        (
+            "%{UNSET}",
+            "environment variable UNSET of %{UNSET} is not set",
+        ),
+        (
+            "/r/%{EMPTY}/a.jfr",
+            "environment variable EMPTY of %{EMPTY} is empty",
+        ),
+    ] {
+        for command in [
+            format!("file={pattern}"),
+            format!("start,cpu,file={pattern}"),
+        ] {
+            let e = parse(&command, &env_with_odd_values, PID, NOW).unwrap_err();
+            assert_eq!((e.option.as_str(), e.value.as_str()), ("file", pattern));
+            assert_eq!(e.reason, reason);
+            assert!(!e.is_state_error());
+        }
+    }
 }
 
 #[test]
@@ -916,7 +976,6 @@ fn file_pattern_keeps_upstream_edge_cases() {
     assert_eq!(file("a%xb"), "axb");
     assert_eq!(file("a%éb"), "aéb");
     assert_eq!(file("ab%"), "ab");
-    assert_eq!(file("%{UNSET}/x"), "{UNSET}/x");
     assert_eq!(file("%{HOME"), "{HOME");
     assert_eq!(file("%{}x"), "{}x");
     let long = "N".repeat(128);

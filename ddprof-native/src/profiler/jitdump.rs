@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
 
+use super::map_records::LatestRecords;
 use crate::args::JitDumpDir;
 
 /// "JiTD" as a native-endian u32: readers tell the byte order from it.
@@ -49,13 +50,24 @@ pub struct DebugEntry {
     pub file: String,
 }
 
+/// A dump this process writes, and what it holds: kept across stops, so that a later start
+/// appends to it (one `perf record` across a stop and a start sees all the code) without
+/// writing again the code the replay reports and the file already names.
+#[derive(Default)]
+struct DumpFile {
+    path: PathBuf,
+    written: LatestRecords,
+    /// `code_index` of the next JIT_CODE_LOAD: unique within the file, whatever the starts
+    /// (`perf inject` names the code it extracts after it).
+    next_index: u64,
+}
+
 struct Sink {
     file: File,
     /// The executable mapping that tells `perf record` where the file is.
     marker: usize,
     marker_len: usize,
-    /// `code_index` of the next JIT_CODE_LOAD (unique within the file).
-    next_index: u64,
+    dump: DumpFile,
 }
 
 impl Drop for Sink {
@@ -69,9 +81,11 @@ impl Drop for Sink {
 static DUMP: Mutex<Option<Sink>> = Mutex::new(None);
 /// Whether records are written (checked before any work in a callback).
 static ACTIVE: AtomicBool = AtomicBool::new(false);
-/// The file this process writes once one was created: a later start with the same choice of
-/// directory appends to it, so that one `perf record` across a stop and a start sees all code.
-static CREATED: Mutex<Option<(JitDumpDir, PathBuf)>> = Mutex::new(None);
+/// The dumps this process made and is not writing now.
+static DUMPS: Mutex<Vec<DumpFile>> = Mutex::new(Vec::new());
+/// The directory the bare option made for this process: every later start uses it again, so
+/// a process leaves one `java-jit-*` directory however many starts.
+static DEFAULT_DIR: Mutex<Option<PathBuf>> = Mutex::new(None);
 
 /// Whether `jitdump` is on (callbacks skip their work otherwise).
 pub fn is_active() -> bool {
@@ -80,18 +94,12 @@ pub fn is_active() -> bool {
 
 /// Opens this process's dump (a new one, or the one an earlier start of this process made) and
 /// maps it executable. Records are written from then on; the JVMTI events that feed them are
-/// `codemap`'s. On a JVM thread under the profiler lock. An error changes nothing.
+/// `codemap`'s. On a JVM thread under the profiler lock. An error changes nothing (but a
+/// default directory, once made, is kept for the next start).
 pub fn open_sink(choice: &JitDumpDir) -> Result<PathBuf, String> {
     let pid = std::process::id();
-    let earlier = CREATED
-        .lock()
-        .as_ref()
-        .filter(|(c, _)| c == choice)
-        .map(|(_, p)| p.clone());
-    let (path, fresh) = match earlier {
-        Some(p) => (p, false),
-        None => (directory(choice)?.join(format!("jit-{pid}.dump")), true),
-    };
+    let path = directory(choice)?.join(format!("jit-{pid}.dump"));
+    let earlier = DUMPS.lock().iter().position(|d| d.path == path);
     let mut file = OpenOptions::new()
         .read(true)
         .append(true)
@@ -101,8 +109,14 @@ pub fn open_sink(choice: &JitDumpDir) -> Result<PathBuf, String> {
         .open(&path)
         .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     super::perfmap::own_regular_file(&file, &path)?;
+    let len = file
+        .metadata()
+        .map_err(|e| format!("cannot stat {}: {e}", path.display()))?
+        .len();
+    // A file left by an earlier process with our pid describes someone else's code; one of ours
+    // that someone emptied starts again.
+    let fresh = earlier.is_none() || len == 0;
     if fresh {
-        // A file left by an earlier process with our pid describes someone else's code.
         file.set_len(0)
             .and_then(|_| file.write_all(&header(ELF_MACH, pid, timestamp())))
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
@@ -123,13 +137,20 @@ pub fn open_sink(choice: &JitDumpDir) -> Result<PathBuf, String> {
             path.display()
         )
     })?;
+    let kept = earlier.map(|i| DUMPS.lock().swap_remove(i));
+    let dump = match kept {
+        Some(d) if !fresh => d,
+        _ => DumpFile {
+            path: path.clone(),
+            ..DumpFile::default()
+        },
+    };
     *DUMP.lock() = Some(Sink {
         file,
         marker,
         marker_len,
-        next_index: 0,
+        dump,
     });
-    *CREATED.lock() = Some((choice.clone(), path.clone()));
     ACTIVE.store(true, Ordering::Release);
     Ok(path)
 }
@@ -137,7 +158,10 @@ pub fn open_sink(choice: &JitDumpDir) -> Result<PathBuf, String> {
 /// Stops writing, unmaps and closes the dump (the file stays for `perf inject`).
 pub fn stop() {
     ACTIVE.store(false, Ordering::Release);
-    *DUMP.lock() = None;
+    let sink = DUMP.lock().take();
+    if let Some(mut sink) = sink {
+        DUMPS.lock().push(std::mem::take(&mut sink.dump));
+    }
 }
 
 /// Appends the records of one piece of code: its debug info (if any), then its load record, with
@@ -157,14 +181,18 @@ pub unsafe fn write_code(name: &str, addr: usize, size: usize, debug: &[DebugEnt
     let Some(sink) = guard.as_mut() else {
         return;
     };
+    // The replay of a start reports code the file names already.
+    if !sink.dump.written.note(addr, size, name) {
+        return;
+    }
     // Timestamps taken under the lock: records are in time order, as perf inject reads them.
     let now = timestamp();
     let mut bytes = Vec::new();
     if !debug.is_empty() {
         bytes.extend_from_slice(&debug_info_record(now, addr as u64, debug));
     }
-    let index = sink.next_index;
-    sink.next_index += 1;
+    let index = sink.dump.next_index;
+    sink.dump.next_index += 1;
     bytes.extend_from_slice(&code_load_record(
         now,
         std::process::id(),
@@ -180,7 +208,7 @@ pub unsafe fn write_code(name: &str, addr: usize, size: usize, debug: &[DebugEnt
 
 /// The directory of the dump, created if missing: the one given, or a fresh
 /// `java-jit-<yyyymmdd>.XXXXXX` under `$JITDUMPDIR/.debug/jit` (else `$HOME/.debug/jit`), as
-/// perf's own JVMTI agent does, so that runs never overwrite each other.
+/// perf's own JVMTI agent does, so that runs never overwrite each other; made once per process.
 fn directory(choice: &JitDumpDir) -> Result<PathBuf, String> {
     let mkdir = |dir: &Path| {
         std::fs::DirBuilder::new()
@@ -196,6 +224,12 @@ fn directory(choice: &JitDumpDir) -> Result<PathBuf, String> {
             Ok(dir)
         }
         JitDumpDir::Default => {
+            let mut default_dir = DEFAULT_DIR.lock();
+            if let Some(dir) = default_dir.as_ref() {
+                // Made again if someone removed it; still one directory per process.
+                mkdir(dir)?;
+                return Ok(dir.clone());
+            }
             let base = std::env::var_os("JITDUMPDIR")
                 .filter(|v| !v.is_empty())
                 .or_else(|| std::env::var_os("HOME").filter(|v| !v.is_empty()))
@@ -221,7 +255,9 @@ fn directory(choice: &JitDumpDir) -> Result<PathBuf, String> {
                 ));
             }
             raw.pop();
-            Ok(PathBuf::from(std::ffi::OsStr::from_bytes(&raw)))
+            let dir = PathBuf::from(std::ffi::OsStr::from_bytes(&raw));
+            *default_dir = Some(dir.clone());
+            Ok(dir)
         }
     }
 }
@@ -450,6 +486,20 @@ mod tests {
         assert_eq!(u32_at(&bytes, HEADER_SIZE), JIT_CODE_DEBUG_INFO);
         assert_eq!(u32_at(&bytes, HEADER_SIZE + debug), JIT_CODE_LOAD);
         assert!(bytes.ends_with(&code));
+
+        // A second start appends to the same file; the replay of code it names adds nothing.
+        assert_eq!(open_sink(&good).unwrap(), path);
+        // SAFETY: as above.
+        unsafe { write_code("A::f()V", code.as_ptr() as usize, code.len(), &entries) };
+        assert_eq!(std::fs::read(&path).unwrap(), bytes);
+        // SAFETY: as above.
+        unsafe { write_code("B::g()V", code.as_ptr() as usize, code.len(), &[]) };
+        stop();
+        let again = std::fs::read(&path).unwrap();
+        assert_eq!(&again[..bytes.len()], &bytes[..]);
+        let load = &again[bytes.len()..];
+        assert_eq!(u32_at(load, 0), JIT_CODE_LOAD);
+        assert_eq!(u64_at(load, 48), 1, "code_index goes on across starts");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

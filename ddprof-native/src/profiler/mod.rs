@@ -29,6 +29,7 @@ mod cpu_load;
 mod dump;
 pub mod jitdump;
 mod libraries;
+mod map_records;
 mod output;
 pub mod perfmap;
 mod sanity;

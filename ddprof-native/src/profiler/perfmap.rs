@@ -5,6 +5,9 @@
 //! every stub the VM generates (DynamicCodeGenerated: `Interpreter`, `vtable stub`, ...) gets
 //! a line; at start `GenerateEvents` replays what exists already. Freed code is not removed
 //! (the format has no removal; code that later reuses the range gets a line of its own).
+//! One map per process: the first start of the process empties a map left by an earlier
+//! process with the same pid; later starts append, and the replay of code already in the map
+//! adds nothing (`map_records`), so the map holds each piece of code once however many starts.
 //! The events arrive through `codemap`, on whatever thread posts them, never in a signal handler.
 
 use std::fs::{File, OpenOptions};
@@ -15,8 +18,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
 
-/// The open map while `perfmap` is on.
-static MAP: Mutex<Option<File>> = Mutex::new(None);
+use super::map_records::LatestRecords;
+
+/// The map of this process: open while `perfmap` is on, and what it holds across starts.
+struct Map {
+    file: Option<File>,
+    written: LatestRecords,
+    /// Whether this process opened the map before (then it is ours, and is appended to).
+    opened_before: bool,
+}
+
+static MAP: Mutex<Map> = Mutex::new(Map {
+    file: None,
+    written: LatestRecords::new(),
+    opened_before: false,
+});
 /// Whether lines are written (checked before taking the lock).
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 
@@ -31,11 +47,17 @@ pub fn path_of(pid: u32) -> PathBuf {
 }
 
 /// Opens (appending) this process's map; lines are written from then on. The JVMTI events that
-/// feed it are `codemap`'s. An error changes nothing.
+/// feed it are `codemap`'s. The first start of the process empties the file: one left by an
+/// earlier process with this pid describes someone else's code. An error changes nothing.
 pub fn open_sink() -> Result<PathBuf, String> {
     let path = path_of(std::process::id());
-    let file = open(&path)?;
-    *MAP.lock() = Some(file);
+    let mut map = MAP.lock();
+    let file = open(&path, !map.opened_before)?;
+    if !map.opened_before {
+        map.written.clear();
+        map.opened_before = true;
+    }
+    map.file = Some(file);
     ACTIVE.store(true, Ordering::Release);
     Ok(path)
 }
@@ -43,12 +65,12 @@ pub fn open_sink() -> Result<PathBuf, String> {
 /// Stops writing and closes the map (the file stays for the tools that read it).
 pub fn stop() {
     ACTIVE.store(false, Ordering::Release);
-    *MAP.lock() = None;
+    MAP.lock().file = None;
 }
 
-/// The map file, appended to; refused if it is not a regular file of ours (`/tmp` is shared:
-/// never follow a symlink, never write into someone else's file).
-fn open(path: &PathBuf) -> Result<File, String> {
+/// The map file, appended to, emptied first if `empty`; refused if it is not a regular file of
+/// ours (`/tmp` is shared: never follow a symlink, never write into someone else's file).
+fn open(path: &PathBuf, empty: bool) -> Result<File, String> {
     let file = OpenOptions::new()
         .append(true)
         .create(true)
@@ -57,6 +79,10 @@ fn open(path: &PathBuf) -> Result<File, String> {
         .open(path)
         .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     own_regular_file(&file, path)?;
+    if empty {
+        file.set_len(0)
+            .map_err(|e| format!("cannot empty {}: {e}", path.display()))?;
+    }
     Ok(file)
 }
 
@@ -101,10 +127,13 @@ pub fn write(start: usize, size: usize, name: &str) {
     if !ACTIVE.load(Ordering::Acquire) || start == 0 || size == 0 {
         return;
     }
-    let text = line(start, size, name);
-    if let Some(f) = MAP.lock().as_mut() {
-        // One write per line, on an O_APPEND file: readers never see half a line.
-        let _ = f.write_all(text.as_bytes());
+    let mut map = MAP.lock();
+    let Map { file, written, .. } = &mut *map;
+    if let Some(f) = file.as_mut() {
+        if written.note(start, size, name) {
+            // One write per line, on an O_APPEND file: readers never see half a line.
+            let _ = f.write_all(line(start, size, name).as_bytes());
+        }
     }
 }
 
@@ -142,9 +171,22 @@ mod tests {
         let link = dir.join("link.map");
         let _ = std::fs::remove_file(&link);
         std::os::unix::fs::symlink(&target, &link).unwrap();
-        assert!(open(&link).is_err(), "followed a symlink");
+        assert!(open(&link, true).is_err(), "followed a symlink");
+        assert_eq!(std::fs::metadata(&target).unwrap().len(), 0);
         let own = dir.join("own.map");
-        assert!(open(&own).is_ok());
+        std::fs::write(&own, b"1000 10 stale\n").unwrap();
+        assert!(open(&own, false).is_ok());
+        assert_eq!(
+            std::fs::metadata(&own).unwrap().len(),
+            14,
+            "appending keeps the lines"
+        );
+        assert!(open(&own, true).is_ok());
+        assert_eq!(
+            std::fs::metadata(&own).unwrap().len(),
+            0,
+            "the first open empties"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

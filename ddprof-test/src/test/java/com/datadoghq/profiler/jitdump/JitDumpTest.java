@@ -19,7 +19,9 @@ import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
 import com.datadoghq.profiler.testing.Perf;
+import com.datadoghq.profiler.perfmap.RestartsMain;
 import com.datadoghq.profiler.testing.ChildJvm;
+import com.datadoghq.profiler.testing.CodeRecords;
 import com.datadoghq.profiler.testing.TestEnv;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -29,7 +31,8 @@ import org.junit.jupiter.api.io.TempDir;
  * a code-load record for every compiled method and stub, and before each compiled method's load a
  * debug-info record whose lines include those of the methods inlined into it. {@code perf inject --jit}
  * turns a {@code perf record -k 1} of the JVM into a profile that names the busy Java method and, by its
- * line table, the method inlined into it.
+ * line table, the method inlined into it. A process makes one default directory and one dump per
+ * directory however many starts; later starts append to it without repeating the code it names.
  */
 class JitDumpTest {
     private static final int MAGIC = 0x4A695444;
@@ -156,6 +159,70 @@ class JitDumpTest {
         assertTrue(hot * 2 >= worker, "worker samples named " + HOT + ": " + hot + " of " + worker + "\n" + sample);
         assertTrue(hotInCallee * 4 >= hot, "samples of " + HOT + " on a line of the inlined " + CALLEE_FILE + ": "
                 + hotInCallee + " of " + hot + "\n" + sample);
+    }
+
+    /** Starts alternating the bare option and a given directory, as a fuzzer or an operator might. */
+    @Test
+    void severalStartsMakeOneDirectoryAndRepeatNoCode() throws Exception {
+        Path base = dir.resolve("base");
+        Path given = dir.resolve("given");
+        Files.createDirectories(base);
+        ChildJvm.Result r = new ChildJvm()
+                .classpath(TestEnv.libJar())
+                .env("JITDUMPDIR", base.toString())
+                .main(RestartsMain.class, dir.toString(), "6", "jitdump|jitdump=" + given)
+                .timeout(Duration.ofSeconds(120))
+                .run(dir);
+        assertFalse(r.timedOut, "child JVM hung:\n" + r.describe());
+        assertEquals(0, r.exitCode, "child JVM failed:\n" + r.describe());
+        assertTrue(r.stdout.contains("workload done: restarts"), r.describe());
+        assertFalse(r.stderr.contains("no jitdump is written"), r.describe());
+        Matcher m = Pattern.compile("pid: (\\d+)").matcher(r.stdout);
+        assertTrue(m.find(), "no pid:\n" + r.describe());
+        int pid = Integer.parseInt(m.group(1));
+        Files.deleteIfExists(java.nio.file.Paths.get("/tmp/perf-" + pid + ".map"));
+
+        Path parent = base.resolve(".debug").resolve("jit");
+        List<Path> made;
+        try (Stream<Path> s = Files.list(parent)) {
+            made = s.collect(Collectors.toList());
+        }
+        assertEquals(1, made.size(), "directories under " + parent + ": " + made);
+        for (Path dump : new Path[] {made.get(0).resolve("jit-" + pid + ".dump"), given.resolve("jit-" + pid + ".dump")}) {
+            assertTrue(Files.isRegularFile(dump), "no " + dump);
+            ByteBuffer b = ByteBuffer.wrap(Files.readAllBytes(dump)).order(ByteOrder.nativeOrder());
+            assertEquals(MAGIC, b.getInt(0), "magic");
+            assertEquals(pid, b.getInt(20), "pid");
+            CodeRecords records = new CodeRecords();
+            List<Long> indexes = new ArrayList<>();
+            int interpreter = 0;
+            int at = b.getInt(8);
+            while (at < b.limit()) {
+                int id = b.getInt(at);
+                int size = b.getInt(at + 4);
+                assertTrue(size >= 16 && at + size <= b.limit(), "record " + id + " of size " + size + " at " + at);
+                if (id == 0) { // JIT_CODE_LOAD
+                    int nul = at + 56;
+                    while (b.get(nul) != 0) {
+                        nul++;
+                    }
+                    String name = text(b, at + 56, nul);
+                    records.add(b.getLong(at + 32), b.getLong(at + 40), name);
+                    indexes.add(b.getLong(at + 48));
+                    interpreter += name.equals("Interpreter") ? 1 : 0;
+                } else {
+                    assertEquals(2, id, "a record other than a code load or its debug info at " + at);
+                }
+                at += size;
+            }
+            assertEquals(b.limit(), at, "records end with the file " + dump);
+            assertTrue(records.count() > 100, records.count() + " code loads in " + dump);
+            assertTrue(records.repeats().isEmpty(), records.repeats().size() + " of " + records.count()
+                    + " code loads in " + dump + " repeat what it named already, e.g. "
+                    + records.repeats().subList(0, Math.min(5, records.repeats().size())));
+            assertEquals(1, interpreter, "interpreter loads in " + dump);
+            assertEquals(indexes.size(), indexes.stream().distinct().count(), "code indexes repeat in " + dump);
+        }
     }
 
     /** A directory that cannot be made is a warning naming the option; the session and the recording go on. */

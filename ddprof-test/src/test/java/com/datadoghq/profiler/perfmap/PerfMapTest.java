@@ -18,6 +18,7 @@ import java.util.stream.Collectors;
 
 import com.datadoghq.profiler.testing.Perf;
 import com.datadoghq.profiler.testing.ChildJvm;
+import com.datadoghq.profiler.testing.CodeRecords;
 import com.datadoghq.profiler.testing.CpuBurner;
 import com.datadoghq.profiler.testing.TestEnv;
 import org.junit.jupiter.api.Test;
@@ -26,7 +27,9 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * {@code perfmap} writes {@code /tmp/perf-<pid>.map} while the profiler runs: a {@code START SIZE name}
  * line (hex, as Linux perf reads it) for every compiled method and VM stub, those made before the start
- * included; Linux perf then names the JIT's code of a busy Java method.
+ * included; Linux perf then names the JIT's code of a busy Java method. One map per process: the first
+ * start empties a map a dead process with the same pid left, and later starts add no line the map has
+ * already (each start replays all the code that exists).
  */
 class PerfMapTest {
     private static final Pattern LINE = Pattern.compile("[0-9a-f]+ [0-9a-f]+ \\S.*");
@@ -63,6 +66,42 @@ class PerfMapTest {
         boolean written = Files.exists(run.map);
         Files.deleteIfExists(run.map);
         assertFalse(written, "a perf map without perfmap: " + run.map);
+    }
+
+    @Test
+    void severalStartsWriteEachLineOnceAndNoStaleOne() throws Exception {
+        ChildJvm.Result r = new ChildJvm()
+                .classpath(TestEnv.libJar())
+                .main(RestartsMain.class, dir.toString(), "6", "perfmap")
+                .timeout(Duration.ofSeconds(120))
+                .run(dir);
+        Path map = mapOf(r);
+        try {
+            assertEquals(0, r.exitCode, "child JVM failed:\n" + r.describe());
+            assertTrue(r.stdout.contains("workload done: restarts"), r.describe());
+            List<String> lines = Files.readAllLines(map, StandardCharsets.UTF_8);
+            assertFalse(lines.contains(RestartsMain.STALE), "the line a dead process left is still there");
+            CodeRecords records = new CodeRecords();
+            for (String l : lines) {
+                assertTrue(LINE.matcher(l).matches(), "a line perf cannot read: " + l);
+                String[] f = l.split(" ", 3);
+                records.add(Long.parseUnsignedLong(f[0], 16), Long.parseUnsignedLong(f[1], 16), f[2]);
+            }
+            assertTrue(records.repeats().isEmpty(), records.repeats().size() + " of " + lines.size()
+                    + " lines repeat what the map said already, e.g. "
+                    + records.repeats().subList(0, Math.min(5, records.repeats().size())));
+            assertEquals(1, lines.stream().filter(l -> l.endsWith(" Interpreter")).count(), "interpreter lines");
+            assertTrue(lines.stream().anyMatch(l -> l.contains(CHAIN_C)), "no line for " + CHAIN_C);
+        } finally {
+            Files.deleteIfExists(map);
+        }
+    }
+
+    private static Path mapOf(ChildJvm.Result r) {
+        assertFalse(r.timedOut, "child JVM hung:\n" + r.describe());
+        Matcher m = Pattern.compile("pid: (\\d+)").matcher(r.stdout);
+        assertTrue(m.find(), "no pid:\n" + r.describe());
+        return Paths.get("/tmp/perf-" + m.group(1) + ".map");
     }
 
     /** {@code perf record} of the JVM names the busy Java method from the map (Debian's linux-perf). */
