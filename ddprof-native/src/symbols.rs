@@ -5,6 +5,8 @@
 //! C++ without parameters, Rust without hash); otherwise it is `libname+0xoffset`, the
 //! offset being the ELF virtual address (what `addr2line -e lib` takes). pcs outside
 //! every file (the vDSO) go to `dladdr`, then to a bare address.
+//! A file deleted since it was mapped (an extracted JNI library) is read through
+//! `elf::open_mapped`: `/proc/self/map_files/`, else the loaded image's dynamic symbols.
 //!
 //! `dladdr` is not used for pcs inside files: it only sees `.dynsym` and takes the
 //! nearest exported symbol below the pc, which misnames every static function of a
