@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::elf::{u32_at, Elf};
+use crate::elf::{u32_at, Elf, MappedFile};
 use crate::sample::walk::dwarf::{self, Lib, Row, Table, CFA_RBP, CFA_RSP, CFA_UNKNOWN, FP_SAME};
 
 /// Serialises builds and publications.
@@ -37,7 +37,7 @@ pub fn refresh() -> usize {
         .iter()
         .filter(|l| !l.path.ends_with("/libjvm.so"))
         .filter_map(|l| {
-            let rows = rows_of_file(&l.path, l.exec_start, l.exec_offset)?;
+            let rows = rows_of_file(l)?;
             (!rows.is_empty()).then_some(Lib {
                 start: l.start,
                 end: l.end,
@@ -66,8 +66,12 @@ pub fn refresh() -> usize {
 
 /// The rows of one file mapped with its executable segment at `exec_start` (file offset
 /// `exec_offset`), in runtime addresses.
-fn rows_of_file(path: &str, exec_start: u64, exec_offset: u64) -> Option<Vec<Row>> {
-    let elf = Elf::open(path)?;
+fn rows_of_file(f: &MappedFile) -> Option<Vec<Row>> {
+    rows_of_elf(&f.open()?, f.exec_start, f.exec_offset)
+}
+
+/// [`rows_of_file`] of a file opened (or an object read in memory).
+fn rows_of_elf(elf: &Elf, exec_start: u64, exec_offset: u64) -> Option<Vec<Row>> {
     // bias = runtime address - ELF vaddr, through the segment the mapping maps: file offset
     // f is at runtime exec_start + f - exec_offset and at ELF address vaddr + f - offset of
     // its segment (which may start after the mapping's page).

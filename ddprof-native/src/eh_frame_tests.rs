@@ -162,8 +162,17 @@ fn libc_rows_say_cfa_is_rsp_plus_8_at_function_entry() {
         .iter()
         .find(|f| f.path.contains("/libc.so"))
         .expect("libc is mapped");
-    let rows = rows_of_file(&libc.path, libc.exec_start, libc.exec_offset).expect("libc .eh_frame");
+    let rows = rows_of_file(libc).expect("libc .eh_frame");
     assert!(rows.len() > 1000, "rows: {}", rows.len());
+    // The same rows from libc as loaded (how a deleted library's are read).
+    let image = crate::loaded_image::open(libc.exec_start).expect("libc in memory");
+    let from_memory = rows_of_elf(&image, libc.exec_start, libc.exec_offset).expect("in memory");
+    assert!(
+        rows == from_memory,
+        "{} rows from the file, {} in memory",
+        rows.len(),
+        from_memory.len()
+    );
     let t = Table::single(libc.start, libc.end, rows);
     let sym = |name: &std::ffi::CStr| {
         // SAFETY: dlsym only reads the link map; `name` is NUL-terminated.

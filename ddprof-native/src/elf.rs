@@ -9,7 +9,14 @@
 //! exists) opens it once and keeps the descriptor for the life of the process: our own
 //! mappings are kept by `executable_mappings` despite `(deleted)`, and `Elf::open` reads our
 //! file through that descriptor. A second class loader loads the same copy through
-//! `/proc/self/fd/<n>` (LibraryLoader). Other deleted files are skipped.
+//! `/proc/self/fd/<n>` (LibraryLoader).
+//!
+//! Other libraries deleted once loaded (Netty's and zstd-jni's extracted JNI libraries) are
+//! kept too, marked [`Mapping::deleted`], and read by [`open_mapped`]: through
+//! `/proc/self/map_files/<start>-<end>`, the kernel's link to the mapped file, when the process
+//! may open it (CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE: root outside a container), else from
+//! the object as the loader mapped it (`loaded_image`: its dynamic symbols, notes and
+//! `.eh_frame`, no `.symtab`).
 
 use std::collections::HashMap;
 use std::ffi::{c_void, CStr};
@@ -83,15 +90,40 @@ pub fn u64_at(b: &[u8], at: usize) -> Option<u64> {
     ))
 }
 
-/// One executable mapping of a file (`/...` paths; `(deleted)` files are skipped, except
-/// this library's own, whose `path` is then the path it was loaded from).
+/// One executable mapping of a file (`/...` paths; this library's own, deleted, has the path it
+/// was loaded from).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Mapping {
     pub start: u64,
     pub end: u64,
     /// File offset of `start`.
     pub offset: u64,
+    /// The path, without the ` (deleted)` the maps file adds to a deleted file's.
     pub path: String,
+    /// The inode of a file deleted since it was mapped (other than this library): its path
+    /// names nothing (or another file), so it is read through [`open_mapped`].
+    pub deleted: Option<u64>,
+}
+
+impl Mapping {
+    /// This mapping's file as ELF (see [`open_mapped`]).
+    pub fn open(&self) -> Option<Elf> {
+        open_mapped(&self.path, self.deleted, self.start, self.end)
+    }
+}
+
+/// The ELF file of an executable mapping `[start, end)` of `path`: the file at `path` unless
+/// it was deleted (`deleted`), then the mapped file through `/proc/self/map_files/`, else the
+/// loaded object in memory. None when neither reads as a 64-bit little-endian ELF file.
+pub fn open_mapped(path: &str, deleted: Option<u64>, start: u64, end: u64) -> Option<Elf> {
+    if deleted.is_none() {
+        return Elf::open(path);
+    }
+    // EPERM without CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE in the initial user namespace.
+    std::fs::File::open(format!("/proc/self/map_files/{start:x}-{end:x}"))
+        .ok()
+        .and_then(Elf::of_file)
+        .or_else(|| crate::loaded_image::open(start))
 }
 
 /// The executable file mappings of a `/proc/<pid>/maps` text, in its order.
@@ -119,13 +151,17 @@ fn executable_mappings_keeping(maps: &str, own: Option<((u64, u64), u64, &str)>)
         if !perms.contains('x') || !path.starts_with('/') {
             continue;
         }
+        let mut deleted = None;
         match (parts.next(), parts.next()) {
             (None, _) => {}
             (Some(DELETED), None) => match own {
                 Some((own_dev, own_ino, own_path)) if is_file(dev, ino, own_dev, own_ino) => {
                     path = own_path;
                 }
-                _ => continue,
+                _ => match ino.parse::<u64>() {
+                    Ok(ino) => deleted = Some(ino),
+                    Err(_) => continue,
+                },
             },
             _ => continue,
         }
@@ -144,6 +180,7 @@ fn executable_mappings_keeping(maps: &str, own: Option<((u64, u64), u64, &str)>)
             end,
             offset,
             path: path.to_string(),
+            deleted,
         });
     }
     out
@@ -153,11 +190,21 @@ fn executable_mappings_keeping(maps: &str, own: Option<((u64, u64), u64, &str)>)
 #[derive(Clone, Debug)]
 pub struct MappedFile {
     pub path: String,
+    /// As [`Mapping::deleted`].
+    pub deleted: Option<u64>,
     pub start: u64,
     pub end: u64,
-    /// The first executable mapping: its address and file offset.
+    /// The first executable mapping: its address, end and file offset.
     pub exec_start: u64,
+    pub exec_end: u64,
     pub exec_offset: u64,
+}
+
+impl MappedFile {
+    /// This file as ELF (see [`open_mapped`]).
+    pub fn open(&self) -> Option<Elf> {
+        open_mapped(&self.path, self.deleted, self.exec_start, self.exec_end)
+    }
 }
 
 /// The executable files of a `/proc/<pid>/maps` text, once each, in order of first mapping.
@@ -168,9 +215,10 @@ pub fn executable_files(maps: &str) -> Vec<MappedFile> {
 /// [`executable_files`] of mappings already read.
 pub fn executable_files_of(mappings: &[Mapping]) -> Vec<MappedFile> {
     let mut out: Vec<MappedFile> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
+    // A deleted file and a later one at its path are two files.
+    let mut index: HashMap<(&str, Option<u64>), usize> = HashMap::new();
     for m in mappings {
-        match index.get(&m.path) {
+        match index.get(&(m.path.as_str(), m.deleted)) {
             Some(&i) => {
                 if let Some(f) = out.get_mut(i) {
                     f.start = f.start.min(m.start);
@@ -178,13 +226,15 @@ pub fn executable_files_of(mappings: &[Mapping]) -> Vec<MappedFile> {
                 }
             }
             None => {
-                index.insert(m.path.clone(), out.len());
+                index.insert((m.path.as_str(), m.deleted), out.len());
                 out.push(MappedFile {
                     start: m.start,
                     end: m.end,
                     exec_start: m.start,
+                    exec_end: m.end,
                     exec_offset: m.offset,
                     path: m.path.clone(),
+                    deleted: m.deleted,
                 });
             }
         }
@@ -232,10 +282,20 @@ pub struct Section {
 
 /// An opened ELF file with its segments and sections.
 pub struct Elf {
+    /// The file; or, for an object read in memory (`loaded_image`), `/proc/self/mem`, its
+    /// sections' `offset`s then being addresses.
     pub file: File,
     pub loads: Vec<Load>,
     pub sections: Vec<Section>,
-    shstrndx: usize,
+    pub(crate) names: SectionNames,
+}
+
+/// Where the names of an [`Elf`]'s sections are.
+pub(crate) enum SectionNames {
+    /// In the file's section-name string table, section `shstrndx`.
+    Table(usize),
+    /// Given with the sections (in the same order), for an object read in memory.
+    Given(Vec<&'static str>),
 }
 
 impl Elf {
@@ -247,6 +307,11 @@ impl Elf {
             Some(own) if own.path == path => own.file.try_clone().ok()?,
             _ => File::open(path).ok()?,
         };
+        Elf::of_file(file)
+    }
+
+    /// None unless `file` is a 64-bit little-endian ELF file.
+    pub fn of_file(file: File) -> Option<Elf> {
         let h = read_at(&file, 0, 64)?;
         // ELF magic, 64-bit class, little-endian.
         if h.get(..6)? != b"\x7fELF\x02\x01" {
@@ -293,7 +358,7 @@ impl Elf {
             file,
             loads,
             sections,
-            shstrndx,
+            names: SectionNames::Table(shstrndx),
         })
     }
 
@@ -305,7 +370,14 @@ impl Elf {
 
     /// The section called `name` (looked up in the section-name string table).
     pub fn section_named(&self, name: &str) -> Option<Section> {
-        let names = self.sections.get(self.shstrndx)?;
+        let shstrndx = match &self.names {
+            SectionNames::Table(i) => *i,
+            SectionNames::Given(names) => {
+                let i = names.iter().position(|n| *n == name)?;
+                return self.sections.get(i).copied();
+            }
+        };
+        let names = self.sections.get(shstrndx)?;
         let strtab = self.read(names.offset, names.size)?;
         self.sections.iter().copied().find(|s| {
             strtab
@@ -368,7 +440,7 @@ fn build_id_note(notes: &[u8]) -> Option<&[u8]> {
     None
 }
 
-fn read_at(file: &File, offset: u64, len: u64) -> Option<Vec<u8>> {
+pub(crate) fn read_at(file: &File, offset: u64, len: u64) -> Option<Vec<u8>> {
     if len > 256 << 20 {
         return None;
     }
@@ -393,17 +465,27 @@ mod tests {
         let m = executable_mappings(text);
         assert_eq!(
             m,
-            [Mapping {
-                start: 0x7f0000001000,
-                end: 0x7f0000005000,
-                offset: 0x1000,
-                path: "/usr/lib/libz.so.1".into()
-            }]
+            [
+                Mapping {
+                    start: 0x7f0000001000,
+                    end: 0x7f0000005000,
+                    offset: 0x1000,
+                    path: "/usr/lib/libz.so.1".into(),
+                    deleted: None,
+                },
+                Mapping {
+                    start: 0x7f000000a000,
+                    end: 0x7f000000b000,
+                    offset: 0,
+                    path: "/tmp/gone.so".into(),
+                    deleted: Some(12),
+                }
+            ]
         );
     }
 
     #[test]
-    fn own_deleted_library_is_kept() {
+    fn own_deleted_library_keeps_its_path_and_others_are_marked_deleted() {
         let text = "\
 7f0000001000-7f0000005000 r-xp 00001000 fd:1a 11 /tmp/libjavaProfiler-1.so (deleted)
 7f000000a000-7f000000b000 r-xp 00000000 fd:1a 12 /tmp/gone.so (deleted)
@@ -412,16 +494,22 @@ mod tests {
 ";
         let own = Some(((0xfd, 0x1a), 11, "/tmp/libjavaProfiler-1.so"));
         let m = executable_mappings_keeping(text, own);
+        let at = |m: &[Mapping]| m.iter().map(|m| (m.start, m.deleted)).collect::<Vec<_>>();
+        assert_eq!(m[0].path, "/tmp/libjavaProfiler-1.so");
+        // Read through the descriptor kept, not as a deleted file; a line with more after
+        // `(deleted)` is not a file's.
         assert_eq!(
-            m,
-            [Mapping {
-                start: 0x7f0000001000,
-                end: 0x7f0000005000,
-                offset: 0x1000,
-                path: "/tmp/libjavaProfiler-1.so".into()
-            }]
+            at(&m),
+            [
+                (0x7f0000001000, None),
+                (0x7f000000a000, Some(12)),
+                (0x7f000000e000, Some(11))
+            ]
         );
-        assert!(executable_mappings_keeping(text, None).is_empty());
+        let unknown = executable_mappings_keeping(text, None);
+        assert_eq!(unknown[0].deleted, Some(11));
+        assert_eq!(unknown[0].path, "/tmp/libjavaProfiler-1.so");
+        assert_eq!(executable_files_of(&unknown).len(), 3);
     }
 
     #[test]

@@ -5,6 +5,8 @@
 //! C++ without parameters, Rust without hash); otherwise it is `libname+0xoffset`, the
 //! offset being the ELF virtual address (what `addr2line -e lib` takes). pcs outside
 //! every file (the vDSO) go to `dladdr`, then to a bare address.
+//! A file deleted since it was mapped (an extracted JNI library) is read through
+//! `elf::open_mapped`: `/proc/self/map_files/`, else the loaded image's dynamic symbols.
 //!
 //! `dladdr` is not used for pcs inside files: it only sees `.dynsym` and takes the
 //! nearest exported symbol below the pc, which misnames every static function of a
@@ -44,17 +46,17 @@ impl Symbolizer {
 
     /// The file mapped at `pc` and the ELF virtual address `pc` has in it (what a symbolizer of
     /// that file, given its build id, looks up), or None outside every file.
-    pub fn locate(&self, pc: u64) -> Option<(&str, u64)> {
+    pub fn locate(&self, pc: u64) -> Option<(&Mapping, u64)> {
         let m = self
             .maps
             .mappings
             .iter()
             .find(|m| m.start <= pc && pc < m.end)?;
-        let vaddr = match table_of(&m.path) {
+        let vaddr = match table_of(m.path.as_str(), m.deleted, || m.open()) {
             Some(t) => t.vaddr_of(pc, m),
             None => pc - m.start + m.offset,
         };
-        Some((m.path.as_str(), vaddr))
+        Some((m, vaddr))
     }
 
     /// The name of the function holding `pc`.
@@ -69,7 +71,7 @@ impl Symbolizer {
             return dladdr_name(pc).unwrap_or_else(|| format!("0x{pc:x}"));
         };
         let lib = m.path.rsplit('/').next().unwrap_or(&m.path);
-        match table_of(&m.path) {
+        match table_of(m.path.as_str(), m.deleted, || m.open()) {
             Some(t) => {
                 let vaddr = t.vaddr_of(pc, m);
                 match t.function_at(vaddr) {
@@ -119,17 +121,26 @@ pub struct Table {
     demangled: parking_lot::Mutex<WordMap<u32, String>>,
 }
 
-static TABLES: Mutex<Option<HashMap<String, Option<Arc<Table>>>>> = Mutex::new(None);
+/// By path and, for a file deleted once mapped, its inode (`Mapping::deleted`).
+type Tables = HashMap<(String, Option<u64>), Option<Arc<Table>>>;
 
-/// The table of the file at `path`, read on first use (None: not a readable ELF file).
-fn table_of(path: &str) -> Option<Arc<Table>> {
+static TABLES: Mutex<Option<Tables>> = Mutex::new(None);
+
+/// The table of the file at `path` (deleted: `deleted`), read through `open` on first use
+/// (None: not a readable ELF file).
+fn table_of(
+    path: &str,
+    deleted: Option<u64>,
+    open: impl FnOnce() -> Option<Elf>,
+) -> Option<Arc<Table>> {
     let mut tables = TABLES.lock().unwrap_or_else(|e| e.into_inner());
     let tables = tables.get_or_insert_with(HashMap::new);
-    if let Some(t) = tables.get(path) {
+    let key = (path.to_string(), deleted);
+    if let Some(t) = tables.get(&key) {
         return t.clone();
     }
-    let t = Table::read(path).map(Arc::new);
-    tables.insert(path.to_string(), t.clone());
+    let t = open().and_then(Table::of_elf).map(Arc::new);
+    tables.insert(key, t.clone());
     t
 }
 
@@ -138,7 +149,7 @@ fn table_of(path: &str) -> Option<Arc<Table>> {
 pub fn preload() {
     let _mem = crate::memory::scope(crate::memory::Category::NativeSymbols);
     for f in &crate::mappings::current().files {
-        table_of(&f.path);
+        table_of(&f.path, f.deleted, || f.open());
     }
 }
 
@@ -154,7 +165,11 @@ const SHORT_NAME: usize = 256;
 impl Table {
     /// Reads a 64-bit little-endian ELF file's loadable segments and function symbols.
     pub fn read(path: &str) -> Option<Table> {
-        let elf = Elf::open(path)?;
+        Table::of_elf(Elf::open(path)?)
+    }
+
+    /// [`Self::read`] of a file opened (or an object read in memory: `crate::loaded_image`).
+    pub fn of_elf(elf: Elf) -> Option<Table> {
         // .symtab when the file has one (every function), else .dynsym (exports only).
         let pick = |want: u32| elf.sections.iter().copied().find(|s| s.kind == want);
         let syms_section = pick(SHT_SYMTAB).or_else(|| pick(SHT_DYNSYM))?;

@@ -137,3 +137,55 @@ fn names_longer_than_the_first_read_come_back_whole() {
     assert!(long.len() > SHORT_NAME, "{}", long.len());
     assert!(long.ends_with("_end"), "{long}");
 }
+
+/// A library copied to a temporary file, loaded and deleted (as Netty and zstd-jni extract
+/// theirs): its functions are named, from the mapped file (`/proc/self/map_files/`, when this
+/// process may open it) or from the loaded object, and its build id is read.
+#[test]
+fn a_library_deleted_once_loaded_is_named() {
+    // SAFETY: loading libm (no constructors of interest) to find its file.
+    let h = unsafe { libc::dlopen(c"libm.so.6".as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+    if h.is_null() {
+        return; // not glibc
+    }
+    // SAFETY: dlsym and dladdr read the link map; `info` is plain data.
+    let original = unsafe {
+        let cbrt = libc::dlsym(h, c"cbrt".as_ptr());
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        assert!(libc::dladdr(cbrt, &mut info) != 0);
+        std::ffi::CStr::from_ptr(info.dli_fname)
+            .to_string_lossy()
+            .into_owned()
+    };
+    let copy = std::env::temp_dir().join(format!("ddprof-deleted-{}.so", std::process::id()));
+    std::fs::copy(&original, &copy).unwrap();
+    let path = std::ffi::CString::new(copy.to_str().unwrap()).unwrap();
+    // SAFETY: as above, a second copy of libm under another name.
+    let copied = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+    assert!(!copied.is_null());
+    std::fs::remove_file(&copy).unwrap();
+    // SAFETY: dlsym reads the link map of the handle dlopen gave.
+    let cbrt = unsafe { libc::dlsym(copied, c"cbrt".as_ptr()) } as u64;
+
+    let symbols = Symbolizer::new();
+    let (mapping, _) = symbols
+        .locate(cbrt)
+        .expect("the deleted copy is among the mappings");
+    assert_eq!(mapping.path, copy.to_str().unwrap());
+    assert!(mapping.deleted.is_some());
+    assert!(
+        symbols.name(cbrt).contains("cbrt"),
+        "{}",
+        symbols.name(cbrt)
+    );
+    let build_id = Elf::open(&original).and_then(|e| e.build_id());
+    assert!(build_id.is_some());
+    assert_eq!(mapping.open().and_then(|e| e.build_id()), build_id);
+
+    // The loaded object alone (what a process without CAP_SYS_ADMIN reads) names it too.
+    let image = crate::loaded_image::open(cbrt).expect("the copy in memory");
+    let table = Table::of_elf(image).expect("its dynamic symbols");
+    assert!(table
+        .symbol_at(table.vaddr_of(cbrt, mapping))
+        .is_some_and(|n| n.contains("cbrt")));
+}

@@ -587,9 +587,9 @@ fn write_system_info(chunk: &mut ChunkBuilder, args: &Args, ticks: i64) {
         }
     }
     if args.jfr_mask & NO_NATIVE_LIBS == 0 {
-        for (name, base, top) in native_libraries() {
-            let build_id = build_id_of(&name, base);
-            chunk.native_library(ticks, &name, base, top, &build_id, base);
+        for f in crate::mappings::current().files.iter() {
+            let build_id = build_id_of(f);
+            chunk.native_library(ticks, &f.path, f.start, f.end, &build_id, f.start);
         }
     }
 }
@@ -605,7 +605,7 @@ pub fn prepare(symbols: bool, kernel_symbols: bool) {
     Host::get();
     super::cpu_load::prepare();
     for f in &crate::mappings::current().files {
-        build_id_of(&f.path, f.start);
+        build_id_of(f);
     }
     if symbols {
         crate::symbols::preload();
@@ -695,29 +695,16 @@ fn jvm_start_ms() -> i64 {
     btime * 1000 + ticks * 1000 / hz
 }
 
-/// Executable file mappings of the process: (path, lowest address, highest address).
-/// The build id of the library mapped from `path` at `base` (`""` without one), read from its
-/// file once per mapping: every chunk lists every library again.
-fn build_id_of(path: &str, base: u64) -> String {
+/// The build id of the library mapped as `f` (`""` without one), read from its file once per
+/// mapping: every chunk lists every library again.
+fn build_id_of(f: &crate::elf::MappedFile) -> String {
     static IDS: parking_lot::Mutex<Option<HashMap<(String, u64), String>>> =
         parking_lot::Mutex::new(None);
     let mut ids = IDS.lock();
     ids.get_or_insert_with(HashMap::new)
-        .entry((path.to_string(), base))
-        .or_insert_with(|| {
-            crate::elf::Elf::open(path)
-                .and_then(|e| e.build_id())
-                .unwrap_or_default()
-        })
+        .entry((f.path.clone(), f.start))
+        .or_insert_with(|| f.open().and_then(|e| e.build_id()).unwrap_or_default())
         .clone()
-}
-
-fn native_libraries() -> Vec<(String, u64, u64)> {
-    crate::mappings::current()
-        .files
-        .iter()
-        .map(|f| (f.path.clone(), f.start, f.end))
-        .collect()
 }
 
 /// The bytecode index upstream gives a frame left for remote symbolication.
@@ -822,8 +809,8 @@ struct NativeNames {
     remote: bool,
     /// pc -> method key of frames written for remote symbolication.
     remote_by_pc: WordMap<u64, u32>,
-    /// Build ids by library path, for this dump ("" without one).
-    build_ids: HashMap<String, String>,
+    /// Build ids by library path (and inode, deleted: `Mapping::deleted`), for this dump ("" without one).
+    build_ids: HashMap<(String, Option<u64>), String>,
     /// pc -> method key of kernel frames.
     kernel_by_pc: WordMap<u64, u32>,
 }
@@ -882,12 +869,13 @@ impl NativeNames {
         let symbols = self
             .symbols
             .get_or_insert_with(crate::symbols::Symbolizer::new);
-        let (path, vaddr) = symbols.locate(pc)?;
+        let (mapping, vaddr) = symbols.locate(pc)?;
         let id = self
             .build_ids
-            .entry(path.to_string())
-            .or_insert_with_key(|p| {
-                let id = crate::elf::Elf::open(p)
+            .entry((mapping.path.clone(), mapping.deleted))
+            .or_insert_with(|| {
+                let id = mapping
+                    .open()
                     .and_then(|e| e.build_id())
                     .unwrap_or_default();
                 if !id.is_empty() {

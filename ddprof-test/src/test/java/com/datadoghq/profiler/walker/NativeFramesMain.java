@@ -19,6 +19,10 @@ import com.datadoghq.profiler.testing.CpuBudget;
  *   <li>{@code latejni}: loads the library named by {@code -Dlate.lib} (built from
  *   {@code late_spin.c}) after the profiler started, then spins in its C functions below the
  *   native method {@link #lateSpin}</li>
+ *   <li>{@code deletedjni}: extracts the library named by {@code -Dlate.lib} (built from
+ *   {@code deleted_spin.c}) to a temporary file beside it, loads it and deletes it, as Netty and
+ *   zstd-jni load theirs, then spins in its C functions below the native method
+ *   {@link #deletedSpin}; prints whether this process may open {@code /proc/self/map_files/}</li>
  *   <li>{@code gcstorm}: allocates while keeping a changing set of about 24 MB alive, so that a
  *   small heap collects all the time: most samples are of GC threads, which have no Java frame</li>
  *   <li>{@code nativethread}: from that library, starts a pthread never attached to the JVM
@@ -52,6 +56,10 @@ public final class NativeFramesMain {
                 System.load(System.getProperty("late.lib"));
                 work = () -> sink = lateLoop(millis);
                 break;
+            case "deletedjni":
+                loadDeleted(java.nio.file.Path.of(System.getProperty("late.lib")));
+                work = () -> sink = deletedLoop(millis);
+                break;
             case "gcstorm":
                 work = () -> sink = gcStorm(millis);
                 break;
@@ -69,6 +77,38 @@ public final class NativeFramesMain {
     }
 
     static native long lateSpin(long n);
+
+    static native long deletedSpin(long n);
+
+    /** Spins in {@code deleted_spin.c} for {@code millis} of this thread's CPU time. */
+    public static long deletedLoop(long millis) {
+        CpuBudget budget = CpuBudget.of(millis);
+        long s = 0;
+        while (budget.left()) {
+            s += deletedSpin(2_000_000);
+        }
+        return s;
+    }
+
+    /** Copies {@code lib} to a temporary file, loads the copy and deletes it. */
+    static void loadDeleted(java.nio.file.Path lib) throws java.io.IOException {
+        java.nio.file.Path copy = java.nio.file.Files.createTempFile(lib.getParent(), "libextracted", ".so");
+        java.nio.file.Files.copy(lib, copy, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        System.load(copy.toString());
+        java.nio.file.Files.delete(copy);
+        System.out.println("loaded and deleted: " + copy);
+        boolean mapFiles;
+        try (java.util.stream.Stream<java.nio.file.Path> links = java.nio.file.Files.list(
+                java.nio.file.Path.of("/proc/self/map_files"))) {
+            java.nio.file.Path first = links.findFirst().orElseThrow();
+            try (java.io.InputStream in = java.nio.file.Files.newInputStream(first)) {
+                mapFiles = in.read() >= 0;
+            } catch (java.io.IOException denied) {
+                mapFiles = false;
+            }
+        }
+        System.out.println("map_files readable: " + mapFiles);
+    }
 
     static native int startNativeThread(long millis);
 
