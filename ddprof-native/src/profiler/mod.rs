@@ -27,6 +27,7 @@ mod ahead;
 pub mod codemap;
 mod cpu_load;
 mod dump;
+mod handlers;
 pub mod jitdump;
 mod libraries;
 mod output;
@@ -166,6 +167,11 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
             "AsyncGetCallTrace is not exported by this JVM; cannot walk Java stacks".into(),
         )
     })?;
+    let signals = handlers::InUse {
+        cpu: interval.is_some(),
+        wall: args.wall_interval_ns.is_some(),
+    };
+    warnings.extend(handlers::before_install(signals));
     let recorder =
         handler::init(sample_records()).map_err(|e| Error::State(sigaction_message(e)))?;
     // Without it AGCT still works on JDK 17+ but not on 11: the walker then records
@@ -343,6 +349,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         names_ahead: (walker == WalkerKind::Vm || native_top) && !args.remotesym,
         kernel_symbols: crate::engine::perf::kernel_frames_on(),
         engine: Some(engine.clone()),
+        signals,
     };
     // What the first dump would read (symbol tables, build ids, host facts), read now: the
     // watcher keeps it current from here on.
@@ -839,6 +846,12 @@ pub fn status() -> String {
         .and_then(|s| s.cpu_engine_fallback.as_ref())
     {
         out.push_str(&format!(" CPU Engine Note  : {reason}\n"));
+    }
+    if let Some(s) = session.as_ref() {
+        out.push_str(&handlers::status(handlers::InUse {
+            cpu: s.args.cpu_interval_ns.is_some(),
+            wall: s.wall.is_some(),
+        }));
     }
     if engine == "PerfEvents" {
         let on = crate::engine::perf::kernel_frames_on();
