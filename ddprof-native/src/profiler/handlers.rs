@@ -112,7 +112,7 @@ pub fn status(in_use: InUse) -> String {
         if now != 0 {
             let action = if now == RESET { libc::SIG_DFL } else { now };
             out.push_str(&format!(
-                " Signal Handler   : {} replaced by another library ({}); {} lost, installed again at the next start\n",
+                " Signal Handler   : {} replaced by another library ({}); {} lost unless it chains to ours; ours again at the next start\n",
                 which.name(),
                 describe(action),
                 what_is_lost(which),

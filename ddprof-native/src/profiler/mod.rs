@@ -848,10 +848,7 @@ pub fn status() -> String {
         out.push_str(&format!(" CPU Engine Note  : {reason}\n"));
     }
     if let Some(s) = session.as_ref() {
-        out.push_str(&handlers::status(handlers::InUse {
-            cpu: s.args.cpu_interval_ns.is_some(),
-            wall: s.wall.is_some(),
-        }));
+        out.push_str(&handlers::status(signals_in_use(s)));
     }
     if engine == "PerfEvents" {
         let on = crate::engine::perf::kernel_frames_on();
@@ -860,13 +857,24 @@ pub fn status() -> String {
     out
 }
 
+/// The `status` command: upstream's line, then one per sampling signal another library took
+/// from us (`handlers::status`; none while ours are in force).
 fn status_line() -> String {
     match SESSION.lock().as_ref() {
         Some(s) => format!(
-            "Profiling is running for {} seconds\n",
-            s.started.elapsed().as_secs()
+            "Profiling is running for {} seconds\n{}",
+            s.started.elapsed().as_secs(),
+            handlers::status(signals_in_use(s))
         ),
         None => "Profiler is not active\n".into(),
+    }
+}
+
+/// The sampling signals a session uses, whose handlers `handlers` watches.
+fn signals_in_use(s: &Session) -> handlers::InUse {
+    handlers::InUse {
+        cpu: s.args.cpu_interval_ns.is_some(),
+        wall: s.wall.is_some(),
     }
 }
 
