@@ -75,6 +75,9 @@ counters! {
     // Wall-clock sampling (engine/wall.rs, sample/wall.rs), upstream's names first.
     WallclockSignalOwn => "wallclock_signal_own",
     WallclockSignalForeign => "wallclock_signal_foreign",
+    // Times another library's disposition was found in force for a sampling signal in use
+    // (SIGPROF, SIGVTALRM) instead of our handler, once per intruder (profiler/handlers.rs).
+    SignalHandlerReplaced => "signal_handler_replaced",
     SkippedWallclockUnwinds => "skipped_wallclock_unwinds",
     WcSignalsQueueFull => "wc_signals_queue_full",
     WcUnownedBlockedSuppressed => "wc_unowned_blocked_suppressed",

@@ -41,6 +41,8 @@ pub struct Refresh {
     pub kernel_symbols: bool,
     /// The CPU engine, whose `adopt` arms threads started without a ThreadStart.
     pub engine: Option<Arc<dyn crate::engine::Engine>>,
+    /// The sampling signals whose handlers are checked at every poll (`super::handlers`).
+    pub signals: super::handlers::InUse,
 }
 
 struct Control {
@@ -92,6 +94,7 @@ impl Watcher {
                     refresh(&what);
                 }
             }
+            super::handlers::poll(what.signals);
             if what.names_ahead {
                 ahead.poll();
             }

@@ -27,6 +27,7 @@ mod ahead;
 pub mod codemap;
 mod cpu_load;
 mod dump;
+mod handlers;
 pub mod jitdump;
 mod libraries;
 mod map_records;
@@ -167,6 +168,11 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
             "AsyncGetCallTrace is not exported by this JVM; cannot walk Java stacks".into(),
         )
     })?;
+    let signals = handlers::InUse {
+        cpu: interval.is_some(),
+        wall: args.wall_interval_ns.is_some(),
+    };
+    warnings.extend(handlers::before_install(signals));
     let recorder =
         handler::init(sample_records()).map_err(|e| Error::State(sigaction_message(e)))?;
     // Without it AGCT still works on JDK 17+ but not on 11: the walker then records
@@ -344,6 +350,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         names_ahead: (walker == WalkerKind::Vm || native_top) && !args.remotesym,
         kernel_symbols: crate::engine::perf::kernel_frames_on(),
         engine: Some(engine.clone()),
+        signals,
     };
     // What the first dump would read (symbol tables, build ids, host facts), read now: the
     // watcher keeps it current from here on.
@@ -841,6 +848,9 @@ pub fn status() -> String {
     {
         out.push_str(&format!(" CPU Engine Note  : {reason}\n"));
     }
+    if let Some(s) = session.as_ref() {
+        out.push_str(&handlers::status(signals_in_use(s)));
+    }
     if engine == "PerfEvents" {
         let on = crate::engine::perf::kernel_frames_on();
         out.push_str(&format!(" Kernel Frames    : {on}\n"));
@@ -848,13 +858,24 @@ pub fn status() -> String {
     out
 }
 
+/// The `status` command: upstream's line, then one per sampling signal another library took
+/// from us (`handlers::status`; none while ours are in force).
 fn status_line() -> String {
     match SESSION.lock().as_ref() {
         Some(s) => format!(
-            "Profiling is running for {} seconds\n",
-            s.started.elapsed().as_secs()
+            "Profiling is running for {} seconds\n{}",
+            s.started.elapsed().as_secs(),
+            handlers::status(signals_in_use(s))
         ),
         None => "Profiler is not active\n".into(),
+    }
+}
+
+/// The sampling signals a session uses, whose handlers `handlers` watches.
+fn signals_in_use(s: &Session) -> handlers::InUse {
+    handlers::InUse {
+        cpu: s.args.cpu_interval_ns.is_some(),
+        wall: s.wall.is_some(),
     }
 }
 

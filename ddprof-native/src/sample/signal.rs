@@ -2,7 +2,7 @@
 //! signals that are not ours reach it.
 
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
 pub type Handler = extern "C" fn(c_int, *mut libc::siginfo_t, *mut libc::c_void);
 
@@ -114,29 +114,77 @@ impl Default for Previous {
 
 /// The sampling signal's disposition before ours.
 static PREVIOUS: Previous = Previous::new();
-static INSTALLED: AtomicBool = AtomicBool::new(false);
+/// Our SIGPROF handler's address once installed, else 0.
+static OURS: AtomicUsize = AtomicUsize::new(0);
 /// The wall-clock signal's disposition before ours.
 static PREVIOUS_WALL: Previous = Previous::new();
-static INSTALLED_WALL: AtomicBool = AtomicBool::new(false);
+static OURS_WALL: AtomicUsize = AtomicUsize::new(0);
 
-/// Installs `handler` for the sampling signal once (idempotent; callers are serialised by
-/// the profiler lock).
+/// Installs `handler` for the sampling signal (callers are serialised by the profiler lock).
+/// Nothing happens while it is the handler in force; where another library's handler has
+/// replaced it since, ours is installed again (see [`install_once`]).
 pub fn install(handler: Handler) -> Result<(), SigactionFailed> {
-    install_once(SAMPLING_SIGNAL, handler, &PREVIOUS, &INSTALLED)
+    install_once(SAMPLING_SIGNAL, handler, &PREVIOUS, &OURS)
 }
 
-/// Installs `handler` for the wall-clock signal once, as [`install`] does for SIGPROF.
+/// Installs `handler` for the wall-clock signal, as [`install`] does for SIGPROF.
 pub fn install_wall(handler: Handler) -> Result<(), SigactionFailed> {
-    install_once(WALL_SIGNAL, handler, &PREVIOUS_WALL, &INSTALLED_WALL)
+    install_once(WALL_SIGNAL, handler, &PREVIOUS_WALL, &OURS_WALL)
 }
 
+/// One of our two sampling signals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sampling {
+    Cpu,
+    Wall,
+}
+
+impl Sampling {
+    pub fn signal(self) -> c_int {
+        match self {
+            Sampling::Cpu => SAMPLING_SIGNAL,
+            Sampling::Wall => WALL_SIGNAL,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Sampling::Cpu => "SIGPROF",
+            Sampling::Wall => "SIGVTALRM",
+        }
+    }
+}
+
+/// The disposition in force for `which` where it is no longer the handler we installed
+/// (`SIG_DFL`, `SIG_IGN` or another handler's address): someone called `sigaction` or
+/// `signal` after us. None before our first install, while ours is in force, or if the
+/// query failed. Not for a signal handler (the caller formats and logs).
+pub fn displaced(which: Sampling) -> Option<usize> {
+    let ours = match which {
+        Sampling::Cpu => &OURS,
+        Sampling::Wall => &OURS_WALL,
+    }
+    .load(Ordering::Acquire);
+    if ours == 0 {
+        return None;
+    }
+    let now = query(which.signal()).ok()?.sa_sigaction;
+    (now != ours).then_some(now)
+}
+
+/// Installs `handler` for `sig` unless it is in force already. The first install remembers
+/// the disposition it replaced in `previous`, the chain target of signals that are not ours.
+/// A later one (another handler took the signal since) keeps that target, as DataDog's
+/// profiler does: recording the intruder instead would loop forever between the two handlers
+/// if it chains back to ours, and call into freed code if its library is unloaded later.
 fn install_once(
     sig: c_int,
     handler: Handler,
     previous: &Previous,
-    installed: &AtomicBool,
+    ours: &AtomicUsize,
 ) -> Result<(), SigactionFailed> {
-    if installed.load(Ordering::Acquire) {
+    let first = ours.load(Ordering::Acquire) == 0;
+    if !first && query(sig)?.sa_sigaction == handler as usize {
         return Ok(());
     }
     // SAFETY: sigaction with zeroed structs filled before use.
@@ -149,11 +197,11 @@ fn install_once(
         if libc::sigaction(sig, &sa, &mut old) != 0 {
             return Err(SigactionFailed::now(sig, "install"));
         }
-        if old.sa_sigaction != handler as usize {
+        if first && old.sa_sigaction != handler as usize {
             previous.record(&old);
         }
     }
-    installed.store(true, Ordering::Release);
+    ours.store(handler as usize, Ordering::Release);
     Ok(())
 }
 
@@ -319,7 +367,7 @@ impl Drop for ErrnoGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicU32;
+    use std::sync::atomic::{AtomicBool, AtomicU32};
 
     static OUTER_RUNNING: AtomicBool = AtomicBool::new(false);
     static NESTED: AtomicU32 = AtomicU32::new(0);
@@ -355,7 +403,7 @@ mod tests {
             (SAMPLING_SIGNAL, WALL_SIGNAL),
         ] {
             let (p1, p2) = (Previous::new(), Previous::new());
-            let (i1, i2) = (AtomicBool::new(false), AtomicBool::new(false));
+            let (i1, i2) = (AtomicUsize::new(0), AtomicUsize::new(0));
             install_once(first, outer, &p1, &i1).unwrap();
             install_once(second, inner, &p2, &i2).unwrap();
             OTHER.store(second, Ordering::SeqCst);
@@ -384,5 +432,58 @@ mod tests {
         }
         replace(SAMPLING_SIGNAL, &saved[0]).unwrap();
         replace(WALL_SIGNAL, &saved[1]).unwrap();
+    }
+
+    extern "C" fn original(_: c_int, _: *mut libc::siginfo_t, _: *mut libc::c_void) {}
+    extern "C" fn intruder(_: c_int, _: *mut libc::siginfo_t, _: *mut libc::c_void) {}
+
+    /// A library that takes the signal after us is seen, and the next install puts ours back
+    /// while the chain target stays the handler that was there before our first install.
+    #[test]
+    fn a_replaced_handler_is_seen_and_installed_again() {
+        // SIGUSR2 is no test harness's: the three handlers here never run.
+        let sig = libc::SIGUSR2;
+        let saved = query(sig).unwrap();
+        // SAFETY: a zeroed sigaction is valid (empty mask, no flags).
+        let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+        sa.sa_sigaction = original as Handler as usize;
+        sa.sa_flags = libc::SA_SIGINFO;
+        replace(sig, &sa).unwrap();
+        let (previous, ours) = (Previous::new(), AtomicUsize::new(0));
+        install_once(sig, outer, &previous, &ours).unwrap();
+        assert_eq!(previous.action(), original as Handler as usize);
+        assert_eq!(query(sig).unwrap().sa_sigaction, outer as Handler as usize);
+
+        sa.sa_sigaction = intruder as Handler as usize;
+        assert_eq!(
+            replace(sig, &sa).unwrap().sa_sigaction,
+            outer as Handler as usize
+        );
+        assert_ne!(
+            query(sig).unwrap().sa_sigaction,
+            ours.load(Ordering::Acquire)
+        );
+
+        install_once(sig, outer, &previous, &ours).unwrap();
+        assert_eq!(
+            query(sig).unwrap().sa_sigaction,
+            outer as Handler as usize,
+            "ours again"
+        );
+        assert_eq!(
+            previous.action(),
+            original as Handler as usize,
+            "chain target kept"
+        );
+        replace(sig, &saved).unwrap();
+    }
+
+    #[test]
+    fn nothing_is_displaced_before_our_first_install() {
+        if OURS.load(Ordering::Acquire) == 0 {
+            assert_eq!(displaced(Sampling::Cpu), None);
+        }
+        assert_eq!(Sampling::Wall.signal(), libc::SIGVTALRM);
+        assert_eq!(Sampling::Cpu.name(), "SIGPROF");
     }
 }
