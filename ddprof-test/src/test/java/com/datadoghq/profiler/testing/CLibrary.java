@@ -42,4 +42,24 @@ public final class CLibrary {
         }
         return lib;
     }
+
+    /** [start, end) of {@code symbol} in {@code lib} by binutils' {@code nm -S}; null without nm. */
+    public static long[] symbolRange(Path lib, String symbol) throws Exception {
+        Process nm;
+        try {
+            nm = new ProcessBuilder("nm", "-S", "--defined-only", lib.toString()).redirectErrorStream(true).start();
+        } catch (java.io.IOException noNm) {
+            return null;
+        }
+        String out = new String(nm.getInputStream().readAllBytes());
+        nm.waitFor();
+        for (String line : out.split("\n")) {
+            String[] f = line.trim().split("\\s+");
+            if (f.length == 4 && f[3].equals(symbol)) {
+                long start = Long.parseLong(f[0], 16);
+                return new long[] {start, start + Long.parseLong(f[1], 16)};
+            }
+        }
+        throw new AssertionError("no " + symbol + " in nm's output:\n" + out);
+    }
 }

@@ -75,8 +75,8 @@ class DeletedLibraryFramesTest {
         // Through map_files the static and hidden functions are named from .symtab; otherwise they are
         // the copy's name and the address in its ELF file, inside the function (by nm, where there is nm).
         String file = Path.of(copy).getFileName().toString();
-        Predicate<Frame> leaf = function(mapFiles, file, LEAF, symbolRange(lib, LEAF));
-        Predicate<Frame> middle = function(mapFiles, file, MIDDLE, symbolRange(lib, MIDDLE));
+        Predicate<Frame> leaf = function(mapFiles, file, LEAF, CLibrary.symbolRange(lib, LEAF));
+        Predicate<Frame> middle = function(mapFiles, file, MIDDLE, CLibrary.symbolRange(lib, MIDDLE));
         long whole = p.stacks.stream().filter(s -> s.size() > 3 && leaf.test(s.get(0)) && middle.test(s.get(1))
                 && s.get(2).is("", JNI) && s.get(3).is(NativeFramesMain.class.getName(), "deletedSpin")).count();
         // The library is found within a fraction of a second of its loading; the samples before
@@ -117,26 +117,6 @@ class DeletedLibraryFramesTest {
             long address = Long.parseLong(f.method.substring(prefix.length()), 16);
             return range == null || (address >= range[0] && address < range[1]);
         };
-    }
-
-    /** [start, end) of {@code symbol} in {@code lib} by binutils' {@code nm -S}; null without nm. */
-    private static long[] symbolRange(Path lib, String symbol) throws Exception {
-        Process nm;
-        try {
-            nm = new ProcessBuilder("nm", "-S", "--defined-only", lib.toString()).redirectErrorStream(true).start();
-        } catch (java.io.IOException noNm) {
-            return null;
-        }
-        String out = new String(nm.getInputStream().readAllBytes());
-        nm.waitFor();
-        for (String line : out.split("\n")) {
-            String[] f = line.trim().split("\\s+");
-            if (f.length == 4 && f[3].equals(symbol)) {
-                long start = Long.parseLong(f[0], 16);
-                return new long[] {start, start + Long.parseLong(f[1], 16)};
-            }
-        }
-        throw new AssertionError("no " + symbol + " in nm's output:\n" + out);
     }
 
     /** Whether {@code setpriv} can run a command without CAP_SYS_ADMIN here (it needs CAP_SETPCAP). */

@@ -218,9 +218,9 @@ class VmWalkerNativeFramesTest {
                 .filter(e -> e.getString("name").endsWith("liblate_spin.so")).map(e -> e.getString("buildId"))
                 .findFirst().orElse("");
         assertFalse(buildId.isEmpty(), "no build id for liblate_spin.so in the recording");
-        long[] leafRange = symbolRange(lib, "ddprof_late_leaf");
-        long[][] pathRanges = {leafRange, symbolRange(lib, "ddprof_late_middle"),
-            symbolRange(lib, "Java_com_datadoghq_profiler_walker_NativeFramesMain_lateSpin")};
+        long[] leafRange = CLibrary.symbolRange(lib, "ddprof_late_leaf");
+        long[][] pathRanges = {leafRange, CLibrary.symbolRange(lib, "ddprof_late_middle"),
+            CLibrary.symbolRange(lib, "Java_com_datadoghq_profiler_walker_NativeFramesMain_lateSpin")};
         List<jdk.jfr.consumer.RecordedEvent> samples = JfrReader.onThread(JfrReader.executionSamples(jfr), WORKER);
         assertTrue(samples.size() >= 50, "samples: " + samples.size());
         long inLeaf = 0;
@@ -262,26 +262,6 @@ class VmWalkerNativeFramesTest {
                 "-O2", "-fomit-frame-pointer", "-Wl,--build-id");
         Assumptions.assumeTrue(lib != null, "no C compiler (cc) to build the test library");
         return lib;
-    }
-
-    /** [start, end) of {@code symbol} in {@code lib} by binutils' {@code nm -S}; null without nm. */
-    private static long[] symbolRange(Path lib, String symbol) throws Exception {
-        Process nm;
-        try {
-            nm = new ProcessBuilder("nm", "-S", "--defined-only", lib.toString()).redirectErrorStream(true).start();
-        } catch (java.io.IOException noNm) {
-            return null;
-        }
-        String out = new String(nm.getInputStream().readAllBytes());
-        nm.waitFor();
-        for (String line : out.split("\n")) {
-            String[] f = line.trim().split("\\s+");
-            if (f.length == 4 && f[3].equals(symbol)) {
-                long start = Long.parseLong(f[0], 16);
-                return new long[] {start, start + Long.parseLong(f[1], 16)};
-            }
-        }
-        throw new AssertionError("no " + symbol + " in nm's output:\n" + out);
     }
 
     /**
