@@ -252,10 +252,31 @@ fn is_file(dev: &str, ino: &str, own_dev: (u64, u64), own_ino: u64) -> bool {
         && ino.parse::<u64>().ok() == Some(own_ino)
 }
 
+// The ELF constants the readers use (`<elf.h>`), in one place: this file's reader, the loader's
+// copy of a deleted library (`loaded_image.rs`) and the import slots (`imports/got.rs`).
 pub const PT_LOAD: u32 = 1;
+pub const PT_DYNAMIC: u32 = 2;
+pub const PT_NOTE: u32 = 4;
+pub const PT_GNU_EH_FRAME: u32 = 0x6474_e550;
+pub const PT_GNU_RELRO: u32 = 0x6474_e552;
+pub const SHT_PROGBITS: u32 = 1;
 pub const SHT_SYMTAB: u32 = 2;
-pub const SHT_DYNSYM: u32 = 11;
+pub const SHT_STRTAB: u32 = 3;
 pub const SHT_NOTE: u32 = 7;
+pub const SHT_DYNSYM: u32 = 11;
+/// Dynamic-section tags (`Elf64_Dyn::d_tag`, a signed word).
+pub const DT_NULL: i64 = 0;
+pub const DT_PLTRELSZ: i64 = 2;
+pub const DT_HASH: i64 = 4;
+pub const DT_STRTAB: i64 = 5;
+pub const DT_SYMTAB: i64 = 6;
+pub const DT_RELA: i64 = 7;
+pub const DT_RELASZ: i64 = 8;
+pub const DT_STRSZ: i64 = 10;
+pub const DT_SYMENT: i64 = 11;
+pub const DT_PLTREL: i64 = 20;
+pub const DT_JMPREL: i64 = 23;
+pub const DT_GNU_HASH: i64 = 0x6fff_fef5;
 /// Note type of the GNU build id (owner `GNU`).
 const NT_GNU_BUILD_ID: u32 = 3;
 

@@ -15,21 +15,11 @@ use std::ffi::c_void;
 use std::fs::File;
 
 use crate::elf::{
-    read_at, u32_at, u64_at, Elf, Load, Section, SectionNames, PT_LOAD, SHT_DYNSYM, SHT_NOTE,
+    read_at, u32_at, u64_at, Elf, Load, Section, SectionNames, DT_GNU_HASH, DT_HASH, DT_NULL,
+    DT_STRSZ, DT_STRTAB, DT_SYMENT, DT_SYMTAB, PT_DYNAMIC, PT_GNU_EH_FRAME, PT_LOAD, PT_NOTE,
+    SHT_DYNSYM, SHT_NOTE, SHT_PROGBITS, SHT_STRTAB,
 };
 
-const PT_DYNAMIC: u32 = 2;
-const PT_NOTE: u32 = 4;
-const PT_GNU_EH_FRAME: u32 = 0x6474_e550;
-const SHT_STRTAB: u32 = 3;
-const SHT_PROGBITS: u32 = 1;
-const DT_NULL: u64 = 0;
-const DT_HASH: u64 = 4;
-const DT_STRTAB: u64 = 5;
-const DT_SYMTAB: u64 = 6;
-const DT_STRSZ: u64 = 10;
-const DT_SYMENT: u64 = 11;
-const DT_GNU_HASH: u64 = 0x6fff_fef5;
 /// `.eh_frame_hdr`'s encoding of its pointer to `.eh_frame`: pc-relative, signed 4 bytes
 /// (what GNU ld, gold and lld write).
 const DW_EH_PE_PCREL_SDATA4: u8 = 0x1b;
@@ -150,7 +140,7 @@ impl Image {
         let (mut symtab, mut strtab, mut strsz, mut syment) = (None, None, None, 24);
         let (mut hash, mut gnu_hash) = (None, None);
         for entry in data.chunks_exact(16) {
-            let (tag, value) = (u64_at(entry, 0)?, u64_at(entry, 8)?);
+            let (tag, value) = (u64_at(entry, 0)? as i64, u64_at(entry, 8)?);
             match tag {
                 DT_NULL => break,
                 DT_SYMTAB => symtab = Some(self.pointer(value)),

@@ -16,16 +16,10 @@
 
 use std::ffi::{c_void, CStr};
 
-/// Dynamic-section tags (`<elf.h>`).
-const DT_NULL: i64 = 0;
-const DT_PLTRELSZ: i64 = 2;
-const DT_STRTAB: i64 = 5;
-const DT_SYMTAB: i64 = 6;
-const DT_RELA: i64 = 7;
-const DT_RELASZ: i64 = 8;
-const DT_STRSZ: i64 = 10;
-const DT_PLTREL: i64 = 20;
-const DT_JMPREL: i64 = 23;
+use crate::elf::{
+    DT_JMPREL, DT_NULL, DT_PLTREL, DT_PLTRELSZ, DT_RELA, DT_RELASZ, DT_STRSZ, DT_STRTAB, DT_SYMTAB,
+    PT_DYNAMIC, PT_GNU_RELRO, PT_LOAD,
+};
 
 /// The two relocation types that fill an import slot with a function's address.
 #[cfg(target_arch = "x86_64")]
@@ -34,10 +28,6 @@ const IMPORT_TYPES: [u32; 2] = [6 /* GLOB_DAT */, 7 /* JUMP_SLOT */];
 const IMPORT_TYPES: [u32; 2] = [1025 /* GLOB_DAT */, 1026 /* JUMP_SLOT */];
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 const IMPORT_TYPES: [u32; 2] = [u32::MAX, u32::MAX];
-
-const PT_LOAD: u32 = 1;
-const PT_DYNAMIC: u32 = 2;
-const PT_GNU_RELRO: u32 = 0x6474_e552;
 
 /// Bytes of an `Elf64_Rela` and an `Elf64_Sym`.
 const RELA_SIZE: u64 = 24;
