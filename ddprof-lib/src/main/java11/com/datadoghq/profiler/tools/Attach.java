@@ -35,17 +35,28 @@ public final class Attach {
     private Attach() {
     }
 
+    private static int usageError(String problem) {
+        System.err.println("attach: " + problem + "; run 'attach --help' for usage");
+        return 2;
+    }
+
     public static int run(String... args) {
-        if (args.length != 2) {
+        if (args.length == 1 && (args[0].equals("--help") || args[0].equals("-h"))) {
+            System.out.println(USAGE);
+            return 0;
+        }
+        if (args.length == 0) {
             System.err.println(USAGE);
             return 2;
+        }
+        if (args.length != 2) {
+            return usageError(args.length < 2 ? "no command given after the process id"
+                    : "unexpected argument '" + args[2] + "' (a profiler command is one argument, no spaces)");
         }
         String pid = args[0];
         String command = args[1];
         if (!pid.matches("\\d+")) {
-            System.err.println("Not a process id: " + pid);
-            System.err.println(USAGE);
-            return 2;
+            return usageError("not a process id: '" + pid + "'");
         }
         Path jar;
         try {

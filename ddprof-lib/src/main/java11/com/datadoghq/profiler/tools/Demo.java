@@ -31,7 +31,20 @@ public final class Demo {
     }
 
     /** Entry point used by {@code Main}. Returns the exit code. */
+    static final String USAGE = String.join("\n",
+            "Usage: demo [seconds] [jfr-path]",
+            "  profiles a bundled CPU-bound workload (default 5 s), then prints its report and the",
+            "  recording's path (default: a ddprof-demo-PID.jfr in the temporary directory)");
+
     public static int run(String... args) throws Exception {
+        if (args.length == 1 && (args[0].equals("--help") || args[0].equals("-h"))) {
+            System.out.println(USAGE);
+            return 0;
+        }
+        if (args.length > 2) {
+            System.err.println("demo: unexpected argument '" + args[2] + "'; run 'demo --help' for usage");
+            return 2;
+        }
         int seconds = 5;
         if (args.length >= 1) {
             try {
@@ -40,7 +53,8 @@ public final class Demo {
                 seconds = -1;
             }
             if (seconds <= 0) {
-                System.err.println("demo: seconds must be a positive integer, got '" + args[0] + "'");
+                System.err.println("demo: seconds must be a positive integer, got '" + args[0]
+                        + "'; run 'demo --help' for usage");
                 return 2;
             }
         }

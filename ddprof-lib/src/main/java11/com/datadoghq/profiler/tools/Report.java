@@ -13,6 +13,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Comparator;
+import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -20,6 +21,9 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+
+import com.datadoghq.profiler.tools.convert.EventKind;
+import com.datadoghq.profiler.tools.convert.JfrProfileReader;
 
 import jdk.jfr.consumer.RecordedEvent;
 import jdk.jfr.consumer.RecordedFrame;
@@ -29,38 +33,48 @@ import jdk.jfr.consumer.RecordedThread;
 import jdk.jfr.consumer.RecordingFile;
 
 /**
- * {@code report FILE.jfr}: a terminal summary of a ddprof recording.
+ * {@code report FILE.jfr [--event KIND]}: a terminal summary of a ddprof recording.
  *
- * <p>Reads every {@code datadog.ExecutionSample} (CPU) and {@code datadog.MethodSample} (wall)
- * event with {@link RecordingFile} and prints:
+ * <p>Reads the sample events of every kind {@link EventKind} knows (cpu, wall, alloc, live,
+ * malloc, socket; {@code --event} keeps one) with {@link RecordingFile} and prints:
  * <ul>
- *   <li>a first line with the number of samples, how many of them are <em>unwalked</em> (see
- *       {@link #isUnwalked}) and the number of distinct threads sampled;</li>
- *   <li>the top {@value #TOP} methods by <em>self</em> samples (the method is the leaf frame), with
- *       their <em>total</em> samples (the method is anywhere on the stack, counted once per
- *       sample), each also as a percentage of all samples.</li>
+ *   <li>first, one line per kind present: how many of its samples are <em>unwalked</em> (see
+ *       {@link #isUnwalked}) and their share, the number of samples, their total value where it
+ *       differs from the count, and the distinct threads sampled. Kinds are never pooled: wall
+ *       samples of idle threads would hide how many CPU samples lost their stack;</li>
+ *   <li>then, per kind, the top {@value #TOP} methods by <em>self</em> value (the method is the
+ *       leaf frame), with their <em>total</em> value (the method is anywhere on the stack, counted
+ *       once per sample), each also as a percentage of the kind's total value.</li>
  * </ul>
- * Method counts and shares are weighted: an event counts {@code weight} times (a CPU sample
- * whose timer overran stands for several sampling intervals); the first line gives both the
- * number of events and, where it differs, their total weight.
+ * A sample's value is {@link JfrProfileReader#value}'s, as in {@code convert}: for cpu and wall
+ * the event's {@code weight} (a CPU sample whose timer overran stands for several sampling
+ * intervals), bytes for alloc, live and malloc, nanoseconds for socket.
  *
  * <p>{@code report FILE.jfr --memory} prints the profiler's native memory instead, from the
  * {@code datadog.ProfilerCounter} events of the file's last chunk (see {@link MemoryBreakdown}).
  */
 public final class Report {
-    /** Rows in the table. */
+    /** Rows in each kind's table. */
     public static final int TOP = 15;
 
-    static final String EXECUTION_SAMPLE = "datadog.ExecutionSample";
-    static final String METHOD_SAMPLE = "datadog.MethodSample";
     static final String PROFILER_COUNTER = "datadog.ProfilerCounter";
     static final String MEMORY_OPTION = "--memory";
-    static final String USAGE = "Usage: report FILE.jfr [--memory]";
+    static final String EVENT_OPTION = "--event";
+    static final String USAGE = String.join("\n",
+            "Usage: report FILE.jfr [--event " + EventKind.optionList("|") + "]",
+            "       report FILE.jfr --memory",
+            "  (no option)     per event kind: the unwalked share of its samples first, then its top",
+            "                  methods by self and total value",
+            "  --event KIND    only that kind (the kinds and their events are convert's; see convert --help)",
+            "  --memory        the profiler's native memory (last chunk's counters): per category live,",
+            "                  peak, avg, overhead, resident; malloc arenas; bounds of its RSS share",
+            "Exit codes: 0 printed; 1 unreadable, empty or truncated file, or nothing of the asked kind;",
+            "2 bad usage.");
 
     private Report() {
     }
 
-    /** One method's counts. */
+    /** One method's values. */
     public static final class Row {
         public final String method;
         public final long self;
@@ -73,60 +87,122 @@ public final class Report {
         }
     }
 
-    /** What {@link #read(Path)} found in a recording. */
-    public static final class Summary {
-        /** Sample events by type name, in order of first appearance. */
+    /** What {@link #read} found of one event kind. */
+    public static final class KindSummary {
+        public final EventKind kind;
+        /** Sample events by JFR type name, in order of first appearance. */
         public final Map<String, Long> samplesByType = new LinkedHashMap<>();
         public long samples;
-        /** Sum of the sample events' {@code weight} (1 each where the event has none). */
-        public long weight;
+        /** Sum of the samples' values (see the class comment). */
+        public long value;
         public long unwalked;
         /** Distinct sampled threads. */
         public int threads;
-        /** All methods seen, by self samples (descending), then total, then name. */
+        /** All methods seen, by self value (descending), then total, then name. */
         public final List<Row> methods = new ArrayList<>();
+
+        KindSummary(EventKind kind) {
+            this.kind = kind;
+        }
 
         public double unwalkedShare() {
             return samples == 0 ? 0 : (double) unwalked / samples;
         }
     }
 
+    /** What {@link #read} found in a recording: one entry per kind present, in {@link EventKind} order. */
+    public static final class Summary {
+        public final Map<EventKind, KindSummary> kinds = new EnumMap<>(EventKind.class);
+        /** The kind asked for, or null for all. */
+        public final EventKind only;
+
+        Summary(EventKind only) {
+            this.only = only;
+        }
+    }
+
     /**
-     * Entry point used by {@code Main}: {@code report FILE.jfr [--memory]}. Returns the exit
-     * code: 0, 1 (unreadable file, or no memory counters for {@code --memory}), 2 (usage).
+     * Entry point used by {@code Main}: {@code report FILE.jfr [--event KIND | --memory]}. Returns
+     * the exit code: 0, 1 (unreadable file, no samples of the asked kind, or no memory counters
+     * for {@code --memory}), 2 (usage: one line on stderr). {@code --help} prints the usage on
+     * stdout.
      */
     public static int run(String... args) {
+        return run(args, System.out, System.err);
+    }
+
+    static int run(String[] args, PrintStream out, PrintStream err) {
         boolean memory = false;
+        EventKind only = null;
         String path = null;
-        for (String a : args) {
-            if (MEMORY_OPTION.equals(a)) {
+        for (int i = 0; i < args.length; i++) {
+            String a = args[i];
+            if (a.equals("--help") || a.equals("-h")) {
+                out.println(USAGE);
+                return 0;
+            } else if (MEMORY_OPTION.equals(a)) {
                 memory = true;
-            } else if (path == null && !a.startsWith("--")) {
+            } else if (EVENT_OPTION.equals(a)) {
+                if (i + 1 >= args.length) {
+                    return usageError(err, "--event needs a value: " + EventKind.optionList(", "));
+                }
+                String v = args[++i];
+                only = EventKind.ofOption(v);
+                if (only == null) {
+                    return usageError(err, "unknown event kind '" + v + "' (known: " + EventKind.optionList(", ") + ")");
+                }
+            } else if (a.startsWith("-") && a.length() > 1) {
+                return usageError(err, "unknown option '" + a + "'");
+            } else if (path == null) {
                 path = a;
             } else {
-                System.err.println(USAGE);
-                return 2;
+                return usageError(err, "unexpected argument '" + a + "' (one recording at a time)");
             }
         }
         if (path == null) {
-            System.err.println(USAGE);
-            return 2;
+            return usageError(err, "no recording given");
+        }
+        if (memory && only != null) {
+            return usageError(err, "--memory and --event do not go together");
         }
         Path file = Paths.get(path);
         if (!Files.isRegularFile(file)) {
-            System.err.println("No such file: " + file);
+            err.println("No such file: " + file);
             return 1;
         }
         try {
-            if (memory) {
-                return printMemory(file, System.out, System.err);
+            String problem = RecordingCheck.problem(file);
+            if (problem != null) {
+                err.println(problem);
+                return 1;
             }
-            print(read(file), file, System.out);
+            if (memory) {
+                return printMemory(file, out, err);
+            }
+            Summary summary = read(file, only);
+            if (summary.kinds.isEmpty()) {
+                err.println("No " + (only == null ? "sample" : only.option + " sample") + " events in " + file
+                        + " (read: " + (only == null ? EventKind.allEventTypeNames() : only.eventTypeNames()) + ").");
+                return 1;
+            }
+            print(summary, file, out);
             return 0;
         } catch (IOException | RuntimeException e) {
-            System.err.println("Cannot read " + file + " as a JFR recording: " + e);
+            err.println(cannotRead(file, e));
             return 1;
         }
+    }
+
+    /** One line for a recording the JDK's parser refused. */
+    public static String cannotRead(Path file, Exception e) {
+        String message = e.getMessage() == null ? "" : e.getMessage().replace('\n', ' ');
+        return "Cannot read " + file + " as a JFR recording: " + e.getClass().getSimpleName()
+                + (message.isEmpty() ? "" : ": " + message);
+    }
+
+    private static int usageError(PrintStream err, String problem) {
+        err.println("report: " + problem + "; run 'report --help' for usage");
+        return 2;
     }
 
     /** One chunk's {@code datadog.ProfilerCounter} events. */
@@ -253,52 +329,62 @@ public final class Report {
         return 0;
     }
 
-    /** Reads the sample events of {@code file}. */
+    /** Reads the sample events of every kind in {@code file}. */
     public static Summary read(Path file) throws IOException {
-        Summary summary = new Summary();
-        Map<String, long[]> counts = new HashMap<>(); // method -> {self, total}
-        Set<Object> threads = new HashSet<>();
+        return read(file, null);
+    }
+
+    /** Reads the sample events of {@code only} (null: of every kind) in {@code file}. */
+    public static Summary read(Path file, EventKind only) throws IOException {
+        Summary summary = new Summary(only);
+        Map<EventKind, Map<String, long[]>> counts = new EnumMap<>(EventKind.class); // method -> {self, total}
+        Map<EventKind, Set<Object>> threads = new EnumMap<>(EventKind.class);
         Set<String> onThisStack = new HashSet<>();
         try (RecordingFile recording = new RecordingFile(file)) {
             while (recording.hasMoreEvents()) {
                 RecordedEvent event = recording.readEvent();
                 String type = event.getEventType().getName();
-                if (!EXECUTION_SAMPLE.equals(type) && !METHOD_SAMPLE.equals(type)) {
+                EventKind kind = EventKind.ofEventType(type);
+                if (kind == null || (only != null && kind != only)) {
                     continue;
                 }
-                summary.samples++;
-                long weight = weightOf(event);
-                summary.weight += weight;
-                summary.samplesByType.merge(type, 1L, Long::sum);
+                KindSummary k = summary.kinds.computeIfAbsent(kind, KindSummary::new);
+                k.samples++;
+                long value = JfrProfileReader.value(kind, event);
+                k.value += value;
+                k.samplesByType.merge(type, 1L, Long::sum);
                 Object thread = threadKey(event);
                 if (thread != null) {
-                    threads.add(thread);
+                    threads.computeIfAbsent(kind, x -> new HashSet<>()).add(thread);
                 }
                 RecordedStackTrace stack = event.getStackTrace();
                 List<RecordedFrame> frames = stack == null ? Collections.emptyList() : stack.getFrames();
                 if (isUnwalked(frames)) {
-                    summary.unwalked++;
+                    k.unwalked++;
                 }
+                Map<String, long[]> byMethod = counts.computeIfAbsent(kind, x -> new HashMap<>());
                 onThisStack.clear();
                 for (int i = 0; i < frames.size(); i++) {
                     String name = methodName(frames.get(i));
-                    long[] c = counts.computeIfAbsent(name, k -> new long[2]);
+                    long[] c = byMethod.computeIfAbsent(name, x -> new long[2]);
                     if (i == 0) {
-                        c[0] += weight; // frames[0] is the leaf
+                        c[0] += value; // frames[0] is the leaf
                     }
                     if (onThisStack.add(name)) {
-                        c[1] += weight; // recursion counts once per sample
+                        c[1] += value; // recursion counts once per sample
                     }
                 }
             }
         }
-        summary.threads = threads.size();
-        for (Map.Entry<String, long[]> e : counts.entrySet()) {
-            summary.methods.add(new Row(e.getKey(), e.getValue()[0], e.getValue()[1]));
+        for (KindSummary k : summary.kinds.values()) {
+            k.threads = threads.getOrDefault(k.kind, Collections.emptySet()).size();
+            for (Map.Entry<String, long[]> e : counts.getOrDefault(k.kind, Collections.emptyMap()).entrySet()) {
+                k.methods.add(new Row(e.getKey(), e.getValue()[0], e.getValue()[1]));
+            }
+            k.methods.sort(Comparator.comparingLong((Row r) -> -r.self)
+                    .thenComparingLong(r -> -r.total)
+                    .thenComparing(r -> r.method));
         }
-        summary.methods.sort(Comparator.comparingLong((Row r) -> -r.self)
-                .thenComparingLong(r -> -r.total)
-                .thenComparing(r -> r.method));
         return summary;
     }
 
@@ -387,39 +473,60 @@ public final class Report {
         return w > 0 ? w : 1;
     }
 
-    /** Prints {@code summary} as the two-part report described in the class comment. */
+    /** The unit a kind's values are in, as the tables' headers say it. */
+    static String unit(EventKind kind) {
+        return kind.isTime() ? "sampling intervals" : kind.unit;
+    }
+
+    /** Prints {@code summary} as described in the class comment: the per-kind lines, then the tables. */
     public static void print(Summary summary, Path file, PrintStream out) {
-        StringBuilder first = new StringBuilder();
-        first.append("Samples: ").append(summary.samples);
-        if (summary.weight != summary.samples) {
-            first.append(" (weight ").append(summary.weight).append(')');
-        }
-        if (summary.samplesByType.size() > 1) {
-            StringBuilder kinds = new StringBuilder();
-            for (Map.Entry<String, Long> e : summary.samplesByType.entrySet()) {
-                kinds.append(kinds.length() == 0 ? "" : ", ").append(e.getKey()).append(' ').append(e.getValue());
-            }
-            first.append(" (").append(kinds).append(')');
-        }
-        first.append(" | unwalked: ").append(summary.unwalked)
-                .append(" (").append(percent(summary.unwalked, summary.samples)).append(')')
-                .append(" | threads: ").append(summary.threads);
-        out.println(first);
-        if (summary.samples == 0) {
-            out.println("No " + EXECUTION_SAMPLE + " or " + METHOD_SAMPLE + " events in " + file + ".");
+        if (summary.kinds.isEmpty()) {
+            out.println("No " + (summary.only == null ? "sample" : summary.only.option + " sample") + " events in "
+                    + file + ".");
             return;
         }
-        out.println();
+        int width = 0;
+        for (EventKind k : summary.kinds.keySet()) {
+            width = Math.max(width, k.option.length());
+        }
+        for (KindSummary k : summary.kinds.values()) {
+            StringBuilder line = new StringBuilder();
+            line.append(k.kind.option).append(':');
+            for (int pad = k.kind.option.length(); pad < width; pad++) {
+                line.append(' ');
+            }
+            line.append(" unwalked ").append(percent(k.unwalked, k.samples))
+                    .append(" (").append(k.unwalked).append(" of ").append(k.samples).append(" samples)");
+            if (k.value != k.samples) {
+                line.append(" | ").append(k.value).append(' ').append(unit(k.kind));
+            }
+            if (k.samplesByType.size() > 1) {
+                StringBuilder types = new StringBuilder();
+                for (Map.Entry<String, Long> e : k.samplesByType.entrySet()) {
+                    types.append(types.length() == 0 ? "" : ", ").append(e.getKey()).append(' ').append(e.getValue());
+                }
+                line.append(" | ").append(types);
+            }
+            line.append(" | threads ").append(k.threads);
+            out.println(line);
+        }
+        for (KindSummary k : summary.kinds.values()) {
+            out.println();
+            out.println(k.kind.option + ": top methods by self value, in " + unit(k.kind) + " (total " + k.value + ")");
+            printTable(k, out);
+        }
+    }
 
-        List<Row> rows = summary.methods.subList(0, Math.min(TOP, summary.methods.size()));
+    private static void printTable(KindSummary k, PrintStream out) {
+        List<Row> rows = k.methods.subList(0, Math.min(TOP, k.methods.size()));
         String[] header = {"#", "self", "self%", "total", "total%", "method"};
         List<String[]> cells = new ArrayList<>();
         for (int i = 0; i < rows.size(); i++) {
             Row r = rows.get(i);
             cells.add(new String[] {
                 String.valueOf(i + 1),
-                String.valueOf(r.self), percent(r.self, summary.weight),
-                String.valueOf(r.total), percent(r.total, summary.weight),
+                String.valueOf(r.self), percent(r.self, k.value),
+                String.valueOf(r.total), percent(r.total, k.value),
                 r.method});
         }
         int[] width = new int[header.length];
@@ -433,8 +540,8 @@ public final class Report {
         for (String[] row : cells) {
             out.println(formatRow(row, width));
         }
-        if (summary.methods.size() > rows.size()) {
-            out.println("(" + (summary.methods.size() - rows.size()) + " more methods)");
+        if (k.methods.size() > rows.size()) {
+            out.println("(" + (k.methods.size() - rows.size()) + " more methods)");
         }
     }
 

@@ -27,8 +27,8 @@ import java.util.regex.Pattern;
  */
 public final class Convert {
     static final String USAGE = String.join("\n",
-            "Usage: convert --to collapsed|pprof|otlp|html [--event cpu|wall|alloc|live|malloc|socket] [--threads]",
-            "               [--leak] [--from T] [--to T] rec.jfr [out]",
+            "Usage: convert --to collapsed|pprof|otlp|html [--event " + EventKind.optionList("|") + "]",
+            "               [--threads] [--leak] [--from T] [--to T] rec.jfr [out]",
             "  --to FORMAT     collapsed: 'frame;frame;frame value' lines (flame-graph tools' input)",
             "                  pprof:     gzipped profile.proto",
             "                  otlp:      an OTLP ExportProfilesServiceRequest (protobuf); out may be an",
@@ -44,7 +44,9 @@ public final class Convert {
             "                  or an offset from the recording's start (30s, 1500ms, 2m; bare = seconds),",
             "                  negative from its end (-10s)",
             "  out             default: rec.jfr with the extension .collapsed, .pb.gz, .otlp.pb or .html;",
-            "                  '-' writes to standard output");
+            "                  '-' writes to standard output",
+            "Exit codes: 0 written; 1 unreadable, empty or truncated file, nothing of the asked kind, or a",
+            "failed write or POST; 2 bad usage.");
 
     enum Format {
         COLLAPSED(".collapsed"), PPROF(".pb.gz"), OTLP(".otlp.pb"), HTML(".html");
@@ -53,6 +55,14 @@ public final class Convert {
 
         Format(String extension) {
             this.extension = extension;
+        }
+
+        static String names() {
+            StringBuilder b = new StringBuilder();
+            for (Format f : values()) {
+                b.append(b.length() == 0 ? "" : ", ").append(f.name().toLowerCase(Locale.ROOT));
+            }
+            return b.toString();
         }
 
         static Format of(String s) {
@@ -76,6 +86,10 @@ public final class Convert {
     }
 
     static int run(String[] args, PrintStream stdout, PrintStream err) {
+        if (args.length == 0) {
+            err.println(USAGE);
+            return 2;
+        }
         Format format = null;
         EventKind kind = null;
         boolean threads = false;
@@ -87,6 +101,10 @@ public final class Convert {
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             switch (a) {
+                case "--help":
+                case "-h":
+                    stdout.println(USAGE);
+                    return 0;
                 case "--to":
                 case "--event":
                 case "--from":
@@ -97,12 +115,15 @@ public final class Convert {
                     if (a.equals("--event")) {
                         kind = EventKind.ofOption(v);
                         if (kind == null) {
-                            return usage(err, "unknown event kind: " + v);
+                            return usage(err, "unknown event kind '" + v + "' (known: " + EventKind.optionList(", ")
+                                    + ")");
                         }
                     } else if (a.equals("--from")) {
                         from = v;
                     } else if (Format.of(v) != null && format == null) {
                         format = Format.of(v); // --to FORMAT; a second --to is the time
+                    } else if (format == null && !looksLikeTime(v)) {
+                        return usage(err, "unknown format '" + v + "' (known: " + Format.names() + ")");
                     } else {
                         to = v;
                     }
@@ -115,18 +136,18 @@ public final class Convert {
                     break;
                 default:
                     if (a.startsWith("--") || (a.startsWith("-") && a.length() > 1)) {
-                        return usage(err, "unknown option: " + a);
+                        return usage(err, "unknown option '" + a + "'");
                     } else if (input == null) {
                         input = a;
                     } else if (output == null) {
                         output = a;
                     } else {
-                        return usage(err, "unexpected argument: " + a);
+                        return usage(err, "unexpected argument '" + a + "' (one recording, then the output)");
                     }
             }
         }
         if (format == null) {
-            return usage(err, "--to collapsed|pprof|otlp|html is required");
+            return usage(err, "no output format: --to FORMAT is required (known: " + Format.names() + ")");
         }
         if (input == null) {
             return usage(err, "no recording given");
@@ -142,6 +163,16 @@ public final class Convert {
             err.println("No such file: " + in);
             return 1;
         }
+        try {
+            String problem = com.datadoghq.profiler.tools.RecordingCheck.problem(in);
+            if (problem != null) {
+                err.println(problem);
+                return 1;
+            }
+        } catch (IOException e) {
+            err.println("Cannot read " + in + ": " + e.getMessage());
+            return 1;
+        }
         Profile profile;
         try {
             long[] span = recordingSpan(in);
@@ -153,14 +184,14 @@ public final class Convert {
         } catch (IllegalArgumentException e) {
             return usage(err, e.getMessage());
         } catch (IOException | RuntimeException e) {
-            err.println("Cannot read " + in + " as a JFR recording: " + e);
+            err.println(com.datadoghq.profiler.tools.Report.cannotRead(in, e));
             return 1;
         }
         List<EventKind> present = profile.kinds();
         if (present.isEmpty()) {
             err.println("No " + (kind == null ? "sample" : kind.option + " sample") + " events"
                     + (from != null || to != null ? " in the selected time range" : "") + " in " + in
-                    + " (read: " + eventTypeList(kind) + ").");
+                    + " (read: " + (kind == null ? EventKind.allEventTypeNames() : kind.eventTypeNames()) + ").");
             return 1;
         }
         EventKind chosen = kind != null ? kind : present.get(0);
@@ -235,18 +266,6 @@ public final class Convert {
         return b.toString();
     }
 
-    private static String eventTypeList(EventKind kind) {
-        StringBuilder b = new StringBuilder();
-        for (EventKind k : EventKind.values()) {
-            if (kind == null || k == kind) {
-                for (String t : k.eventTypes) {
-                    b.append(b.length() == 0 ? "" : ", ").append(t);
-                }
-            }
-        }
-        return b.toString();
-    }
-
     static String defaultOutput(String input, String extension) {
         String base = input.toLowerCase(Locale.ROOT).endsWith(".jfr") ? input.substring(0, input.length() - 4) : input;
         return base + extension;
@@ -265,6 +284,11 @@ public final class Convert {
             end = Math.max(end, c[0] + c[1]);
         }
         return new long[] {start, end};
+    }
+
+    /** Whether a --to value is meant as a time (an offset or an ISO instant) rather than a format. */
+    static boolean looksLikeTime(String value) {
+        return OFFSET.matcher(value).matches() || (!value.isEmpty() && Character.isDigit(value.charAt(0)));
     }
 
     /** A --from/--to value: an ISO instant, or an offset from the start (negative: from the end). */
@@ -304,9 +328,9 @@ public final class Convert {
         }
     }
 
+    /** A usage error: one line naming the problem, exit code 2. */
     private static int usage(PrintStream err, String problem) {
-        err.println(problem);
-        err.println(USAGE);
+        err.println("convert: " + problem + "; run 'convert --help' for usage");
         return 2;
     }
 }

@@ -74,4 +74,27 @@ public enum EventKind {
         }
         return null;
     }
+
+    /** The kinds' command-line names joined by {@code separator}: "cpu|wall|...". */
+    public static String optionList(String separator) {
+        StringBuilder b = new StringBuilder();
+        for (EventKind k : values()) {
+            b.append(b.length() == 0 ? "" : separator).append(k.option);
+        }
+        return b.toString();
+    }
+
+    /** This kind's JFR event types, comma-separated. */
+    public String eventTypeNames() {
+        return String.join(", ", eventTypes);
+    }
+
+    /** Every kind's JFR event types, comma-separated. */
+    public static String allEventTypeNames() {
+        StringBuilder b = new StringBuilder();
+        for (EventKind k : values()) {
+            b.append(b.length() == 0 ? "" : ", ").append(k.eventTypeNames());
+        }
+        return b.toString();
+    }
 }

@@ -228,7 +228,7 @@ public final class JfrProfileReader {
     }
 
     /** What one event is worth: see {@link EventKind}. */
-    static long value(EventKind kind, RecordedEvent event) {
+    public static long value(EventKind kind, RecordedEvent event) {
         if (kind.isTime()) {
             return Report.weightOf(event);
         }
