@@ -3,12 +3,12 @@
 //!
 //! # How
 //! Each load is a tiny assembly function whose first instruction is the load (see
-//! `safe_access_x86_64.rs`). Our SIGSEGV/SIGBUS handler compares the faulting pc with
-//! those instructions; on a match it moves the pc to a landing pad that returns
-//! `(0, faulted = 1)` to the caller, so the Rust wrapper returns `None`. Any other fault
-//! goes to the handler that was installed before ours (HotSpot's: it uses SIGSEGV for
-//! implicit null checks, safepoint polls and SafeFetch), with the same
-//! `(sig, info, ucontext)`, as if we were not there.
+//! `safe_access_x86_64.rs`, `safe_access_aarch64.rs`). Our SIGSEGV/SIGBUS handler
+//! compares the faulting pc with those instructions; on a match it moves the pc to a
+//! landing pad that returns `(0, faulted = 1)` to the caller, so the Rust wrapper returns
+//! `None`. Any other fault goes to the handler that was installed before ours (HotSpot's:
+//! it uses SIGSEGV for implicit null checks, safepoint polls and SafeFetch), with the
+//! same `(sig, info, ucontext)`, as if we were not there.
 //!
 //! # Rules for callers
 //! - Call [`install`] after the JVM has installed its own handlers (VMInit or later; the
@@ -28,10 +28,11 @@
 //! record of the pre-JVM one (usually `SIG_DFL`).
 //!
 //! # Other architectures
-//! Only x86_64 has protected loads so far. Elsewhere every load goes through
-//! `process_vm_readv` (a syscall per load; it can be refused by seccomp, and then loads
-//! return `None`). An aarch64 port adds `safe_access_aarch64.rs` with the same items as
-//! the x86_64 file (see its header for the instruction sequence).
+//! x86_64 and aarch64 have protected loads, one file each with the same items. Elsewhere
+//! every load goes through `process_vm_readv` (a syscall per load; it can be refused by
+//! seccomp, and then loads return `None`). A new architecture adds
+//! `safe_access_<arch>.rs` with the same items (`PROTECTED_LOADS`, `load64/32/16/8`,
+//! `recover`) and a `cfg` line below.
 
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -42,9 +43,13 @@ use super::signal::{self, Previous, SigactionFailed};
 #[path = "safe_access_x86_64.rs"]
 mod arch;
 
+#[cfg(target_arch = "aarch64")]
+#[path = "safe_access_aarch64.rs"]
+mod arch;
+
 /// The shape an architecture file provides. This one has no protected loads: every load
 /// takes the `process_vm_readv` path, and the fault handler never recognises a fault.
-#[cfg(not(target_arch = "x86_64"))]
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[allow(dead_code)]
 mod arch {
     pub const PROTECTED_LOADS: bool = false;

@@ -80,9 +80,10 @@ fn faults_on_unmapped_and_protected_pages_return_none() {
     unmap(gone, 1);
     assert_eq!(load_u64(gone + 8), None);
 
-    // A non-canonical address: a general-protection fault, also SIGSEGV.
+    // x86_64: a non-canonical address, a general-protection fault, also SIGSEGV.
+    // aarch64 ignores the top byte of user addresses: the null page.
     assert_eq!(load_u64(0x8000_0000_0000_0000), None);
-    // Kernel space: a page fault with the supervisor bit.
+    // Kernel space (x86_64), beyond the 48-bit user range (aarch64).
     assert_eq!(load_u64(0xffff_8000_0000_0000), None);
 
     assert!(faults_recovered() >= before + 6, "{}", faults_recovered());
@@ -157,6 +158,11 @@ fn copy_reads_exactly_the_range() {
 fn the_process_vm_readv_fallback_reads_and_refuses() {
     let value: u64 = 0x0123_4567_89ab_cdef;
     let mut dst = [0u8; 8];
+    if process_vm_readv_missing() {
+        // qemu-user (7.2) does not implement it: nothing to test under emulation.
+        eprintln!("process_vm_readv: ENOSYS here; fallback not tested");
+        return;
+    }
     assert!(slow_read(&mut dst, &value as *const u64 as usize));
     assert_eq!(u64::from_ne_bytes(dst), value);
     let none = map(1, libc::PROT_NONE);
@@ -164,6 +170,23 @@ fn the_process_vm_readv_fallback_reads_and_refuses() {
     assert!(!slow_read(&mut dst, none));
     assert_eq!(errno(), 1234, "errno is kept");
     unmap(none, 1);
+}
+
+/// Whether this kernel (or emulator) lacks `process_vm_readv`.
+fn process_vm_readv_missing() -> bool {
+    let value = 0u8;
+    let mut dst = 0u8;
+    let local = libc::iovec {
+        iov_base: (&mut dst as *mut u8).cast(),
+        iov_len: 1,
+    };
+    let remote = libc::iovec {
+        iov_base: (&value as *const u8).cast_mut().cast(),
+        iov_len: 1,
+    };
+    // SAFETY: both iovecs describe one byte we own.
+    let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+    n < 0 && errno() == libc::ENOSYS
 }
 
 #[test]
@@ -202,9 +225,28 @@ const CHILD_ENV: &str = "DDPROF_SAFE_ACCESS_CHILD";
 static PHASE: AtomicI32 = AtomicI32::new(0);
 const FAULT_ADDR: usize = 0x10;
 
+/// The command that runs a test binary of this target: cargo's runner for the target when
+/// one is set (qemu-user for aarch64 on an x86_64 host, which cannot exec an aarch64
+/// binary by itself), else the binary alone.
+fn child_command() -> Command {
+    let exe = std::env::current_exe().unwrap();
+    let runner = if cfg!(target_arch = "aarch64") {
+        std::env::var("CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER").unwrap_or_default()
+    } else {
+        String::new()
+    };
+    let mut words = runner.split_whitespace();
+    let Some(program) = words.next() else {
+        return Command::new(exe);
+    };
+    let mut command = Command::new(program);
+    command.args(words).arg(exe);
+    command
+}
+
 /// Runs this test binary again, only `child_process_entry`, in `mode`.
 fn run_child(mode: &str) -> std::process::Output {
-    Command::new(std::env::current_exe().unwrap())
+    child_command()
         .args([
             "sample::safe_access::tests::child_process_entry",
             "--exact",

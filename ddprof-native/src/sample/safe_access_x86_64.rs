@@ -18,9 +18,7 @@
 //! move `rip` to the landing pad: the `ret` there returns `(0, 1)` to the caller as if
 //! the function had run normally. No instruction lengths, no register juggling.
 //!
-//! An aarch64 port has the same shape: `ldr x0, [x0]; mov x1, #0; ret` with a landing
-//! pad `mov x0, #0; mov x1, #1; ret` (a two-`u64` struct comes back in `x0`/`x1`), and
-//! the handler moves `pc` (not `lr`) to the pad.
+//! `safe_access_aarch64.rs` has the same shape with `x0`/`x1` and `pc`.
 
 use std::ffi::c_void;
 
