@@ -34,8 +34,10 @@ mod output;
 pub mod perfmap;
 mod sanity;
 mod session;
+mod started;
 
 pub use session::{PendingSetting, Session};
+use started::{injected_failure, Part};
 
 /// The library's version: the Maven project's (`DDPROF_VERSION`, which the build of the jar puts
 /// in cargo's environment), so that `getVersion()`, the `version` command and the recordings say
@@ -282,7 +284,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         if reset {
             drop(wall::take_epochs());
         }
-        if let Err(e) = w.start() {
+        if let Err(e) = injected_failure(Part::Wall).and_then(|()| w.start()) {
             crate::sample::wall::disarm();
             engine.stop();
             handler::disarm();
@@ -297,7 +299,9 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     if let Some(m) = &memory {
         // Allocation samples walk with the same walker and depth as CPU samples.
         let depth = (args.jstackdepth as usize).min(crate::sample::alloc::MAX_DEPTH);
-        match crate::alloc::start(jvmti, jni, m, allocation_walker(walker), depth, reset) {
+        match injected_failure(Part::Alloc).and_then(|()| {
+            crate::alloc::start(jvmti, jni, m, allocation_walker(walker), depth, reset)
+        }) {
             Ok(w) => warnings.extend(w),
             Err(e) => {
                 if let Some(w) = &wall_engine {
@@ -315,7 +319,9 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     if let Some(n) = args.nativemem {
         // Native allocations walk like JVMTI allocation samples: from the frame anchor.
         let depth = (args.jstackdepth as usize).min(crate::sample::alloc::MAX_DEPTH);
-        if let Err(e) = crate::nativemem::start(n, allocation_walker(walker), depth, reset) {
+        if let Err(e) = injected_failure(Part::NativeMem)
+            .and_then(|()| crate::nativemem::start(n, allocation_walker(walker), depth, reset))
+        {
             if let Some(jvmti) = vm::jvmti() {
                 crate::alloc::stop(jvmti);
             }
@@ -477,7 +483,7 @@ fn start_cpu_engine(
         Some(_) => Arc::new(CTimer::default()),
     };
     arm(&engine);
-    if let Err(e) = engine.start(interval.unwrap_or(0)) {
+    if let Err(e) = injected_failure(Part::Cpu).and_then(|()| engine.start(interval.unwrap_or(0))) {
         handler::disarm();
         *ENGINE.write() = None;
         return Err(Error::State(format!(
