@@ -12,10 +12,10 @@ import com.datadoghq.profiler.testing.TestEnv;
 
 /**
  * A child JVM's main for {@link FailedStartTest}: a start with every source and both code maps that one
- * part fails (the test-only {@code DDPROF_TEST_START_FAIL} names it), then JIT work with nothing
- * profiling, then a valid start. The code map writes nothing in that window, so the valid start's replay
- * of the existing code is the first to name the method compiled in it. Prints what it saw as
- * {@code key: value} lines. Args: the output directory.
+ * part fails (the test-only {@code DDPROF_TEST_START_FAIL} names it; it fails once), then JIT work with
+ * nothing profiling, then the same start again, which works. The code map writes nothing in that window,
+ * so the valid start's replay of the existing code is the first to name the method compiled in it. Prints
+ * what it saw as {@code key: value} lines. Args: the output directory.
  */
 public final class FailedStartMain {
     static final String CHAIN_C = CpuBurner.class.getName() + "::chainC(";
@@ -30,11 +30,11 @@ public final class FailedStartMain {
         Path jit = dir.resolve("jit-" + pid + ".dump");
         System.out.println("pid: " + pid);
         JavaProfiler profiler = JavaProfiler.getInstance();
-        String maps = "perfmap,jitdump=" + dir;
+        String start = "start,cpu=10ms,wall=20ms,memory=256k:a,nativemem=1m,perfmap,jitdump=" + dir + ",file="
+                + dir.resolve("rec.jfr");
         String failure = "none";
         try {
-            profiler.execute("start,cpu=10ms,wall=20ms,memory=256k:a,nativemem=1m," + maps + ",file="
-                    + dir.resolve("failed.jfr"));
+            profiler.execute(start);
         } catch (IllegalStateException e) {
             failure = e.getMessage();
         }
@@ -54,7 +54,7 @@ public final class FailedStartMain {
         System.out.println("running after failure: " + TestEnv.isRunning(profiler));
         System.out.println("map names chainC before the valid start: " + names(map));
 
-        profiler.execute("start,cpu=10ms," + maps + ",file=" + dir.resolve("valid.jfr"));
+        profiler.execute(start);
         System.out.println("running after valid start: " + TestEnv.isRunning(profiler));
         // The start's replay of the code that exists, chainC's included: written before it returns.
         System.out.println("map names chainC after the valid start: " + names(map));

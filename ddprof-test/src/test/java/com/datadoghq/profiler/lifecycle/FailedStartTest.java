@@ -20,7 +20,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * A start that fails leaves nothing running: whichever part fails (the CPU engine, the wall-clock
  * sampler, allocation sampling, native memory hooks; made to fail by the test-only
  * {@code DDPROF_TEST_START_FAIL}), the start reports it, the perf map and jitdump started before it stop
- * growing, no sample is taken, status says idle, and the next valid start works.
+ * growing, no sample is taken, status says idle, and the same start made again works.
  */
 class FailedStartTest {
     @TempDir
