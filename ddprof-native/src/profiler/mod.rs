@@ -35,8 +35,10 @@ mod output;
 pub mod perfmap;
 mod sanity;
 mod session;
+mod started;
 
 pub use session::{PendingSetting, Session};
+use started::{Part, Started};
 
 /// The library's version: the Maven project's (`DDPROF_VERSION`, which the build of the jar puts
 /// in cargo's environment), so that `getVersion()`, the `version` command and the recordings say
@@ -223,7 +225,11 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         std::env::var_os(MISRECORD_RECEIVERS_ENV).is_some(),
     );
 
+    // From here on every part that starts registers its stop: an error return (or a panic)
+    // before the session exists stops exactly those, in reverse order (started.rs).
+    let mut started = Started::new();
     codemap::start(jvmti, &args, &mut warnings);
+    started.push(Part::CodeMap, codemap::stop);
 
     let id_mode = resolve_id_mode(&args, walker, jni, &mut warnings);
     preload::apply(id_mode, jvmti, jni);
@@ -273,8 +279,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         let bytes = crate::eh_frame::refresh();
         counters::Counter::NativeUnwindTableBytes.set(bytes as i64);
     }
-    let (engine, cpu_engine_fallback) =
-        start_cpu_engine(&args, walker, interval).inspect_err(|_| codemap::stop())?;
+    let (engine, cpu_engine_fallback) = start_cpu_engine(&args, walker, interval, &mut started)?;
     if let Some(reason) = &cpu_engine_fallback {
         warnings.push(reason.clone());
     }
@@ -285,60 +290,47 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
             args.wall_precheck,
             interval.is_some(),
         );
+        started.push(Part::Wall, crate::sample::wall::disarm);
         if reset {
             drop(wall::take_epochs());
         }
-        if let Err(e) = w.start() {
-            crate::sample::wall::disarm();
-            engine.stop();
-            handler::disarm();
-            *ENGINE.write() = None;
-            codemap::stop();
-            return Err(Error::State(format!(
-                "Failed to start the {} engine: {e}",
-                w.name()
-            )));
-        }
+        let sampler = w.clone();
+        started
+            .start(Part::Wall, || w.start(), move || sampler.stop())
+            .map_err(|e| Error::State(format!("Failed to start the {} engine: {e}", w.name())))?;
     }
     if let Some(m) = &memory {
         // Allocation samples walk with the same walker and depth as CPU samples.
         let depth = (args.jstackdepth as usize).min(crate::sample::alloc::MAX_DEPTH);
-        match crate::alloc::start(jvmti, jni, m, allocation_walker(walker), depth, reset) {
-            Ok(w) => warnings.extend(w),
-            Err(e) => {
-                if let Some(w) = &wall_engine {
-                    w.stop();
-                    crate::sample::wall::disarm();
-                }
-                engine.stop();
-                handler::disarm();
-                *ENGINE.write() = None;
-                codemap::stop();
-                return Err(Error::State(e));
-            }
-        }
+        let w = started
+            .start(
+                Part::Alloc,
+                || crate::alloc::start(jvmti, jni, m, allocation_walker(walker), depth, reset),
+                move || crate::alloc::stop(jvmti),
+            )
+            .map_err(Error::State)?;
+        warnings.extend(w);
     }
     if let Some(n) = args.nativemem {
         // Native allocations walk like JVMTI allocation samples: from the frame anchor.
         let depth = (args.jstackdepth as usize).min(crate::sample::alloc::MAX_DEPTH);
-        if let Err(e) = crate::nativemem::start(n, allocation_walker(walker), depth, reset) {
-            if let Some(jvmti) = vm::jvmti() {
-                crate::alloc::stop(jvmti);
-            }
-            if let Some(w) = &wall_engine {
-                w.stop();
-                crate::sample::wall::disarm();
-            }
-            engine.stop();
-            handler::disarm();
-            *ENGINE.write() = None;
-            return Err(Error::State(e));
-        }
+        started
+            .start(
+                Part::NativeMem,
+                || crate::nativemem::start(n, allocation_walker(walker), depth, reset),
+                crate::nativemem::stop,
+            )
+            .map_err(Error::State)?;
     }
     if let Some(n) = args.natsock_ns {
         // As upstream: socket sampling that cannot start leaves the other engines running.
         let depth = (args.jstackdepth as usize).min(crate::sample::alloc::MAX_DEPTH);
-        if let Err(e) = crate::natsock::start(n, allocation_walker(walker), depth) {
+        let natsock = started.start(
+            Part::NatSock,
+            || crate::natsock::start(n, allocation_walker(walker), depth),
+            crate::natsock::stop,
+        );
+        if let Err(e) = natsock {
             warnings.push(e);
         }
     }
@@ -372,6 +364,8 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     out.push_str("Profiling started\n");
     // Endpoints and queue times: `start` empties their dictionaries, `resume` keeps them.
     crate::tracing::on_start(reset);
+    // Nothing fails from here: the session's `stop` stops what started.
+    started.complete();
     *session = Some(Session {
         args,
         engine,
@@ -423,7 +417,14 @@ fn start_cpu_engine(
     args: &Args,
     walker: WalkerKind,
     interval: Option<u64>,
+    started: &mut Started,
 ) -> Result<(Arc<dyn Engine>, Option<String>), Error> {
+    // The gate is armed below, once or (perf_events refused) twice; closing it and clearing
+    // ENGINE are harmless before then.
+    started.push(Part::Cpu, || {
+        handler::disarm();
+        *ENGINE.write() = None;
+    });
     let arm = |e: &Arc<dyn Engine>| {
         handler::arm(
             e.signal_source(),
@@ -461,6 +462,8 @@ fn start_cpu_engine(
                     }
                     counters::Counter::CpuEngine.set(engine_code(perf.name()));
                     counters::Counter::CpuEngineFallback.set(0);
+                    let running = perf.clone();
+                    started.push(Part::Cpu, move || running.stop());
                     return Ok((perf, None));
                 }
                 Err(e) => {
@@ -484,14 +487,14 @@ fn start_cpu_engine(
         Some(_) => Arc::new(CTimer::default()),
     };
     arm(&engine);
-    if let Err(e) = engine.start(interval.unwrap_or(0)) {
-        handler::disarm();
-        *ENGINE.write() = None;
-        return Err(Error::State(format!(
-            "Failed to start the {} engine: {e}",
-            engine.name()
-        )));
-    }
+    let running = engine.clone();
+    started
+        .start(
+            Part::Cpu,
+            || engine.start(interval.unwrap_or(0)),
+            move || running.stop(),
+        )
+        .map_err(|e| Error::State(format!("Failed to start the {} engine: {e}", engine.name())))?;
     counters::Counter::CpuEngine.set(engine_code(engine.name()));
     counters::Counter::CpuEngineFallback.set(i64::from(fallback.is_some()));
     Ok((engine, fallback))
