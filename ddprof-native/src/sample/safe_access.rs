@@ -3,7 +3,8 @@
 //!
 //! # How
 //! Each load is a tiny assembly function whose first instruction is the load (see
-//! `safe_access_x86_64.rs`, `safe_access_aarch64.rs`). Our SIGSEGV/SIGBUS handler
+//! `safe_access_x86_64.rs`, `safe_access_aarch64.rs`; their shared Rust side is
+//! `safe_access_protected.rs`). Our SIGSEGV/SIGBUS handler
 //! compares the faulting pc with those instructions; on a match it moves the pc to a
 //! landing pad that returns `(0, faulted = 1)` to the caller, so the Rust wrapper returns
 //! `None`. Any other fault goes to the handler that was installed before ours (HotSpot's:
@@ -41,10 +42,14 @@ use super::signal::{self, Previous, SigactionFailed};
 
 #[cfg(target_arch = "x86_64")]
 #[path = "safe_access_x86_64.rs"]
-mod arch;
+mod isa;
 
 #[cfg(target_arch = "aarch64")]
 #[path = "safe_access_aarch64.rs"]
+mod isa;
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[path = "safe_access_protected.rs"]
 mod arch;
 
 /// The shape an architecture file provides. This one has no protected loads: every load
