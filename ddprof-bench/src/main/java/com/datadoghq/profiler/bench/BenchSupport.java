@@ -74,8 +74,9 @@ final class BenchSupport {
             return null;
         }
         JavaProfiler p = JavaProfiler.getInstance();
-        // upstream: upstream's jar is on the class path in place of ours, with its default method IDs.
-        String ids = mode.equals("upstream") ? "" : ",fjmethodid=" + mode;
+        // upstream: upstream's jar is on the class path in place of ours, with its default method IDs;
+        // default: ours with the command string as given (its default method IDs).
+        String ids = mode.equals("upstream") || mode.equals("default") ? "" : ",fjmethodid=" + mode;
         String r = p.execute("start," + options + ids + ",file=" + dir.resolve("profile.jfr"));
         if (r != null && !r.trim().equals("Profiling started")) {
             System.err.println("[" + mode + "] execute: " + r.trim());

@@ -41,6 +41,8 @@ public final class KotlinCompileWorker {
         String mode = args[0];
         int files = Integer.parseInt(args[1]);
         int compiles = Integer.parseInt(args[2]);
+        // The profiler's options besides the method-ID mode (TracerConfigBenchmark passes the tracer's).
+        String options = args.length > 3 ? args[3] : "cpu=10ms";
         String cp = System.getProperty("kotlin.cp");
         if (cp == null || cp.isEmpty()) {
             throw new IllegalArgumentException("-Dkotlin.cp (the Kotlin compiler's classpath) is required");
@@ -61,7 +63,9 @@ public final class KotlinCompileWorker {
         generate(src, files);
 
         BenchSupport.nmtCommittedKb(); // loads the JMX classes before anything is measured
-        JavaProfiler profiler = BenchSupport.startProfiler(mode, "cpu=10ms", dir);
+        long total0 = System.nanoTime();
+        long cpu0 = BenchSupport.processCpuNs();
+        JavaProfiler profiler = BenchSupport.startProfiler(mode, options, dir);
         URLClassLoader loader = new URLClassLoader(urls.toArray(new URL[0]), ClassLoader.getPlatformClassLoader());
         Class<?> k2 = Class.forName("org.jetbrains.kotlin.cli.jvm.K2JVMCompiler", true, loader);
         Object compiler = k2.getConstructor().newInstance();
@@ -107,6 +111,8 @@ public final class KotlinCompileWorker {
                 }
             }
         }
+        long totalNs = System.nanoTime() - total0;
+        long totalCpuNs = BenchSupport.processCpuNs() - cpu0;
         Map<String, Long> counters = BenchSupport.counters(profiler);
         // HotSpot empties its arena-chunk pool every 5 s: let one pass run before the summary.
         Thread.sleep(Long.getLong("settle", 5500));
@@ -120,6 +126,8 @@ public final class KotlinCompileWorker {
                 .put("Total_minus_heap", nmt.get("Total") - nmt.getOrDefault("Java Heap", 0L))
                 .put("classes", classes)
                 .put("compile_ms", String.format(Locale.ROOT, "%.0f", compileNs / 1e6))
+                .put("total_ms", String.format(Locale.ROOT, "%.0f", totalNs / 1e6))
+                .put("total_cpu_ms", String.format(Locale.ROOT, "%.0f", totalCpuNs / 1e6))
                 .put("first_dump_ms", String.format(Locale.ROOT, "%.1f", firstDumpNs / 1e6))
                 .put("later_dump_ms", String.format(Locale.ROOT, "%.1f",
                         laterDumps.isEmpty() ? -1 : BenchSupport.median(laterDumps)))
