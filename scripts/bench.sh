@@ -33,6 +33,10 @@
 #   -Dout=FILE          also write every raw run as CSV
 #   -Dfrom=A.csv[,B.csv] run nothing: print the table for runs saved with -Dout (use with --no-build)
 #   -DreportMinShare=0.9 leave runs that got < 0.9 of their CPU out of the table
+#   -Dbench.workload=switch
+#                       the context-switch-heavy workload (worker and echo thread ping-pong through
+#                       pipes, tens of thousands of switches/s) in place of the CPU-bound one; add
+#                       -DminShare=0 (blocked threads never ask for a whole CPU)
 #   -Dbench.levelIters=500 -Dbench.leafIters=12500
 #                       work per op (~50 us on a 2020s x86 core), passed on to every child
 # --no-build skips `mvn -q -DskipTests install` (uses the jars already in */target).

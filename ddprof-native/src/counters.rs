@@ -72,6 +72,9 @@ counters! {
     CpuEngine => "cpu_engine",
     CpuEngineFallback => "cpu_engine_fallback",
     CpuSamplesPerCpuSecond => "cpu_samples_per_cpu_second",
+    // The process's context switches per second of its CPU time over the last 5-second window
+    // (profiler/switch_price.rs: what a per-thread perf fd costs grows with it).
+    CpuSwitchesPerCpuSecond => "cpu_switches_per_cpu_second",
     // Wall-clock sampling (engine/wall.rs, sample/wall.rs), upstream's names first.
     WallclockSignalOwn => "wallclock_signal_own",
     WallclockSignalForeign => "wallclock_signal_foreign",

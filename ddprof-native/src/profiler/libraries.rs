@@ -78,6 +78,7 @@ impl Watcher {
         let c = control.clone();
         let mut polls = 0u32;
         let mut ahead = super::ahead::Ahead::default();
+        let mut switches = super::switch_price::Watch::start();
         let spawned = crate::threads::spawn_own("ddprof-libraries", move || loop {
             let running = c.running.lock().unwrap_or_else(|e| e.into_inner());
             let (running, _) = c
@@ -104,6 +105,7 @@ impl Watcher {
                     e.adopt();
                     e.prune();
                 }
+                switches.poll(what.engine.as_ref().is_some_and(|e| e.name() == "PerfEvents"));
                 crate::memory::measure_resident();
             }
         });

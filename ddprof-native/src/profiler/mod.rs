@@ -36,6 +36,7 @@ pub mod perfmap;
 mod sanity;
 mod session;
 mod started;
+mod switch_price;
 
 pub use session::{PendingSetting, Session};
 use started::{Part, Started};
@@ -850,6 +851,9 @@ pub fn status() -> String {
         .and_then(|s| s.cpu_engine_fallback.as_ref())
     {
         out.push_str(&format!(" CPU Engine Note  : {reason}\n"));
+    }
+    if let Some(price) = switch_price::note() {
+        out.push_str(&format!(" CPU Engine Price : {price}\n"));
     }
     if let Some(s) = session.as_ref() {
         out.push_str(&handlers::status(signals_in_use(s)));

@@ -62,6 +62,9 @@ import java.util.function.ToDoubleFunction;
  *       as written by {@code out}; their rounds are kept apart)</li>
  *   <li>{@code reportMinShare} (0): leave runs that got less than this share of their CPU out of
  *       the summary (with {@code from}, to read a run made on a busy host)</li>
+ *   <li>{@code bench.workload} ({@code cpu}): {@code switch} runs {@link OverheadWorker}'s context-switch-heavy
+ *       workload instead of {@link CpuWorkload} (each worker ping-pongs with an echo thread through pipes;
+ *       use it with {@code minShare=0}, since blocked threads never ask for a whole CPU)</li>
  *   <li>{@code bench.levelIters} (500), {@code bench.leafIters} (12500): work per op, passed on to
  *       the children</li>
  * </ul>
@@ -99,6 +102,8 @@ public final class OverheadBenchmark {
         long walkP50Ns = -1;
         String walker = "-";
         long dumpBytes;
+        /** Context switches of the whole process over the window ({@code bench.workload=switch} prices them). */
+        long ctxSwitches;
         String load;
 
         double opsPerCpuSecond() {
@@ -307,6 +312,7 @@ public final class OverheadBenchmark {
         run.walkP50Ns = Long.parseLong(kv.getOrDefault("walk_p50_ns", "-1"));
         run.walker = kv.getOrDefault("walker", "-");
         run.dumpBytes = Long.parseLong(kv.get("dump_bytes"));
+        run.ctxSwitches = Long.parseLong(kv.getOrDefault("ctx_switches", "-1"));
         run.load = loadAverage();
         return run;
     }
@@ -343,9 +349,10 @@ public final class OverheadBenchmark {
                 }
                 if (mode.equals("none")) {
                     double nsPerOp = median(rs, Run::cpuNsPerOp);
-                    sb.append(String.format(Locale.ROOT, "| none | %d | 1 (%.1f µs CPU/op) | %.2f "
+                    sb.append(String.format(Locale.ROOT, "| none | %d | 1 (%.1f µs CPU/op, %.0f context switches/s) | %.2f "
                                     + "| — | — | — | — | — | — |\n",
-                            threads, nsPerOp / 1e3, median(rs, Run::cpuShare)));
+                            threads, nsPerOp / 1e3, median(rs, r -> r.ctxSwitches / (r.wallNs / 1e9)),
+                            median(rs, Run::cpuShare)));
                     continue;
                 }
                 List<Double> ratios = new ArrayList<>();

@@ -74,7 +74,9 @@ public final class OverheadWorker {
         Thread[] workers = new Thread[threads];
         for (int t = 0; t < threads; t++) {
             final int slot = t * SLOT;
-            workers[t] = new Thread(() -> spin(ops, slot), "overhead-worker-" + t);
+            workers[t] = SWITCH
+                    ? new Thread(() -> pingPong(ops, slot), "overhead-worker-" + t)
+                    : new Thread(() -> spin(ops, slot), "overhead-worker-" + t);
             workers[t].start();
         }
 
@@ -82,9 +84,11 @@ public final class OverheadWorker {
                 (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
 
         Thread.sleep((long) (warmupSeconds * 1000));
+        long switches0 = contextSwitches();
         Snapshot before = Snapshot.take(ops, threads, os, profiler);
         Thread.sleep((long) (measureSeconds * 1000));
         Snapshot after = Snapshot.take(ops, threads, os, profiler);
+        long switches = contextSwitches() - switches0;
 
         // Dump and stop with the workers still busy, as a live service would.
         java.lang.management.ThreadMXBean me = ManagementFactory.getThreadMXBean();
@@ -128,6 +132,7 @@ public final class OverheadWorker {
         kv(line, "walker", profiler.walker());
         kv(line, "dump_bytes", profiler.enabled() ? Files.size(profiler.dumped(dir.resolve("dump.jfr"))) : -1);
         kv(line, "sink", sink & 1);
+        kv(line, "ctx_switches", switches);
         System.out.println(line);
         System.out.flush();
         profiler.cleanUp(dir);
@@ -141,6 +146,104 @@ public final class OverheadWorker {
             ops.lazySet(slot, ++n);
         }
         sink += seed;
+    }
+
+    /**
+     * {@code -Dbench.workload=switch}: each worker hands a byte back and forth with an echo thread of
+     * its own through two pipes, with a little arithmetic on each side, so both threads block in a
+     * read on every operation (two context switches per op, tens of thousands a second, as an
+     * event-loop service waiting in epoll has). Per-thread CPU timers and perf events pay on every
+     * switch; this workload prices that.
+     */
+    static final boolean SWITCH = "switch".equals(System.getProperty("bench.workload", "cpu"));
+
+    /** Arithmetic rounds on each side of a hand-off (a few microseconds). */
+    private static final int SWITCH_ROUNDS = Integer.getInteger("bench.switchRounds", 2000);
+
+    private static void pingPong(AtomicLongArray ops, int slot) {
+        try {
+            java.nio.channels.Pipe ping = java.nio.channels.Pipe.open();
+            java.nio.channels.Pipe pong = java.nio.channels.Pipe.open();
+            Thread echo = new Thread(() -> {
+                java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(1);
+                long h = 1;
+                try {
+                    while (true) {
+                        b.clear();
+                        if (ping.source().read(b) < 0) {
+                            break;
+                        }
+                        h = echoWork(h);
+                        b.flip();
+                        pong.sink().write(b);
+                    }
+                } catch (java.io.IOException e) {
+                    // the worker closed its ends: done
+                }
+                sink += h;
+            }, "overhead-echo-" + slot / SLOT);
+            echo.setDaemon(true);
+            echo.start();
+            java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(1);
+            long seed = System.nanoTime();
+            long n = 0;
+            while (running) {
+                seed = pingWork(seed);
+                b.clear();
+                b.put((byte) n);
+                b.flip();
+                ping.sink().write(b);
+                b.clear();
+                pong.source().read(b);
+                ops.lazySet(slot, ++n);
+            }
+            ping.sink().close();
+            sink += seed;
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    /**
+     * Context switches of the whole process so far (voluntary and not, every thread's, from
+     * {@code /proc/self/task/<tid>/status}); -1 where unreadable.
+     */
+    static long contextSwitches() {
+        long sum = 0;
+        try (java.util.stream.Stream<Path> tasks = Files.list(Path.of("/proc/self/task"))) {
+            for (Path t : (Iterable<Path>) tasks::iterator) {
+                try {
+                    for (String l : Files.readAllLines(t.resolve("status"))) {
+                        if (l.startsWith("voluntary_ctxt_switches:") || l.startsWith("nonvoluntary_ctxt_switches:")) {
+                            sum += Long.parseLong(l.substring(l.indexOf(':') + 1).trim());
+                        }
+                    }
+                } catch (java.io.IOException | RuntimeException e) {
+                    // the thread ended meanwhile
+                }
+            }
+        } catch (java.io.IOException e) {
+            return -1;
+        }
+        return sum;
+    }
+
+    private static long pingWork(long h) {
+        return mixRounds(h, SWITCH_ROUNDS);
+    }
+
+    private static long echoWork(long h) {
+        return mixRounds(h + 0x9E3779B97F4A7C15L, SWITCH_ROUNDS);
+    }
+
+    private static long mixRounds(long x, int rounds) {
+        long h = x | 1;
+        for (int i = 0; i < rounds; i++) {
+            h ^= h << 13;
+            h ^= h >>> 7;
+            h ^= h << 17;
+        }
+        return h;
     }
 
     private static void kv(StringBuilder sb, String k, Object v) {
