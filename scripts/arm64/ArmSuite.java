@@ -105,6 +105,7 @@ public class ArmSuite {
         }
     }
 
+    @SuppressWarnings("deprecation") // setContext / setContextValue(int, int): what released tracers call
     public static void main(String[] args) throws Exception {
         String jfr = args[0];
         long burnMillis = Long.parseLong(args[1]);
@@ -174,6 +175,8 @@ public class ArmSuite {
      * A crash-protected load of a page of a file mapped here (reads its first bytes), and of the
      * same page once unmapped (must come back unread, by a recovered fault, the JVM alive). A
      * page the JVM maps again in between would read: then it is tried again, with a new file.
+     * The unmapping is {@code Unsafe.invokeCleaner} (JDK 25 warns on stderr that it is deprecated;
+     * the FFM API's arenas would do it without, but not on JDK 17).
      */
     static void protectedLoads() throws Exception {
         Method address = Class.forName("sun.nio.ch.DirectBuffer").getMethod("address");
