@@ -37,7 +37,9 @@ import java.util.zip.Deflater;
  * while thread {@code arm-parked}, added to the filter, parks in {@link #parkArmSuite} and
  * {@code arm-unfiltered}, not added, sleeps. Then dumps and stops. The recording is checked on
  * the host by ArmSuiteCheck; this prints what the checks need ({@code key=value} lines): the CPU
- * time the burning thread got and the bytes it allocated (expected counts scale with them).
+ * time the burning thread got and the bytes it allocated (expected counts scale with them), the
+ * protected loads' results, and the profiler's debug counters after the dump
+ * ({@code counter.NAME=value}).
  *
  *   java ArmSuite JFR_PATH BURN_MILLIS [EXTRA_START_OPTIONS]
  */
@@ -166,6 +168,10 @@ public class ArmSuite {
         unfiltered.join();
         System.gc();
         profiler.dump(Paths.get(jfr + ".dump.jfr"));
+        // For mode-specific checks (e.g. counter.jmethodids_preloaded, counter.fjmethodid_lazy_fallback).
+        for (java.util.Map.Entry<String, Long> c : profiler.getDebugCounters().entrySet()) {
+            System.out.println("counter." + c.getKey() + "=" + c.getValue());
+        }
         profiler.stop();
         System.out.println("kept=" + KEPT.size());
         System.out.println("finished=1");
