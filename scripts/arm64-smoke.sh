@@ -15,6 +15,7 @@
 # this host's JDK (x86_64; emulated, the JDK's JFR parser alone would take minutes) over the dump
 # and what the workload printed:
 #   loads          os.arch is aarch64, start says "Profiling started", the JVM finishes;
+#   stop           the recording stop completes is readable, with CPU samples;
 #   cpu            main's CPU samples, at least a third of what its CPU time allows at 10 ms,
 #                  more than half naming ArmSuite.burnArmSuiteHot;
 #   context        every one of those carries the span ids and attribute set around the burn
@@ -94,7 +95,7 @@ run() {
   [ -s "$dir/suite.jfr.dump.jfr" ] || fail "JDK $major ($mode): dump wrote no recording"
   [ -s "$dir/suite.jfr" ] || fail "JDK $major ($mode): stop completed no recording"
   echo "arm64-smoke: JDK $major ($mode): the emulated JVM took $((SECONDS - t0)) s"
-  "$HOST_JAVA_HOME/bin/java" -cp "$WORK/host" ArmSuiteCheck "$mode" "$dir/out.txt" "$dir/suite.jfr.dump.jfr" \
+  "$HOST_JAVA_HOME/bin/java" -cp "$WORK/host" ArmSuiteCheck "$mode" "$dir/out.txt" "$dir/suite.jfr.dump.jfr" "$dir/suite.jfr" \
     || fail "JDK $major ($mode): checks failed (above)"
 }
 

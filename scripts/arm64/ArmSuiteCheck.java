@@ -24,7 +24,7 @@ import jdk.jfr.consumer.RecordingFile;
  * gap that passes is reported too, so that it is taken off the list). Exit status 1 if any
  * check failed.
  *
- *   java ArmSuiteCheck MODE WORKLOAD_OUTPUT DUMP_JFR
+ *   java ArmSuiteCheck MODE WORKLOAD_OUTPUT DUMP_JFR STOP_JFR
  *
  * Expected counts scale with what the workload really got (its CPU time, its bytes), never with
  * the wall-clock time; the rates under emulation mean nothing, the names and fields do.
@@ -51,6 +51,12 @@ public class ArmSuiteCheck {
         check("loads", "aarch64".equals(out.get("arch")) && "1".equals(out.get("finished"))
                         && String.valueOf(out.get("start_reply")).contains("Profiling started"),
                 "os.arch=" + out.get("arch") + ", start: " + out.get("start_reply") + ", finished=" + out.get("finished"));
+
+        // stop completes the recording it started with: readable, with the run's samples.
+        List<RecordedEvent> stopped = RecordingFile.readAllEvents(Paths.get(args[3]));
+        long stoppedCpu = stopped.stream().filter(e -> e.getEventType().getName().equals("datadog.ExecutionSample")).count();
+        check("stop", stoppedCpu > 0, "the recording stop completed: " + stopped.size() + " events, "
+                + stoppedCpu + " datadog.ExecutionSample");
 
         // CPU: the burn's samples name the hot method, as many as a third of what its CPU time
         // allows at 10 ms. Within the burn (the samples carrying its span: start's own samples, in
