@@ -2,8 +2,9 @@
 # The project's test command: builds everything and runs every test suite,
 # the end-to-end JUnit tests once per JDK of the matrix (11, 17, 21, 25), installs the artifact
 # (com.datadoghq:ddprof) into the local Maven repository and checks it as a consumer's project
-# sees it (scripts/consumer-test.sh, offline, on JDK 17 and 25), and runs the jar's linux-arm64
-# library on aarch64 JDKs 21 and 25 under qemu-user (scripts/arm64-smoke.sh).
+# sees it (scripts/consumer-test.sh, offline, on JDK 17 and 25), and runs the aarch64 suite: the jar's
+# linux-arm64 library on aarch64 JDKs 17, 21 and 25 under qemu-user (scripts/arm64-smoke.sh; its
+# JDK 17 comes from Debian's arm64 packages, which scripts/install-arm64-jdk.sh fetches as root).
 #
 #   bash scripts/test.sh [extra maven arguments, e.g. -Dtest=CpuSamplingTest]
 #
@@ -37,8 +38,8 @@ need "readelf" "command -v readelf" binutils
 # the jar cannot lack it.
 need "the aarch64 cross compiler" "command -v aarch64-linux-gnu-gcc" gcc-aarch64-linux-gnu
 need "the aarch64 C library" "test -e /usr/aarch64-linux-gnu/lib/libc.so" libc6-dev-arm64-cross
-# Optional: Debian's qemu-user, for the aarch64 smoke test (scripts/arm64-smoke.sh); without it
-# that test is skipped with a message.
+# Optional: Debian's qemu-user, for the aarch64 suite (scripts/arm64-smoke.sh); without it
+# that suite is skipped with a message.
 if ! command -v qemu-aarch64 >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "test.sh: installing qemu-user (the aarch64 smoke test)"
   if [ -z "${APT_UPDATED:-}" ]; then apt-get update -qq; APT_UPDATED=1; fi

@@ -595,6 +595,34 @@ pub extern "system" fn Java_com_datadoghq_profiler_internal_Diagnostics_readOtel
     })
 }
 
+/// Test helper (`scripts/arm64/ArmSuite.java`): one 8-byte load at `address` the way the signal
+/// handler reads VM memory (`safe_access::load_u64`), so that a test can point it at an unmapped
+/// page in a live JVM. `[read (1 or 0), value (0 unless read), faults recovered so far,
+/// protected loads installed (1 or 0: else the load took `process_vm_readv`)]`.
+#[no_mangle]
+pub extern "system" fn Java_com_datadoghq_profiler_internal_Diagnostics_protectedLoad0(
+    mut env: JNIEnv,
+    _class: JClass,
+    address: jlong,
+) -> jobject {
+    use crate::sample::safe_access;
+    let value = safe_access::load_u64(address as usize);
+    let out = [
+        jlong::from(value.is_some()),
+        value.unwrap_or(0) as jlong,
+        safe_access::faults_recovered() as jlong,
+        jlong::from(safe_access::is_installed()),
+    ];
+    guarded(&mut env, std::ptr::null_mut(), |env| {
+        let array = env
+            .new_long_array(out.len() as i32)
+            .map_err(|e| Error::State(e.to_string()))?;
+        env.set_long_array_region(&array, 0, &out)
+            .map_err(|e| Error::State(e.to_string()))?;
+        Ok(array.into_raw())
+    })
+}
+
 #[no_mangle]
 pub extern "system" fn Java_com_datadoghq_profiler_internal_Diagnostics_getTid0(
     _env: JNIEnv,

@@ -73,6 +73,17 @@ public final class Diagnostics {
         }
     }
 
+    /**
+     * One crash-protected 8-byte load at {@code address}, made the way the signal handler reads VM
+     * memory: {@code [read (1 or 0), value (0 unless read), faults recovered so far, protected
+     * loads installed (1 or 0)]}. A load of an unmapped address must come back unread, with the
+     * JVM alive. Before a profiler start the loads are not installed and take
+     * {@code process_vm_readv} instead.
+     */
+    public static long[] protectedLoad(long address) {
+        return protectedLoad0(address);
+    }
+
     // ---- implemented in ddprof-native/src/api/natives.rs as
     // ---- Java_com_datadoghq_profiler_internal_Diagnostics_<name>
 
@@ -85,4 +96,6 @@ public final class Diagnostics {
     private static native int makeMethodIds0(Class<?> c);
 
     private static native String[] compareMethodMetadata0(Class<?> c);
+
+    private static native long[] protectedLoad0(long address);
 }

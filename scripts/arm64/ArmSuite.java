@@ -1,0 +1,232 @@
+import com.datadoghq.profiler.ContextSetter;
+import com.datadoghq.profiler.JavaProfiler;
+import com.datadoghq.profiler.LibraryLoader;
+import com.datadoghq.profiler.internal.Diagnostics;
+import java.io.File;
+import java.io.RandomAccessFile;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.lang.reflect.Field;
+import java.lang.reflect.Method;
+import java.nio.ByteBuffer;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.locks.LockSupport;
+import java.util.zip.Deflater;
+
+/**
+ * The aarch64 suite's workload (scripts/arm64-smoke.sh), run under qemu-user on each aarch64 JDK:
+ * what an application with the tracer does, in one recording. It loads the jar's library the way
+ * an application does ({@code JavaProfiler.getInstance()}, no explicit path), starts
+ * {@code cpu}, {@code wall} with the thread filter, {@code memory} (allocations and live heap),
+ * {@code nativemem} and {@code attributes}, then in turn:
+ * <ul>
+ *   <li>burns CPU in {@link #burnArmSuiteHot} under the tracer's context (the legacy
+ *       {@code setContext} / {@code setContextValue} calls released tracers make);</li>
+ *   <li>retains byte arrays allocated in {@link #allocArmSuite};</li>
+ *   <li>deflates with {@code java.util.zip.Deflater} in {@link #deflateArmSuite} (zlib's
+ *       mallocs);</li>
+ *   <li>makes crash-protected loads of a mapped and then unmapped page (internal Diagnostics);</li>
+ * </ul>
+ * while thread {@code arm-parked}, added to the filter, parks in {@link #parkArmSuite} and
+ * {@code arm-unfiltered}, not added, sleeps. Then dumps and stops. The recording is checked on
+ * the host by ArmSuiteCheck; this prints what the checks need ({@code key=value} lines): the CPU
+ * time the burning thread got and the bytes it allocated (expected counts scale with them), the
+ * protected loads' results, and the profiler's debug counters after the dump
+ * ({@code counter.NAME=value}).
+ *
+ *   java ArmSuite JFR_PATH BURN_MILLIS [EXTRA_START_OPTIONS]
+ */
+public class ArmSuite {
+    static final long SPAN_ID = 3003;
+    static final long ROOT_SPAN_ID = 303;
+    static final String OP = "arm-burn";
+    static final int RETAINED = 4096;
+    static final int CHUNK = 4096;
+
+    static volatile long sink;
+    static volatile boolean done;
+    static final List<byte[]> KEPT = new ArrayList<>(RETAINED);
+
+    static long burnArmSuiteHot(long n) {
+        long x = 1;
+        for (long i = 0; i < n; i++) {
+            x = x * 6364136223846793005L + i;
+            x ^= x >>> 17;
+        }
+        return x;
+    }
+
+    static long allocArmSuite() {
+        long bytes = 0;
+        for (int i = 0; i < RETAINED; i++) {
+            byte[] b = new byte[CHUNK];
+            KEPT.add(b);
+            bytes += b.length;
+        }
+        return bytes;
+    }
+
+    static long deflateArmSuite(int rounds) {
+        byte[] input = new byte[16 * 1024];
+        for (int i = 0; i < input.length; i++) {
+            input[i] = (byte) (i * 31 + (i >> 7));
+        }
+        byte[] out = new byte[input.length * 2];
+        long total = 0;
+        for (int i = 0; i < rounds; i++) {
+            // Each Deflater mallocs zlib's state, window and buffers (about 256 KiB).
+            Deflater d = new Deflater(Deflater.BEST_SPEED);
+            d.setInput(input);
+            d.finish();
+            total += d.deflate(out);
+            d.end();
+        }
+        return total;
+    }
+
+    static void parkArmSuite() {
+        while (!done) {
+            LockSupport.parkNanos(50_000_000L);
+        }
+    }
+
+    static void sleepArmSuiteUnfiltered() {
+        while (!done) {
+            try {
+                Thread.sleep(50);
+            } catch (InterruptedException e) {
+                return;
+            }
+        }
+    }
+
+    @SuppressWarnings("deprecation") // setContext / setContextValue(int, int): what released tracers call
+    public static void main(String[] args) throws Exception {
+        String jfr = args[0];
+        long burnMillis = Long.parseLong(args[1]);
+        String extra = args.length > 2 ? args[2] : "";
+        JavaProfiler profiler = JavaProfiler.getInstance();
+        System.out.println("arch=" + System.getProperty("os.arch"));
+        System.out.println("java=" + System.getProperty("java.vm.version"));
+        System.out.println("library=" + LibraryLoader.loadedLibraryPath());
+        System.out.println("version=" + profiler.getVersion());
+        String start = "start,cpu=10ms,wall=10ms,filter=0,memory=256k:aL:1,nativemem=64k,attributes=op;tenant"
+                + (extra.isEmpty() ? "" : "," + extra) + ",file=" + jfr;
+        System.out.println("command=" + start);
+        String reply = profiler.execute(start);
+        System.out.println("start_reply=" + reply.trim().replace('\n', '|'));
+
+        CountDownLatch ready = new CountDownLatch(2);
+        Thread parked = new Thread(() -> {
+            profiler.addThread();
+            ready.countDown();
+            parkArmSuite();
+        }, "arm-parked");
+        Thread unfiltered = new Thread(() -> {
+            ready.countDown();
+            sleepArmSuiteUnfiltered();
+        }, "arm-unfiltered");
+        parked.start();
+        unfiltered.start();
+        ready.await();
+
+        // CPU under the tracer's context, as released tracers set it.
+        ContextSetter setter = new ContextSetter(profiler, Arrays.asList("op", "tenant"));
+        ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+        profiler.setContext(SPAN_ID, ROOT_SPAN_ID);
+        profiler.setContextValue(setter.offsetOf("op"), setter.encode(OP));
+        long cpu0 = mx.getCurrentThreadCpuTime();
+        long end = System.nanoTime() + burnMillis * 1_000_000L;
+        while (System.nanoTime() < end) {
+            sink += burnArmSuiteHot(200_000);
+        }
+        long cpuMillis = (mx.getCurrentThreadCpuTime() - cpu0) / 1_000_000L;
+        profiler.setContextValue(setter.offsetOf("op"), 0);
+        profiler.setContext(0, 0);
+        System.out.println("main_cpu_ms=" + cpuMillis);
+
+        // Allocations, retained: allocation samples now, live objects at the dump.
+        System.out.println("alloc_bytes=" + allocArmSuite());
+
+        // zlib's mallocs under java.util.zip.
+        sink += deflateArmSuite(400);
+        System.out.println("deflate_rounds=400");
+
+        protectedLoads();
+
+        done = true;
+        LockSupport.unpark(parked);
+        parked.join();
+        unfiltered.interrupt();
+        unfiltered.join();
+        System.gc();
+        profiler.dump(Paths.get(jfr + ".dump.jfr"));
+        // For mode-specific checks (e.g. counter.jmethodids_preloaded, counter.fjmethodid_lazy_fallback).
+        for (java.util.Map.Entry<String, Long> c : profiler.getDebugCounters().entrySet()) {
+            System.out.println("counter." + c.getKey() + "=" + c.getValue());
+        }
+        profiler.stop();
+        System.out.println("kept=" + KEPT.size());
+        System.out.println("finished=1");
+    }
+
+    /**
+     * A crash-protected load of a page of a file mapped here (reads its first bytes), and of the
+     * same page once unmapped (must come back unread, by a recovered fault, the JVM alive). A
+     * page the JVM maps again in between would read: then it is tried again, with a new file.
+     * The unmapping is {@code Unsafe.invokeCleaner} (JDK 25 warns on stderr that it is deprecated;
+     * the FFM API's arenas would do it without, but not on JDK 17).
+     */
+    static void protectedLoads() throws Exception {
+        Method address = Class.forName("sun.nio.ch.DirectBuffer").getMethod("address");
+        Field f = Class.forName("sun.misc.Unsafe").getDeclaredField("theUnsafe");
+        f.setAccessible(true);
+        Object unsafe = f.get(null);
+        Method invokeCleaner = unsafe.getClass().getMethod("invokeCleaner", ByteBuffer.class);
+        long magic = 0x41524d3634534146L; // "FASM46RA" little-endian: any value the page holds
+        for (int attempt = 1; attempt <= 3; attempt++) {
+            File file = File.createTempFile("arm-suite", ".page");
+            long at;
+            try (RandomAccessFile raf = new RandomAccessFile(file, "rw")) {
+                raf.setLength(65536);
+                raf.writeLong(Long.reverseBytes(magic));
+                MappedByteBuffer page = raf.getChannel().map(FileChannel.MapMode.READ_ONLY, 0, 65536);
+                at = (Long) address.invoke(page);
+                long[] mapped = Diagnostics.protectedLoad(at);
+                System.out.println("protected_mapped=" + mapped[0] + "," + Long.toHexString(mapped[1])
+                        + "," + mapped[2] + "," + mapped[3] + " expect=" + Long.toHexString(magic));
+                invokeCleaner.invoke(unsafe, page);
+            } finally {
+                Files.deleteIfExists(file.toPath());
+            }
+            long[] unmapped = Diagnostics.protectedLoad(at);
+            boolean remapped = unmapped[0] == 1 && mappedNow(at);
+            System.out.println("protected_unmapped=" + unmapped[0] + "," + Long.toHexString(unmapped[1])
+                    + "," + unmapped[2] + "," + unmapped[3] + (remapped ? " remapped" : ""));
+            if (!remapped) {
+                break;
+            }
+        }
+        System.out.println("protected_alive=1");
+    }
+
+    /** Whether {@code /proc/self/maps} lists a mapping holding {@code at}. */
+    static boolean mappedNow(long at) throws Exception {
+        for (String line : Files.readAllLines(Paths.get("/proc/self/maps"))) {
+            String[] range = line.split(" ", 2)[0].split("-");
+            long from = Long.parseUnsignedLong(range[0], 16);
+            long to = Long.parseUnsignedLong(range[1], 16);
+            if (Long.compareUnsigned(at, from) >= 0 && Long.compareUnsigned(at, to) < 0) {
+                return true;
+            }
+        }
+        return false;
+    }
+}

@@ -1,0 +1,209 @@
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Predicate;
+import java.util.stream.Collectors;
+import jdk.jfr.consumer.RecordedEvent;
+import jdk.jfr.consumer.RecordedFrame;
+import jdk.jfr.consumer.RecordedMethod;
+import jdk.jfr.consumer.RecordedObject;
+import jdk.jfr.consumer.RecordedStackTrace;
+import jdk.jfr.consumer.RecordedThread;
+import jdk.jfr.consumer.RecordingFile;
+
+/**
+ * The aarch64 suite's checks (scripts/arm64-smoke.sh), run on the host's JDK (x86_64, fast)
+ * over what ArmSuite recorded and printed under emulation. One line per check:
+ * {@code OK}, {@code FAILED} or {@code KNOWN GAP} (a failure this build is known to have on
+ * aarch64, recorded in docs/open-work.md, "aarch64 (issue 33)": reported, not failed; a known
+ * gap that passes is reported too, so that it is taken off the list). Exit status 1 if any
+ * check failed.
+ *
+ *   java ArmSuiteCheck MODE WORKLOAD_OUTPUT DUMP_JFR STOP_JFR
+ *
+ * Expected counts scale with what the workload really got (its CPU time, its bytes), never with
+ * the wall-clock time; the rates under emulation mean nothing, the names and fields do.
+ */
+public class ArmSuiteCheck {
+    /** Checks known to fail on aarch64, by name, with why (docs/open-work.md). None today. */
+    static final Map<String, String> KNOWN_GAPS = new HashMap<>();
+
+    static int failed;
+
+    public static void main(String[] args) throws Exception {
+        String mode = args[0];
+        Map<String, String> out = new LinkedHashMap<>();
+        for (String line : Files.readAllLines(Paths.get(args[1]))) {
+            int eq = line.indexOf('=');
+            if (eq > 0 && line.substring(0, eq).matches("[a-z_]+|counter\\.[a-z0-9_.]+")) {
+                out.put(line.substring(0, eq), line.substring(eq + 1)); // the last one wins
+            }
+        }
+        Path dump = Paths.get(args[2]);
+        List<RecordedEvent> all = RecordingFile.readAllEvents(dump);
+        System.out.println("arm64-suite: mode " + mode + ", " + all.size() + " events in " + dump.getFileName());
+
+        check("loads", "aarch64".equals(out.get("arch")) && "1".equals(out.get("finished"))
+                        && String.valueOf(out.get("start_reply")).contains("Profiling started"),
+                "os.arch=" + out.get("arch") + ", start: " + out.get("start_reply") + ", finished=" + out.get("finished"));
+
+        // stop completes the recording it started with: readable, with the run's samples.
+        List<RecordedEvent> stopped = RecordingFile.readAllEvents(Paths.get(args[3]));
+        long stoppedCpu = stopped.stream().filter(e -> e.getEventType().getName().equals("datadog.ExecutionSample")).count();
+        check("stop", stoppedCpu > 0, "the recording stop completed: " + stopped.size() + " events, "
+                + stoppedCpu + " datadog.ExecutionSample");
+
+        // CPU: the burn's samples name the hot method, as many as a third of what its CPU time
+        // allows at 10 ms. Within the burn (the samples carrying its span: start's own samples, in
+        // execute0, are many under emulation) more than half name it.
+        long cpuMs = Long.parseLong(out.getOrDefault("main_cpu_ms", "0"));
+        List<RecordedEvent> cpu = onThread(of(all, "datadog.ExecutionSample"), "main");
+        List<RecordedEvent> hot = filter(cpu, e -> names(e, "ArmSuite.burnArmSuiteHot"));
+        List<RecordedEvent> burn = filter(cpu, e -> e.getLong("spanId") == 3003);
+        List<RecordedEvent> burnOther = filter(burn, e -> !names(e, "ArmSuite.burnArmSuiteHot"));
+        long wantCpu = cpuMs / 10 / 3;
+        check("cpu", wantCpu >= 5 && hot.size() >= wantCpu && burnOther.size() * 2 < burn.size(),
+                hot.size() + " samples of main name ArmSuite.burnArmSuiteHot for its " + cpuMs
+                        + " ms of CPU at 10 ms (want >= " + wantCpu + "); " + burnOther.size() + " of the burn's "
+                        + burn.size() + " do not (want less than half)" + describeFirst(burnOther));
+
+        // The tracer's context, set around the burn: every sample in it carries the span and op.
+        List<RecordedEvent> noContext = filter(hot, e -> !(e.getLong("spanId") == 3003
+                && e.getLong("localRootSpanId") == 303 && "arm-burn".equals(attr(e, "op"))));
+        check("context", !hot.isEmpty() && noContext.isEmpty(),
+                (hot.size() - noContext.size()) + " of " + hot.size()
+                        + " burnArmSuiteHot samples carry spanId 3003, localRootSpanId 303, op=arm-burn"
+                        + describeFirst(noContext));
+
+        // Allocations: samples name the allocating method; their weights stand for the bytes.
+        long allocBytes = Long.parseLong(out.getOrDefault("alloc_bytes", "0"));
+        List<RecordedEvent> alloc = filter(of(all, "datadog.ObjectSample"), e -> names(e, "ArmSuite.allocArmSuite"));
+        double weighted = alloc.stream().mapToDouble(e -> e.getFloat("weight") * (double) e.getLong("size")).sum();
+        check("alloc", alloc.size() >= 10 && weighted >= allocBytes * 0.4 && weighted <= allocBytes * 2.5,
+                alloc.size() + " datadog.ObjectSample naming ArmSuite.allocArmSuite (want >= 10), standing for "
+                        + (long) weighted + " bytes of " + allocBytes + " allocated (want 0.4x-2.5x)");
+
+        // Live heap: the retained arrays are live at the dump, named by their allocating method.
+        List<RecordedEvent> live = filter(of(all, "datadog.HeapLiveObject"), e -> names(e, "ArmSuite.allocArmSuite"));
+        check("liveheap", live.size() >= 10 && live.size() * 2 >= alloc.size(),
+                live.size() + " datadog.HeapLiveObject naming ArmSuite.allocArmSuite (want >= 10 and at least half of its "
+                        + alloc.size() + " allocation samples: every sample is tracked, ratio 1, and all are retained)");
+
+        // Wall clock with the thread filter: only the added thread, named in its parking method.
+        List<RecordedEvent> wall = of(all, "datadog.MethodSample");
+        List<RecordedEvent> parked = onThread(wall, "arm-parked");
+        List<RecordedEvent> parkNamed = filter(parked, e -> names(e, "ArmSuite.parkArmSuite"));
+        List<RecordedEvent> others = filter(wall, e -> !"arm-parked".equals(threadName(e)));
+        check("wall", parked.size() >= 5 && parkNamed.size() * 2 > parked.size() && others.isEmpty(),
+                parked.size() + " datadog.MethodSample of arm-parked (want >= 5), " + parkNamed.size()
+                        + " naming ArmSuite.parkArmSuite (want more than half); " + others.size()
+                        + " of threads not added to the filter (want 0)" + describeFirst(others));
+
+        // nativemem: zlib's mallocs under java.util.zip.Deflater, from the workload's method.
+        List<RecordedEvent> nm = of(all, "datadog.NativeMemoryAllocation");
+        List<RecordedEvent> zip = filter(nm, e -> names(e, "ArmSuite.deflateArmSuite") && namesPrefix(e, "java.util.zip.Deflater."));
+        check("nativemem", zip.size() >= 5,
+                nm.size() + " datadog.NativeMemoryAllocation, " + zip.size()
+                        + " with java.util.zip.Deflater under ArmSuite.deflateArmSuite (want >= 5)"
+                        + (zip.isEmpty() ? describeFirst(nm) : ""));
+
+        // A crash-protected load: reads a mapped page, returns unread on the same page unmapped.
+        String[] mapped = String.valueOf(out.get("protected_mapped")).split("[, ]");
+        String[] unmapped = String.valueOf(out.get("protected_unmapped")).split("[, ]");
+        boolean loads = mapped.length >= 5 && unmapped.length >= 4
+                && "1".equals(mapped[0]) && mapped[4].equals("expect=" + mapped[1]) && "1".equals(mapped[3])
+                && "0".equals(unmapped[0]) && Long.parseLong(unmapped[2]) > Long.parseLong(mapped[2])
+                && "1".equals(out.get("protected_alive"));
+        check("protected-load", loads,
+                "mapped page: " + out.get("protected_mapped") + "; unmapped: " + out.get("protected_unmapped")
+                        + " (read, value, faults recovered, installed; want read with the value, then unread"
+                        + " by one more recovered fault, the JVM alive)");
+
+        // Checks of one mode go here, e.g. for a mode "lazy":
+        //   if (mode.equals("lazy")) check("lazy", "0".equals(out.get("counter.jmethodids_preloaded")), ...);
+
+        System.out.println(failed == 0 ? "arm64-suite: mode " + mode + " OK" : "arm64-suite: mode " + mode + " FAILED " + failed);
+        System.exit(failed == 0 ? 0 : 1);
+    }
+
+    static void check(String name, boolean ok, String detail) {
+        String gap = KNOWN_GAPS.get(name);
+        String verdict;
+        if (ok) {
+            verdict = gap == null ? "OK" : "OK (listed as a known gap: take it off ArmSuiteCheck.KNOWN_GAPS and docs/open-work.md)";
+        } else if (gap != null) {
+            verdict = "KNOWN GAP (" + gap + ")";
+        } else {
+            verdict = "FAILED";
+            failed++;
+        }
+        System.out.println("  " + name + ": " + verdict + ": " + detail);
+    }
+
+    static List<RecordedEvent> of(List<RecordedEvent> all, String type) {
+        return filter(all, e -> e.getEventType().getName().equals(type));
+    }
+
+    static List<RecordedEvent> filter(List<RecordedEvent> events, Predicate<RecordedEvent> p) {
+        return events.stream().filter(p).collect(Collectors.toList());
+    }
+
+    static String threadName(RecordedEvent e) {
+        RecordedThread t = e.hasField("eventThread") ? e.getThread("eventThread") : null;
+        return t == null ? null : t.getJavaName() != null ? t.getJavaName() : t.getOSName();
+    }
+
+    static List<RecordedEvent> onThread(List<RecordedEvent> events, String name) {
+        return filter(events, e -> name.equals(threadName(e)));
+    }
+
+    static List<String> frames(RecordedEvent e) {
+        List<String> names = new ArrayList<>();
+        RecordedStackTrace st = e.getStackTrace();
+        if (st != null) {
+            for (RecordedFrame f : st.getFrames()) {
+                RecordedMethod m = f.getMethod();
+                names.add(m == null ? "?" : (m.getType() == null ? "?" : m.getType().getName()) + "." + m.getName());
+            }
+        }
+        return names;
+    }
+
+    static boolean names(RecordedEvent e, String method) {
+        return frames(e).contains(method);
+    }
+
+    static boolean namesPrefix(RecordedEvent e, String prefix) {
+        return frames(e).stream().anyMatch(f -> f.startsWith(prefix));
+    }
+
+    static String attr(RecordedEvent e, String name) {
+        if (!e.hasField(name)) {
+            return null;
+        }
+        Object v = e.getValue(name);
+        if (v instanceof RecordedObject) {
+            v = ((RecordedObject) v).getValue("value");
+        }
+        return v == null || "".equals(v) ? null : v.toString();
+    }
+
+    /** The first few events' threads and top frames, for a failure's message. */
+    static String describeFirst(List<RecordedEvent> events) {
+        if (events.isEmpty()) {
+            return "";
+        }
+        StringBuilder sb = new StringBuilder("; e.g.");
+        for (RecordedEvent e : events.subList(0, Math.min(3, events.size()))) {
+            List<String> f = frames(e);
+            sb.append(" [").append(threadName(e)).append(": ")
+                    .append(String.join(" < ", f.subList(0, Math.min(5, f.size())))).append("]");
+        }
+        return sb.toString();
+    }
+}
