@@ -105,7 +105,11 @@ impl Watcher {
                     e.adopt();
                     e.prune();
                 }
-                switches.poll(what.engine.as_ref().is_some_and(|e| e.name() == "PerfEvents"));
+                switches.poll(
+                    what.engine
+                        .as_ref()
+                        .is_some_and(|e| e.name() == "PerfEvents"),
+                );
                 crate::memory::measure_resident();
             }
         });

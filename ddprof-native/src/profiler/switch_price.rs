@@ -127,7 +127,11 @@ mod tests {
     fn a_rate_needs_a_whole_window_and_some_cpu() {
         let s = at(10.0, 1_000, 1.0);
         assert_eq!(rate(&s, &at(12.0, 90_000, 2.0)), None, "window not over");
-        assert_eq!(rate(&s, &at(16.0, 90_000, 1.05)), None, "idle: 50 ms of CPU");
+        assert_eq!(
+            rate(&s, &at(16.0, 90_000, 1.05)),
+            None,
+            "idle: 50 ms of CPU"
+        );
         assert_eq!(rate(&s, &at(16.0, 41_000, 3.0)), Some(20_000));
     }
 
