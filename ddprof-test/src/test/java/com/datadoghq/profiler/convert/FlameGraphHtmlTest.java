@@ -117,6 +117,10 @@ class FlameGraphHtmlTest {
 
     /** Runs headless Chromium on the page with the given fragment and extra arguments; returns stdout. */
     static String browse(String fragment, String... args) throws Exception {
+        return browse(html, fragment, args);
+    }
+
+    static String browse(Path html, String fragment, String... args) throws Exception {
         String browser = chromium();
         Assumptions.assumeTrue(browser != null,
                 "Chromium is not installed (apt-get install chromium): browser checks of the HTML page skipped");
@@ -161,6 +165,85 @@ class FlameGraphHtmlTest {
         dom = browse("#icicle=1&threads=1", "--dump-dom");
         assertTrue(boxes(dom, "f").stream().anyMatch(n -> n.startsWith(thread + " tid=")),
                 "a box for the thread " + thread);
+    }
+
+    /** A frame box of a dumped DOM: its text, frame type and distance from the graph's top. */
+    static final class Box {
+        final String name;
+        final String type;
+        final int top;
+
+        Box(String name, String type, int top) {
+            this.name = name;
+            this.type = type;
+            this.top = top;
+        }
+
+        String name() {
+            return name;
+        }
+
+        String type() {
+            return type;
+        }
+
+        int top() {
+            return top;
+        }
+
+        @Override
+        public String toString() {
+            return name + "[" + type + "]@" + top;
+        }
+    }
+
+    static List<Box> frameBoxes(String dom) {
+        List<Box> out = new ArrayList<>();
+        Matcher m = Pattern.compile("<div class=\"f[^\"]*\"([^>]*)>([^<]*)</div>").matcher(dom);
+        while (m.find()) {
+            Matcher type = Pattern.compile("data-type=\"([^\"]*)\"").matcher(m.group(1));
+            Matcher top = Pattern.compile("top: (\\d+)px").matcher(m.group(1));
+            out.add(new Box(m.group(2), type.find() ? type.group(1) : "", top.find() ? Integer.parseInt(top.group(1)) : -1));
+        }
+        return out;
+    }
+
+    @Test
+    void titleCountsWhatTheBoxesCount() throws Exception {
+        String page = Files.readString(html);
+        long weight = samples.stream().mapToLong(ConvertTest::weightOf).sum();
+        assertTrue(page.contains("<title>cpu profile: " + weight + " samples"), "the title's total is the weights' "
+                + weight + ": " + head(page.substring(page.indexOf("<title>"))));
+    }
+
+    /**
+     * The page on a profile of known shape: a method run interpreted and JIT compiled under the same
+     * caller is two boxes, one per type (a tree merged by name alone drew both as the first type
+     * seen); zoomed on a shallow frame, the view is as tall as what it shows, with no blank rows above.
+     */
+    @Test
+    void framesAreKeyedByNameAndTypeAndAZoomedViewHasNoBlankRows() throws Exception {
+        String synthetic = "{\"title\":\"t\",\"kind\":\"cpu\",\"unit\":\"samples\",\"total\":10,"
+                + "\"threadsDefault\":false,"
+                + "\"names\":[\"Main.run\",\"A.m\",\"B.deep\",\"C.deeper\",\"D.shallow\"],"
+                + "\"types\":[\"JIT compiled\",\"Interpreted\"],"
+                + "\"frames\":[[0,0],[1,1],[1,0],[2,0],[3,0],[4,0]],\"threads\":[],"
+                + "\"stacks\":[[-1,3,0,1],[-1,5,0,2,3,4],[-1,2,0,5]]}";
+        String page = Files.readString(html).replaceFirst(
+                "(<script id=\"profile-data\" type=\"application/json\">)[\\s\\S]*?(</script>)",
+                "$1" + Matcher.quoteReplacement(synthetic) + "$2");
+        Path known = dir.resolve("known.html");
+        Files.writeString(known, page);
+
+        List<Box> boxes = frameBoxes(browse(known, "#icicle=1", "--dump-dom"));
+        List<String> typesOfM = boxes.stream().filter(b -> b.name().equals("A.m")).map(Box::type).sorted()
+                .collect(java.util.stream.Collectors.toList());
+        assertEquals(List.of("Interpreted", "JIT compiled"), typesOfM, "boxes: " + boxes);
+
+        // Flame orientation, zoomed on D.shallow (all > Main.run > D.shallow): three rows, the top one at 0.
+        boxes = frameBoxes(browse(known, "#zoom=D.shallow", "--dump-dom"));
+        assertEquals(0, boxes.stream().mapToInt(Box::top).min().orElse(-1), "blank rows above the zoomed view: " + boxes);
+        assertEquals(36, boxes.stream().mapToInt(Box::top).max().orElse(-1), "three rows: " + boxes);
     }
 
     @Test

@@ -36,11 +36,23 @@ public final class FlameGraph {
 
     public static void write(Profile profile, EventKind kind, boolean threads, Writer out) throws IOException {
         String page = template();
-        String title = kind.option + " profile (" + profile.totalCount(kind) + " samples)";
+        String title = title(profile, kind);
         String json = json(profile, kind, threads, title);
         int at = page.indexOf("/*DATA*/");
         page = page.substring(0, at) + json + page.substring(at + "/*DATA*/".length());
         out.write(page.replace("/*TITLE*/", escapeHtml(title)));
+    }
+
+    /**
+     * The page's title, in the unit its boxes and percentages use (the weights): for cpu and wall
+     * the sampling intervals the events stand for, which is more than the events where a timer
+     * merged expirations; the event count follows when it differs.
+     */
+    static String title(Profile profile, EventKind kind) {
+        long value = profile.totalValue(kind);
+        long count = profile.totalCount(kind);
+        String unit = kind.isTime() ? "samples" : kind.unit;
+        return kind.option + " profile: " + value + " " + unit + (count == value ? "" : " (" + count + " events)");
     }
 
     static String json(Profile profile, EventKind kind, boolean threads, String title) {
