@@ -28,7 +28,7 @@ import java.util.regex.Pattern;
 public final class Convert {
     static final String USAGE = String.join("\n",
             "Usage: convert --to collapsed|pprof|otlp|html [--event " + EventKind.optionList("|") + "]",
-            "               [--threads] [--leak] [--from T] [--to T] rec.jfr [out]",
+            "               [--threads] [--leak] [--raw-names] [--from T] [--to T] rec.jfr [out]",
             "  --to FORMAT     collapsed: 'frame;frame;frame value' lines (flame-graph tools' input)",
             "                  pprof:     gzipped profile.proto",
             "                  otlp:      an OTLP ExportProfilesServiceRequest (protobuf); out may be an",
@@ -40,6 +40,8 @@ public final class Convert {
             "                  first of these the recording holds; otlp: all of them, one profile each",
             "  --threads       split stacks by thread (collapsed, html)",
             "  --leak          malloc only: the native allocations not freed by the end of the recording",
+            "  --raw-names     class names as recorded: by default a lambda's class is Demo$$Lambda and a",
+            "                  hidden class loses its address (Demo$$Lambda$6/0x7fd7... differs run to run)",
             "  --from T, --to T  keep events in [from, to): T is an ISO instant (2026-12-01T12:00:00Z)",
             "                  or an offset from the recording's start (30s, 1500ms, 2m; bare = seconds),",
             "                  negative from its end (-10s)",
@@ -94,6 +96,7 @@ public final class Convert {
         EventKind kind = null;
         boolean threads = false;
         boolean leak = false;
+        boolean rawNames = false;
         String from = null;
         String to = null;
         String input = null;
@@ -133,6 +136,9 @@ public final class Convert {
                     break;
                 case "--leak":
                     leak = true;
+                    break;
+                case "--raw-names":
+                    rawNames = true;
                     break;
                 default:
                     if (a.startsWith("--") || (a.startsWith("-") && a.length() > 1)) {
@@ -179,7 +185,7 @@ public final class Convert {
             Instant fromTime = from == null ? null : time(from, span);
             Instant toTime = to == null ? null : time(to, span);
             Set<EventKind> kinds = kind == null ? Collections.emptySet() : EnumSet.of(kind);
-            JfrProfileReader reader = new JfrProfileReader(kinds, fromTime, toTime);
+            JfrProfileReader reader = new JfrProfileReader(kinds, fromTime, toTime).rawNames(rawNames);
             profile = (leak ? reader.leaksOnly() : reader).read(in);
         } catch (IllegalArgumentException e) {
             return usage(err, e.getMessage());

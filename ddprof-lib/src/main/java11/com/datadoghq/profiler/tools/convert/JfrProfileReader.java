@@ -47,6 +47,7 @@ public final class JfrProfileReader {
     private final Instant from;
     private final Instant to;
     private boolean leaks;
+    private boolean rawNames;
 
     /**
      * @param kinds the kinds to keep (empty: all)
@@ -66,6 +67,12 @@ public final class JfrProfileReader {
      */
     public JfrProfileReader leaksOnly() {
         this.leaks = true;
+        return this;
+    }
+
+    /** Class names as recorded, lambda counters and hidden-class addresses included ({@link ClassNames}). */
+    public JfrProfileReader rawNames(boolean raw) {
+        this.rawNames = raw;
         return this;
     }
 
@@ -190,13 +197,13 @@ public final class JfrProfileReader {
         return NATIVE_MEMORY_FREE.equals(e.getEventType().getName());
     }
 
-    private static void addSample(Profile profile, EventKind kind, RecordedEvent event, String[] attrFields,
+    private void addSample(Profile profile, EventKind kind, RecordedEvent event, String[] attrFields,
                                   int[] attrSlots, int attrCount) {
         RecordedStackTrace trace = event.getStackTrace();
         List<RecordedFrame> recorded = trace == null ? Collections.emptyList() : trace.getFrames();
         int[] stack = new int[recorded.size()];
         for (int i = 0; i < stack.length; i++) {
-            stack[i] = profile.frame(frame(recorded.get(i)));
+            stack[i] = profile.frame(frame(recorded.get(i), rawNames));
         }
         RecordedThread t = thread(event);
         int thread = -1;
@@ -269,7 +276,7 @@ public final class JfrProfileReader {
         return s.isEmpty() ? null : s;
     }
 
-    private static Profile.Frame frame(RecordedFrame f) {
+    private static Profile.Frame frame(RecordedFrame f, boolean rawNames) {
         RecordedMethod m = f.getMethod();
         String type = f.getType() == null ? "" : f.getType();
         if (m == null) {
@@ -277,7 +284,8 @@ public final class JfrProfileReader {
         }
         String name = m.getName() == null ? "" : m.getName();
         String descriptor = m.getDescriptor() == null ? "" : m.getDescriptor();
-        return new Profile.Frame(Report.className(m), name, descriptor, Math.max(0, f.getLineNumber()), type);
+        String cls = rawNames ? Report.className(m) : ClassNames.normalize(Report.className(m));
+        return new Profile.Frame(cls, name, descriptor, Math.max(0, f.getLineNumber()), type);
     }
 
     /** Intervals and JVM facts from the events that are not samples. */

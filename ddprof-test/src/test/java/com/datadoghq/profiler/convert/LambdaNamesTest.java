@@ -1,0 +1,88 @@
+package com.datadoghq.profiler.convert;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Collections;
+import java.util.Set;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+
+import com.datadoghq.profiler.JavaProfiler;
+import com.datadoghq.profiler.testing.ChildJvm;
+import com.datadoghq.profiler.testing.CpuBurner;
+import com.datadoghq.profiler.testing.TestEnv;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The converters name a lambda's class stably across runs (issue 37): the JVM names it
+ * {@code Outer$$Lambda$6/0x00007fd704006428} (JDK 11-20; {@code Outer$$Lambda/0x...} on 21+), whose
+ * counter and address differ from run to run, so two profiles of the same code could not be
+ * compared. By default the frame is {@code Outer$$Lambda.run}; {@code --raw-names} keeps the
+ * recorded name.
+ */
+class LambdaNamesTest {
+    /** A lambda class's run-specific part: its counter and its address (or JDK 11's identity number). */
+    static final Pattern RAW = Pattern.compile("\\$\\$Lambda(\\$[0-9]+)?[./](0x[0-9a-fA-F]+|[0-9]+)");
+    static final String STABLE = LambdaNamesTest.class.getName() + "$$Lambda.run";
+
+    static Path dir;
+
+    @BeforeAll
+    static void record() throws Exception {
+        dir = Files.createTempDirectory("ddprof-lambda-");
+        JavaProfiler profiler = TestEnv.profiler();
+        TestEnv.stopQuietly(profiler);
+        profiler.execute("start,cpu=10ms,file=" + dir.resolve("rec.jfr"));
+        try {
+            Runnable burn = () -> CpuBurner.burn(600);
+            burn.run();
+        } finally {
+            profiler.stop();
+        }
+    }
+
+    @AfterAll
+    static void cleanUp() throws IOException {
+        if (dir != null) {
+            try (var files = Files.walk(dir)) {
+                files.sorted(Collections.reverseOrder()).forEach(p -> p.toFile().delete());
+            }
+        }
+    }
+
+    /** Runs {@code convert} in {@link #dir} (relative paths resolve there); returns the output file. */
+    static Path convert(String... args) throws Exception {
+        java.util.List<String> cmd = new java.util.ArrayList<>(
+                java.util.Arrays.asList("-jar", TestEnv.libJar().toString(), "convert"));
+        cmd.addAll(java.util.Arrays.asList(args));
+        ChildJvm.Result r = new ChildJvm().jvmArgs(cmd.toArray(new String[0])).timeout(Duration.ofMinutes(3)).run(dir);
+        assertEquals(0, r.exitCode, r.describe());
+        return dir.resolve(args[args.length - 1]);
+    }
+
+    static Set<String> lambdaFrames(Path collapsed) throws IOException {
+        return ConvertTest.readCollapsed(collapsed).keySet().stream()
+                .flatMap(stack -> java.util.Arrays.stream(stack.split(";")))
+                .filter(f -> f.contains("$$Lambda"))
+                .collect(Collectors.toSet());
+    }
+
+    @Test
+    void aLambdasClassIsNamedWithoutItsCounterAndAddress() throws Exception {
+        Set<String> frames = lambdaFrames(convert("--to", "collapsed", "rec.jfr", "stable.collapsed"));
+        assertTrue(frames.contains(STABLE), "the burning lambda's frame: " + frames);
+        assertFalse(frames.stream().anyMatch(f -> RAW.matcher(f).find()), "run-specific names left: " + frames);
+
+        Set<String> raw = lambdaFrames(convert("--to", "collapsed", "--raw-names", "rec.jfr", "raw.collapsed"));
+        assertTrue(raw.stream().anyMatch(f -> f.startsWith(LambdaNamesTest.class.getName() + "$$Lambda")
+                && RAW.matcher(f).find() && f.endsWith(".run")), "--raw-names keeps the recorded name: " + raw);
+    }
+}
