@@ -64,6 +64,9 @@ pub const T_NATIVE_SOCKET_EVENT: i64 = 128;
 pub const T_TRACE_LINK: i64 = 129;
 /// ddprof's own: the free of a block a `datadog.NativeMemoryAllocation` sampled (`convert --leak`).
 pub const T_NATIVE_MEMORY_FREE: i64 = 130;
+/// Declared, never written: the JDK's `jfr view recording` reads `jdk.Shutdown.reason` and fails on a
+/// recording whose metadata lacks the type (docs/jfr-format.md).
+pub const T_SHUTDOWN: i64 = 131;
 
 pub const T_LABEL: i64 = 201;
 pub const T_CATEGORY: i64 = 202;
@@ -646,6 +649,12 @@ pub static TYPES: &[TypeDef] = &[
         ],
     )
     .event("Native Library", &["Java Virtual Machine", "Runtime"]),
+    ty(
+        "jdk.Shutdown",
+        T_SHUTDOWN,
+        &[START_TIME, field("reason", T_STRING)],
+    )
+    .event("JVM Shutdown", JVM),
     ty(
         "profiler.Log",
         T_LOG,
