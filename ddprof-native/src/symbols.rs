@@ -288,298 +288,71 @@ fn up_to_nul(bytes: &[u8]) -> String {
 // Demangling
 // ---------------------------------------------------------------------------------------
 
-/// The function name of a mangled symbol: C++ (Itanium ABI) without parameters, template
-/// arguments or return type (upstream names native frames without arguments), legacy Rust without its hash;
-/// anything else, or anything this small parser does not follow, as it is. Written here
-/// rather than taken from a demangling crate: a name is all a frame needs.
+/// The function name of a mangled symbol, as upstream names native frames: C++ (Itanium ABI,
+/// `cpp_demangle`) without parameters, return type or template arguments; Rust (legacy `_ZN..17h<hash>E`
+/// and v0 `_R`, `rustc-demangle`) without its hash, generics kept; a clone suffix (`.cold`,
+/// `.part.0`, `.isra.0`) dropped; anything else, or anything the demanglers refuse, as it is.
 pub fn demangle(raw: &str) -> String {
-    // A parser bug must not fail a dump: a panic keeps the raw name.
-    std::panic::catch_unwind(|| itanium::name(raw))
+    // A demangler bug must not fail a dump: a panic keeps the raw name.
+    std::panic::catch_unwind(|| rust(raw).or_else(|| cpp(raw)))
         .ok()
         .flatten()
         .unwrap_or_else(|| raw.to_string())
 }
 
-/// The `<name>` part of an Itanium `_Z<encoding>`, as `a::b::c`.
-mod itanium {
-    /// `_Z` [`L`] (`N` nested `E` | `St` name | name).
-    pub fn name(raw: &str) -> Option<String> {
-        // What follows the name (parameters, clone suffixes like `.cold`) is never read.
-        let mut p = Parser {
-            s: raw.strip_prefix("_Z")?.as_bytes(),
-            at: 0,
-            parts: Vec::new(),
-            subs: Vec::new(),
-        };
-        p.eat(b'L'); // internal linkage
-        match p.peek()? {
-            b'N' => {
-                p.at += 1;
-                p.nested()?;
-            }
-            b'S' if p.s.get(p.at + 1) == Some(&b't') => {
-                p.at += 2;
-                p.parts.push("std".into());
-                p.unqualified()?;
-            }
-            _ => p.unqualified()?,
-        }
-        let rust_hash = p.parts.last().is_some_and(|l| {
-            l.len() == 17 && l.starts_with('h') && l[1..].bytes().all(|b| b.is_ascii_hexdigit())
-        });
-        if rust_hash && p.parts.len() > 1 {
-            p.parts.pop();
-        }
-        (!p.parts.is_empty()).then(|| {
-            p.parts
-                .iter()
-                .map(|s| rust_unescape(s))
-                .collect::<Vec<_>>()
-                .join("::")
-        })
+/// A Rust symbol's path without the hash (`{:#}`), `None` for anything else.
+fn rust(raw: &str) -> Option<String> {
+    if !raw.starts_with("_R") && !raw.starts_with("_ZN") {
+        return None;
     }
+    // rustc-demangle takes a legacy `_ZN...E` only when every part parses and nothing but a
+    // clone or LLVM suffix follows the `E`: a C++ function's parameters (`Ev`, `EPh`) refuse it.
+    let d = rustc_demangle::try_demangle(raw).ok()?;
+    Some(format!("{d:#}"))
+}
 
-    struct Parser<'a> {
-        s: &'a [u8],
-        at: usize,
-        parts: Vec<String>,
-        /// Substitution candidates: the prefixes seen so far.
-        subs: Vec<Vec<String>>,
+/// A C++ symbol's qualified name without parameters, return type or template arguments.
+fn cpp(raw: &str) -> Option<String> {
+    if !raw.starts_with("_Z") {
+        return None;
     }
+    let sym = cpp_demangle::Symbol::new(raw.as_bytes()).ok()?;
+    let options = cpp_demangle::DemangleOptions::new()
+        .no_params()
+        .no_return_type();
+    let full = sym.demangle_with_options(&options).ok()?;
+    // cpp_demangle writes a clone as `name [clone .cold]`.
+    let full = full.split(" [clone").next().unwrap_or(&full);
+    let name = without_template_args(full);
+    (!name.is_empty()).then_some(name)
+}
 
-    impl Parser<'_> {
-        fn peek(&self) -> Option<u8> {
-            self.s.get(self.at).copied()
-        }
-
-        fn eat(&mut self, b: u8) -> bool {
-            let yes = self.peek() == Some(b);
-            self.at += yes as usize;
-            yes
-        }
-
-        fn number(&mut self) -> Option<usize> {
-            let start = self.at;
-            while self.peek().is_some_and(|b| b.is_ascii_digit()) {
-                self.at += 1;
-            }
-            std::str::from_utf8(&self.s[start..self.at])
-                .ok()?
-                .parse()
-                .ok()
-        }
-
-        fn source_name(&mut self) -> Option<String> {
-            let n = self.number()?;
-            let id = self.s.get(self.at..self.at.checked_add(n)?)?;
-            self.at += n;
-            Some(String::from_utf8_lossy(id).into_owned())
-        }
-
-        /// `N [r V K] [R O] <prefix>* <unqualified-name> E`.
-        fn nested(&mut self) -> Option<()> {
-            while matches!(self.peek()?, b'r' | b'V' | b'K' | b'R' | b'O') {
-                self.at += 1;
-            }
-            loop {
-                match self.peek()? {
-                    b'E' => {
-                        self.at += 1;
-                        return Some(());
-                    }
-                    b'S' => self.substitution()?,
-                    b'I' => self.skip_template_args()?,
-                    _ => self.unqualified()?,
-                }
-                self.subs.push(self.parts.clone());
-            }
-        }
-
-        /// `S_`, `S<base-36>_`, `St` and the `Sa`-style abbreviations.
-        fn substitution(&mut self) -> Option<()> {
-            self.at += 1;
-            let abbreviation = match self.peek()? {
-                b't' => Some("std"),
-                b'a' => Some("std::allocator"),
-                b'b' => Some("std::basic_string"),
-                b's' => Some("std::string"),
-                b'i' => Some("std::istream"),
-                b'o' => Some("std::ostream"),
-                b'd' => Some("std::iostream"),
-                _ => None,
-            };
-            if let Some(a) = abbreviation {
-                self.at += 1;
-                self.parts.push(a.into());
-                return Some(());
-            }
-            let mut index = 0usize;
-            while self.peek()? != b'_' {
-                let d = self.peek()?;
-                let v = match d {
-                    b'0'..=b'9' => d - b'0',
-                    b'A'..=b'Z' => d - b'A' + 10,
-                    _ => return None,
-                } as usize;
-                index = index.checked_mul(36)?.checked_add(v)?;
-                self.at += 1;
-            }
-            self.at += 1;
-            let seq = if self.s[self.at - 2] == b'S' {
-                0
-            } else {
-                index + 1
-            };
-            self.parts = self.subs.get(seq)?.clone();
-            Some(())
-        }
-
-        /// A source name, constructor, destructor or operator, with its ABI tags.
-        fn unqualified(&mut self) -> Option<()> {
-            let part = match self.peek()? {
-                b'0'..=b'9' => self.source_name()?,
-                b'C' => {
-                    self.at += 1;
-                    self.eat(b'I');
-                    self.at += 1; // C1, C2, C3
-                    self.parts.last()?.clone()
-                }
-                b'D' if matches!(self.s.get(self.at + 1), Some(b'0'..=b'2')) => {
-                    self.at += 2;
-                    format!("~{}", self.parts.last()?)
-                }
-                b'a'..=b'z' => {
-                    let op = self.s.get(self.at..self.at + 2)?;
-                    self.at += 2;
-                    format!("operator{}", operator(op)?)
-                }
-                _ => return None,
-            };
-            self.parts.push(part);
-            // ABI tags: B<source-name>, dropped.
-            while self.eat(b'B') {
-                self.source_name()?;
-            }
-            Some(())
-        }
-
-        /// `I <args> E`, skipped: names come out without template arguments.
-        fn skip_template_args(&mut self) -> Option<()> {
-            let mut depth = 0usize;
-            loop {
-                let b = self.peek()?;
-                match b {
-                    b'0'..=b'9' => {
-                        self.source_name()?;
-                        continue;
-                    }
-                    // A literal of a builtin type: L <type> <value> E.
-                    b'L' if self
-                        .s
-                        .get(self.at + 1)
-                        .is_some_and(|c| c.is_ascii_lowercase()) =>
-                    {
-                        while self.peek()? != b'E' {
-                            self.at += 1;
-                        }
-                    }
-                    b'I' | b'N' | b'L' | b'X' => depth += 1,
-                    b'E' => {
-                        depth = depth.checked_sub(1)?;
-                        if depth == 0 {
-                            self.at += 1;
-                            return Some(());
-                        }
-                    }
-                    _ => {}
-                }
-                self.at += 1;
-            }
-        }
-    }
-
-    fn operator(code: &[u8]) -> Option<&'static str> {
-        Some(match code {
-            b"nw" => " new",
-            b"na" => " new[]",
-            b"dl" => " delete",
-            b"da" => " delete[]",
-            b"pl" | b"ps" => "+",
-            b"mi" | b"ng" => "-",
-            b"ml" | b"de" => "*",
-            b"dv" => "/",
-            b"rm" => "%",
-            b"an" | b"ad" => "&",
-            b"or" => "|",
-            b"eo" => "^",
-            b"co" => "~",
-            b"aS" => "=",
-            b"pL" => "+=",
-            b"mI" => "-=",
-            b"mL" => "*=",
-            b"dV" => "/=",
-            b"ls" => "<<",
-            b"rs" => ">>",
-            b"eq" => "==",
-            b"ne" => "!=",
-            b"lt" => "<",
-            b"gt" => ">",
-            b"le" => "<=",
-            b"ge" => ">=",
-            b"nt" => "!",
-            b"aa" => "&&",
-            b"oo" => "||",
-            b"pp" => "++",
-            b"mm" => "--",
-            b"cl" => "()",
-            b"ix" => "[]",
-            b"pt" => "->",
-            _ => return None,
-        })
-    }
-
-    /// Legacy Rust escapes in a name component (`$LT$`, `..`, `$u7b$`, ...).
-    fn rust_unescape(part: &str) -> String {
-        if !part.contains('$') && !part.contains("..") {
-            return part.to_string();
-        }
-        let mut out = String::new();
-        let mut rest = part;
-        while !rest.is_empty() {
-            if let Some(r) = rest.strip_prefix("..") {
-                out.push_str("::");
-                rest = r;
-            } else if rest.starts_with('$') {
-                let Some(end) = rest[1..].find('$') else {
-                    out.push_str(rest);
+/// `a::b<c<d>>::f<e>` as `a::b::f`, keeping the angle brackets of operator names
+/// (`operator<<`, `operator<=`, `operator->`).
+fn without_template_args(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut depth = 0usize;
+    let mut chars = s.char_indices().peekable();
+    while let Some((_, c)) = chars.next() {
+        if depth == 0 && (c == '<' || c == '>') && out.ends_with("operator") {
+            out.push(c);
+            while let Some(&(_, n)) = chars.peek() {
+                if !matches!(n, '<' | '>' | '=') {
                     break;
-                };
-                let code = &rest[1..1 + end];
-                let c = match code {
-                    "LT" => Some('<'),
-                    "GT" => Some('>'),
-                    "RF" => Some('&'),
-                    "BP" => Some('*'),
-                    "C" => Some(','),
-                    "SP" => Some('@'),
-                    _ => code
-                        .strip_prefix('u')
-                        .and_then(|h| u32::from_str_radix(h, 16).ok())
-                        .and_then(char::from_u32),
-                };
-                match c {
-                    Some(c) => out.push(c),
-                    None => out.push_str(&rest[..end + 2]),
                 }
-                rest = &rest[end + 2..];
-            } else {
-                let c = rest.chars().next().unwrap_or(' ');
-                out.push(c);
-                rest = &rest[c.len_utf8()..];
+                out.push(n);
+                chars.next();
             }
+            continue;
         }
-        out
+        match c {
+            '<' => depth += 1,
+            '>' if depth > 0 => depth -= 1,
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
     }
+    out
 }
 
 #[cfg(test)]

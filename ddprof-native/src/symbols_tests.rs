@@ -189,3 +189,23 @@ fn a_library_deleted_once_loaded_is_named() {
         .symbol_at(table.vaddr_of(cbrt, mapping))
         .is_some_and(|n| n.contains("cbrt")));
 }
+
+#[test]
+fn template_heavy_cpp_names_and_operators_demangle() {
+    // HotSpot's GC barriers: template arguments holding literals of enum type (issue 37 saw this
+    // one left mangled in recordings).
+    assert_eq!(
+        demangle("_ZN14AccessInternal19PostRuntimeDispatchIN12G1BarrierSet13AccessBarrierILm548964ES1_EELNS_11BarrierTypeE2ELm548964EE18oop_access_barrierEPv"),
+        "AccessInternal::PostRuntimeDispatch::oop_access_barrier"
+    );
+    assert_eq!(demangle("_ZlsRSoRK3Foo"), "operator<<");
+    assert_eq!(
+        demangle("_ZN12_GLOBAL__N_13fooEv"),
+        "(anonymous namespace)::foo"
+    );
+}
+
+#[test]
+fn rust_v0_names_lose_their_hash() {
+    assert_eq!(demangle("_RNvCs1234_7mycrate3foo"), "mycrate::foo");
+}
