@@ -268,43 +268,25 @@ mod tests {
     fn a_session_stop_stops_every_source_last_first() {
         let log = Log::default();
         let sources = fake_start(&log, None).expect("a start without failures");
-        assert_eq!(
-            log.running(),
-            [
-                Source::CodeMap,
-                Source::Cpu,
-                Source::Cpu,
-                Source::Wall,
-                Source::Wall,
-                Source::Alloc,
-                Source::NativeMem,
-                Source::NatSock,
-                Source::Libraries,
-                Source::Tracing,
-            ]
-        );
+        // Every source of ORDER runs, CPU and wall as two pieces (gate, then engine or sampler).
+        let pieces: Vec<Source> = ORDER
+            .into_iter()
+            .flat_map(|s| match s {
+                Source::Cpu | Source::Wall => vec![s, s],
+                _ => vec![s],
+            })
+            .collect();
+        assert_eq!(log.running(), pieces);
         for s in ORDER {
             assert!(sources.runs(s), "{s:?}");
         }
+        let running = log.running();
         let before = log.events().len();
         sources.stop();
         assert!(log.running().is_empty(), "left {:?}", log.running());
         let stopped: Vec<Event> = log.events()[before..].to_vec();
-        let expected: Vec<Event> = [
-            Source::Tracing,
-            Source::Libraries,
-            Source::NatSock,
-            Source::NativeMem,
-            Source::Alloc,
-            Source::Wall,
-            Source::Wall,
-            Source::Cpu,
-            Source::Cpu,
-            Source::CodeMap,
-        ]
-        .into_iter()
-        .map(Event::Stopped)
-        .collect();
+        // Every piece, exactly once, last started first.
+        let expected: Vec<Event> = running.into_iter().rev().map(Event::Stopped).collect();
         assert_eq!(stopped, expected);
     }
 
