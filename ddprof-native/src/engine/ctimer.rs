@@ -115,8 +115,8 @@ impl CTimer {
 }
 
 impl Engine for CTimer {
-    fn name(&self) -> &'static str {
-        "CTimer"
+    fn id(&self) -> super::EngineId {
+        super::EngineId::CTimer
     }
 
     fn start(&self, interval_ns: u64) -> Result<(), String> {

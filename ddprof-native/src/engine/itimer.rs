@@ -30,8 +30,8 @@ fn set(interval_ns: u64) -> Result<(), String> {
 }
 
 impl Engine for ITimer {
-    fn name(&self) -> &'static str {
-        "ITimer"
+    fn id(&self) -> super::EngineId {
+        super::EngineId::ITimer
     }
 
     fn start(&self, interval_ns: u64) -> Result<(), String> {

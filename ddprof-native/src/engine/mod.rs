@@ -9,9 +9,46 @@ pub mod wall;
 
 use crate::sample::handler::SignalSource;
 
+/// Which CPU engine a session runs: the identity the lifecycle, `status`, the dump and the
+/// `cpu_engine` counter compare and report, rather than its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineId {
+    /// No CPU sampling (`wall` or `memory` alone).
+    None,
+    CTimer,
+    ITimer,
+    PerfEvents,
+}
+
+impl EngineId {
+    /// The name upstream reports: in status, the `cpuEngine` setting and the config event.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineId::None => "None",
+            EngineId::CTimer => "CTimer",
+            EngineId::ITimer => "ITimer",
+            EngineId::PerfEvents => "PerfEvents",
+        }
+    }
+
+    /// The value of the `cpu_engine` counter (counters.rs).
+    pub fn code(self) -> i64 {
+        match self {
+            EngineId::None => 0,
+            EngineId::CTimer => 1,
+            EngineId::ITimer => 2,
+            EngineId::PerfEvents => 3,
+        }
+    }
+}
+
 pub trait Engine: Send + Sync {
+    /// Which engine this is.
+    fn id(&self) -> EngineId;
     /// Name reported in status, `cpuEngine` setting and config event.
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &'static str {
+        self.id().name()
+    }
     /// Arms sampling at `interval_ns` of CPU time.
     fn start(&self, interval_ns: u64) -> Result<(), String>;
     /// Disarms sampling; signals already in flight are gated by the handler (`sample::handler::disarm`).

@@ -7,8 +7,8 @@ use crate::sample::handler::SignalSource;
 pub struct NoCpu;
 
 impl Engine for NoCpu {
-    fn name(&self) -> &'static str {
-        "None"
+    fn id(&self) -> super::EngineId {
+        super::EngineId::None
     }
     fn start(&self, _interval_ns: u64) -> Result<(), String> {
         Ok(())

@@ -403,8 +403,8 @@ impl PerfEvents {
 }
 
 impl Engine for PerfEvents {
-    fn name(&self) -> &'static str {
-        "PerfEvents"
+    fn id(&self) -> super::EngineId {
+        super::EngineId::PerfEvents
     }
 
     fn start(&self, interval_ns: u64) -> Result<(), String> {

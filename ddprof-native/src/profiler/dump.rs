@@ -402,7 +402,7 @@ fn write_settings(chunk: &mut ChunkBuilder, session: &Session, ticks: i64, tid: 
             session.wall.as_ref().map_or("None", |w| w.name()).into(),
         ),
         ("cstack", args.cstack_requested.clone()),
-        ("stackwalker", session.walker.into()),
+        ("stackwalker", session.walker.name().into()),
         ("fjmethodid", session.fjmethodid.name().to_string()),
     ];
     for (name, value) in &settings {
@@ -411,7 +411,7 @@ fn write_settings(chunk: &mut ChunkBuilder, session: &Session, ticks: i64, tid: 
     if let Some(reason) = &session.cpu_engine_fallback {
         chunk.active_setting(ticks, tid, rec, "cpuEngineFallback", reason);
     }
-    if session.engine.name() == "PerfEvents" {
+    if session.engine.id() == crate::engine::EngineId::PerfEvents {
         let on = crate::engine::perf::kernel_frames_on();
         chunk.active_setting(
             ticks,

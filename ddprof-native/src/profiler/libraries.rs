@@ -108,7 +108,7 @@ impl Watcher {
                 switches.poll(
                     what.engine
                         .as_ref()
-                        .is_some_and(|e| e.name() == "PerfEvents"),
+                        .is_some_and(|e| e.id() == crate::engine::EngineId::PerfEvents),
                 );
                 crate::memory::measure_resident();
             }

@@ -12,7 +12,9 @@ use parking_lot::{Mutex, RwLock};
 use crate::args::{self, Action, Args, CStack, CpuEngine as EngineChoice, FjMethodId};
 use crate::counters;
 use crate::engine::wall::{self, WallClock};
-use crate::engine::{ctimer::CTimer, itimer::ITimer, none::NoCpu, perf::PerfEvents, Engine};
+use crate::engine::{
+    ctimer::CTimer, itimer::ITimer, none::NoCpu, perf::PerfEvents, Engine, EngineId,
+};
 use crate::hotspot::{trace_id, vmstructs};
 use crate::methods::{lazy, preload};
 use crate::sample::handler::{self, SignalSource, WalkerKind};
@@ -35,11 +37,11 @@ mod output;
 pub mod perfmap;
 mod sanity;
 mod session;
-mod started;
+mod sources;
 mod switch_price;
 
-pub use session::{PendingSetting, Session};
-use started::{Part, Started};
+pub use session::{PendingSetting, Session, Walker};
+use sources::{Source, Sources};
 
 /// The library's version: the Maven project's (`DDPROF_VERSION`, which the build of the jar puts
 /// in cargo's environment), so that `getVersion()`, the `version` command and the recordings say
@@ -226,11 +228,12 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         std::env::var_os(MISRECORD_RECEIVERS_ENV).is_some(),
     );
 
-    // From here on every part that starts registers its stop: an error return (or a panic)
-    // before the session exists stops exactly those, in reverse order (started.rs).
-    let mut started = Started::new();
+    // From here on every source that starts registers its stop: an error return (or a panic)
+    // before the session exists stops exactly those, in reverse order, and so does the
+    // session's `stop` (sources.rs).
+    let mut sources = Sources::new();
     codemap::start(jvmti, &args, &mut warnings);
-    started.push(Part::CodeMap, codemap::stop);
+    sources.push(Source::CodeMap, codemap::stop);
 
     let id_mode = resolve_id_mode(&args, walker, jni, &mut warnings);
     preload::apply(id_mode, jvmti, jni);
@@ -280,7 +283,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         let bytes = crate::eh_frame::refresh();
         counters::Counter::NativeUnwindTableBytes.set(bytes as i64);
     }
-    let (engine, cpu_engine_fallback) = start_cpu_engine(&args, walker, interval, &mut started)?;
+    let (engine, cpu_engine_fallback) = start_cpu_engine(&args, walker, interval, &mut sources)?;
     if let Some(reason) = &cpu_engine_fallback {
         warnings.push(reason.clone());
     }
@@ -291,21 +294,21 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
             args.wall_precheck,
             interval.is_some(),
         );
-        started.push(Part::Wall, crate::sample::wall::disarm);
+        sources.push(Source::Wall, crate::sample::wall::disarm);
         if reset {
             drop(wall::take_epochs());
         }
         let sampler = w.clone();
-        started
-            .start(Part::Wall, || w.start(), move || sampler.stop())
+        sources
+            .start(Source::Wall, || w.start(), move || sampler.stop())
             .map_err(|e| Error::State(format!("Failed to start the {} engine: {e}", w.name())))?;
     }
     if let Some(m) = &memory {
         // Allocation samples walk with the same walker and depth as CPU samples.
         let depth = (args.jstackdepth as usize).min(crate::sample::alloc::MAX_DEPTH);
-        let w = started
+        let w = sources
             .start(
-                Part::Alloc,
+                Source::Alloc,
                 || crate::alloc::start(jvmti, jni, m, allocation_walker(walker), depth, reset),
                 move || crate::alloc::stop(jvmti),
             )
@@ -315,9 +318,9 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     if let Some(n) = args.nativemem {
         // Native allocations walk like JVMTI allocation samples: from the frame anchor.
         let depth = (args.jstackdepth as usize).min(crate::sample::alloc::MAX_DEPTH);
-        started
+        sources
             .start(
-                Part::NativeMem,
+                Source::NativeMem,
                 || crate::nativemem::start(n, allocation_walker(walker), depth, reset),
                 crate::nativemem::stop,
             )
@@ -326,8 +329,8 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     if let Some(n) = args.natsock_ns {
         // As upstream: socket sampling that cannot start leaves the other engines running.
         let depth = (args.jstackdepth as usize).min(crate::sample::alloc::MAX_DEPTH);
-        let natsock = started.start(
-            Part::NatSock,
+        let natsock = sources.start(
+            Source::NatSock,
             || crate::natsock::start(n, allocation_walker(walker), depth),
             crate::natsock::stop,
         );
@@ -352,7 +355,15 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         // Peaks and averages start again once the start's own transient work is done.
         crate::memory::on_start();
     }
-    let libraries = libraries::Watcher::start(refresh);
+    // Stopped before natsock and nativemem: no refresh hooks a library again after their
+    // hooks are put back.
+    let watches_libraries = match libraries::Watcher::start(refresh) {
+        Some(watcher) => {
+            sources.push(Source::Libraries, move || drop(watcher));
+            true
+        }
+        None => false,
+    };
     for w in &warnings {
         log::warn(w);
     }
@@ -365,8 +376,7 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
     out.push_str("Profiling started\n");
     // Endpoints and queue times: `start` empties their dictionaries, `resume` keeps them.
     crate::tracing::on_start(reset);
-    // Nothing fails from here: the session's `stop` stops what started.
-    started.complete();
+    sources.push(Source::Tracing, crate::tracing::on_stop);
     *session = Some(Session {
         args,
         engine,
@@ -377,16 +387,17 @@ fn start(jni: *mut JNIEnv, args: Args, mut warnings: Vec<String>) -> Result<Stri
         chunk_start_nanos: epoch_nanos(),
         chunk_start_ticks: handler::ticks(),
         walker: match walker {
-            WalkerKind::Vm if mixed => "vmx",
-            WalkerKind::Vm => "vm",
-            WalkerKind::Agct => "asgct",
+            WalkerKind::Vm if mixed => Walker::Vmx,
+            WalkerKind::Vm => Walker::Vm,
+            WalkerKind::Agct => Walker::Asgct,
         },
         fjmethodid: id_mode,
         warnings,
         cpu_engine_fallback,
         rate_base: (process_cpu_nanos(), own_cpu_signals()),
         cpu_rate: None,
-        libraries,
+        watches_libraries,
+        sources,
     });
     Ok(out)
 }
@@ -403,26 +414,17 @@ fn engine_plan(choice: EngineChoice, interval_ns: u64, tick_ns: u64) -> EngineCh
     }
 }
 
-fn engine_code(name: &str) -> i64 {
-    match name {
-        "CTimer" => 1,
-        "ITimer" => 2,
-        "PerfEvents" => 3,
-        _ => 0,
-    }
-}
-
 /// Arms the handler and starts the CPU engine `args` call for; perf_events refused is not
 /// an error but ctimer with the reason (returned, and counted in `cpu_engine_fallback`).
 fn start_cpu_engine(
     args: &Args,
     walker: WalkerKind,
     interval: Option<u64>,
-    started: &mut Started,
+    sources: &mut Sources,
 ) -> Result<(Arc<dyn Engine>, Option<String>), Error> {
     // The gate is armed below, once or (perf_events refused) twice; closing it and clearing
     // ENGINE are harmless before then.
-    started.push(Part::Cpu, || {
+    sources.push(Source::Cpu, || {
         handler::disarm();
         *ENGINE.write() = None;
     });
@@ -461,10 +463,10 @@ fn start_cpu_engine(
                             crate::engine::perf::MIN_PERIOD_NS / 1000
                         ));
                     }
-                    counters::Counter::CpuEngine.set(engine_code(perf.name()));
+                    counters::Counter::CpuEngine.set(perf.id().code());
                     counters::Counter::CpuEngineFallback.set(0);
                     let running = perf.clone();
-                    started.push(Part::Cpu, move || running.stop());
+                    sources.push(Source::Cpu, move || running.stop());
                     return Ok((perf, None));
                 }
                 Err(e) => {
@@ -489,14 +491,14 @@ fn start_cpu_engine(
     };
     arm(&engine);
     let running = engine.clone();
-    started
+    sources
         .start(
-            Part::Cpu,
+            Source::Cpu,
             || engine.start(interval.unwrap_or(0)),
             move || running.stop(),
         )
         .map_err(|e| Error::State(format!("Failed to start the {} engine: {e}", engine.name())))?;
-    counters::Counter::CpuEngine.set(engine_code(engine.name()));
+    counters::Counter::CpuEngine.set(engine.id().code());
     counters::Counter::CpuEngineFallback.set(i64::from(fallback.is_some()));
     Ok((engine, fallback))
 }
@@ -691,22 +693,9 @@ pub fn stop(jni: *mut JNIEnv) -> Result<(), Error> {
     let Some(session) = guard.as_mut() else {
         return Err(Error::State("Profiler is not active".into()));
     };
-    if let Some(w) = &session.wall {
-        w.stop();
-        crate::sample::wall::disarm();
-    }
-    // First, so that no refresh hooks a library again after the hooks are put back below.
-    session.libraries = None;
-    session.engine.stop();
-    if let Some(jvmti) = vm::jvmti() {
-        crate::alloc::stop(jvmti);
-    }
-    crate::nativemem::stop();
-    crate::natsock::stop();
-    handler::disarm();
-    *ENGINE.write() = None;
-    crate::tracing::on_stop();
-    codemap::stop();
+    // Every source the start started, last first: the same unwinding as a failed start's.
+    std::mem::replace(&mut session.sources, Sources::new()).stop();
+    session.watches_libraries = false;
     let file = session.file.clone();
     // Appended: `start` emptied the file, `dump` restarted it, and `resume` keeps the
     // chunks written before it.
@@ -774,7 +763,7 @@ fn write_chunk(
     // Libraries loaded since the last scan get their malloc and socket hooks.
     crate::nativemem::rescan();
     crate::natsock::rescan();
-    if session.walker != "asgct" || handler::native_top() {
+    if session.walker != Walker::Asgct || handler::native_top() {
         // Libraries loaded since the last check get their DWARF rules.
         let bytes = crate::eh_frame::refresh();
         counters::Counter::NativeUnwindTableBytes.set(bytes as i64);
@@ -808,7 +797,7 @@ fn write_chunk(
     session.chunk_start_nanos = end_nanos;
     session.chunk_start_ticks = end_ticks;
     threads::prune(epoch);
-    if session.libraries.is_none() {
+    if !session.watches_libraries {
         session.engine.prune(); // else the library watcher does, about once a second
     }
     counters::Counter::DumpCount.inc();
@@ -834,17 +823,18 @@ pub fn status() -> String {
     let (running, engine, wall) = match session.as_ref() {
         Some(s) => (
             true,
-            s.engine.name(),
+            s.engine.id(),
             s.wall.as_ref().map_or("None", |w| w.name()),
         ),
-        None => (false, "None", "None"),
+        None => (false, EngineId::None, "None"),
     };
     let allocations = match session.as_ref().and_then(|s| s.args.memory.as_ref()) {
         Some(m) if m.allocations || m.liveness => "JVMTI SampledObjectAlloc",
         _ => "None",
     };
     let mut out = format!(
-        "== Java-Profiler Status ===\n Running          : {running}\n CPU Engine       : {engine}\n WallClock Engine : {wall}\n Allocations      : {allocations}\n"
+        "== Java-Profiler Status ===\n Running          : {running}\n CPU Engine       : {}\n WallClock Engine : {wall}\n Allocations      : {allocations}\n",
+        engine.name()
     );
     if let Some(reason) = session
         .as_ref()
@@ -858,7 +848,7 @@ pub fn status() -> String {
     if let Some(s) = session.as_ref() {
         out.push_str(&handlers::status(signals_in_use(s)));
     }
-    if engine == "PerfEvents" {
+    if engine == EngineId::PerfEvents {
         let on = crate::engine::perf::kernel_frames_on();
         out.push_str(&format!(" Kernel Frames    : {on}\n"));
     }

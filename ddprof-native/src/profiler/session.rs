@@ -1,5 +1,5 @@
-//! What a running recording is (`Session`) and what waits for its next chunk
-//! (`PendingSetting`): the state the lifecycle (`super`) keeps and the dump reads.
+//! What a running recording is (`Session`, with the `Walker` it resolved) and what waits for
+//! its next chunk (`PendingSetting`): the state the lifecycle (`super`) keeps and the dump reads.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,8 +21,8 @@ pub struct Session {
     /// Start of the chunk now being collected.
     pub chunk_start_nanos: i64,
     pub chunk_start_ticks: i64,
-    /// Name of the walker the requested `cstack` resolved to.
-    pub walker: &'static str,
+    /// The walker the requested `cstack` resolved to.
+    pub walker: Walker,
     /// The `fjmethodid` mode in force: the requested one, or the one it fell back to.
     pub fjmethodid: FjMethodId,
     /// Warnings to repeat as log events in the recording.
@@ -35,9 +35,33 @@ pub struct Session {
     pub rate_base: (i64, i64),
     /// That rate over the chunk just closed, for its `cpuSamplingRate` setting.
     pub cpu_rate: Option<f64>,
-    /// Refreshes what covers libraries when one is loaded (`libraries.rs`); stopped when
-    /// dropped.
-    pub libraries: Option<super::libraries::Watcher>,
+    /// Whether the library watcher runs (`libraries.rs`; it stops with the sources), which then
+    /// prunes the CPU engine's threads in place of the dumps.
+    pub watches_libraries: bool,
+    /// What the start started, which `stop` stops (`sources.rs`).
+    pub sources: super::sources::Sources,
+}
+
+/// The stack walker a session's `cstack` resolved to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Walker {
+    /// AsyncGetCallTrace.
+    Asgct,
+    /// Our VMStructs walker, native frames above the top Java frame (`cstack=vm`).
+    Vm,
+    /// Our VMStructs walker, native frames between Java frames too (`cstack=vmx`).
+    Vmx,
+}
+
+impl Walker {
+    /// The name the `stackwalker` setting of every chunk writes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Walker::Asgct => "asgct",
+            Walker::Vm => "vm",
+            Walker::Vmx => "vmx",
+        }
+    }
 }
 
 /// `recordSetting` calls waiting for the next chunk.

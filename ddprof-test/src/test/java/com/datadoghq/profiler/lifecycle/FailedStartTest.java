@@ -17,10 +17,12 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * A start that fails leaves nothing running: whichever part fails (the CPU engine, the wall-clock
+ * A start that fails leaves nothing running: whichever source fails (the CPU engine, the wall-clock
  * sampler, allocation sampling, native memory hooks; made to fail by the test-only
  * {@code DDPROF_TEST_START_FAIL}), the start reports it, the perf map and jitdump started before it stop
- * growing, no sample is taken, status says idle, and the same start made again works.
+ * growing, no sample is taken, status says idle, and the same start made again works. And a stop after that
+ * full start stops every source: CPU and wall samples, the wall sampler's rounds, allocation and native memory
+ * samples, perf map and jitdump all move while it runs and stand still after it.
  */
 class FailedStartTest {
     @TempDir
@@ -56,6 +58,22 @@ class FailedStartTest {
         // The method compiled while nothing was meant to run exists: the map that stood still would
         // have grown had the code map been left on.
         assertEquals("true", value(r, "map names chainC after the valid start"), r.describe());
+
+        // The same work moves every count while the sources run, so standing still after stop says they stopped.
+        for (String moved : value(r, "while running").split(" ")) {
+            String[] n = moved.substring(moved.indexOf('=') + 1).split("->");
+            assertTrue(Long.parseLong(n[1]) > Long.parseLong(n[0]), moved + " did not move while running:\n"
+                    + r.describe());
+        }
+        for (String still : value(r, "after stop").split(" ")) {
+            String[] n = still.substring(still.indexOf('=') + 1).split("->");
+            assertEquals(n[0], n[1], still + " moved after stop:\n" + r.describe());
+        }
+        String[] mapAfter = value(r, "map after stop").split(" -> ");
+        assertEquals(mapAfter[0], mapAfter[1], "the perf map grew after stop (bytes):\n" + r.describe());
+        String[] jitAfter = value(r, "jitdump after stop").split(" -> ");
+        assertEquals(jitAfter[0], jitAfter[1], "the jitdump grew after stop (bytes):\n" + r.describe());
+        assertEquals("false", value(r, "map names a method compiled after stop"), r.describe());
     }
 
     private static String value(ChildJvm.Result r, String key) {
