@@ -72,6 +72,7 @@ impl VmWalker {
     pub fn init(java_feature: u32) -> Option<&'static VmWalker> {
         WALKER
             .get_or_init(|| {
+                arch::configure(java_feature);
                 let layout = layout::get()?;
                 if !layout.complete() {
                     return None;

@@ -13,12 +13,16 @@
 
 use super::native::Cursor;
 
-#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+#[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+pub mod aarch64;
+#[cfg_attr(any(target_arch = "x86_64", target_arch = "aarch64"), allow(dead_code))]
 pub mod other;
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub mod x86_64;
 
-#[cfg(not(target_arch = "x86_64"))]
+#[cfg(target_arch = "aarch64")]
+pub use aarch64::*;
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub use other::*;
 #[cfg(target_arch = "x86_64")]
 pub use x86_64::*;

@@ -44,6 +44,8 @@ pub const LINK_BELOW_SENDER_SP: usize = 16;
 pub const INTERP_METHOD_SLOT: usize = 3;
 pub const INTERP_BCP_SLOT: usize = 8;
 pub const ENTRY_FRAME_CALL_WRAPPER_WORDS: i64 = 0;
+pub const INTERP_SENDER_SP_WORDS: i64 = -1;
+pub const INTERP_LAST_SP_WORDS: i64 = -2;
 
 pub fn strip_pc(pc: usize) -> usize {
     pc

@@ -110,6 +110,10 @@ pub const LINK_BELOW_SENDER_SP: usize = 16;
 /// Interpreter frame slots below fp, in words (JDK 11+): the `Method*` and the bcp.
 pub const INTERP_METHOD_SLOT: usize = 3;
 pub const INTERP_BCP_SLOT: usize = 8;
+/// `frame::interpreter_frame_sender_sp_offset` and `..._last_sp_offset` (words from fp)
+/// where VMStructs lack them.
+pub const INTERP_SENDER_SP_WORDS: i64 = -1;
+pub const INTERP_LAST_SP_WORDS: i64 = -2;
 
 /// `frame::entry_frame_call_wrapper_offset` (words from fp) where VMStructs lacks it;
 /// x86_64's VMStructs export it.
