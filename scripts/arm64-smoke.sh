@@ -12,8 +12,13 @@
 #     third of what its CPU time (measured in the JVM) allows at 10 ms;
 #   - more than half of those samples name the hot method (ArmSmoke.burnArmSmokeHot): the
 #     signal handler's VM reads (crash-protected loads, safe_access_aarch64.rs) find the thread
-#     and AsyncGetCallTrace walks its stack. The rest are the start call and the few samples
+#     and the VMStructs walker (sample/walk/arch/aarch64.rs) walks its stack. The rest are the start call and the few samples
 #     a walk cannot take (docs/architecture.md, "aarch64"). Timing under emulation means nothing.
+#   - the same run with fjmethodid=lazy (the "lazy" run of each JDK): the start does not fall
+#     back (fjmethodid_lazy_fallback=0), more than half of main's samples still name the hot
+#     method, the VMStructs walker recorded at least that many raw frames (walkvm_frames_raw:
+#     the hot method's frames, named from metadata), and no jmethodID was made
+#     (method_resolve_lazy_jmethodids_created=0).
 #
 #   KEEP_WORK=1 bash scripts/arm64-smoke.sh   # keeps the work folder (recordings) for a look
 #
@@ -51,17 +56,21 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/arm64-smoke.XXXXXX")"
 trap '[ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"' EXIT
 "$HOST_JAVA_HOME/bin/javac" --release 8 -cp "$JAR" -d "$WORK" scripts/arm64/ArmSmoke.java
 
-# smoke MAJOR: one run on the aarch64 JDK MAJOR, its checks.
+# counter NAME: a debug counter ArmSmoke printed after its dump (empty if absent).
+counter() { sed -n "s/^counter $1=//p" <<<"$out"; }
+
+# smoke MAJOR [lazy]: one run on the aarch64 JDK MAJOR, its checks.
 smoke() {
-  local major="$1" rc ARM_JDK out cpu_ms events samples main_samples named engine expected
+  local major="$1" mode="${2:-}" opts="" rc ARM_JDK out cpu_ms events samples main_samples named engine expected
+  [ "$mode" = lazy ] && opts="fjmethodid=lazy"
   ARM_JDK="$(bash scripts/install-arm64-jdk.sh "$major")"
   rm -f "$WORK"/smoke.jfr*
 
   echo "arm64-smoke: running $JAR on $("$QEMU" -L "$SYSROOT" "$ARM_JDK/bin/java" -version 2>&1 | head -n1) under $QEMU"
   out="$(timeout 300 "$QEMU" -L "$SYSROOT" "$ARM_JDK/bin/java" --enable-native-access=ALL-UNNAMED \
-      -Djava.io.tmpdir="$WORK" -cp "$JAR:$WORK" ArmSmoke "$WORK/smoke.jfr" 3000 2>&1)" \
+      -Djava.io.tmpdir="$WORK" -cp "$JAR:$WORK" ArmSmoke "$WORK/smoke.jfr" 3000 "$opts" 2>&1)" \
     || { rc=$?; echo "$out" >&2; fail "the aarch64 JVM $major failed (exit $rc)"; }
-  echo "$out" | sed 's/^/  /'
+  grep -v '^counter ' <<<"$out" | sed 's/^/  /'
   grep -q "^arch=aarch64$" <<<"$out" || fail "the JVM did not report os.arch=aarch64"
   cpu_ms="$(sed -n 's/^main_cpu_ms=//p' <<<"$out")"
   [ -n "$cpu_ms" ] || fail "the workload did not finish"
@@ -85,10 +94,19 @@ smoke() {
   [ "$main_samples" -ge "$expected" ] || fail "$main_samples CPU samples of main for ${cpu_ms} ms of CPU at 10 ms (want >= $expected)"
   [ $(( named * 2 )) -gt "$main_samples" ] \
     || fail "only $named of $main_samples main-thread samples name ArmSmoke.burnArmSmokeHot (want more than half)"
-  echo "arm64-smoke: JDK $major OK"
+  if [ "$mode" = lazy ]; then
+    echo "arm64-smoke: JDK $major lazy: fallback=$(counter fjmethodid_lazy_fallback) raw_frames=$(counter walkvm_frames_raw) jmethodid_frames=$(counter walkvm_frames_jmethodid) jmethodids_created=$(counter method_resolve_lazy_jmethodids_created)"
+    [ "$(counter fjmethodid_lazy_fallback)" = 0 ] || fail "fjmethodid=lazy fell back on JDK $major"
+    # The hot method has no jmethodID: its frames are raw (Method*) frames of the VMStructs walker.
+    [ "$(counter walkvm_frames_raw)" -ge "$named" ] 2>/dev/null \
+      || fail "the VMStructs walker recorded $(counter walkvm_frames_raw) raw frames on JDK $major, fewer than the $named samples naming the hot method"
+    [ "$(counter method_resolve_lazy_jmethodids_created)" = 0 ] || fail "fjmethodid=lazy made jmethodIDs on JDK $major"
+  fi
+  echo "arm64-smoke: JDK $major ${mode:+$mode }OK"
 }
 
 for major in ${ARM64_JDKS:-21 25}; do
   smoke "$major"
+  smoke "$major" lazy
 done
 echo "arm64-smoke: OK"

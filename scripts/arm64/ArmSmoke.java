@@ -9,9 +9,10 @@ import java.nio.file.Paths;
  * jar's library the way an application does (JavaProfiler.getInstance(), no explicit path),
  * profiles CPU at 10 ms while the main thread burns CPU in {@link #burnArmSmokeHot}, dumps and
  * stops. Prints what the script checks against the recording: the architecture and the main
- * thread's CPU time (the sample count is scaled by it, not by the wall-clock run time).
+ * thread's CPU time (the sample count is scaled by it, not by the wall-clock run time), the
+ * start command's reply, and the profiler's debug counters ({@code counter NAME=VALUE}).
  *
- *   java ArmSmoke JFR_PATH RUN_MILLIS
+ *   java ArmSmoke JFR_PATH RUN_MILLIS [EXTRA_START_OPTIONS]
  */
 public class ArmSmoke {
     static volatile long sink;
@@ -33,7 +34,9 @@ public class ArmSmoke {
         System.out.println("library=" + LibraryLoader.loadedLibraryPath());
         System.out.println("version=" + profiler.getVersion());
         ThreadMXBean mx = ManagementFactory.getThreadMXBean();
-        profiler.execute("start,cpu=10ms,file=" + jfr);
+        String extra = args.length > 2 && !args[2].isEmpty() ? "," + args[2] : "";
+        String reply = profiler.execute("start,cpu=10ms" + extra + ",file=" + jfr);
+        System.out.println("start_reply=" + reply.trim().replace('\n', ' '));
         long cpu0 = mx.getCurrentThreadCpuTime();
         long end = System.nanoTime() + runMillis * 1_000_000L;
         while (System.nanoTime() < end) {
@@ -41,6 +44,9 @@ public class ArmSmoke {
         }
         long cpuMillis = (mx.getCurrentThreadCpuTime() - cpu0) / 1_000_000L;
         profiler.dump(Paths.get(jfr + ".dump.jfr"));
+        for (java.util.Map.Entry<String, Long> e : profiler.getDebugCounters().entrySet()) {
+            System.out.println("counter " + e.getKey() + "=" + e.getValue());
+        }
         profiler.stop();
         System.out.println("main_cpu_ms=" + cpuMillis);
     }
