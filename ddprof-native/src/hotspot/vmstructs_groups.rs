@@ -502,7 +502,7 @@ vm_group!(class_loader_data_fields -> ClassLoaderDataFields {
         | "ClassLoaderData::_is_anonymous",
 });
 
-// Frame constants a JVM may not export (aarch64's lack the entry frame's): the architecture
+// Frame constants aarch64's VMStructs do not export (docs/hotspot.md 4.7): the architecture
 // file's values then.
 vm_group!(frame_group -> FrameGroup {
     entry_frame_call_wrapper_offset: constant_or(arch::ENTRY_FRAME_CALL_WRAPPER_WORDS)
