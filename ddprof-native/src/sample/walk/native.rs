@@ -162,12 +162,15 @@ impl<'a> Sink<'a> {
 
 /// Walks native frames from `start` by frame pointers: records each pc outside the code
 /// cache (when the sink records), and stops at the first return address `in_code`, at
-/// `stop_sp` (the anchor's sp; 0 = none), at the root, or where the chain breaks.
+/// `stop_sp` (the anchor's sp; 0 = none), at the root, or where the chain breaks. `lr` is the
+/// interrupted link register when `start` is the interrupted frame (aarch64), else 0.
 /// Signal-safe.
+#[allow(clippy::too_many_arguments)]
 pub fn unwind<M: Memory>(
     mem: &M,
     rules: Option<&dwarf::Table>,
     start: Cursor,
+    lr: usize,
     bounds: Bounds,
     stop_sp: usize,
     in_code: &dyn Fn(usize) -> bool,
@@ -215,7 +218,7 @@ pub fn unwind<M: Memory>(
                 // anything. Its return address is at sp if it pushed nothing else; take it
                 // only when it returns into the code cache after a call.
                 (step == 0)
-                    .then(|| arch::return_at_sp(mem, cur, bounds, in_code))
+                    .then(|| arch::return_at_sp(mem, cur, lr, bounds, in_code))
                     .flatten()
             });
         match next {
@@ -232,11 +235,13 @@ pub fn unwind<M: Memory>(
 
 /// A pc outside the code cache during a Java walk: find the Java caller by frame
 /// pointers (recording the native frames under vmx, and under vm where they are the
-/// `top` of the stack). `stop_sp` is the unused frame anchor's sp, 0 if none: where
+/// `top` of the stack; `lr` is the interrupted link register there, else 0). `stop_sp` is the unused frame anchor's sp, 0 if none: where
 /// nothing is recorded the anchor is taken at once (it is exact and cheaper); else the
 /// native frames above it are recorded first. Signal-safe.
+#[allow(clippy::too_many_arguments)]
 pub fn to_java(
     start: Cursor,
+    lr: usize,
     bounds: Bounds,
     stop_sp: usize,
     top: bool,
@@ -248,7 +253,7 @@ pub fn to_java(
     if !record && stop_sp != 0 {
         return End::Anchor;
     }
-    let (end, _) = run(start, bounds, stop_sp, in_code, frames, n, record);
+    let (end, _) = run(start, lr, bounds, stop_sp, in_code, frames, n, record);
     if matches!(end, End::Java(_)) {
         Counter::WalkvmNativeRecovered.inc();
     }
@@ -257,8 +262,10 @@ pub fn to_java(
 
 /// One unwind from `start` with the live DWARF rules, counted: how it ended and how many
 /// native frames it recorded. Signal-safe.
+#[allow(clippy::too_many_arguments)]
 fn run(
     start: Cursor,
+    lr: usize,
     bounds: Bounds,
     stop_sp: usize,
     in_code: &dyn Fn(usize) -> bool,
@@ -273,6 +280,7 @@ fn run(
         &SafeMemory,
         rules.table(),
         start,
+        lr,
         bounds,
         stop_sp,
         in_code,
@@ -295,7 +303,7 @@ pub fn to_anchor(
     if !leaf() || in_code(start.pc) {
         return true;
     }
-    run(start, bounds, anchor_sp, in_code, frames, n, true).0 != End::Full
+    run(start, 0, bounds, anchor_sp, in_code, frames, n, true).0 != End::Full
 }
 
 /// vm and vmx, a thread with no Java frame to walk (not a JavaThread, or one outside Java
@@ -311,7 +319,7 @@ pub fn native_only(
     if !leaf() || in_code(start.pc) {
         return None;
     }
-    let (end, recorded) = run(start, bounds, 0, in_code, frames, n, true);
+    let (end, recorded) = run(start, 0, bounds, 0, in_code, frames, n, true);
     if recorded == 0 {
         return None;
     }
@@ -444,7 +452,7 @@ mod tests {
         let mut frames = [Frame::default(); 8];
         let mut n = 0;
         let mut sink = Sink::new(&mut frames, &mut n, record);
-        let end = unwind(m, None, start, bounds(), stop_sp, &in_java, &mut sink);
+        let end = unwind(m, None, start, 0, bounds(), stop_sp, &in_java, &mut sink);
         (end, frames[..n].to_vec())
     }
 
@@ -614,7 +622,7 @@ mod tests {
         let mut frames = [Frame::default(); 8];
         let mut n = 0;
         let mut sink = Sink::new(&mut frames, &mut n, true);
-        let end = unwind(&m, Some(&rules), start, bounds(), 0, &in_java, &mut sink);
+        let end = unwind(&m, Some(&rules), start, 0, bounds(), 0, &in_java, &mut sink);
         assert_eq!(
             end,
             End::Java(Cursor {
@@ -650,7 +658,7 @@ mod tests {
         let mut frames = [Frame::default(); 2];
         let mut n = 0;
         let mut sink = Sink::new(&mut frames, &mut n, true);
-        let end = unwind(&m, None, start, bounds(), 0, &in_java, &mut sink);
+        let end = unwind(&m, None, start, 0, bounds(), 0, &in_java, &mut sink);
         assert_eq!(end, End::Full);
         assert_eq!(sink.recorded, 2);
     }

@@ -441,7 +441,9 @@ impl VmWalker {
         if in_java || anchor_sp != 0 {
             // A leaf call from compiled code (no anchor), or native code below an anchor.
             let stop_sp = if in_java { 0 } else { anchor_sp };
-            native::to_java(top, bounds, stop_sp, true, &in_code, frames, &mut n);
+            native::to_java(
+                top, regs.lr, bounds, stop_sp, true, &in_code, frames, &mut n,
+            );
             return (n, true);
         }
         let java = native::native_only(top, bounds, &in_code, frames, &mut n).is_none();
@@ -582,7 +584,8 @@ impl VmWalker {
                 let stop_sp = if anchor_used { 0 } else { anchor_sp };
                 let top = depth == 0 && !anchor_used && from_regs;
                 let (frames, n) = (&mut *out.frames, &mut out.n);
-                match native::to_java(cur, bounds, stop_sp, top, &in_code, frames, n) {
+                let lr = if top { regs.lr } else { 0 };
+                match native::to_java(cur, lr, bounds, stop_sp, top, &in_code, frames, n) {
                     native::End::Java(c) => Step::Next(c),
                     native::End::Full => return Ok(false),
                     _ if stop_sp != 0 => {

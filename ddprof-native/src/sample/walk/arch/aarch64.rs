@@ -390,10 +390,10 @@ pub fn at_syscall<M: Memory>(mem: &M, pc: usize) -> bool {
 }
 
 // ---------------------------------------------------------------------------------------
-// Native frames (`native.rs`): not ported yet. The DWARF rows are built for x86_64's
-// registers, and a frame record at fp does not give the caller's sp on aarch64 (the
-// record sits anywhere in the frame), which a compiled Java caller needs: every chain is
-// broken, and the walker resumes at the frame anchor where there is one.
+// Native frames (`native.rs`): only the interrupted leaf. The DWARF rows are built for
+// x86_64's registers, and a frame record at fp does not give the caller's sp on aarch64
+// (the record sits anywhere in the frame), which a compiled Java caller needs: past the
+// leaf every chain is broken, and the walker resumes at the frame anchor where there is one.
 // ---------------------------------------------------------------------------------------
 
 pub fn caller_by_rule<M: Memory>(
@@ -409,13 +409,46 @@ pub fn caller<M: Memory>(_mem: &M, _cur: Cursor, _bounds: Bounds) -> Option<Curs
     None
 }
 
+/// The interrupted C function's caller when that is compiled Java code calling it without
+/// a frame anchor (a leaf runtime call, the vDSO's `clock_gettime`): lr returns into the
+/// code cache right after a `bl`/`blr`, so the function made no call of its own; taken only
+/// while it has not saved lr in a frame record at fp (it may have moved sp then), so sp is
+/// still its caller's.
 pub fn return_at_sp<M: Memory>(
-    _mem: &M,
-    _cur: Cursor,
+    mem: &M,
+    cur: Cursor,
+    lr: usize,
     _bounds: Bounds,
-    _in_code: &dyn Fn(usize) -> bool,
+    in_code: &dyn Fn(usize) -> bool,
 ) -> Option<Cursor> {
-    None
+    let pc = strip_pc(lr);
+    if lr == 0 || !in_code(pc) || !follows_call(mem, pc) {
+        return None;
+    }
+    let saved = cur
+        .fp
+        .checked_add(RETURN_AT_FP)
+        .filter(|_| cur.fp >= cur.sp && cur.fp - cur.sp < MAX_FRAME_BYTES)
+        .and_then(|a| mem.read_usize(a));
+    if saved.is_some_and(|r| strip_pc(r) == pc) {
+        return None;
+    }
+    Some(Cursor {
+        pc,
+        sp: cur.sp,
+        fp: cur.fp,
+    })
+}
+
+/// Whether the instruction before `ret` is a call: `bl`, `blr`, or the authenticating
+/// `blraa`/`blrab` forms.
+pub fn follows_call<M: Memory>(mem: &M, ret: usize) -> bool {
+    let Some(i) = ret.checked_sub(4).and_then(|a| mem.read_u32(a)) else {
+        return false;
+    };
+    i & 0xfc00_0000 == 0x9400_0000
+        || i & 0xffff_fc1f == 0xd63f_0000
+        || i & 0xfeff_f800 == 0xd63f_0800
 }
 
 #[cfg(test)]

@@ -262,3 +262,34 @@ fn the_interpreter_entry_returns_through_lr_to_the_sender_sp() {
     };
     assert_eq!(interpreter_entry(&m, at(0, SP), &below), None);
 }
+
+#[test]
+fn a_leaf_c_function_called_from_java_returns_through_lr() {
+    let in_code = |pc: usize| (CODE..CODE + CODE_LEN).contains(&pc);
+    let bounds = Bounds {
+        low: STACK,
+        high: STACK + STACK_LEN,
+    };
+    // A return address after `bl` (at CODE) and one after `blr x8` (at CODE + 8).
+    let mut m = Mem::new(&[0x9400_0010, MUL, 0xd63f_0100, MUL]);
+    let native = Cursor {
+        pc: 0x10_0000,
+        sp: SP,
+        fp: 0x1234_5678,
+    };
+    for lr in [CODE + 4, CODE + 12] {
+        let c = return_at_sp(&m, native, lr, bounds, &in_code);
+        assert_eq!(c, Some(Cursor { pc: lr, ..native }));
+    }
+    // Not after a call, outside the code cache, or unknown: none.
+    assert_eq!(return_at_sp(&m, native, CODE + 8, bounds, &in_code), None);
+    assert_eq!(return_at_sp(&m, native, 0x10_0040, bounds, &in_code), None);
+    assert_eq!(return_at_sp(&m, native, 0, bounds, &in_code), None);
+    // The function saved lr in a frame record at fp: it may have moved sp, so none.
+    m.word(SP + 0x20 + 8, CODE + 4);
+    let framed = Cursor {
+        fp: SP + 0x20,
+        ..native
+    };
+    assert_eq!(return_at_sp(&m, framed, CODE + 4, bounds, &in_code), None);
+}

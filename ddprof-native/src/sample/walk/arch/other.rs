@@ -102,6 +102,7 @@ pub fn caller<M: Memory>(_mem: &M, _cur: Cursor, _bounds: Bounds) -> Option<Curs
 pub fn return_at_sp<M: Memory>(
     _mem: &M,
     _cur: Cursor,
+    _lr: usize,
     _bounds: Bounds,
     _in_code: &dyn Fn(usize) -> bool,
 ) -> Option<Cursor> {

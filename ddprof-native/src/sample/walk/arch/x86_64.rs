@@ -322,6 +322,7 @@ pub fn caller<M: Memory>(mem: &M, cur: Cursor, bounds: Bounds) -> Option<Cursor>
 pub fn return_at_sp<M: Memory>(
     mem: &M,
     cur: Cursor,
+    _lr: usize,
     bounds: Bounds,
     in_code: &dyn Fn(usize) -> bool,
 ) -> Option<Cursor> {
@@ -364,7 +365,7 @@ fn stub_caller<M: Memory>(
     }
     caller(mem, cur, bounds)
         .filter(|c| in_code(c.pc))
-        .or_else(|| return_at_sp(mem, cur, bounds, in_code))
+        .or_else(|| return_at_sp(mem, cur, 0, bounds, in_code))
 }
 
 /// Whether the instruction that ends just before `ret` is a call: `E8 rel32`, or
