@@ -28,6 +28,9 @@
 #                  ArmSuite.deflateArmSuite (zlib's mallocs, through the GOT hooks);
 #   protected-load a crash-protected load reads a mapped page and returns unread, by a recovered
 #                  fault, on the same page unmapped; the JVM lives on.
+#   lazy           (mode lazy, fjmethodid=lazy) no fallback, no jmethodID made, and at least as many
+#                  raw Method* frames of the VMStructs walker (sample/walk/arch/aarch64.rs) as
+#                  samples naming the hot method.
 # A check listed as a known gap (ArmSuiteCheck.KNOWN_GAPS, docs/open-work.md) reports
 # "KNOWN GAP" instead of failing. Timings under emulation mean nothing: correctness only.
 #
@@ -46,6 +49,7 @@ SYSROOT=/usr/aarch64-linux-gnu
 # (ArmSuite); the name reaches ArmSuiteCheck, where a check may depend on it. A mode is one line.
 MODES=(
   "default|"
+  "lazy|fjmethodid=lazy"
 )
 BURN_MS=3000
 

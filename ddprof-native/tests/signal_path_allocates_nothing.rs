@@ -111,7 +111,7 @@ fn native_unwinding_allocates_nothing() {
     let mut ends = 0;
     for _ in 0..1000 {
         let mut n = 0;
-        let end = native::to_java(start, bounds, 0, false, &in_code, &mut frames, &mut n);
+        let end = native::to_java(start, 0, bounds, 0, false, &in_code, &mut frames, &mut n);
         ends +=
             (end == End::Java(Cursor {
                 pc: java_ret,

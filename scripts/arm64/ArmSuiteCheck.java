@@ -124,8 +124,18 @@ public class ArmSuiteCheck {
                         + " (read, value, faults recovered, installed; want read with the value, then unread"
                         + " by one more recovered fault, the JVM alive)");
 
-        // Checks of one mode go here, e.g. for a mode "lazy":
-        //   if (mode.equals("lazy")) check("lazy", "0".equals(out.get("counter.jmethodids_preloaded")), ...);
+        // fjmethodid=lazy: no fallback to jmethodIDs, the hot method's frames are the VMStructs
+        // walker's raw Method* frames (named from VM metadata at the dump), and no jmethodID made.
+        if (mode.equals("lazy")) {
+            long raw = Long.parseLong(out.getOrDefault("counter.walkvm_frames_raw", "-1"));
+            check("lazy", "0".equals(out.get("counter.fjmethodid_lazy_fallback"))
+                            && "0".equals(out.get("counter.method_resolve_lazy_jmethodids_created"))
+                            && raw >= hot.size() && !hot.isEmpty(),
+                    "fjmethodid_lazy_fallback=" + out.get("counter.fjmethodid_lazy_fallback")
+                            + ", method_resolve_lazy_jmethodids_created="
+                            + out.get("counter.method_resolve_lazy_jmethodids_created") + " (want 0 and 0), walkvm_frames_raw="
+                            + raw + " for " + hot.size() + " samples naming the hot method (want at least as many)");
+        }
 
         System.out.println(failed == 0 ? "arm64-suite: mode " + mode + " OK" : "arm64-suite: mode " + mode + " FAILED " + failed);
         System.exit(failed == 0 ? 0 : 1);

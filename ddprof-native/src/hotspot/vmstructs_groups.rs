@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use super::tables::{FieldEntry, VmTables};
 use crate::sample::vm::layout::*;
+use crate::sample::walk::arch;
 
 /// Looks names up for one group and remembers the ones that were not found.
 struct Lookup<'a> {
@@ -124,6 +125,14 @@ impl<'a> Lookup<'a> {
                 0
             }
         }
+    }
+
+    /// An int or long constant; `default` (the architecture's value) if absent.
+    fn constant_or(&mut self, names: &[&str], default: i64) -> i64 {
+        names
+            .iter()
+            .find_map(|n| self.tables.constant(n))
+            .unwrap_or(default)
     }
 
     fn constant_i32(&mut self, names: &[&str]) -> i32 {
@@ -493,10 +502,15 @@ vm_group!(class_loader_data_fields -> ClassLoaderDataFields {
         | "ClassLoaderData::_is_anonymous",
 });
 
+// Frame constants aarch64's VMStructs do not export (docs/hotspot.md 4.7): the architecture
+// file's values then.
 vm_group!(frame_group -> FrameGroup {
-    entry_frame_call_wrapper_offset: constant "frame::entry_frame_call_wrapper_offset",
-    interpreter_frame_sender_sp_offset: constant "frame::interpreter_frame_sender_sp_offset",
-    interpreter_frame_last_sp_offset: constant "frame::interpreter_frame_last_sp_offset",
+    entry_frame_call_wrapper_offset: constant_or(arch::ENTRY_FRAME_CALL_WRAPPER_WORDS)
+        "frame::entry_frame_call_wrapper_offset",
+    interpreter_frame_sender_sp_offset: constant_or(arch::INTERP_SENDER_SP_WORDS)
+        "frame::interpreter_frame_sender_sp_offset",
+    interpreter_frame_last_sp_offset: constant_or(arch::INTERP_LAST_SP_WORDS)
+        "frame::interpreter_frame_last_sp_offset",
     invocation_entry_bci: constant "InvocationEntryBci",
 });
 

@@ -596,10 +596,10 @@ fn resolve_walker(args: &Args, warnings: &mut Vec<String>) -> WalkerKind {
     if !matches!(args.cstack, CStack::Vm | CStack::Vmx | CStack::Default) {
         return WalkerKind::Agct;
     }
-    if !cfg!(target_arch = "x86_64") {
+    if !crate::sample::walk::arch::VM_WALKER {
         if args.cstack != CStack::Default {
             warnings.push(format!(
-                "cstack={}: the VMStructs walker reads x86_64 frames only; using AsyncGetCallTrace",
+                "cstack={}: the VMStructs walker does not read this architecture's frames; using AsyncGetCallTrace",
                 args.cstack_requested
             ));
         }
@@ -645,7 +645,7 @@ fn allocation_walker(walker: WalkerKind) -> WalkerKind {
     if walker == WalkerKind::Vm {
         return walker;
     }
-    let ready = cfg!(target_arch = "x86_64")
+    let ready = crate::sample::walk::arch::VM_WALKER
         && safe_access::install().is_ok()
         && current_thread::available()
         && VmWalker::init(vm::java_feature_version()).is_some();

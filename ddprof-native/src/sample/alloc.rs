@@ -17,7 +17,7 @@ use super::frame::Frame;
 use super::handler::{self, WalkerKind};
 use super::mode::execution;
 use super::record::{self, Allocation, Context, Event, EventKind};
-use super::walk::regs::Regs;
+use super::walk::arch::Regs;
 use super::walk::{agct::Agct, vm::VmWalker, SignalContext, StackWalker, Walk};
 use crate::counters::Counter;
 use crate::memory::{Category, Mapped, Zeroable};

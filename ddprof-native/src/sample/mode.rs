@@ -7,6 +7,8 @@
 use super::vm::codecache::load_field;
 use super::vm::current_thread;
 use super::vm::layout;
+use super::vm::SafeMemory;
+use super::walk::arch::{self, Regs};
 use super::walk::SignalContext;
 
 /// `ExecutionMode` pool keys.
@@ -123,38 +125,14 @@ fn vm_mode() -> u8 {
     }
 }
 
-/// Whether the signal interrupted a system call: the pc is just after a `syscall`
-/// instruction (the kernel delivers the signal on its way out of the call).
-#[cfg(target_arch = "x86_64")]
+/// Whether the signal interrupted a system call: the pc is just after the architecture's
+/// system-call instruction (the kernel delivers the signal on its way out of the call).
 fn in_syscall(uc: SignalContext) -> bool {
-    const SYSCALL: u16 = 0x050f; // 0f 05, read little-endian
-    let Some(regs) = super::walk::regs::Regs::from_context(uc) else {
-        return false;
-    };
-    regs.pc
-        .checked_sub(2)
-        .and_then(super::safe_access::load_u16)
-        .is_some_and(|op| op == SYSCALL)
+    Regs::from_context(uc).is_some_and(|r| arch::after_syscall(&SafeMemory, r.pc))
 }
 
-/// Whether the pc is at a `syscall` instruction: a restartable system call interrupted by
+/// Whether the pc is at a system-call instruction: a restartable system call interrupted by
 /// the signal, which the kernel rewound to run again after the handler.
-#[cfg(target_arch = "x86_64")]
 fn at_syscall(uc: SignalContext) -> bool {
-    const SYSCALL: u16 = 0x050f;
-    let Some(regs) = super::walk::regs::Regs::from_context(uc) else {
-        return false;
-    };
-    super::safe_access::load_u16(regs.pc).is_some_and(|op| op == SYSCALL)
-}
-
-/// Other architectures: not recognised yet (the sample keeps the VM's mode).
-#[cfg(not(target_arch = "x86_64"))]
-fn in_syscall(_uc: SignalContext) -> bool {
-    false
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn at_syscall(_uc: SignalContext) -> bool {
-    false
+    Regs::from_context(uc).is_some_and(|r| arch::at_syscall(&SafeMemory, r.pc))
 }

@@ -455,5 +455,5 @@ fn restore(slot: &Slot, weight: u64) {
 }
 
 fn pc_sp(uc: SignalContext) -> (u64, u64) {
-    super::walk::regs::Regs::from_context(uc).map_or((0, 0), |r| (r.pc as u64, r.sp as u64))
+    super::walk::arch::Regs::from_context(uc).map_or((0, 0), |r| (r.pc as u64, r.sp as u64))
 }

@@ -1,17 +1,12 @@
 //! Java stack walkers. Each turns the interrupted context of the current thread into
 //! frames, leaf first: our VMStructs walker (`vm.rs`, `cstack=vm|vmx`, with native
-//! unwinding in `native.rs` and `dwarf.rs`) and AsyncGetCallTrace (`agct.rs`).
+//! unwinding in `native.rs` and `dwarf.rs`, the architecture's frames in `arch/`) and AsyncGetCallTrace (`agct.rs`).
 
 pub mod agct;
+pub mod arch;
 pub mod compare;
 pub mod dwarf;
 pub mod native;
-#[cfg(target_arch = "x86_64")]
-#[path = "regs_x86_64.rs"]
-pub mod regs;
-#[cfg(not(target_arch = "x86_64"))]
-#[path = "regs_fallback.rs"]
-pub mod regs;
 pub mod vm;
 
 use crate::sample::frame::Frame;

@@ -26,7 +26,7 @@
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use super::dwarf;
+use super::{arch, dwarf};
 use crate::counters::Counter;
 use crate::sample::frame::Frame;
 use crate::sample::safe_access::load_usize;
@@ -36,11 +36,7 @@ use crate::sample::vm::SafeMemory;
 /// Native frames walked at most per sample (recorded or not).
 pub const MAX_NATIVE_FRAMES: usize = 256;
 /// Largest distance between two consecutive frame pointers.
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-const MAX_FRAME_BYTES: usize = 1 << 20;
-/// Words above sp searched for the top frame's return address into Java.
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-const RETURN_SCAN_WORDS: usize = 4;
+pub const MAX_FRAME_BYTES: usize = 1 << 20;
 /// Stack window assumed for a thread whose stack bounds are unknown (no HotSpot `Thread`).
 const UNKNOWN_STACK_BYTES: usize = 16 << 20;
 
@@ -106,8 +102,7 @@ impl Bounds {
         }
     }
 
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    fn holds(&self, addr: usize) -> bool {
+    pub fn holds(&self, addr: usize) -> bool {
         self.low <= addr && addr < self.high
     }
 }
@@ -167,12 +162,15 @@ impl<'a> Sink<'a> {
 
 /// Walks native frames from `start` by frame pointers: records each pc outside the code
 /// cache (when the sink records), and stops at the first return address `in_code`, at
-/// `stop_sp` (the anchor's sp; 0 = none), at the root, or where the chain breaks.
+/// `stop_sp` (the anchor's sp; 0 = none), at the root, or where the chain breaks. `lr` is the
+/// interrupted link register when `start` is the interrupted frame (aarch64), else 0.
 /// Signal-safe.
+#[allow(clippy::too_many_arguments)]
 pub fn unwind<M: Memory>(
     mem: &M,
     rules: Option<&dwarf::Table>,
     start: Cursor,
+    lr: usize,
     bounds: Bounds,
     stop_sp: usize,
     in_code: &dyn Fn(usize) -> bool,
@@ -220,7 +218,7 @@ pub fn unwind<M: Memory>(
                 // anything. Its return address is at sp if it pushed nothing else; take it
                 // only when it returns into the code cache after a call.
                 (step == 0)
-                    .then(|| arch::return_at_sp(mem, cur, bounds, in_code))
+                    .then(|| arch::return_at_sp(mem, cur, lr, bounds, in_code))
                     .flatten()
             });
         match next {
@@ -237,11 +235,13 @@ pub fn unwind<M: Memory>(
 
 /// A pc outside the code cache during a Java walk: find the Java caller by frame
 /// pointers (recording the native frames under vmx, and under vm where they are the
-/// `top` of the stack). `stop_sp` is the unused frame anchor's sp, 0 if none: where
+/// `top` of the stack; `lr` is the interrupted link register there, else 0). `stop_sp` is the unused frame anchor's sp, 0 if none: where
 /// nothing is recorded the anchor is taken at once (it is exact and cheaper); else the
 /// native frames above it are recorded first. Signal-safe.
+#[allow(clippy::too_many_arguments)]
 pub fn to_java(
     start: Cursor,
+    lr: usize,
     bounds: Bounds,
     stop_sp: usize,
     top: bool,
@@ -253,7 +253,7 @@ pub fn to_java(
     if !record && stop_sp != 0 {
         return End::Anchor;
     }
-    let (end, _) = run(start, bounds, stop_sp, in_code, frames, n, record);
+    let (end, _) = run(start, lr, bounds, stop_sp, in_code, frames, n, record);
     if matches!(end, End::Java(_)) {
         Counter::WalkvmNativeRecovered.inc();
     }
@@ -262,8 +262,10 @@ pub fn to_java(
 
 /// One unwind from `start` with the live DWARF rules, counted: how it ended and how many
 /// native frames it recorded. Signal-safe.
+#[allow(clippy::too_many_arguments)]
 fn run(
     start: Cursor,
+    lr: usize,
     bounds: Bounds,
     stop_sp: usize,
     in_code: &dyn Fn(usize) -> bool,
@@ -278,6 +280,7 @@ fn run(
         &SafeMemory,
         rules.table(),
         start,
+        lr,
         bounds,
         stop_sp,
         in_code,
@@ -285,12 +288,6 @@ fn run(
     );
     count(end, &sink);
     (end, sink.recorded)
-}
-
-/// The Java caller of a frameless stub caught as the leaf (see `arch::stub_caller`), or
-/// None where no rule finds one. Signal-safe.
-pub fn stub_caller(cur: Cursor, bounds: Bounds, in_code: &dyn Fn(usize) -> bool) -> Option<Cursor> {
-    arch::stub_caller(&SafeMemory, cur, bounds, in_code)
 }
 
 /// vm and vmx, a thread outside Java with a frame anchor: records the native frames between
@@ -306,7 +303,7 @@ pub fn to_anchor(
     if !leaf() || in_code(start.pc) {
         return true;
     }
-    run(start, bounds, anchor_sp, in_code, frames, n, true).0 != End::Full
+    run(start, 0, bounds, anchor_sp, in_code, frames, n, true).0 != End::Full
 }
 
 /// vm and vmx, a thread with no Java frame to walk (not a JavaThread, or one outside Java
@@ -322,7 +319,7 @@ pub fn native_only(
     if !leaf() || in_code(start.pc) {
         return None;
     }
-    let (end, recorded) = run(start, bounds, 0, in_code, frames, n, true);
+    let (end, recorded) = run(start, 0, bounds, 0, in_code, frames, n, true);
     if recorded == 0 {
         return None;
     }
@@ -354,210 +351,6 @@ fn count(end: End, sink: &Sink) {
     }
     if end == End::Broken {
         Counter::WalkvmNativeBroken.inc();
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-mod arch {
-    use super::{dwarf, Bounds, Cursor, Memory, MAX_FRAME_BYTES, RETURN_SCAN_WORDS};
-
-    /// The caller of the frame at `cur` by a DWARF rule: CFA from rsp or rbp, the return
-    /// address at `CFA - 8`, rbp restored from its slot or kept. Held to the same rules as
-    /// a frame-pointer step (the CFA is the caller's sp).
-    pub fn caller_by_rule<M: Memory>(
-        mem: &M,
-        cur: Cursor,
-        bounds: Bounds,
-        row: dwarf::Row,
-    ) -> Option<Cursor> {
-        let base = if row.cfa_reg == dwarf::CFA_RBP {
-            cur.fp
-        } else {
-            cur.sp
-        };
-        let cfa = base.checked_add_signed(row.cfa_off as isize)?;
-        if !cfa.is_multiple_of(8)
-            || cfa <= cur.sp
-            || cfa - cur.sp > MAX_FRAME_BYTES
-            || !bounds.holds(cfa - 8)
-        {
-            return None;
-        }
-        let pc = mem.read_usize(cfa - 8)?;
-        let fp = if row.fp_off == dwarf::FP_SAME {
-            cur.fp
-        } else {
-            mem.read_usize(cfa.checked_add_signed(row.fp_off as isize)?)?
-        };
-        if !follows_call(mem, pc) {
-            return None;
-        }
-        Some(Cursor { pc, sp: cfa, fp })
-    }
-
-    /// The caller of the frame at `cur` through the x86_64 frame-pointer layout:
-    /// `[fp]` = caller's fp, `[fp + 8]` = return address, caller's sp = `fp + 16`.
-    pub fn caller<M: Memory>(mem: &M, cur: Cursor, bounds: Bounds) -> Option<Cursor> {
-        let fp = cur.fp;
-        if !fp.is_multiple_of(8)
-            || fp < cur.sp
-            || fp - cur.sp > MAX_FRAME_BYTES
-            || !bounds.holds(fp)
-            || !bounds.holds(fp.checked_add(15)?)
-        {
-            return None;
-        }
-        let pc = mem.read_usize(fp + 8)?;
-        // Not checked here: a Java caller's rbp may hold anything. The next step checks it
-        // against the caller's sp (`fp + 16`), so native frame pointers increase strictly.
-        let caller_fp = mem.read_usize(fp)?;
-        if !follows_call(mem, pc) {
-            return None;
-        }
-        Some(Cursor {
-            pc,
-            sp: fp + 16,
-            fp: caller_fp,
-        })
-    }
-
-    /// The interrupted function's return address when neither its DWARF rule nor frame
-    /// pointers give it: the first of the words at sp, sp+8, sp+16, sp+24 that returns into
-    /// the code cache right after a call (a frameless function called from compiled Java
-    /// code, or one caught inside its prologue, after `push rbp` but before `mov rbp, rsp`,
-    /// as the compiler may schedule other instructions in between). The word just below
-    /// that return address is what the function pushed first: the caller's rbp when it
-    /// looks like a frame pointer, else rbp is taken as unchanged.
-    pub fn return_at_sp<M: Memory>(
-        mem: &M,
-        cur: Cursor,
-        bounds: Bounds,
-        in_code: &dyn Fn(usize) -> bool,
-    ) -> Option<Cursor> {
-        (0..RETURN_SCAN_WORDS).find_map(|k| {
-            let slot = cur.sp.checked_add(k * 8)?;
-            let pc = mem.read_usize(slot)?;
-            if !(in_code(pc) && follows_call(mem, pc)) {
-                return None;
-            }
-            let pushed = (k > 0)
-                .then(|| mem.read_usize(slot - 8))
-                .flatten()
-                .filter(|fp| fp.is_multiple_of(8) && *fp > slot && bounds.holds(*fp));
-            Some(Cursor {
-                pc,
-                sp: slot + 8,
-                fp: pushed.unwrap_or(cur.fp),
-            })
-        })
-    }
-
-    /// The caller of a stub with no frame size of its own (a stub routine such as
-    /// `libmSin`) caught as the leaf: its return address at sp when it pushed nothing, else
-    /// through rbp when the stub opened a frame (`push rbp; mov rbp, rsp`, then saved
-    /// registers: sp no longer points at the return address) and that frame returns into
-    /// the code cache, else a return address a few words above sp.
-    pub fn stub_caller<M: Memory>(
-        mem: &M,
-        cur: Cursor,
-        bounds: Bounds,
-        in_code: &dyn Fn(usize) -> bool,
-    ) -> Option<Cursor> {
-        let returns = |pc: usize| in_code(pc) && follows_call(mem, pc);
-        if let Some(pc) = mem.read_usize(cur.sp).filter(|&pc| returns(pc)) {
-            return Some(Cursor {
-                pc,
-                sp: cur.sp + 8,
-                fp: cur.fp,
-            });
-        }
-        caller(mem, cur, bounds)
-            .filter(|c| in_code(c.pc))
-            .or_else(|| return_at_sp(mem, cur, bounds, in_code))
-    }
-
-    /// Whether the instruction that ends just before `ret` is a call: `E8 rel32`, or
-    /// `FF /2` (indirect, through a register or memory, with any ModRM/SIB/displacement).
-    /// One 8-byte read of the bytes before `ret`.
-    pub fn follows_call<M: Memory>(mem: &M, ret: usize) -> bool {
-        let Some(word) = ret.checked_sub(8).and_then(|a| mem.read_usize(a)) else {
-            return false;
-        };
-        // b[i] is the byte at ret - 8 + i.
-        let b = (word as u64).to_le_bytes();
-        if b[3] == 0xe8 {
-            return true;
-        }
-        // FF /2 of length k ends at ret: opcode at ret - k, ModRM after it.
-        (2..=7).any(|k: usize| {
-            let at = 8 - k;
-            b[at] == 0xff
-                && b.get(at + 1)
-                    .is_some_and(|&m| indirect_call_len(m, b.get(at + 2).copied()) == Some(k))
-        })
-    }
-
-    /// Length of `FF /2` given its ModRM (and SIB, when there is one), or None if the
-    /// ModRM is not the call form.
-    fn indirect_call_len(modrm: u8, sib: Option<u8>) -> Option<usize> {
-        if (modrm >> 3) & 7 != 2 {
-            return None;
-        }
-        let md = modrm >> 6;
-        let rm = modrm & 7;
-        if md == 3 {
-            return Some(2);
-        }
-        let mut len = 2;
-        if rm == 4 {
-            len += 1;
-            if md == 0 && sib? & 7 == 5 {
-                len += 4;
-            }
-        }
-        len += match (md, rm) {
-            (0, 5) => 4,
-            (1, _) => 1,
-            (2, _) => 4,
-            _ => 0,
-        };
-        Some(len)
-    }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-mod arch {
-    use super::{dwarf, Bounds, Cursor, Memory};
-
-    pub fn caller_by_rule<M: Memory>(
-        _mem: &M,
-        _cur: Cursor,
-        _bounds: Bounds,
-        _row: dwarf::Row,
-    ) -> Option<Cursor> {
-        None
-    }
-
-    pub fn return_at_sp<M: Memory>(
-        _mem: &M,
-        _cur: Cursor,
-        _bounds: Bounds,
-        _in_code: &dyn Fn(usize) -> bool,
-    ) -> Option<Cursor> {
-        None
-    }
-
-    /// No frame layout is known for this architecture: every chain is broken.
-    pub fn caller<M: Memory>(_mem: &M, _cur: Cursor, _bounds: Bounds) -> Option<Cursor> {
-        None
-    }
-    pub fn stub_caller<M: Memory>(
-        _mem: &M,
-        _cur: Cursor,
-        _bounds: Bounds,
-        _in_code: &dyn Fn(usize) -> bool,
-    ) -> Option<Cursor> {
-        None
     }
 }
 
@@ -659,7 +452,7 @@ mod tests {
         let mut frames = [Frame::default(); 8];
         let mut n = 0;
         let mut sink = Sink::new(&mut frames, &mut n, record);
-        let end = unwind(m, None, start, bounds(), stop_sp, &in_java, &mut sink);
+        let end = unwind(m, None, start, 0, bounds(), stop_sp, &in_java, &mut sink);
         (end, frames[..n].to_vec())
     }
 
@@ -829,7 +622,7 @@ mod tests {
         let mut frames = [Frame::default(); 8];
         let mut n = 0;
         let mut sink = Sink::new(&mut frames, &mut n, true);
-        let end = unwind(&m, Some(&rules), start, bounds(), 0, &in_java, &mut sink);
+        let end = unwind(&m, Some(&rules), start, 0, bounds(), 0, &in_java, &mut sink);
         assert_eq!(
             end,
             End::Java(Cursor {
@@ -865,7 +658,7 @@ mod tests {
         let mut frames = [Frame::default(); 2];
         let mut n = 0;
         let mut sink = Sink::new(&mut frames, &mut n, true);
-        let end = unwind(&m, None, start, bounds(), 0, &in_java, &mut sink);
+        let end = unwind(&m, None, start, 0, bounds(), 0, &in_java, &mut sink);
         assert_eq!(end, End::Full);
         assert_eq!(sink.recorded, 2);
     }

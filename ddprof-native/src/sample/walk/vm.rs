@@ -8,11 +8,12 @@
 
 use std::sync::OnceLock;
 
-use super::regs::{op, Regs};
+use super::arch::{self, Regs, Top};
+use super::native::Cursor;
 use super::{native, SignalContext, StackWalker, Walk};
 use crate::counters::Counter;
 use crate::sample::frame::{frame_type, Frame};
-use crate::sample::safe_access::{load_u8, load_usize};
+use crate::sample::safe_access::load_usize;
 use crate::sample::tags;
 use crate::sample::vm::codecache::{load_field, Blob, CodeCacheView, NmethodNames};
 use crate::sample::vm::debuginfo::{
@@ -71,6 +72,7 @@ impl VmWalker {
     pub fn init(java_feature: u32) -> Option<&'static VmWalker> {
         WALKER
             .get_or_init(|| {
+                arch::configure(java_feature);
                 let layout = layout::get()?;
                 if !layout.complete() {
                     return None;
@@ -110,14 +112,6 @@ impl VmWalker {
     pub fn get() -> Option<&'static VmWalker> {
         WALKER.get()?.as_ref()
     }
-}
-
-/// Where the walk stands.
-#[derive(Clone, Copy)]
-struct Cursor {
-    pc: usize,
-    sp: usize,
-    fp: usize,
 }
 
 struct Out<'a> {
@@ -385,8 +379,8 @@ impl VmWalker {
 }
 
 /// Where a native unwind starts: the interrupted registers.
-fn cursor_of(regs: &Regs) -> native::Cursor {
-    native::Cursor {
+fn cursor_of(regs: &Regs) -> Cursor {
+    Cursor {
         pc: regs.pc,
         sp: regs.sp,
         fp: regs.fp,
@@ -447,7 +441,9 @@ impl VmWalker {
         if in_java || anchor_sp != 0 {
             // A leaf call from compiled code (no anchor), or native code below an anchor.
             let stop_sp = if in_java { 0 } else { anchor_sp };
-            native::to_java(top, bounds, stop_sp, true, &in_code, frames, &mut n);
+            native::to_java(
+                top, regs.lr, bounds, stop_sp, true, &in_code, frames, &mut n,
+            );
             return (n, true);
         }
         let java = native::native_only(top, bounds, &in_code, frames, &mut n).is_none();
@@ -561,7 +557,7 @@ impl VmWalker {
                     .as_ref()
                     .is_some_and(|b| b.is_nmethod_cached(blob, &self.nmethod_names))
                 {
-                    self.compiled_frame(blob, cur, depth, out)
+                    self.compiled_frame(blob, cur, depth, &regs, out)
                 } else if deoptimizing {
                     // The deoptimization or uncommon-trap blob (AsyncGetCallTrace answers
                     // ticks_deopt for the whole sample here).
@@ -580,25 +576,17 @@ impl VmWalker {
                     if !receiver && from_regs && (leaf || native::mixed()) {
                         out.push(Frame::stub(cur.pc as u64));
                     }
-                    self.stub_frame(blob, cur, depth, bounds, &in_code)
+                    self.stub_frame(blob, cur, depth, &regs, bounds, &in_code)
                 }
             } else {
                 // Native or VM code called from Java: its Java caller by native unwinding,
                 // else the anchor (once), where Java frames resume.
                 let stop_sp = if anchor_used { 0 } else { anchor_sp };
-                let start = native::Cursor {
-                    pc: cur.pc,
-                    sp: cur.sp,
-                    fp: cur.fp,
-                };
                 let top = depth == 0 && !anchor_used && from_regs;
                 let (frames, n) = (&mut *out.frames, &mut out.n);
-                match native::to_java(start, bounds, stop_sp, top, &in_code, frames, n) {
-                    native::End::Java(c) => Step::Next(Cursor {
-                        pc: c.pc,
-                        sp: c.sp,
-                        fp: c.fp,
-                    }),
+                let lr = if top { regs.lr } else { 0 };
+                match native::to_java(cur, lr, bounds, stop_sp, top, &in_code, frames, n) {
+                    native::End::Java(c) => Step::Next(c),
                     native::End::Full => return Ok(false),
                     _ if stop_sp != 0 => {
                         anchor_used = true;
@@ -618,7 +606,12 @@ impl VmWalker {
                     if next.sp < cur.sp || next.sp - cur.sp > MAX_FRAME_BYTES {
                         return Err(reason::BAD_SP);
                     }
-                    cur = next;
+                    // Every pc a step found is a return address (or the anchor's pc):
+                    // usable once stripped (pointer authentication on aarch64).
+                    cur = Cursor {
+                        pc: arch::strip_pc(next.pc),
+                        ..next
+                    };
                 }
             }
             depth += 1;
@@ -707,29 +700,23 @@ impl VmWalker {
         let built = fp.is_multiple_of(8)
             && fp > cur.sp
             && fp - cur.sp < MAX_FRAME_BYTES
-            && cur.sp <= fp.wrapping_sub(INTERP_BCP_SLOT * 8);
+            && cur.sp <= fp.wrapping_sub(arch::INTERP_BCP_SLOT * 8);
         if !built {
             if depth != 0 {
                 return Step::Fail(reason::BAD_FRAME);
             }
-            // Method entry, frame not built yet: rbx holds the Method*, the return
-            // address is at [sp].
+            // Method entry, frame not built yet: a register holds the Method*, and the
+            // architecture says where the return address is.
             if !method::is_plausible(mg, regs.method) {
                 return Step::Fail(reason::BAD_FRAME);
             }
             self.push_method(out, regs.method, 0, frame_type::INTERPRETED);
-            return match load_usize(cur.sp) {
-                Some(pc) => Step::Next(Cursor {
-                    pc,
-                    sp: cur.sp + 8,
-                    fp,
-                }),
-                None => Step::Fail(reason::BAD_FRAME),
-            };
+            return arch::interpreter_entry(&SafeMemory, cur, regs)
+                .map_or(Step::Fail(reason::BAD_FRAME), Step::Next);
         }
         let (Some(m), Some(bcp)) = (
-            load_usize(fp - INTERP_METHOD_SLOT * 8),
-            load_usize(fp - INTERP_BCP_SLOT * 8),
+            load_usize(fp - arch::INTERP_METHOD_SLOT * 8),
+            load_usize(fp - arch::INTERP_BCP_SLOT * 8),
         ) else {
             return Step::Fail(reason::BAD_FRAME);
         };
@@ -753,8 +740,8 @@ impl VmWalker {
         let sender_sp_slot = fp.wrapping_add((f.interpreter_frame_sender_sp_offset * 8) as usize);
         match (
             load_usize(sender_sp_slot),
-            load_usize(fp + 8),
-            load_usize(fp),
+            load_usize(fp + arch::RETURN_AT_FP),
+            load_usize(fp + arch::LINK_AT_FP),
         ) {
             (Some(sp), Some(pc), Some(caller_fp)) => Step::Next(Cursor {
                 pc,
@@ -766,7 +753,14 @@ impl VmWalker {
     }
 
     /// C1/C2 nmethod or native wrapper (docs/hotspot.md 3.5-3.7, 4.3, 4.5).
-    fn compiled_frame(&self, blob: Blob, cur: Cursor, depth: usize, out: &mut Out) -> Step {
+    fn compiled_frame(
+        &self,
+        blob: Blob,
+        cur: Cursor,
+        depth: usize,
+        regs: &Regs,
+        out: &mut Out,
+    ) -> Step {
         let l = self.layout;
         let (Some(cb), Some(nm), Some(mg)) =
             (l.code_blob.as_ref(), l.nmethod.as_ref(), l.method.as_ref())
@@ -805,18 +799,22 @@ impl VmWalker {
         }
 
         if depth == 0 {
-            if let Some(step) = self.unwind_top_compiled(nm, cb, blob, cur, complete, frame_bytes) {
-                return step;
+            // The top frame may be caught in its prologue or epilogue (docs/hotspot.md 4.5).
+            let entry = if cur.pc < complete {
+                nm.verified_entry_point(cb, blob).unwrap_or(0)
+            } else {
+                0
+            };
+            match arch::compiled_top(&SafeMemory, cur, regs, entry, complete, frame_bytes) {
+                Top::Whole => {}
+                Top::Caller(c) => return Step::Next(c),
+                Top::Broken => return Step::Fail(reason::BAD_FRAME),
             }
         }
         if frame_bytes == 0 {
             return Step::Fail(reason::BAD_FRAME);
         }
-        let sp = cur.sp + frame_bytes;
-        match (load_usize(sp - 8), load_usize(sp - 16)) {
-            (Some(pc), Some(fp)) => Step::Next(Cursor { pc, sp, fp }),
-            _ => Step::Fail(reason::BAD_FRAME),
-        }
+        sized_frame_caller(cur.sp + frame_bytes)
     }
 
     /// Frames of one nmethod pc, innermost inlined scope first; a native wrapper (no
@@ -906,70 +904,6 @@ impl VmWalker {
         out.remember_chain(key, before);
     }
 
-    /// The top compiled frame caught in its prologue or epilogue, where the frame is
-    /// not (or no longer) `frame_bytes` long. None: unwind normally.
-    fn unwind_top_compiled(
-        &self,
-        nm: &layout::NMethodGroup,
-        cb: &layout::CodeBlobGroup,
-        blob: Blob,
-        cur: Cursor,
-        complete: usize,
-        frame_bytes: usize,
-    ) -> Option<Step> {
-        let at = load_u8(cur.pc)?;
-        let ret_at_sp = |sp: usize| {
-            load_usize(sp).map(|pc| {
-                Step::Next(Cursor {
-                    pc,
-                    sp: sp + 8,
-                    fp: cur.fp,
-                })
-            })
-        };
-        if cur.pc < complete {
-            let entry = nm.verified_entry_point(cb, blob).unwrap_or(0);
-            if cur.pc <= entry || at == op::PUSH_RBP || frame_bytes == 0 {
-                return Some(ret_at_sp(cur.sp).unwrap_or(Step::Fail(reason::BAD_FRAME)));
-            }
-            if cur.pc <= entry + 15 && load_u8(cur.pc - 1) == Some(op::PUSH_RBP) {
-                return Some(
-                    load_usize(cur.sp + 8).map_or(Step::Fail(reason::BAD_FRAME), |pc| {
-                        Step::Next(Cursor {
-                            pc,
-                            sp: cur.sp + 16,
-                            fp: cur.fp,
-                        })
-                    }),
-                );
-            }
-            // Past push rbp and sub rsp: the frame is complete in all but name.
-            return None;
-        }
-        match at {
-            op::RET => Some(ret_at_sp(cur.sp).unwrap_or(Step::Fail(reason::BAD_FRAME))),
-            op::POP_RBP => {
-                let fp = load_usize(cur.sp)?;
-                let pc = load_usize(cur.sp + 8)?;
-                Some(Step::Next(Cursor {
-                    pc,
-                    sp: cur.sp + 16,
-                    fp,
-                }))
-            }
-            // Return safepoint poll after `pop rbp`: `cmp rsp, [r15+off]` then `ja`.
-            0x49 if load_u8(cur.pc - 1) == Some(op::POP_RBP)
-                && load_u8(cur.pc + 1) == Some(0x3b) =>
-            {
-                Some(ret_at_sp(cur.sp).unwrap_or(Step::Fail(reason::BAD_FRAME)))
-            }
-            0x0f if load_u8(cur.pc + 1) == Some(0x87) && load_u8(cur.pc + 6) == Some(op::RET) => {
-                Some(ret_at_sp(cur.sp).unwrap_or(Step::Fail(reason::BAD_FRAME)))
-            }
-            _ => None,
-        }
-    }
-
     /// A sample whose leaf is a vtable/itable stub, with receiver frames on: the receiver's
     /// class (read from the first Java argument register, `receiver`), then the stub
     /// (docs/hotspot.md 3.8). Only the leaf: deeper, the register holds something else.
@@ -1008,6 +942,7 @@ impl VmWalker {
         blob: Blob,
         cur: Cursor,
         depth: usize,
+        regs: &Regs,
         bounds: native::Bounds,
         in_code: &dyn Fn(usize) -> bool,
     ) -> Step {
@@ -1015,39 +950,19 @@ impl VmWalker {
             return Step::Fail(reason::UNAVAILABLE);
         };
         let frame_bytes = cb.frame_size_words(blob).unwrap_or(0) * 8;
-        let complete = match (cb.code_begin(blob), cb.frame_complete_offset(blob)) {
-            (Some(b), Some(o)) if o >= 0 => b.wrapping_add(o as usize),
-            (Some(b), _) => b,
-            _ => return Step::Fail(reason::BAD_FRAME),
+        let Some(start) = cb.code_begin(blob) else {
+            return Step::Fail(reason::BAD_FRAME);
+        };
+        let complete = match cb.frame_complete_offset(blob) {
+            Some(o) if o >= 0 => start.wrapping_add(o as usize),
+            _ => start,
         };
         if frame_bytes > 0 && (depth > 0 || cur.pc >= complete) {
-            let sp = cur.sp + frame_bytes;
-            return match (load_usize(sp - 8), load_usize(sp - 16)) {
-                (Some(pc), Some(fp)) => Step::Next(Cursor { pc, sp, fp }),
-                _ => Step::Fail(reason::BAD_FRAME),
-            };
+            return sized_frame_caller(cur.sp + frame_bytes);
         }
         if depth == 0 {
-            let at = native::Cursor {
-                pc: cur.pc,
-                sp: cur.sp,
-                fp: cur.fp,
-            };
-            if let Some(c) = native::stub_caller(at, bounds, in_code) {
-                return Step::Next(Cursor {
-                    pc: c.pc,
-                    sp: c.sp,
-                    fp: c.fp,
-                });
-            }
-            return match load_usize(cur.sp) {
-                Some(pc) => Step::Next(Cursor {
-                    pc,
-                    sp: cur.sp + 8,
-                    fp: cur.fp,
-                }),
-                None => Step::Fail(reason::BAD_FRAME),
-            };
+            return arch::stub_top(&SafeMemory, cur, regs, start, bounds, in_code)
+                .map_or(Step::Fail(reason::BAD_FRAME), Step::Next);
         }
         Step::Fail(reason::BAD_FRAME)
     }
@@ -1078,9 +993,17 @@ impl VmWalker {
     }
 }
 
-/// Interpreter frame slots below fp, in words (docs/hotspot.md 4.2; x86_64, JDK 11+).
-const INTERP_METHOD_SLOT: usize = 3;
-const INTERP_BCP_SLOT: usize = 8;
+/// The caller of a frame of known size (compiled, or a stub with a frame size), from its
+/// sender's sp: the return address and the saved fp sit just below it.
+fn sized_frame_caller(sp: usize) -> Step {
+    match (
+        load_usize(sp - arch::RETURN_BELOW_SENDER_SP),
+        load_usize(sp - arch::LINK_BELOW_SENDER_SP),
+    ) {
+        (Some(pc), Some(fp)) => Step::Next(Cursor { pc, sp, fp }),
+        _ => Step::Fail(reason::BAD_FRAME),
+    }
+}
 
 #[cfg(test)]
 #[path = "vm_tests.rs"]

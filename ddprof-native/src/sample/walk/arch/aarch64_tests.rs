@@ -1,0 +1,295 @@
+//! The aarch64 prologue, epilogue and stub checks on hand-assembled code (the encodings in
+//! the comments), run on any host.
+
+use super::*;
+use crate::sample::vm::debuginfo::Bytes;
+
+const STACK: usize = 0x7000_0000;
+const STACK_LEN: usize = 0x400;
+const CODE: usize = 0x4000_0000;
+const CODE_LEN: usize = 0x200;
+/// A return address into the caller's code, as lr holds it.
+const LR: usize = CODE + 0x1f0;
+
+const NOP: u32 = 0xd503_201f;
+const BANG_SUB: u32 = 0xd140_07e9; // sub x9, sp, #1, lsl #12
+const BANG_STR: u32 = 0xf900_013f; // str xzr, [x9]
+const SUB_SP_64: u32 = 0xd101_03ff; // sub sp, sp, #64
+const STP_48: u32 = 0xa903_7bfd; // stp x29, x30, [sp, #48]
+const LDP_48: u32 = 0xa943_7bfd; // ldp x29, x30, [sp, #48]
+const ADD_SP_64: u32 = 0x9101_03ff; // add sp, sp, #64
+const POLL_LDR: u32 = 0xf940_1788; // ldr x8, [x28, #40]
+const CMP_SP_X8: u32 = 0xeb28_63ff; // cmp sp, x8
+const B_HI: u32 = 0x5400_0108; // b.hi .+32
+const RET: u32 = 0xd65f_03c0;
+const MOVZ_X8: u32 = 0xd284_0008; // mov x8, #0x2000
+const ADD_SP_X8: u32 = 0x8b28_63ff; // add sp, sp, x8
+const SUB_SP_X8: u32 = 0xcb28_63ff; // sub sp, sp, x8
+const LDP_POST: u32 = 0xa8c1_7bfd; // ldp x29, x30, [sp], #16
+const PUSH: u32 = 0xa9bf_7bfd; // stp x29, x30, [sp, #-16]!
+const MOV_FP: u32 = 0x9100_03fd; // mov x29, sp
+const MUL: u32 = 0x9b02_7c20; // mul x0, x1, x2
+
+struct Mem {
+    stack: Vec<u8>,
+    code: Vec<u8>,
+}
+
+impl Mem {
+    fn new(code: &[u32]) -> Mem {
+        let mut m = Mem {
+            stack: vec![0; STACK_LEN],
+            code: vec![0; CODE_LEN],
+        };
+        for (k, i) in code.iter().enumerate() {
+            m.code[k * 4..k * 4 + 4].copy_from_slice(&i.to_le_bytes());
+        }
+        m
+    }
+    fn word(&mut self, addr: usize, v: usize) {
+        let at = addr - STACK;
+        self.stack[at..at + 8].copy_from_slice(&v.to_le_bytes());
+    }
+}
+
+impl Memory for Mem {
+    fn read_u8(&self, addr: usize) -> Option<u8> {
+        self.read_u32(addr).map(|w| w as u8)
+    }
+    fn read_u32(&self, addr: usize) -> Option<u32> {
+        let c = Bytes {
+            base: CODE,
+            data: &self.code,
+        };
+        c.read_u32(addr)
+    }
+    fn read_usize(&self, addr: usize) -> Option<usize> {
+        let s = Bytes {
+            base: STACK,
+            data: &self.stack,
+        };
+        s.read_usize(addr)
+    }
+}
+
+fn regs() -> Regs {
+    Regs {
+        lr: LR,
+        ..Regs::default()
+    }
+}
+
+fn at(k: usize, sp: usize) -> Cursor {
+    Cursor {
+        pc: CODE + 4 * k,
+        sp,
+        fp: 0x1234_5678,
+    }
+}
+
+const SP: usize = STACK + 0x100;
+
+#[test]
+fn a_small_prologue_returns_through_lr_until_the_pair_is_stored() {
+    // Verified entry at 0; frame complete at 6.
+    let code = [NOP, BANG_SUB, BANG_STR, SUB_SP_64, STP_48, MUL, MUL];
+    let mut m = Mem::new(&code);
+    let complete = CODE + 4 * 6;
+    let top = |k: usize, sp: usize| compiled_top(&m, at(k, sp), &regs(), CODE, complete, 64);
+    let lr = |sp: usize| {
+        Top::Caller(Cursor {
+            pc: LR,
+            sp,
+            fp: 0x1234_5678,
+        })
+    };
+    assert_eq!(top(0, SP), lr(SP));
+    assert_eq!(top(3, SP), lr(SP), "at the sub: nothing moved yet");
+    assert_eq!(
+        top(4, SP - 64),
+        lr(SP),
+        "at the stp: sp moved, the pair not stored"
+    );
+    m.word(SP - 16, 0xf00d);
+    m.word(SP - 8, 0x0bad_cafe);
+    let top = compiled_top(&m, at(5, SP - 64), &regs(), CODE, complete, 64);
+    assert_eq!(
+        top,
+        Top::Caller(Cursor {
+            pc: 0x0bad_cafe,
+            sp: SP,
+            fp: 0xf00d
+        })
+    );
+}
+
+#[test]
+fn a_large_prologue_pops_the_pushed_pair_then_is_whole() {
+    let code = [PUSH, MOV_FP, MOVZ_X8, SUB_SP_X8, MUL];
+    let mut m = Mem::new(&code);
+    m.word(SP - 16, 0xf00d);
+    m.word(SP - 8, 0x0bad_cafe);
+    let complete = CODE + 4 * 4;
+    let pair = Top::Caller(Cursor {
+        pc: 0x0bad_cafe,
+        sp: SP,
+        fp: 0xf00d,
+    });
+    for k in 1..=3 {
+        assert_eq!(
+            compiled_top(&m, at(k, SP - 16), &regs(), CODE, complete, 0x2010),
+            pair,
+            "pc at {k}"
+        );
+    }
+    // Not decodable as a prologue past the register sub: whole (complete in all but name).
+    let code = [PUSH, MOVZ_X8, SUB_SP_X8, MUL, MUL];
+    let m = Mem::new(&code);
+    assert_eq!(
+        compiled_top(&m, at(3, SP - 0x2010), &regs(), CODE, CODE + 16, 0x2010),
+        Top::Whole
+    );
+}
+
+#[test]
+fn the_epilogue_returns_through_lr_once_the_pair_is_loaded() {
+    let code = [MUL, LDP_48, ADD_SP_64, POLL_LDR, CMP_SP_X8, B_HI, RET];
+    let m = Mem::new(&code);
+    let top = |k: usize, sp: usize| compiled_top(&m, at(k, sp), &regs(), CODE, CODE, 64);
+    let lr = |sp: usize| {
+        Top::Caller(Cursor {
+            pc: LR,
+            sp,
+            fp: 0x1234_5678,
+        })
+    };
+    assert_eq!(top(0, SP - 64), Top::Whole, "in the body");
+    assert_eq!(
+        top(1, SP - 64),
+        Top::Whole,
+        "at the ldp: the frame is whole"
+    );
+    assert_eq!(top(2, SP - 64), lr(SP), "at the add");
+    for k in 3..=6 {
+        assert_eq!(top(k, SP), lr(SP), "at {k}: frame popped");
+    }
+}
+
+#[test]
+fn the_large_epilogue_pops_the_pair_at_sp() {
+    let code = [MOVZ_X8, ADD_SP_X8, LDP_POST, RET];
+    let mut m = Mem::new(&code);
+    m.word(SP - 16, 0xf00d);
+    m.word(SP - 8, 0x0bad_cafe);
+    let top = |k: usize, sp: usize| compiled_top(&m, at(k, sp), &regs(), CODE, CODE, 0x2010);
+    assert_eq!(top(0, SP - 0x2010), Top::Whole);
+    assert_eq!(top(1, SP - 0x2010), Top::Whole);
+    assert_eq!(
+        top(2, SP - 16),
+        Top::Caller(Cursor {
+            pc: 0x0bad_cafe,
+            sp: SP,
+            fp: 0xf00d
+        })
+    );
+}
+
+#[test]
+fn stubs_return_through_lr_or_their_frame_record() {
+    let in_code = |pc: usize| (CODE..CODE + CODE_LEN).contains(&pc);
+    let bounds = Bounds {
+        low: STACK,
+        high: STACK + STACK_LEN,
+    };
+    // Frameless: lr.
+    let m = Mem::new(&[MUL, MUL, RET]);
+    let c = stub_top(&m, at(1, SP), &regs(), CODE, bounds, &in_code);
+    assert_eq!(c.map(|c| (c.pc, c.sp)), Some((LR, SP)));
+    // lr outside the code cache: no caller.
+    let r = Regs {
+        lr: 0x10,
+        ..Regs::default()
+    };
+    assert_eq!(stub_top(&m, at(1, SP), &r, CODE, bounds, &in_code), None);
+    // A frame record: just pushed, then through fp.
+    let mut m = Mem::new(&[PUSH, MOV_FP, MUL, MUL, RET]);
+    m.word(SP - 16, 0xf00d);
+    m.word(SP - 8, 0x0bad_cafe);
+    let c = stub_top(&m, at(1, SP - 16), &regs(), CODE, bounds, &in_code);
+    assert_eq!(
+        c.map(|c| (c.pc, c.sp, c.fp)),
+        Some((0x0bad_cafe, SP, 0xf00d))
+    );
+    let cur = Cursor {
+        fp: SP - 16,
+        ..at(3, SP - 48)
+    };
+    let c = stub_top(&m, cur, &regs(), CODE, bounds, &in_code);
+    assert_eq!(
+        c.map(|c| (c.pc, c.sp, c.fp)),
+        Some((0x0bad_cafe, SP, 0xf00d))
+    );
+}
+
+#[test]
+fn return_addresses_lose_their_authentication_code() {
+    assert_eq!(strip_pc(0x002d_ffff_a1b2_c3d4), 0xffff_a1b2_c3d4);
+    assert_eq!(strip_pc(0xff00_0000_0040_1000), 0x40_1000);
+    assert_eq!(strip_pc(0x40_1000), 0x40_1000);
+}
+
+#[test]
+fn svc_is_a_system_call() {
+    let m = Mem::new(&[MUL, 0xd400_0001, MUL]);
+    assert!(at_syscall(&m, CODE + 4));
+    assert!(after_syscall(&m, CODE + 8));
+    assert!(!after_syscall(&m, CODE + 4));
+}
+
+#[test]
+fn the_interpreter_entry_returns_through_lr_to_the_sender_sp() {
+    let m = Mem::new(&[]);
+    let r = Regs {
+        lr: LR,
+        sender_sp: SP + 64,
+        ..Regs::default()
+    };
+    let c = interpreter_entry(&m, at(0, SP), &r);
+    assert_eq!(c.map(|c| (c.pc, c.sp)), Some((LR, SP + 64)));
+    let below = Regs {
+        sender_sp: SP - 8,
+        ..r
+    };
+    assert_eq!(interpreter_entry(&m, at(0, SP), &below), None);
+}
+
+#[test]
+fn a_leaf_c_function_called_from_java_returns_through_lr() {
+    let in_code = |pc: usize| (CODE..CODE + CODE_LEN).contains(&pc);
+    let bounds = Bounds {
+        low: STACK,
+        high: STACK + STACK_LEN,
+    };
+    // A return address after `bl` (at CODE) and one after `blr x8` (at CODE + 8).
+    let mut m = Mem::new(&[0x9400_0010, MUL, 0xd63f_0100, MUL]);
+    let native = Cursor {
+        pc: 0x10_0000,
+        sp: SP,
+        fp: 0x1234_5678,
+    };
+    for lr in [CODE + 4, CODE + 12] {
+        let c = return_at_sp(&m, native, lr, bounds, &in_code);
+        assert_eq!(c, Some(Cursor { pc: lr, ..native }));
+    }
+    // Not after a call, outside the code cache, or unknown: none.
+    assert_eq!(return_at_sp(&m, native, CODE + 8, bounds, &in_code), None);
+    assert_eq!(return_at_sp(&m, native, 0x10_0040, bounds, &in_code), None);
+    assert_eq!(return_at_sp(&m, native, 0, bounds, &in_code), None);
+    // The function saved lr in a frame record at fp: it may have moved sp, so none.
+    m.word(SP + 0x20 + 8, CODE + 4);
+    let framed = Cursor {
+        fp: SP + 0x20,
+        ..native
+    };
+    assert_eq!(return_at_sp(&m, framed, CODE + 4, bounds, &in_code), None);
+}
