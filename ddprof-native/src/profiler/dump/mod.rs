@@ -124,16 +124,8 @@ fn write_chunk<N: FrameNamer>(
     inputs: Inputs,
     namer: Option<N>,
 ) -> (crate::jfr::ChunkBytes, u32) {
-    let Inputs {
-        session,
-        gen,
-        live,
-        live_started,
-        settings,
-        traced,
-        end,
-    } = inputs;
-    let (end_ticks, end_nanos) = (end.ticks, end.nanos);
+    let (session, gen, live) = (inputs.session, inputs.gen, inputs.live);
+    let (end_ticks, end_nanos) = (inputs.end.ticks, inputs.end.nanos);
     let args = &session.args;
     let start_ticks = session.chunk_start_ticks;
     let mut chunk = ChunkBuilder::new(
@@ -144,7 +136,7 @@ fn write_chunk<N: FrameNamer>(
         },
         &args.attributes,
     )
-    .with_id_base(end.id_base);
+    .with_id_base(inputs.end.id_base);
     let me = crate::sample::context::gettid() as i64;
     settings::write_settings(&mut chunk, session, start_ticks, me);
     host::write_system_info(&mut chunk, args, start_ticks);
@@ -214,7 +206,8 @@ fn write_chunk<N: FrameNamer>(
     }
     if memory.is_some_and(|m| m.liveness) {
         counters::Counter::LiveHeapWrittenLast.set(live.objects.len() as i64);
-        counters::Counter::LiveHeapFlushNanosLast.set(live_started.elapsed().as_nanos() as i64);
+        counters::Counter::LiveHeapFlushNanosLast
+            .set(inputs.live_started.elapsed().as_nanos() as i64);
     }
     drop(live);
     let Events {
@@ -228,10 +221,10 @@ fn write_chunk<N: FrameNamer>(
     // Endpoints and queue times recorded through the API since the previous chunk.
     tids.extend(crate::tracing::write_events(
         &mut chunk,
-        traced,
+        inputs.traced,
         |chunk, id| attr_key(chunk, &mut attr_keys, id),
     ));
-    for s in settings {
+    for s in inputs.settings {
         chunk.profiler_setting(s.ticks, s.tid, &s.name, &s.value, &s.unit);
     }
 

@@ -14,10 +14,8 @@ use std::time::Instant;
 use super::*;
 use crate::alloc::live::{LiveObject, Snapshot};
 use crate::args::{Args, FjMethodId};
-use crate::engine::Engine;
 use crate::jfr::reader::{Chunk, Event};
 use crate::jfr::{T_CLASS, T_STACK_TRACE, T_THREAD};
-use crate::sample::handler::SignalSource;
 use crate::sample::record::Context;
 use crate::sample::traces::Recorder;
 
@@ -25,22 +23,6 @@ use crate::sample::traces::Recorder;
 const ENTRY: u64 = 1;
 const START_TICKS: i64 = 1_000_000;
 const TID: i32 = 7001;
-
-struct FakeEngine;
-
-impl Engine for FakeEngine {
-    fn name(&self) -> &'static str {
-        "fake"
-    }
-    fn start(&self, _interval_ns: u64) -> Result<(), String> {
-        Ok(())
-    }
-    fn stop(&self) {}
-    fn signal_source(&self) -> SignalSource {
-        SignalSource::Timer
-    }
-    fn prune(&self) {}
-}
 
 /// What the dump asked of the fake namer.
 #[derive(Default)]
@@ -104,7 +86,8 @@ fn session(attributes: &[&str]) -> Session {
     };
     Session {
         args,
-        engine: Arc::new(FakeEngine),
+        // A session without CPU sampling: its engine arms nothing.
+        engine: Arc::new(crate::engine::none::NoCpu),
         wall: None,
         file: PathBuf::from("/tmp/dump-test.jfr"),
         started: Instant::now(),
