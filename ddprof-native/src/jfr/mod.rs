@@ -37,7 +37,9 @@ pub use metadata::{
 
 /// Pool type ids, for tests that read chunks back.
 #[cfg(test)]
-pub(crate) use metadata::{T_ATTRIBUTE_VALUE, T_CLASS, T_STRING, T_SYMBOL};
+pub(crate) use metadata::{
+    T_ATTRIBUTE_VALUE, T_CLASS, T_STACK_TRACE, T_STRING, T_SYMBOL, T_THREAD,
+};
 
 /// `FrameRef::frame_type` values: the FrameType pool keys.
 pub use crate::sample::frame::frame_type;

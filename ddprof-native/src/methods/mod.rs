@@ -5,9 +5,17 @@
 //! way a frame ends as a `MethodInfo` (`info.rs`). `receivers.rs` names the receiver
 //! class of vtable/itable stub samples, `stub_names.rs` the frames of code the VM
 //! generated outside nmethods.
+//!
+//! A dump names its frames through one `namer::FrameNamer` (`namer.rs`): the dump's
+//! `DumpNamer` owns the resolver and every per-dump cache, Java frames in `java_names.rs`,
+//! native and kernel frames in `native_names.rs`, and answers each frame once with its pool
+//! references.
 
 pub mod info;
+pub mod java_names;
 pub mod lazy;
+pub mod namer;
+pub mod native_names;
 pub mod preload;
 pub mod raw;
 pub mod receivers;

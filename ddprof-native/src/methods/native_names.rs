@@ -1,0 +1,130 @@
+//! Naming native and kernel frames at dump time (`sample::frame::kind::NATIVE_PC`): by the
+//! symbol of the library holding the pc (or the VM stub there), by `/proc/kallsyms` for kernel
+//! pcs, or, with `remotesym`, left to the backend as upstream's remote frame. One dump's names:
+//! the symbolizer and the caches live as long as [`super::namer::DumpNamer`].
+
+use std::collections::HashMap;
+
+use crate::counters;
+use crate::jfr::ChunkBuilder;
+use crate::sample::frame::frame_type;
+use crate::word_map::WordMap;
+
+/// Method-pool keys of native frames (`cstack=vmx`): one entry per function name, so that
+/// every pc of a function shares it. The symbolizer (reading `/proc/self/maps`) is made
+/// on the first native frame of the dump.
+pub struct NativeNames {
+    symbols: Option<crate::symbols::Symbolizer>,
+    by_pc: WordMap<u64, u32>,
+    by_name: WordMap<String, u32>,
+    /// `remotesym`: frames in a library with a build id are left to the backend.
+    remote: bool,
+    /// pc -> method key of frames written for remote symbolication.
+    remote_by_pc: WordMap<u64, u32>,
+    /// Build ids by library path (and inode, deleted: `Mapping::deleted`), for this dump ("" without one).
+    build_ids: HashMap<(String, Option<u64>), String>,
+    /// pc -> method key of kernel frames.
+    kernel_by_pc: WordMap<u64, u32>,
+}
+
+impl NativeNames {
+    pub fn new(remote: bool) -> NativeNames {
+        NativeNames {
+            symbols: None,
+            by_pc: WordMap::default(),
+            by_name: WordMap::default(),
+            remote,
+            remote_by_pc: WordMap::default(),
+            build_ids: HashMap::new(),
+            kernel_by_pc: WordMap::default(),
+        }
+    }
+
+    /// The method key and frame type of the native frame at `pc`: named by its symbol, or with
+    /// `remotesym` and a library with a build id, upstream's remote frame (class = build id,
+    /// name `<remote>`, descriptor = the pc's ELF address in hex, type 7).
+    pub fn frame(&mut self, chunk: &mut ChunkBuilder, pc: u64) -> (u32, u8) {
+        if self.remote {
+            if let Some(k) = self.remote_key(chunk, pc) {
+                return (k, frame_type::NATIVE_REMOTE);
+            }
+        }
+        (self.key(chunk, pc), frame_type::NATIVE)
+    }
+
+    /// The method key of the kernel frame at `pc`: the `/proc/kallsyms` function holding it
+    /// (`[kernel] 0x<pc>` when there is none), with the contract's kernel descriptor.
+    pub fn kernel_key(&mut self, chunk: &mut ChunkBuilder, pc: u64) -> u32 {
+        if let Some(k) = self.kernel_by_pc.get(&pc) {
+            return *k;
+        }
+        let unnamed;
+        let name = match crate::kallsyms::get().and_then(|t| t.name(pc)) {
+            Some(n) => n,
+            None => {
+                unnamed = format!("[kernel] 0x{pc:x}");
+                unnamed.as_str()
+            }
+        };
+        let k = chunk.intern_method("", name, "(Lk;)L;", 0x100, false);
+        self.kernel_by_pc.insert(pc, k);
+        k
+    }
+
+    fn remote_key(&mut self, chunk: &mut ChunkBuilder, pc: u64) -> Option<u32> {
+        if let Some(k) = self.remote_by_pc.get(&pc) {
+            return Some(*k);
+        }
+        if crate::hotspot::stubs::name_of(pc as usize).is_some() {
+            return None; // VM code: no file to symbolize it from
+        }
+        let symbols = self
+            .symbols
+            .get_or_insert_with(crate::symbols::Symbolizer::new);
+        let (mapping, vaddr) = symbols.locate(pc)?;
+        let id = self
+            .build_ids
+            .entry((mapping.path.clone(), mapping.deleted))
+            .or_insert_with(|| {
+                let id = mapping
+                    .open()
+                    .and_then(|e| e.build_id())
+                    .unwrap_or_default();
+                if !id.is_empty() {
+                    counters::Counter::RemoteSymbolicationLibs.inc();
+                }
+                id
+            });
+        if id.is_empty() {
+            return None;
+        }
+        let k = chunk.intern_method(id, "<remote>", &format!("0x{vaddr:x}"), 0x100, false);
+        counters::Counter::RemoteSymbolicationFrames.inc();
+        self.remote_by_pc.insert(pc, k);
+        Some(k)
+    }
+
+    fn key(&mut self, chunk: &mut ChunkBuilder, pc: u64) -> u32 {
+        if let Some(k) = self.by_pc.get(&pc) {
+            return *k;
+        }
+        // A native unwind can end in code the VM generated (a stub is not in any file's
+        // symbols): the stub's name, as a stub frame would get.
+        let name = crate::hotspot::stubs::name_of(pc as usize).unwrap_or_else(|| {
+            self.symbols
+                .get_or_insert_with(crate::symbols::Symbolizer::new)
+                .name(pc)
+        });
+        let k = match self.by_name.get(&name) {
+            Some(k) => *k,
+            None => {
+                // The contract's native frame: class "", the symbol, `()L;`, ACC_NATIVE.
+                let k = chunk.intern_method("", &name, "()L;", 0x100, false);
+                self.by_name.insert(name, k);
+                k
+            }
+        };
+        self.by_pc.insert(pc, k);
+        k
+    }
+}
