@@ -6,7 +6,10 @@
 # the local Maven repository on first use. Results: docs/benchmarks.md ("Lazy method IDs", "A real
 # workload").
 #
-#   bash scripts/bench-kotlin.sh [--no-build] [--upstream=VERSION|none] [-Dkey=value ...]
+#   bash scripts/bench-kotlin.sh [--no-build] [--upstream=VERSION|none] [--main=CLASS] [-Dkey=value ...]
+#
+# --main runs another benchmark of the same setting (the compiler's classpath, upstream's jar):
+# scripts/bench-tracer.sh is this script with --main=com.datadoghq.profiler.bench.TracerConfigBenchmark.
 #
 # Upstream java-profiler (com.datadoghq:ddprof:1.22.0 from Maven Central, its default method IDs) runs
 # as mode `upstream` in place of ours. Options (system properties): -Drounds=3 -Dkt.files=40
@@ -23,13 +26,15 @@ main() {
   props=()
   version=2.2.21
   upstream=1.22.0
+  bench=com.datadoghq.profiler.bench.KotlinCompileBenchmark
   for a in "$@"; do
     case "$a" in
       --no-build) build=0 ;;
       --upstream=*) upstream="${a#--upstream=}" ;;
+      --main=*) bench="${a#--main=}" ;;
       -Dkotlin.version=*) version="${a#-Dkotlin.version=}" ;;
       -D*) props+=("$a") ;;
-      -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+      -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
       *) echo "bench-kotlin.sh: unknown argument $a (try --help)" >&2; exit 2 ;;
     esac
   done
@@ -50,7 +55,7 @@ main() {
     "kernel $(uname -r); load $(cut -d' ' -f1-3 /proc/loadavg);" \
     "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (dirty tree)')"
   start=$(date +%s)
-  "$JAVA" "${props[@]}" "-Dkotlin.cp=$kcp" -cp "$BENCH_CP" com.datadoghq.profiler.bench.KotlinCompileBenchmark
+  "$JAVA" "${props[@]}" "-Dkotlin.cp=$kcp" -cp "$BENCH_CP" "$bench"
   echo "bench-kotlin.sh: done in $(( $(date +%s) - start )) s; load $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 
