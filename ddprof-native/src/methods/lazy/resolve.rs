@@ -111,9 +111,7 @@ impl Refused {
     }
 }
 
-/// Pool keys of accepted frames of methods without a jmethodID: the `Method*` with this bit
-/// set. jmethodIDs are pointers below 2^47, so the two kinds of key never collide.
-pub const NO_ID_KEY: u64 = 1 << 62;
+pub use super::version_keys::NO_ID_KEY;
 
 /// The key of [`LazyResolver`]'s frame cache: (untagged `Method*`, tag, idnum + 1 or 0).
 fn frame_key(method: u64, tag: Tag, idnum: Option<u16>) -> (u64, Tag, u16) {

@@ -21,7 +21,9 @@ use crate::counters::Counter;
 use crate::methods::raw::MethodParts;
 use crate::word_map::WordMap;
 
-use super::resolve::NO_ID_KEY;
+/// Pool keys of accepted frames of methods without a jmethodID: the `Method*` with this bit
+/// set. jmethodIDs are pointers below 2^47, so the two kinds of key never collide.
+pub const NO_ID_KEY: u64 = 1 << 62;
 
 /// Set, beside [`NO_ID_KEY`], in keys that are not a `Method*`: a `Method*` is below 2^47.
 const ALIAS_KEY: u64 = 1 << 61;

@@ -7,6 +7,7 @@ pub mod arch;
 pub mod compare;
 pub mod dwarf;
 pub mod native;
+pub mod stack;
 pub mod vm;
 
 use crate::sample::frame::Frame;

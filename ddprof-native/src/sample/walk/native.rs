@@ -35,10 +35,9 @@ use crate::sample::vm::SafeMemory;
 
 /// Native frames walked at most per sample (recorded or not).
 pub const MAX_NATIVE_FRAMES: usize = 256;
-/// Largest distance between two consecutive frame pointers.
-pub const MAX_FRAME_BYTES: usize = 1 << 20;
-/// Stack window assumed for a thread whose stack bounds are unknown (no HotSpot `Thread`).
-const UNKNOWN_STACK_BYTES: usize = 16 << 20;
+#[cfg(test)]
+use super::stack::UNKNOWN_STACK_BYTES;
+pub use super::stack::{Bounds, Cursor, MAX_FRAME_BYTES};
 
 /// Which native frames a signal sample records ([`Record`]). Set at start.
 static RECORD: AtomicU8 = AtomicU8::new(Record::None as u8);
@@ -70,41 +69,6 @@ pub fn mixed() -> bool {
 /// Whether the native frames above the top Java frame are recorded. Signal-safe.
 pub fn leaf() -> bool {
     RECORD.load(Ordering::Relaxed) != Record::None as u8
-}
-
-/// pc, sp and fp of one frame.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Cursor {
-    pub pc: usize,
-    pub sp: usize,
-    pub fp: usize,
-}
-
-/// The thread's stack, `[low, high)`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Bounds {
-    pub low: usize,
-    pub high: usize,
-}
-
-impl Bounds {
-    /// `[low, base)` from a HotSpot `Thread`'s stack base and size; a window above `sp`
-    /// when they are unknown (0) or do not hold `sp`.
-    pub fn of_stack(base: usize, size: usize, sp: usize) -> Bounds {
-        let low = base.saturating_sub(size);
-        if base != 0 && size != 0 && low <= sp && sp < base {
-            Bounds { low, high: base }
-        } else {
-            Bounds {
-                low: sp,
-                high: sp.saturating_add(UNKNOWN_STACK_BYTES),
-            }
-        }
-    }
-
-    pub fn holds(&self, addr: usize) -> bool {
-        self.low <= addr && addr < self.high
-    }
 }
 
 /// How a native walk ended.

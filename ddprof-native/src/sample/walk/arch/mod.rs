@@ -11,7 +11,7 @@
 //! true` in it once its frames are known; `other.rs` is what a target without a port gets
 //! (no registers, AsyncGetCallTrace).
 
-use super::native::Cursor;
+use super::stack::Cursor;
 
 #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
 pub mod aarch64;

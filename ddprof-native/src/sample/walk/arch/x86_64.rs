@@ -5,7 +5,7 @@
 use super::Top;
 use crate::sample::vm::debuginfo::Memory;
 use crate::sample::walk::dwarf;
-use crate::sample::walk::native::{Bounds, Cursor, MAX_FRAME_BYTES};
+use crate::sample::walk::stack::{Bounds, Cursor, MAX_FRAME_BYTES};
 use crate::sample::walk::SignalContext;
 
 /// The VM walker reads this architecture's frames.
