@@ -48,6 +48,8 @@ public final class JfrProfileReader {
     private final Instant to;
     private boolean leaks;
     private boolean rawNames;
+    /** Read before the samples when wall samples are asked for. */
+    private WallEpochs epochs = WallEpochs.NONE;
 
     /**
      * @param kinds the kinds to keep (empty: all)
@@ -82,6 +84,8 @@ public final class JfrProfileReader {
 
     public Profile read(Path file) throws IOException {
         Profile profile = new Profile();
+        // The epochs may follow the samples they describe in a chunk: a pass of their own.
+        epochs = kinds.contains(EventKind.WALL) ? WallEpochs.read(file) : WallEpochs.NONE;
         List<long[]> chunks = Report.chunkTimes(file);
         if (!chunks.isEmpty()) {
             profile.startNanos = chunks.get(0)[0];
@@ -228,8 +232,10 @@ public final class JfrProfileReader {
         }
         Profile.Sample s = profile.sample(kind, stack, thread, spanId, rootSpanId, attributes);
         s.count++;
-        s.value += value(kind, event);
+        long v = value(kind, event);
+        s.value += v;
         long nanos = event.getStartTime().getEpochSecond() * 1_000_000_000L + event.getStartTime().getNano();
+        s.scaled += kind == EventKind.WALL ? v * epochs.factorAt(nanos) : v;
         s.firstNanos = Math.min(s.firstNanos, nanos);
         s.lastNanos = Math.max(s.lastNanos, nanos);
     }

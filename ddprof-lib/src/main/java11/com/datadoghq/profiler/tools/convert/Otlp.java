@@ -306,7 +306,7 @@ public final class Otlp {
             m.varint(SAMPLE_STACK_INDEX, dict.stack(indexes, s.stack.length));
             m.packed(SAMPLE_ATTRIBUTE_INDICES, attrArray, attrArray.length);
             m.varint(SAMPLE_LINK_INDEX, dict.link(s.spanId, profile.traceOf(s.localRootSpanId)));
-            m.packed(SAMPLE_VALUES, new long[] {s.value}, 1);
+            m.packed(SAMPLE_VALUES, new long[] {profile.correctedValue(s)}, 1);
             p.message(PROFILE_SAMPLES, m);
         }
         p.fixed64(PROFILE_TIME_UNIX_NANO, profile.startNanos);

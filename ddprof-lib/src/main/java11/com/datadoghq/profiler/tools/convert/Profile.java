@@ -104,6 +104,11 @@ public final class Profile {
         public long count;
         /** What they are worth, in {@link EventKind}'s terms: intervals for cpu/wall, bytes for alloc/live. */
         public long value;
+        /**
+         * {@link #value} corrected for the threads each wall tick chose from ({@link WallEpochs}): the
+         * intervals of wall time the samples stand for. Equal to {@code value} for the other kinds.
+         */
+        public double scaled;
         /** Earliest and latest event time (epoch nanoseconds). */
         public long firstNanos = Long.MAX_VALUE;
         public long lastNanos = Long.MIN_VALUE;
@@ -308,6 +313,17 @@ public final class Profile {
      * bytes for alloc/live.
      */
     public long valueInUnit(Sample s) {
+        if (s.kind == EventKind.WALL) {
+            return Math.round(s.scaled * intervalNanos(s.kind));
+        }
         return s.kind.isTime() ? s.value * intervalNanos(s.kind) : s.value;
+    }
+
+    /**
+     * The value as a count of what the kind counts, wall corrected for the threads each tick chose
+     * from ({@link Sample#scaled}): what OTLP writes beside the period.
+     */
+    public long correctedValue(Sample s) {
+        return s.kind == EventKind.WALL ? Math.round(s.scaled) : s.value;
     }
 }
