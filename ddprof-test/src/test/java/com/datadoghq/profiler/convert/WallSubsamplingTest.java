@@ -7,13 +7,8 @@ import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.locks.LockSupport;
 import java.util.zip.GZIPInputStream;
 
-import com.datadoghq.profiler.JavaProfiler;
 import com.datadoghq.profiler.convert.pprof.ProfileProto;
 import com.datadoghq.profiler.testing.ChildJvm;
 import com.datadoghq.profiler.testing.TestEnv;
@@ -39,35 +34,11 @@ class WallSubsamplingTest {
     @Test
     void wallNanosecondsStandForEveryThreadOfThePool() throws Exception {
         Path jfr = dir.resolve("wall.jfr");
-        JavaProfiler profiler = TestEnv.profiler();
-        TestEnv.stopQuietly(profiler);
-        CountDownLatch registered = new CountDownLatch(THREADS);
-        List<Thread> parked = new ArrayList<>();
-        stopParked = false;
-        for (int i = 0; i < THREADS; i++) {
-            Thread t = new Thread(() -> {
-                profiler.addThread();
-                registered.countDown();
-                while (!stopParked) {
-                    LockSupport.parkNanos(5_000_000L);
-                }
-                profiler.removeThread();
-            }, "wall-pool-" + i);
-            t.setDaemon(true);
-            t.start();
-            parked.add(t);
-        }
-        registered.await();
-        profiler.execute("start,wall=20ms,walltpt=" + PER_TICK + ",file=" + jfr);
-        try {
-            Thread.sleep(3000);
-        } finally {
-            profiler.stop();
-            stopParked = true;
-            for (Thread t : parked) {
-                t.join();
-            }
-        }
+        ChildJvm.Result child = new ChildJvm().classpath(TestEnv.libJar())
+                .main(WallPoolMain.class, Integer.toString(THREADS), Integer.toString(PER_TICK), jfr.toString())
+                .timeout(Duration.ofMinutes(2)).run(dir);
+        assertEquals(0, child.exitCode, child.describe());
+        assertTrue(child.stdout.contains("workload done"), child.describe());
 
         Path out = dir.resolve("wall.pb.gz");
         ChildJvm.Result r = new ChildJvm().jvmArgs("-jar", TestEnv.libJar().toString(), "convert", "--to", "pprof",
@@ -82,10 +53,9 @@ class WallSubsamplingTest {
         long nanos = EventKindsTest.sum(p, 1);
         assertTrue(samples >= 2 * PER_TICK, "too few wall samples: " + samples);
         double ratio = nanos / (double) (samples * INTERVAL_NS);
-        // 12 threads, 4 a tick: 3; the first tick's samples may precede its epoch event (1).
-        assertTrue(ratio >= 2.5 && ratio <= 3.05, "wall nanoseconds / (samples x interval) = " + ratio + " ("
+        // 12 threads, 4 a tick: 3. Less where the first tick's samples precede its epoch event (1),
+        // more where a tick's signal failed (its 3 samples then stand for 4 threads each).
+        assertTrue(ratio >= 2.5 && ratio <= 4.0, "wall nanoseconds / (samples x interval) = " + ratio + " ("
                 + nanos + " ns for " + samples + " samples), want about " + THREADS / PER_TICK);
     }
-
-    private static volatile boolean stopParked;
 }
