@@ -447,7 +447,7 @@ fn start_cpu_engine(
             let concrete = Arc::new(PerfEvents::default());
             // `event=cpu` is async-profiler's event, with its kernel frames where the kernel
             // permits them (unless `alluser`); `cpu=` is upstream's, whose stacks have none
-            // (README, "Status").
+            // (docs/features.md, "CPU sampling").
             concrete.want_kernel_frames(
                 args.cpu_engine == EngineChoice::Perf && args.ring != crate::args::Ring::User,
             );

@@ -97,7 +97,7 @@ impl Watch {
             let note = format!(
                 "perf_events on a process making {r} context switches per CPU-second: each switch \
                  reschedules every per-thread perf fd, which can cost more CPU than the sampling \
-                 (README, \"CPU sampling\"); event=ctimer or an interval at or above the scheduler \
+                 (docs/features.md, \"CPU sampling\"); event=ctimer or an interval at or above the scheduler \
                  tick avoids it"
             );
             log::warn(&note);

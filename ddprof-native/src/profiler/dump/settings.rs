@@ -74,7 +74,7 @@ pub(super) fn write_settings(chunk: &mut ChunkBuilder, session: &Session, ticks:
         // Samples per CPU-second: asked for, and achieved over this chunk (what a thread
         // that ran all along got per second of its CPU time).
         let requested = 1e9 / ns as f64;
-        // What decided between ctimer and perf_events for `cpu=` (README, "Status").
+        // What decided between ctimer and perf_events for `cpu=` (docs/features.md, "CPU sampling").
         let tick = crate::engine::scheduler_tick_ns().to_string();
         chunk.active_setting(ticks, tid, rec, "cpuSchedulerTick", &tick);
         chunk.active_setting(
