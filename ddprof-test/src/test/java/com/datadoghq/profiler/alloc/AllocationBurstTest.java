@@ -69,9 +69,17 @@ class AllocationBurstTest {
         long trueTotal = 0;
         List<RecordedEvent> named = all.stream().filter(e -> JfrReader.contains(e, Allocators.class, "allocInts"))
                 .collect(Collectors.toList());
+        // Each thread is represented (0.5-2x of its bytes); unbiasedness is checked on the whole
+        // burst below. A thread's own standard error, estimated from its kept samples, is not a
+        // bound: where a busy host staggers the threads, one allocates mostly at the end of the
+        // burst, where a sample is kept with probability 2^-k and weighs 2^k, and a thread that
+        // happened to keep none of those few heavy samples looks both low and precise (CI,
+        // 2026-12-06: burst-1 at 0.55 of its bytes, "4.5 standard errors", the burst at 1.0).
         for (Map.Entry<String, Long> t : allocated.entrySet()) {
             List<RecordedEvent> mine = JfrReader.onThread(named, t.getKey());
-            AllocationProfilingTest.assertStandsFor(mine, t.getValue(), t.getKey());
+            double share = AllocationProfilingTest.weighted(mine) / t.getValue();
+            assertTrue(share >= 0.5 && share <= 2, t.getKey() + ": samples stand for " + share + " of its "
+                    + t.getValue() + " bytes (" + mine.size() + " samples)");
             trueTotal += t.getValue();
         }
         assertTrue(named.size() * 10 >= all.size() * 9, named.size() + " of " + all.size()
