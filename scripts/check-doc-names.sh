@@ -3,7 +3,8 @@
 # must be a file under ddprof-native/ (a path given in part must end a real path), and every
 # backticked `module::name` or `Type::name` must be defined in ddprof-native/src (`fn`, a type,
 # a const or static, an enum variant, a module), in a file of that module or one that names the
-# type when the first part says which. Prints each name not found; exits 1 if there is any.
+# type when the first part says which; a bare snake_case or camelCase identifier must be a word of
+# the code (a function, a constant, a counter's name). Prints each name not found; exits 1 if there is any.
 #
 #   bash scripts/check-doc-names.sh [DOC...]      (default: docs/architecture.md)
 #
@@ -90,7 +91,19 @@ check_path() { # check_path DOC a::b::c
   fi
 }
 
+# Every word of the tree's code, for the bare identifiers a doc cites (`walk_and_record`, a counter's name).
+words="$(mktemp)"
+trap 'rm -f "$words"' EXIT
+grep -rhoE '[A-Za-z_][A-Za-z0-9_]*' ddprof-native ddprof-lib ddprof-test ddprof-bench scripts build.rs \
+  --include='*.rs' --include='*.java' --include='*.sh' --include='*.c' --include='*.toml' 2>/dev/null |
+  sort -u >"$words"
+
 for doc in "${docs[@]}"; do
+  # A bare identifier in backticks that looks like code (snake_case, SCREAMING_CASE, camelCase) must be
+  # a word of the tree: a function, a constant, a counter's name.
+  while IFS= read -r w; do
+    grep -qxF "$w" "$words" || report "$doc" "$w"
+  done < <(spans "$doc" | grep -E '^[A-Za-z_][A-Za-z0-9_]*$' | grep -E '_|[a-z][A-Z]' | grep -vE '^_' | sort -u)
   while IFS= read -r span; do
     # Every Rust file named in the span.
     for f in $(grep -oE '(^|[^*A-Za-z0-9_./-])[A-Za-z0-9][A-Za-z0-9_./-]*\.rs\b' <<<"$span" | sed 's/^[^A-Za-z0-9]//'); do
