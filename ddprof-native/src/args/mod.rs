@@ -321,6 +321,9 @@ pub struct Args {
     /// ddprof only, a test mode: every sample is walked by both the VM walker and
     /// AsyncGetCallTrace and the `walk_compare_*` counters say how often they agree.
     pub walkcompare: bool,
+    /// `jdksamples` (ddprof only): CPU samples also as `jdk.ExecutionSample`
+    /// (`profiler/dump`), so that JDK tools and JMC find them.
+    pub jdk_samples: bool,
     pub ring: Ring,
     /// Unknown keys in order of appearance (the caller warns "Unknown argument: X").
     pub unknown: Vec<String>,
@@ -364,6 +367,7 @@ impl Default for Args {
             loglevel: None,
             nosanity: false,
             walkcompare: false,
+            jdk_samples: false,
             ring: Ring::Any,
             unknown: Vec::new(),
         }

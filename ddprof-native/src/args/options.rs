@@ -60,6 +60,7 @@ const OPTIONS: &[(&str, Handler)] = &[
     ("loglevel", output::loglevel),
     ("perfmap", output::perfmap),
     ("jitdump", output::jitdump),
+    ("jdksamples", output::jdksamples),
 ];
 
 /// The handler of a lower-cased key, `None` for an unknown key.

@@ -29,6 +29,13 @@ pub(super) fn jfr(d: &mut Draft, value: Option<&str>) -> Result<(), Reason> {
     Ok(())
 }
 
+/// `jdksamples[=true|false]` (ddprof's own): each CPU sample is also written as a
+/// `jdk.ExecutionSample`, the event the JDK's tools and JMC's views and rules read.
+pub(super) fn jdksamples(d: &mut Draft, value: Option<&str>) -> Result<(), Reason> {
+    d.args.jdk_samples = true_unless_negative(value);
+    Ok(())
+}
+
 /// `log=PATH`: bare or empty leaves it unset (the last `log` key wins).
 pub(super) fn log(d: &mut Draft, value: Option<&str>) -> Result<(), Reason> {
     d.args.log = value.filter(|v| !v.is_empty()).map(str::to_string);

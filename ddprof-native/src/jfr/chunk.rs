@@ -208,6 +208,19 @@ impl ChunkBuilder {
         self.sample(md::T_EXECUTION_SAMPLE, s);
     }
 
+    /// `jdk.ExecutionSample`: the CPU sample as the JDK writes it (`jdksamples`).
+    pub fn jdk_execution_sample(&mut self, s: &Sample) {
+        self.pools.note_thread(s.tid);
+        let out = &mut self.events;
+        let e = begin_event(out);
+        put_long(out, md::T_JDK_EXECUTION_SAMPLE);
+        put_long(out, s.ticks);
+        put_long(out, s.tid);
+        put_varint(out, s.trace_key);
+        put_varint(out, u64::from(s.state));
+        end_event(out, e);
+    }
+
     /// `datadog.MethodSample` (wall clock); same layout as the CPU sample.
     pub fn method_sample(&mut self, s: &Sample) {
         self.sample(md::T_METHOD_SAMPLE, s);

@@ -67,6 +67,8 @@ pub const T_NATIVE_MEMORY_FREE: i64 = 130;
 /// Declared, never written: the JDK's `jfr view recording` reads `jdk.Shutdown.reason` and fails on a
 /// recording whose metadata lacks the type (docs/jfr-format.md).
 pub const T_SHUTDOWN: i64 = 131;
+/// The JDK's own CPU sample, written beside `datadog.ExecutionSample` under `jdksamples`.
+pub const T_JDK_EXECUTION_SAMPLE: i64 = 132;
 
 pub const T_LABEL: i64 = 201;
 pub const T_CATEGORY: i64 = 202;
@@ -334,6 +336,19 @@ pub static TYPES: &[TypeDef] = &[
     ty("datadog.ExecutionSample", T_EXECUTION_SAMPLE, SAMPLE_FIELDS)
         .event("CPU Profiling Sample", PROFILING)
         .with_attributes(),
+    // The JDK's layout (sampledThread, not eventThread), so that `jfr view hot-methods` and
+    // JMC's Method Profiling page and rules, which know only this event, find the CPU samples.
+    ty(
+        "jdk.ExecutionSample",
+        T_JDK_EXECUTION_SAMPLE,
+        &[
+            START_TIME,
+            field("sampledThread", T_THREAD).cp(),
+            STACK_TRACE,
+            field("state", T_THREAD_STATE).cp(),
+        ],
+    )
+    .event("Method Profiling Sample", &["Java Application"]),
     ty("datadog.MethodSample", T_METHOD_SAMPLE, SAMPLE_FIELDS)
         .event("Wall-Clock Profiling Sample", PROFILING)
         .with_attributes(),

@@ -186,7 +186,7 @@ fn write_chunk<N: FrameNamer>(
         None => HashSet::new(),
     };
     drop(traces);
-    let mut events = Events::new(me, args.attributes.len(), unnamed);
+    let mut events = Events::new(me, args.attributes.len(), unnamed, args.jdk_samples);
     for s in gen.samples() {
         events.sample(&mut chunk, s);
     }
@@ -377,11 +377,14 @@ struct Events {
     unnamed: HashSet<u64>,
     /// Samples with such a trace or none (`chunk_samples_unwalked_or_unnamed`).
     unnamed_samples: i64,
+    /// `jdksamples`: each CPU sample also as a `jdk.ExecutionSample`.
+    jdk_samples: bool,
 }
 
 impl Events {
-    fn new(me: i64, attributes: usize, unnamed: HashSet<u64>) -> Events {
+    fn new(me: i64, attributes: usize, unnamed: HashSet<u64>, jdk_samples: bool) -> Events {
         Events {
+            jdk_samples,
             tids: vec![me],
             classes: WordMap::default(),
             attr_keys: WordMap::default(),
@@ -461,7 +464,11 @@ impl Events {
             }
             Some(EventKind::Wall) => chunk.method_sample(&c.sample(s, attrs)),
             Some(EventKind::Cpu | EventKind::NativeFree) | None => {
-                chunk.execution_sample(&c.sample(s, attrs))
+                let sample = c.sample(s, attrs);
+                chunk.execution_sample(&sample);
+                if self.jdk_samples && kind == Some(EventKind::Cpu) {
+                    chunk.jdk_execution_sample(&sample);
+                }
             }
         }
     }

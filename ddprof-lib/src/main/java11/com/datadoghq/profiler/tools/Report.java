@@ -341,9 +341,13 @@ public final class Report {
         Map<EventKind, Set<Object>> threads = new EnumMap<>(EventKind.class);
         Set<String> onThisStack = new HashSet<>();
         try (RecordingFile recording = new RecordingFile(file)) {
+            boolean datadogCpu = EventKind.declaresDatadogCpu(recording.readEventTypes());
             while (recording.hasMoreEvents()) {
                 RecordedEvent event = recording.readEvent();
                 String type = event.getEventType().getName();
+                if (EventKind.isCopy(type, datadogCpu)) {
+                    continue;
+                }
                 EventKind kind = EventKind.ofEventType(type);
                 if (kind == null || (only != null && kind != only)) {
                     continue;

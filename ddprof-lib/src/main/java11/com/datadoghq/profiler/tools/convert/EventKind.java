@@ -53,6 +53,20 @@ public enum EventKind {
         return this == CPU || this == WALL;
     }
 
+    /**
+     * True for a {@code jdk.ExecutionSample} in a recording whose metadata also declares
+     * {@code datadog.ExecutionSample}: the copy of a CPU sample that ddprof's {@code jdksamples}
+     * writes for JDK tools, counted once, through the datadog event.
+     */
+    public static boolean isCopy(String eventType, boolean declaresDatadogCpu) {
+        return declaresDatadogCpu && "jdk.ExecutionSample".equals(eventType);
+    }
+
+    /** Whether a recording's event types include ddprof's CPU sample. */
+    public static boolean declaresDatadogCpu(java.util.List<jdk.jfr.EventType> types) {
+        return types.stream().anyMatch(t -> "datadog.ExecutionSample".equals(t.getName()));
+    }
+
     /** The kind a JFR event type belongs to, or null if it holds no samples we read. */
     public static EventKind ofEventType(String eventType) {
         for (EventKind k : values()) {

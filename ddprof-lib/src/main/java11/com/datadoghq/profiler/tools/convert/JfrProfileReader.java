@@ -102,13 +102,18 @@ public final class JfrProfileReader {
         List<RecordedEvent> allocations = new ArrayList<>();
         List<RecordedEvent> frees = new ArrayList<>();
         try (RecordingFile recording = new RecordingFile(file)) {
-            for (EventType t : recording.readEventTypes()) {
+            List<EventType> declared = recording.readEventTypes();
+            for (EventType t : declared) {
                 typeNames.put(t.getId(), t.getName());
             }
+            boolean datadogCpu = EventKind.declaresDatadogCpu(declared);
             while (recording.hasMoreEvents()) {
                 RecordedEvent event = recording.readEvent();
                 EventType type = event.getEventType();
                 String typeName = type.getName();
+                if (EventKind.isCopy(typeName, datadogCpu)) {
+                    continue;
+                }
                 EventKind kind = EventKind.ofEventType(typeName);
                 if (leaks && NATIVE_MEMORY_FREE.equals(typeName)) {
                     frees.add(event);
