@@ -1,7 +1,10 @@
 //! The JVM we live in: the `JavaVM*`, our JVMTI environment, and what they tell (thread
 //! names, the JDK version). Set up once, from whichever entry point runs first
 //! (`JNI_OnLoad`, `Agent_OnLoad`, `Agent_OnAttach`), with the event callbacks of
-//! `crate::api::events`; this module calls nothing above it.
+//! `crate::api::events`. `init` also starts what needs the VM first (`threads::init_contexts`,
+//! `hotspot::vmstructs::init`, `jvmti::redefine::install`), which call back into this module:
+//! a circle that `farm-studio look` shows (issue 35: the JVM handle into `jvmti/`, start-up
+//! composition into `api/`).
 
 // JNI/JVMTI handles (jclass, jmethodID, JNIEnv*) are opaque tokens the JVM validates;
 // wrapping every function that passes one through as `unsafe` would add no safety.

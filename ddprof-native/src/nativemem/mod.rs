@@ -2,7 +2,7 @@
 //! hooked without `LD_PRELOAD` by redirecting the import slots of the libraries loaded in the
 //! process (`crate::imports`: which objects, when, and what stop puts back) to the hooks of
 //! `crate::sample::nativemem`. A thread already inside a hook at stop finishes it: with
-//! sampling off it only calls the real function (docs/architecture.md, "Native memory").
+//! sampling off it only calls the real function (docs/sources.md, "Native memory").
 
 use crate::counters::Counter;
 use crate::imports::{self, HookSet, Target};

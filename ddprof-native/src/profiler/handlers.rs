@@ -5,7 +5,7 @@
 //! from doing so; we notice it within a poll of the library watcher (`libraries.rs`, every
 //! 200 ms, never in a signal), say so once per intruder (a warning, the counter
 //! `signal_handler_replaced`, a line of `status`), and install ours again at the next start,
-//! where DataDog's profiler and async-profiler install theirs too (docs/architecture.md,
+//! where DataDog's profiler and async-profiler install theirs too (docs/engines.md,
 //! "Foreign signal handlers").
 
 use std::ffi::CStr;

@@ -9,7 +9,7 @@
 //! the file only from an executable mapping of it, so the file stays mapped (one page,
 //! `PROT_READ|PROT_EXEC`, never touched) while the profiler runs. HotSpot never moves an
 //! nmethod (no JIT_CODE_MOVE) and the format has no unload record: freed code stays named until
-//! a later load covers the range. The facts are in docs/architecture.md ("Code maps").
+//! a later load covers the range. The facts are in docs/sources.md ("Code maps").
 
 use std::ffi::CString;
 use std::fs::{File, OpenOptions};

@@ -1,5 +1,7 @@
-//! The profiler's lifecycle: idle -> running -> (dumps) -> stopped. Every command runs
-//! under one lock; the signal handler never takes it (it reads `sample::handler`'s atomics).
+//! The profiler's lifecycle: idle -> running -> (dumps) -> stopped. Start, stop, dump and
+//! status run under the session lock (`SESSION`); thread start and end take only `ENGINE`'s
+//! read lock, and pending settings and the code maps have locks of their own. The signal
+//! handler takes none of them (it reads `sample::handler`'s atomics).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};

@@ -4,7 +4,7 @@
 //! at dump time the frame is proven live against the class registry (`registry.rs`) and
 //! only then named from the method's own metadata (`resolve.rs`): the profiler never makes
 //! a jmethodID in this mode. Frames of redefined classes sampled before the redefinition
-//! ended are refused (`crate::jvmti::redefine`). docs/architecture.md, "Lazy method IDs", has the whole story.
+//! ended are refused (`crate::jvmti::redefine`). docs/lazy.md has the whole story.
 //!
 //! This file holds the mode switch the signal handler reads, the JNI side of the
 //! registry, and class registration (at start and at ClassPrepare).

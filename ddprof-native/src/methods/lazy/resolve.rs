@@ -363,7 +363,7 @@ impl LazyResolver {
         // The idnum is read after the array, never before: memory that held the sampled
         // method may since hold a newer version's other method, current in this array,
         // and only an idnum read now is that method's (an earlier read named `work`'s frame
-        // after `other`, which never ran: docs/architecture.md, the lazy checks).
+        // after `other`, which never ran: docs/lazy.md, the lazy checks).
         let idnum = method::idnum(m, method).ok_or(Refused::Unloaded)?;
         let current = klass::methods_contain(data, len, method, idnum, SCAN_CAP, load_usize)
             == Contains::Yes
@@ -445,7 +445,7 @@ impl LazyResolver {
         // ID) and methods array. A key is an address, and a class unloaded since the name was
         // kept may have left it to a same-shaped method of another class: that frame's key is
         // keepable too (for the next dump), but the name kept for the key is the old class's
-        // (the misnaming of class churn: docs/architecture.md, the lazy checks).
+        // (the misnaming of class churn: docs/lazy.md, the lazy checks).
         let &(trace_id, methods) = self.keepable.get(&key)?;
         if !self.kept.holds(key, trace_id, methods) {
             return None;

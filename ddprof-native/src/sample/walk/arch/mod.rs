@@ -1,5 +1,5 @@
 //! What the stack walkers know about one processor architecture, one file each, all with
-//! the same items (docs/architecture.md, "Per-architecture frame knowledge"): the
+//! the same items (docs/walker.md, "Per-architecture frame knowledge"): the
 //! interrupted registers (`Regs`), HotSpot's frame slots on that architecture, the
 //! instruction checks that tell a top frame caught in its prologue or epilogue, how a stub
 //! or a native function returns, and how a return address is made usable (`strip_pc`).

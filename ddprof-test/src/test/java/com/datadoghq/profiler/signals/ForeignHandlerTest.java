@@ -20,7 +20,7 @@ import org.junit.jupiter.api.io.TempDir;
  * Another library's SIGPROF/SIGVTALRM handler, installed after the profiler's and not passing
  * its signals on, takes the samples: the profiler says so (a warning naming the library, the
  * {@code signal_handler_replaced} counter, a {@code status} line) and installs its handlers
- * again at the next start (docs/architecture.md, "Foreign signal handlers"). And a start under
+ * again at the next start (docs/engines.md, "Foreign signal handlers"). And a start under
  * the JDK's libjsig makes no {@code signal()}/{@code sigset()} call it would warn about.
  */
 class ForeignHandlerTest {
