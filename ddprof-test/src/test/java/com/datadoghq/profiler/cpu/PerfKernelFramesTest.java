@@ -124,7 +124,7 @@ class PerfKernelFramesTest {
         int withKernel = 0;
         int readPath = 0;
         for (RecordedEvent e : samples) {
-            List<RecordedFrame> frames = e.getStackTrace().getFrames();
+            List<RecordedFrame> frames = JfrReader.frames(e);
             int k = 0;
             while (k < frames.size() && "Kernel".equals(frames.get(k).getType())) {
                 k++;
@@ -175,7 +175,7 @@ class PerfKernelFramesTest {
         }
         assertTrue(!status.contains(KERNEL_ON), status);
         for (RecordedEvent e : JfrReader.executionSamples(file)) {
-            for (RecordedFrame f : e.getStackTrace().getFrames()) {
+            for (RecordedFrame f : JfrReader.frames(e)) {
                 assertTrue(!"Kernel".equals(f.getType()), "cpu=1ms, yet a Kernel frame: " + JfrReader.describe(e));
             }
         }
@@ -187,7 +187,7 @@ class PerfKernelFramesTest {
         List<RecordedEvent> samples = profileReads(",alluser", file);
         assertTrue(lastStatus.contains(KERNEL_OFF), lastStatus);
         for (RecordedEvent e : samples) {
-            for (RecordedFrame f : e.getStackTrace().getFrames()) {
+            for (RecordedFrame f : JfrReader.frames(e)) {
                 assertTrue(!"Kernel".equals(f.getType()), "alluser, yet a Kernel frame: " + JfrReader.describe(e));
             }
         }

@@ -117,7 +117,7 @@ class VtableReceiverFrameTest {
             if (!WORKER.equals(JfrReader.threadName(e)) || e.getStackTrace() == null) {
                 continue;
             }
-            List<RecordedFrame> frames = e.getStackTrace().getFrames();
+            List<RecordedFrame> frames = JfrReader.frames(e);
             if (!atReloadSite(frames)) {
                 continue;
             }
@@ -187,7 +187,7 @@ class VtableReceiverFrameTest {
             if (!WORKER.equals(JfrReader.threadName(e)) || e.getStackTrace() == null) {
                 continue;
             }
-            List<RecordedFrame> frames = e.getStackTrace().getFrames();
+            List<RecordedFrame> frames = JfrReader.frames(e);
             if (!atReloadSite(frames)) {
                 continue;
             }
