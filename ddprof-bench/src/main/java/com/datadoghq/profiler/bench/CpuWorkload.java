@@ -55,7 +55,7 @@ final class CpuWorkload {
     }
 
     /** xorshift plus a multiply per round: a loop-carried dependency chain nothing can vectorise. */
-    private static long mix(long x, int rounds) {
+    static long mix(long x, int rounds) {
         long h = x | 1;
         for (int i = 0; i < rounds; i++) {
             h ^= h << 13;

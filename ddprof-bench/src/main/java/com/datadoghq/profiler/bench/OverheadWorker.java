@@ -229,21 +229,11 @@ public final class OverheadWorker {
     }
 
     private static long pingWork(long h) {
-        return mixRounds(h, SWITCH_ROUNDS);
+        return CpuWorkload.mix(h, SWITCH_ROUNDS);
     }
 
     private static long echoWork(long h) {
-        return mixRounds(h + 0x9E3779B97F4A7C15L, SWITCH_ROUNDS);
-    }
-
-    private static long mixRounds(long x, int rounds) {
-        long h = x | 1;
-        for (int i = 0; i < rounds; i++) {
-            h ^= h << 13;
-            h ^= h >>> 7;
-            h ^= h << 17;
-        }
-        return h;
+        return CpuWorkload.mix(h + 0x9E3779B97F4A7C15L, SWITCH_ROUNDS);
     }
 
     private static void kv(StringBuilder sb, String k, Object v) {

@@ -2,9 +2,9 @@ package com.datadoghq.profiler.tools.convert;
 
 import java.io.IOException;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.List;
+import java.util.Map;
+import java.util.NavigableMap;
+import java.util.TreeMap;
 
 import jdk.jfr.consumer.RecordedEvent;
 import jdk.jfr.consumer.RecordingFile;
@@ -23,21 +23,18 @@ import jdk.jfr.consumer.RecordingFile;
 final class WallEpochs {
     static final String EVENT = "datadog.WallClockSamplingEpoch";
 
-    /** Epoch ends (epoch nanoseconds), ascending, and the factor from each on. */
-    private final long[] from;
-    private final double[] factor;
+    /** The factor in force from each epoch's end (epoch nanoseconds) on. */
+    private final NavigableMap<Long, Double> fromEnd;
 
-    private WallEpochs(long[] from, double[] factor) {
-        this.from = from;
-        this.factor = factor;
+    private WallEpochs(NavigableMap<Long, Double> fromEnd) {
+        this.fromEnd = fromEnd;
     }
 
-    static final WallEpochs NONE = new WallEpochs(new long[0], new double[0]);
+    static final WallEpochs NONE = new WallEpochs(new TreeMap<>());
 
     /** Reads the epoch events of a recording (a pass over the file of its own). */
     static WallEpochs read(Path file) throws IOException {
-        List<long[]> ends = new ArrayList<>();
-        List<Double> factors = new ArrayList<>();
+        NavigableMap<Long, Double> fromEnd = new TreeMap<>();
         try (RecordingFile recording = new RecordingFile(file)) {
             while (recording.hasMoreEvents()) {
                 RecordedEvent e = recording.readEvent();
@@ -48,30 +45,15 @@ final class WallEpochs {
                 long ok = e.getLong("numSuccessfulSamples");
                 long start = e.getStartTime().getEpochSecond() * 1_000_000_000L + e.getStartTime().getNano();
                 long durationMs = e.hasField("duration") ? e.getLong("duration") : 0;
-                ends.add(new long[] {start + durationMs * 1_000_000L});
-                factors.add(ok > 0 && pool > ok ? (double) pool / ok : 1.0);
+                fromEnd.put(start + durationMs * 1_000_000L, ok > 0 && pool > ok ? (double) pool / ok : 1.0);
             }
         }
-        Integer[] order = new Integer[ends.size()];
-        for (int i = 0; i < order.length; i++) {
-            order[i] = i;
-        }
-        Arrays.sort(order, (a, b) -> Long.compare(ends.get(a)[0], ends.get(b)[0]));
-        long[] from = new long[order.length];
-        double[] factor = new double[order.length];
-        for (int i = 0; i < order.length; i++) {
-            from[i] = ends.get(order[i])[0];
-            factor[i] = factors.get(order[i]);
-        }
-        return new WallEpochs(from, factor);
+        return new WallEpochs(fromEnd);
     }
 
     /** The number of threads a wall sample taken at {@code nanos} stands for (1 when unknown). */
     double factorAt(long nanos) {
-        int i = Arrays.binarySearch(from, nanos);
-        if (i < 0) {
-            i = -i - 2; // the last epoch ending before nanos
-        }
-        return i < 0 ? 1.0 : factor[i];
+        Map.Entry<Long, Double> e = fromEnd.floorEntry(nanos);
+        return e == null ? 1.0 : e.getValue();
     }
 }
