@@ -258,7 +258,7 @@ counters! {
 pub const COUNT: usize = NAMES.len();
 pub const SLOT_BYTES: usize = 128;
 /// Slots after the named counters, for gauges named elsewhere: the memory gauges, whose
-/// names `memory::gauge_names` gives and `crate::vm::init` registers ([`name_gauges`]).
+/// names `memory::gauge_names` gives and `crate::api::agent::attach` registers ([`name_gauges`]).
 /// Counters stay below memory accounting this way (memory publishes into them).
 pub const GAUGE_SLOTS: usize = 64;
 const SLOTS_LEN: usize = COUNT + GAUGE_SLOTS;

@@ -1,10 +1,8 @@
 //! The JVM we live in: the `JavaVM*`, our JVMTI environment, and what they tell (thread
 //! names, the JDK version). Set up once, from whichever entry point runs first
 //! (`JNI_OnLoad`, `Agent_OnLoad`, `Agent_OnAttach`), with the event callbacks of
-//! `crate::api::events`. `init` also starts what needs the VM first (`threads::init_contexts`,
-//! `hotspot::vmstructs::init`, `jvmti::redefine::install`), which call back into this module:
-//! a circle that `farm-studio look` shows (issue 35: the JVM handle into `jvmti/`, start-up
-//! composition into `api/`).
+//! `crate::api::events`. What else needs the VM first is started by the entry points
+//! (`crate::api::agent::attach`), not here: this module calls nothing above the JVMTI bindings.
 
 // JNI/JVMTI handles (jclass, jmethodID, JNIEnv*) are opaque tokens the JVM validates;
 // wrapping every function that passes one through as `unsafe` would add no safety.
@@ -30,13 +28,13 @@ pub fn java_vm() -> *mut JavaVM {
 }
 
 /// Gets a JVMTI env, requests capabilities and enables our events, delivered to
-/// `callbacks`. Idempotent.
+/// `callbacks`. Idempotent: the second `bool` says whether this call set the VM up.
 ///
 /// # Safety
 /// `vm` must be the process's valid `JavaVM*`.
-pub unsafe fn init(vm: *mut JavaVM, callbacks: &EventCallbacks) -> Result<Jvmti, String> {
+pub unsafe fn init(vm: *mut JavaVM, callbacks: &EventCallbacks) -> Result<(Jvmti, bool), String> {
     if let Some(j) = JVMTI.get() {
-        return Ok(*j);
+        return Ok((*j, false));
     }
     VM.store(vm, Ordering::Release);
     // SAFETY: caller guarantees `vm`.
@@ -67,15 +65,7 @@ pub unsafe fn init(vm: *mut JavaVM, callbacks: &EventCallbacks) -> Result<Jvmti,
             .enable_event(event)
             .map_err(|e| format!("JVMTI SetEventNotificationMode({event}) failed: {e}"))?;
     }
-    crate::counters::name_gauges(crate::memory::gauge_names);
-    crate::threads::init_contexts();
-    // libjvm's VMStructs tables are filled by its static initialisers, so they are
-    // readable from Agent_OnLoad on.
-    crate::hotspot::vmstructs::init();
-    // Before any agent can redefine a class through us or others (docs/hotspot.md 8.4).
-    jvmti::redefine::install(jvmti);
-    let _ = JVMTI.set(jvmti);
-    Ok(jvmti)
+    Ok((*JVMTI.get_or_init(|| jvmti), true))
 }
 
 /// Name and Java id (`Thread.getId()`) of `thread`, or of the calling thread when it is

@@ -7,18 +7,39 @@ use std::panic::catch_unwind;
 use jni::sys::{jint, JavaVM, JNI_ERR, JNI_OK, JNI_VERSION_1_6};
 
 use super::events;
+use crate::jvmti::Jvmti;
 use crate::vm;
 
 /// Property naming the library that `-agentpath` loaded, so the Java API loads this same
 /// copy instead of extracting a second one (two copies would fight over SIGPROF).
 const AGENT_LIB_PROPERTY: &str = "ddprof.agent.lib";
 
+/// The JVM handle (`vm::init`) and, the first time, what needs the VM before anything else
+/// runs: the memory gauges' names, the thread contexts' key, HotSpot's VMStructs (libjvm's
+/// static initialisers fill them, so they are readable from `Agent_OnLoad` on) and the
+/// redefinition hooks (before any agent can redefine a class through us or others,
+/// docs/hotspot.md 8.4). Every entry point comes through here.
+///
+/// # Safety
+/// `vm` must be the process's valid `JavaVM*`.
+unsafe fn attach(vm: *mut JavaVM) -> Result<Jvmti, String> {
+    // SAFETY: the caller guarantees `vm`.
+    let (jvmti, first) = unsafe { vm::init(vm, &events::callbacks()) }?;
+    if first {
+        crate::counters::name_gauges(crate::memory::gauge_names);
+        crate::threads::init_contexts();
+        crate::hotspot::init();
+        crate::jvmti::redefine::install(jvmti);
+    }
+    Ok(jvmti)
+}
+
 #[no_mangle]
 pub extern "system" fn JNI_OnLoad(vm: *mut JavaVM, _reserved: *mut c_void) -> jint {
     // Before anything else: the Java loader deletes an extracted copy once System.load returns.
     crate::elf::keep_own_file();
     // SAFETY: the JVM passes its valid JavaVM*.
-    match catch_unwind(|| unsafe { vm::init(vm, &events::callbacks()) }) {
+    match catch_unwind(|| unsafe { attach(vm) }) {
         Ok(Ok(_)) => JNI_VERSION_1_6,
         Ok(Err(e)) => {
             eprintln!("[ddprof] initialisation failed: {e}");
@@ -63,7 +84,7 @@ pub extern "system" fn Agent_OnLoad(
     crate::elf::keep_own_file();
     let result = catch_unwind(|| {
         // SAFETY: the JVM passes its valid JavaVM*.
-        let jvmti = unsafe { vm::init(vm, &events::callbacks()) }?;
+        let jvmti = unsafe { attach(vm) }?;
         if let Some(path) = own_path() {
             let _ = jvmti.set_system_property(AGENT_LIB_PROPERTY, &path);
         }
@@ -89,7 +110,7 @@ pub extern "system" fn Agent_OnAttach(
     crate::elf::keep_own_file();
     let result = catch_unwind(|| {
         // SAFETY: the JVM passes its valid JavaVM*.
-        unsafe { vm::init(vm, &events::callbacks()) }?;
+        unsafe { attach(vm) }?;
         events::set_agent_command(options(opts));
         let mut env: *mut c_void = std::ptr::null_mut();
         // SAFETY: attach-time calls run on an attached thread, so GetEnv succeeds.

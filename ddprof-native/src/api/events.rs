@@ -15,7 +15,7 @@ use crate::{log, profiler, threads};
 /// Command to run at VMInit (from `-agentpath:...=<options>`).
 static AGENT_COMMAND: Mutex<Option<String>> = Mutex::new(None);
 
-/// The callbacks `crate::vm::init` registers.
+/// The callbacks `crate::vm::init` registers (through `super::agent::attach`).
 pub fn callbacks() -> EventCallbacks {
     EventCallbacks {
         vm_init: Some(on_vm_init),

@@ -11,3 +11,9 @@ pub mod stubs;
 pub mod trace_id;
 pub mod vmstructs;
 pub mod zgc;
+
+/// Reads libjvm's VMStructs into the typed layout, once; ZGC's globals are kept from the same
+/// tables. Not signal-safe.
+pub fn init() {
+    vmstructs::init(zgc::keep_statics);
+}

@@ -44,9 +44,10 @@ pub use tables::{
 
 static MISSING: OnceLock<Vec<String>> = OnceLock::new();
 
-/// Reads libjvm's tables and resolves the layout. Call once at library load (later calls
-/// do nothing). Not signal-safe: allocates and logs.
-pub fn init() {
+/// Reads libjvm's tables and resolves the layout; `also_keep` takes what else it needs from
+/// the same tables (`crate::hotspot::init`: ZGC's globals). Call once at library load (later
+/// calls do nothing). Not signal-safe: allocates and logs.
+pub fn init(also_keep: fn(&VmTables)) {
     MISSING.get_or_init(|| {
         let (layout, missing) = match load_tables() {
             Ok(tables) => {
@@ -55,7 +56,7 @@ pub fn init() {
                 if !enabled {
                     crate::log::info("DebugNonSafepoints could not be enabled: compiled frames are located at safepoints only");
                 }
-                super::zgc::keep_statics(&tables);
+                also_keep(&tables);
                 let layout = VmLayout::resolve(&tables);
                 let missing = layout.missing.clone();
                 (Some(layout), missing)

@@ -97,7 +97,7 @@ struct Statics {
 
 static STATICS: OnceLock<Statics> = OnceLock::new();
 
-/// Keeps the addresses of ZGC's exported globals. Called once by `vmstructs::init`.
+/// Keeps the addresses of ZGC's exported globals. Called once by `crate::hotspot::init`.
 pub fn keep_statics(tables: &VmTables) {
     STATICS.get_or_init(|| Statics {
         z: Globals::from_tables(tables, "ZGlobalsForVMStructs", Z_FIELDS),

@@ -1,10 +1,6 @@
 package com.datadoghq.profiler.tools;
 
-import java.io.BufferedInputStream;
-import java.io.DataInputStream;
-import java.io.EOFException;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -24,6 +20,7 @@ import java.util.Set;
 
 import com.datadoghq.profiler.tools.convert.EventKind;
 import com.datadoghq.profiler.tools.convert.JfrProfileReader;
+import com.datadoghq.profiler.tools.convert.Recorded;
 
 import jdk.jfr.consumer.RecordedEvent;
 import jdk.jfr.consumer.RecordedFrame;
@@ -61,11 +58,13 @@ public final class Report {
     static final String MEMORY_OPTION = "--memory";
     static final String EVENT_OPTION = "--event";
     static final String USAGE = String.join("\n",
-            "Usage: report FILE.jfr [--event " + EventKind.optionList("|") + "]",
+            "Usage: report FILE.jfr [--event " + EventKind.optionList("|") + "] [--raw-names]",
             "       report FILE.jfr --memory",
             "  (no option)     per event kind: the unwalked share of its samples first, then its top",
             "                  methods by self and total value",
             "  --event KIND    only that kind (the kinds and their events are convert's; see convert --help)",
+            "  --raw-names     class names as recorded (by default a lambda's class is Demo$$Lambda, as",
+            "                  convert writes it, so its rows add up across runs and instances)",
             "  --memory        the profiler's native memory (last chunk's counters): per category live,",
             "                  peak, avg, overhead, resident; malloc arenas; bounds of its RSS share",
             "Exit codes: 0 printed; 1 unreadable, empty or truncated file, or nothing of the asked kind;",
@@ -133,6 +132,7 @@ public final class Report {
 
     static int run(String[] args, PrintStream out, PrintStream err) {
         boolean memory = false;
+        boolean rawNames = false;
         EventKind only = null;
         String path = null;
         for (int i = 0; i < args.length; i++) {
@@ -142,6 +142,8 @@ public final class Report {
                 return 0;
             } else if (MEMORY_OPTION.equals(a)) {
                 memory = true;
+            } else if (a.equals("--raw-names")) {
+                rawNames = true;
             } else if (EVENT_OPTION.equals(a)) {
                 if (i + 1 >= args.length) {
                     return usageError(err, "--event needs a value: " + EventKind.optionList(", "));
@@ -179,7 +181,7 @@ public final class Report {
             if (memory) {
                 return printMemory(file, out, err);
             }
-            Summary summary = read(file, only);
+            Summary summary = read(file, only, rawNames);
             if (summary.kinds.isEmpty()) {
                 err.println("No " + (only == null ? "sample" : only.option + " sample") + " events in " + file
                         + " (read: " + (only == null ? EventKind.allEventTypeNames() : only.eventTypeNames()) + ").");
@@ -188,16 +190,9 @@ public final class Report {
             print(summary, file, out);
             return 0;
         } catch (IOException | RuntimeException e) {
-            err.println(cannotRead(file, e));
+            err.println(Recorded.cannotRead(file, e));
             return 1;
         }
-    }
-
-    /** One line for a recording the JDK's parser refused. */
-    public static String cannotRead(Path file, Exception e) {
-        String message = e.getMessage() == null ? "" : e.getMessage().replace('\n', ' ');
-        return "Cannot read " + file + " as a JFR recording: " + e.getClass().getSimpleName()
-                + (message.isEmpty() ? "" : ": " + message);
     }
 
     private static int usageError(PrintStream err, String problem) {
@@ -244,56 +239,7 @@ public final class Report {
      * the memory figures come from.
      */
     static int countChunks(Path file) throws IOException {
-        return chunkTimes(file).size();
-    }
-
-    /**
-     * Each chunk's {startTime, duration} (epoch nanoseconds, nanoseconds), read from the chunk
-     * headers: {@code "FLR\0"}, u16 major, u16 minor, i64 size, i64 constant-pool offset, i64
-     * metadata offset, i64 start time, i64 duration. Stops at the first thing that is not a
-     * chunk header (a cut file).
-     */
-    public static List<long[]> chunkTimes(Path file) throws IOException {
-        List<long[]> chunks = new ArrayList<>();
-        try (InputStream raw = Files.newInputStream(file);
-             DataInputStream in = new DataInputStream(new BufferedInputStream(raw))) {
-            while (true) {
-                int magic;
-                try {
-                    magic = in.readInt();
-                } catch (EOFException end) {
-                    return chunks;
-                }
-                if (magic != 0x464c5200) { // "FLR\0"
-                    return chunks;
-                }
-                long start;
-                long duration;
-                long size;
-                try {
-                    in.readInt(); // major, minor
-                    size = in.readLong();
-                    in.readLong(); // constant-pool offset
-                    in.readLong(); // metadata offset
-                    start = in.readLong();
-                    duration = in.readLong();
-                } catch (EOFException cut) {
-                    return chunks;
-                }
-                if (size < 48) {
-                    return chunks;
-                }
-                chunks.add(new long[] {start, duration});
-                long skip = size - 48;
-                while (skip > 0) {
-                    long n = in.skip(skip);
-                    if (n <= 0) {
-                        return chunks;
-                    }
-                    skip -= n;
-                }
-            }
-        }
+        return Recorded.chunkTimes(file).size();
     }
 
     /** {@code --memory}: the breakdown of the last chunk that carries memory counters. */
@@ -331,11 +277,14 @@ public final class Report {
 
     /** Reads the sample events of every kind in {@code file}. */
     public static Summary read(Path file) throws IOException {
-        return read(file, null);
+        return read(file, null, false);
     }
 
-    /** Reads the sample events of {@code only} (null: of every kind) in {@code file}. */
-    public static Summary read(Path file, EventKind only) throws IOException {
+    /**
+     * Reads the sample events of {@code only} (null: of every kind) in {@code file}; class names
+     * as recorded if {@code rawNames}, else made stable as the converters make them.
+     */
+    public static Summary read(Path file, EventKind only, boolean rawNames) throws IOException {
         Summary summary = new Summary(only);
         Map<EventKind, Map<String, long[]>> counts = new EnumMap<>(EventKind.class); // method -> {self, total}
         Map<EventKind, Set<Object>> threads = new EnumMap<>(EventKind.class);
@@ -369,7 +318,7 @@ public final class Report {
                 Map<String, long[]> byMethod = counts.computeIfAbsent(kind, x -> new HashMap<>());
                 onThisStack.clear();
                 for (int i = 0; i < frames.size(); i++) {
-                    String name = methodName(frames.get(i));
+                    String name = methodName(frames.get(i), rawNames);
                     long[] c = byMethod.computeIfAbsent(name, x -> new long[2]);
                     if (i == 0) {
                         c[0] += value; // frames[0] is the leaf
@@ -414,7 +363,7 @@ public final class Report {
             if (method == null) {
                 return true;
             }
-            if (className(method).isEmpty()) {
+            if (Recorded.className(method).isEmpty()) {
                 String name = method.getName();
                 if (name == null || name.isEmpty() || name.equals("unknown") || name.equals("<unloaded>")
                         || name.startsWith("[")) {
@@ -425,22 +374,13 @@ public final class Report {
         return false;
     }
 
-    /** The frame's class in Java form ({@code java.lang.String}); empty for class-less frames. */
-    public static String className(RecordedMethod method) {
-        if (method.getType() == null || method.getType().getName() == null) {
-            return "";
-        }
-        // ddprof writes internal names (java/lang/String); show them the Java way.
-        return method.getType().getName().replace('/', '.');
-    }
-
     /** {@code pkg.Class.method}, or just the name for class-less (native, placeholder) frames. */
-    static String methodName(RecordedFrame frame) {
+    static String methodName(RecordedFrame frame, boolean rawNames) {
         RecordedMethod method = frame.getMethod();
         if (method == null) {
             return "<no method>";
         }
-        String cls = className(method);
+        String cls = Recorded.className(method, rawNames);
         String name = method.getName() == null ? "" : method.getName();
         return cls.isEmpty() ? name : cls + "." + name;
     }
@@ -466,15 +406,6 @@ public final class Report {
 
     private static String percent(long part, long whole) {
         return String.format(Locale.ROOT, "%.1f%%", whole == 0 ? 0.0 : 100.0 * part / whole);
-    }
-
-    /** The event's {@code weight} field, 1 if it has none or a non-positive one. */
-    public static long weightOf(RecordedEvent event) {
-        if (!event.hasField("weight")) {
-            return 1;
-        }
-        long w = event.getLong("weight");
-        return w > 0 ? w : 1;
     }
 
     /** The unit a kind's values are in, as the tables' headers say it. */

@@ -26,7 +26,7 @@ import org.junit.jupiter.api.Test;
  * {@code Outer$$Lambda$6/0x00007fd704006428} (JDK 11-20; {@code Outer$$Lambda/0x...} on 21+), whose
  * counter and address differ from run to run, so two profiles of the same code could not be
  * compared. By default the frame is {@code Outer$$Lambda.run}; {@code --raw-names} keeps the
- * recorded name.
+ * recorded name. {@code report} names it as the converters do, with the same option.
  */
 class LambdaNamesTest {
     /** A lambda class's run-specific part: its counter and its address (or JDK 11's identity number). */
@@ -68,6 +68,16 @@ class LambdaNamesTest {
         return dir.resolve(args[args.length - 1]);
     }
 
+    /** {@code report}'s output on {@link #dir}'s recording. */
+    static String report(String... options) throws Exception {
+        java.util.List<String> cmd = new java.util.ArrayList<>(
+                java.util.Arrays.asList("-jar", TestEnv.libJar().toString(), "report", "rec.jfr"));
+        cmd.addAll(java.util.Arrays.asList(options));
+        ChildJvm.Result r = new ChildJvm().jvmArgs(cmd.toArray(new String[0])).timeout(Duration.ofMinutes(3)).run(dir);
+        assertEquals(0, r.exitCode, r.describe());
+        return r.stdout;
+    }
+
     static Set<String> lambdaFrames(Path collapsed) throws IOException {
         return ConvertTest.readCollapsed(collapsed).keySet().stream()
                 .flatMap(stack -> java.util.Arrays.stream(stack.split(";")))
@@ -84,5 +94,14 @@ class LambdaNamesTest {
         Set<String> raw = lambdaFrames(convert("--to", "collapsed", "--raw-names", "rec.jfr", "raw.collapsed"));
         assertTrue(raw.stream().anyMatch(f -> f.startsWith(LambdaNamesTest.class.getName() + "$$Lambda")
                 && RAW.matcher(f).find() && f.endsWith(".run")), "--raw-names keeps the recorded name: " + raw);
+    }
+
+    @Test
+    void reportNamesTheLambdaAsTheConvertersDo() throws Exception {
+        String stable = report();
+        assertTrue(stable.contains(STABLE), "report's tables name the lambda stably:\n" + stable);
+        assertFalse(RAW.matcher(stable).find(), "run-specific names left in report:\n" + stable);
+        String raw = report("--raw-names");
+        assertTrue(RAW.matcher(raw).find(), "report --raw-names keeps the recorded name:\n" + raw);
     }
 }

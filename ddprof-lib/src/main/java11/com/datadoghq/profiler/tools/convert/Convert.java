@@ -190,7 +190,7 @@ public final class Convert {
         } catch (IllegalArgumentException e) {
             return usage(err, e.getMessage());
         } catch (IOException | RuntimeException e) {
-            err.println(com.datadoghq.profiler.tools.Report.cannotRead(in, e));
+            err.println(Recorded.cannotRead(in, e));
             return 1;
         }
         List<EventKind> present = profile.kinds();
@@ -279,7 +279,7 @@ public final class Convert {
 
     /** {start, end} epoch nanoseconds of the recording, from its chunk headers. */
     private static long[] recordingSpan(Path file) throws IOException {
-        List<long[]> chunks = com.datadoghq.profiler.tools.Report.chunkTimes(file);
+        List<long[]> chunks = Recorded.chunkTimes(file);
         if (chunks.isEmpty()) {
             return new long[] {0, 0};
         }

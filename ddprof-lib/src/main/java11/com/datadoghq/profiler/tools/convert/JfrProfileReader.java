@@ -12,7 +12,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 
-import com.datadoghq.profiler.tools.Report;
 
 import jdk.jfr.EventType;
 import jdk.jfr.ValueDescriptor;
@@ -86,7 +85,7 @@ public final class JfrProfileReader {
         Profile profile = new Profile();
         // The epochs may follow the samples they describe in a chunk: a pass of their own.
         epochs = kinds.contains(EventKind.WALL) ? WallEpochs.read(file) : WallEpochs.NONE;
-        List<long[]> chunks = Report.chunkTimes(file);
+        List<long[]> chunks = Recorded.chunkTimes(file);
         if (!chunks.isEmpty()) {
             profile.startNanos = chunks.get(0)[0];
             for (long[] c : chunks) {
@@ -248,7 +247,7 @@ public final class JfrProfileReader {
     /** What one event is worth: see {@link EventKind}. */
     public static long value(EventKind kind, RecordedEvent event) {
         if (kind.isTime()) {
-            return Report.weightOf(event);
+            return Recorded.weightOf(event);
         }
         double weight = event.hasField("weight") ? event.getDouble("weight") : 1;
         if (!(weight > 0)) {
@@ -295,7 +294,7 @@ public final class JfrProfileReader {
         }
         String name = m.getName() == null ? "" : m.getName();
         String descriptor = m.getDescriptor() == null ? "" : m.getDescriptor();
-        String cls = rawNames ? Report.className(m) : ClassNames.normalize(Report.className(m));
+        String cls = Recorded.className(m, rawNames);
         return new Profile.Frame(cls, name, descriptor, Math.max(0, f.getLineNumber()), type);
     }
 

@@ -1,0 +1,107 @@
+package com.datadoghq.profiler.tools.convert;
+
+import java.io.BufferedInputStream;
+import java.io.DataInputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+import jdk.jfr.consumer.RecordedEvent;
+import jdk.jfr.consumer.RecordedMethod;
+
+/**
+ * What every reader of a recording (the converters, {@code report}) reads off it the same way:
+ * the chunks' times from their headers, an event's weight, a frame's class name, and the one
+ * line that says a file could not be read.
+ */
+public final class Recorded {
+    private Recorded() {
+    }
+
+    /**
+     * Each chunk's {startTime, duration} (epoch nanoseconds, nanoseconds), read from the chunk
+     * headers: {@code "FLR\0"}, u16 major, u16 minor, i64 size, i64 constant-pool offset, i64
+     * metadata offset, i64 start time, i64 duration. Stops at the first thing that is not a
+     * chunk header (a cut file).
+     */
+    public static List<long[]> chunkTimes(Path file) throws IOException {
+        List<long[]> chunks = new ArrayList<>();
+        try (InputStream raw = Files.newInputStream(file);
+             DataInputStream in = new DataInputStream(new BufferedInputStream(raw))) {
+            while (true) {
+                int magic;
+                try {
+                    magic = in.readInt();
+                } catch (EOFException end) {
+                    return chunks;
+                }
+                if (magic != 0x464c5200) { // "FLR\0"
+                    return chunks;
+                }
+                long start;
+                long duration;
+                long size;
+                try {
+                    in.readInt(); // major, minor
+                    size = in.readLong();
+                    in.readLong(); // constant-pool offset
+                    in.readLong(); // metadata offset
+                    start = in.readLong();
+                    duration = in.readLong();
+                } catch (EOFException cut) {
+                    return chunks;
+                }
+                if (size < 48) {
+                    return chunks;
+                }
+                chunks.add(new long[] {start, duration});
+                long skip = size - 48;
+                while (skip > 0) {
+                    long n = in.skip(skip);
+                    if (n <= 0) {
+                        return chunks;
+                    }
+                    skip -= n;
+                }
+            }
+        }
+    }
+
+    /** One line for a recording the JDK's parser refused. */
+    public static String cannotRead(Path file, Exception e) {
+        String message = e.getMessage() == null ? "" : e.getMessage().replace('\n', ' ');
+        return "Cannot read " + file + " as a JFR recording: " + e.getClass().getSimpleName()
+                + (message.isEmpty() ? "" : ": " + message);
+    }
+
+    /** The frame's class in Java form ({@code java.lang.String}); empty for class-less frames. */
+    public static String className(RecordedMethod method) {
+        if (method.getType() == null || method.getType().getName() == null) {
+            return "";
+        }
+        // ddprof writes internal names (java/lang/String); show them the Java way.
+        return method.getType().getName().replace('/', '.');
+    }
+
+
+    /**
+     * The frame's class in Java form, with the names the JVM makes at run time made stable across
+     * runs ({@link ClassNames}) unless {@code raw}.
+     */
+    public static String className(RecordedMethod method, boolean raw) {
+        String cls = className(method);
+        return raw ? cls : ClassNames.normalize(cls);
+    }
+
+    /** The event's {@code weight} field, 1 if it has none or a non-positive one. */
+    public static long weightOf(RecordedEvent event) {
+        if (!event.hasField("weight")) {
+            return 1;
+        }        long w = event.getLong("weight");
+        return w > 0 ? w : 1;
+    }
+}
