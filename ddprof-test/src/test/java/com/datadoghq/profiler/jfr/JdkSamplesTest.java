@@ -3,6 +3,7 @@ package com.datadoghq.profiler.jfr;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -37,19 +38,39 @@ class JdkSamplesTest {
     @TempDir
     Path dir;
 
+    /** The burner's own CPU time in the last {@link #record}, in nanoseconds. */
+    private volatile long burnerCpuNanos;
+
     private Path record(String options) throws Exception {
         Path jfr = dir.resolve("rec.jfr");
         JavaProfiler profiler = TestEnv.profiler();
         TestEnv.stopQuietly(profiler);
         profiler.execute("start,cpu=10ms," + options + "file=" + jfr);
         try {
-            Thread t = new Thread(() -> CpuBurner.burn(600), "jdk-samples-burner");
+            Thread t = new Thread(() -> {
+                CpuBurner.burn(600);
+                burnerCpuNanos = ManagementFactory.getThreadMXBean().getCurrentThreadCpuTime();
+            }, "jdk-samples-burner");
             t.start();
             t.join();
         } finally {
             profiler.stop();
         }
         return jfr;
+    }
+
+    /**
+     * The burner's samples stand for at least half of the 10 ms periods of CPU it got. Weights, not
+     * events: on a busy host one sample can carry several periods.
+     */
+    private void assertBurnerSampled(List<RecordedEvent> ours) {
+        List<RecordedEvent> burner = JfrReader.onThread(ours, "jdk-samples-burner");
+        long weight = burner.stream().mapToLong(e -> Math.max(1, e.getLong("weight"))).sum();
+        long periods = burnerCpuNanos / 10_000_000L;
+        System.out.println("JdkSamplesTest: the burner's samples: " + burner.size() + " weighing " + weight
+                + " periods for its " + burnerCpuNanos / 1_000_000 + " ms of CPU");
+        assertTrue(periods >= 20 && weight * 2 >= periods, "the burner's samples: " + burner.size() + " weighing "
+                + weight + " periods for its " + burnerCpuNanos / 1_000_000 + " ms of CPU");
     }
 
     /** (time, thread, frames) of each event: the two kinds must describe the same samples. */
@@ -73,7 +94,7 @@ class JdkSamplesTest {
         List<RecordedEvent> ours = JfrReader.ofType(all, JfrReader.EXECUTION_SAMPLE);
         List<RecordedEvent> jdk = JfrReader.ofType(all, JDK_SAMPLE);
         List<RecordedEvent> burner = JfrReader.onThread(ours, "jdk-samples-burner");
-        assertTrue(burner.size() >= 20, "CPU samples of the burner: " + burner.size());
+        assertBurnerSampled(ours);
         assertEquals(ours.size(), jdk.size(), "one jdk.ExecutionSample per datadog.ExecutionSample");
         assertEquals(shape(ours, "eventThread"), shape(jdk, "sampledThread"),
                 "the same time, thread and stack in both");
@@ -117,7 +138,7 @@ class JdkSamplesTest {
     @Test
     void withoutTheOptionNoJdkSamples() throws Exception {
         List<RecordedEvent> all = JfrReader.readAll(record(""));
-        assertTrue(JfrReader.ofType(all, JfrReader.EXECUTION_SAMPLE).size() >= 20);
+        assertBurnerSampled(JfrReader.ofType(all, JfrReader.EXECUTION_SAMPLE));
         assertEquals(0, JfrReader.ofType(all, JDK_SAMPLE).size());
     }
 }
