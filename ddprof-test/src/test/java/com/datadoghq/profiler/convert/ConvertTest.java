@@ -395,6 +395,33 @@ class ConvertTest {
         }
     }
 
+    /** {@code --include} and {@code --exclude} of one pattern split the samples in two, by their frames. */
+    @Test
+    void includeAndExcludeSplitTheSamplesByTheirFrames() throws Exception {
+        long chainC = samples.stream().filter(ConvertTest::onChainC).mapToLong(ConvertTest::weightOf).sum();
+        Map<String, Long> in = readCollapsed(convertOk("--to", "collapsed", "--include", "chainC$",
+                jfr.toString(), "in.collapsed"));
+        Map<String, Long> out = readCollapsed(convertOk("--to", "collapsed", "--exclude", "\\.chainC$",
+                jfr.toString(), "out.collapsed"));
+        assertTrue(in.keySet().stream().allMatch(k -> Arrays.asList(k.split(";")).contains(CHAIN_C)), "kept: " + in);
+        assertTrue(out.keySet().stream().noneMatch(k -> Arrays.asList(k.split(";")).contains(CHAIN_C)), "left: " + out);
+        assertEquals(chainC, in.values().stream().mapToLong(Long::longValue).sum(), "the samples with chainC");
+        assertEquals(weight - chainC, out.values().stream().mapToLong(Long::longValue).sum(), "the others");
+
+        // Two includes: both must match (chainA and chainC are on every burner stack: the same).
+        Map<String, Long> both = readCollapsed(convertOk("--to", "collapsed", "--include", "chainC", "--include",
+                "CpuBurner\\.chainA", jfr.toString(), "both.collapsed"));
+        assertEquals(chainC, both.values().stream().mapToLong(Long::longValue).sum());
+
+        ChildJvm.Result r = convert("--to", "collapsed", "--include", "chain(", jfr.toString(), "bad.collapsed");
+        assertEquals(2, r.exitCode, r.describe());
+        assertTrue(r.stderr.contains("--include 'chain(' is not a regular expression"), r.describe());
+        assertFalse(Files.exists(dir.resolve("bad.collapsed")));
+        r = convert("--to", "collapsed", "--include", "noSuchMethodAnywhere", jfr.toString(), "none.collapsed");
+        assertEquals(1, r.exitCode, r.describe());
+        assertTrue(r.stderr.contains("that --include/--exclude keep"), r.describe());
+    }
+
     @Test
     void nothingToConvertIsAnErrorNotAnEmptyFile() throws Exception {
         ChildJvm.Result r = convert("--to", "pprof", "--event", "alloc", jfr.toString(), "alloc.pb.gz");

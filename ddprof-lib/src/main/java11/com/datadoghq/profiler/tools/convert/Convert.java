@@ -23,12 +23,13 @@ import java.util.regex.Pattern;
 
 /**
  * {@code convert --to collapsed|pprof|otlp|html [--event cpu|wall|alloc|live|malloc|socket] [--threads] [--leak]
- * [--from T] [--to T] rec.jfr [out]}: see {@link #USAGE} and docs/converters.md.
+ * [--raw-names] [--include RE] [--exclude RE] [--from T] [--to T] rec.jfr [out]}: see {@link #USAGE} and docs/converters.md.
  */
 public final class Convert {
     static final String USAGE = String.join("\n",
             "Usage: convert --to collapsed|pprof|otlp|html [--event " + EventKind.optionList("|") + "]",
-            "               [--threads] [--leak] [--raw-names] [--from T] [--to T] rec.jfr [out]",
+            "               [--threads] [--leak] [--raw-names] [--include RE] [--exclude RE]",
+            "               [--from T] [--to T] rec.jfr [out]",
             "  --to FORMAT     collapsed: 'frame;frame;frame value' lines (flame-graph tools' input)",
             "                  pprof:     gzipped profile.proto",
             "                  otlp:      an OTLP ExportProfilesServiceRequest (protobuf); out may be an",
@@ -42,6 +43,9 @@ public final class Convert {
             "  --leak          malloc only: the native allocations not freed by the end of the recording",
             "  --raw-names     class names as recorded: by default a lambda's class is Demo$$Lambda and a",
             "                  hidden class loses its address (Demo$$Lambda$6/0x7fd7... differs run to run)",
+            "  --include RE    keep only samples with a frame whose name (pkg.Class.method, or a native",
+            "                  symbol) contains a match of the regular expression RE; repeatable: all must match",
+            "  --exclude RE    drop samples with any frame matching RE; repeatable",
             "  --from T, --to T  keep events in [from, to): T is an ISO instant (2026-12-01T12:00:00Z)",
             "                  or an offset from the recording's start (30s, 1500ms, 2m; bare = seconds),",
             "                  negative from its end (-10s)",
@@ -97,6 +101,7 @@ public final class Convert {
         boolean threads = false;
         boolean leak = false;
         boolean rawNames = false;
+        StackFilter filter = StackFilter.ALL;
         String from = null;
         String to = null;
         String input = null;
@@ -139,6 +144,17 @@ public final class Convert {
                     break;
                 case "--raw-names":
                     rawNames = true;
+                    break;
+                case "--include":
+                case "--exclude":
+                    if (i + 1 >= args.length) {
+                        return usage(err, a + " needs a regular expression");
+                    }
+                    try {
+                        filter = a.equals("--include") ? filter.including(args[++i]) : filter.excluding(args[++i]);
+                    } catch (IllegalArgumentException e) {
+                        return usage(err, e.getMessage());
+                    }
                     break;
                 default:
                     if (a.startsWith("--") || (a.startsWith("-") && a.length() > 1)) {
@@ -185,7 +201,7 @@ public final class Convert {
             Instant fromTime = from == null ? null : time(from, span);
             Instant toTime = to == null ? null : time(to, span);
             Set<EventKind> kinds = kind == null ? Collections.emptySet() : EnumSet.of(kind);
-            JfrProfileReader reader = new JfrProfileReader(kinds, fromTime, toTime).rawNames(rawNames);
+            JfrProfileReader reader = new JfrProfileReader(kinds, fromTime, toTime).rawNames(rawNames).filter(filter);
             profile = (leak ? reader.leaksOnly() : reader).read(in);
         } catch (IllegalArgumentException e) {
             return usage(err, e.getMessage());
@@ -196,6 +212,7 @@ public final class Convert {
         List<EventKind> present = profile.kinds();
         if (present.isEmpty()) {
             err.println("No " + (kind == null ? "sample" : kind.option + " sample") + " events"
+                    + (filter.keepsEverything() ? "" : " that --include/--exclude keep")
                     + (from != null || to != null ? " in the selected time range" : "") + " in " + in
                     + " (read: " + (kind == null ? EventKind.allEventTypeNames() : kind.eventTypeNames()) + ").");
             return 1;

@@ -47,6 +47,7 @@ public final class JfrProfileReader {
     private final Instant to;
     private boolean leaks;
     private boolean rawNames;
+    private StackFilter filter = StackFilter.ALL;
     /** Read before the samples when wall samples are asked for. */
     private WallEpochs epochs = WallEpochs.NONE;
 
@@ -74,6 +75,12 @@ public final class JfrProfileReader {
     /** Class names as recorded, lambda counters and hidden-class addresses included ({@link ClassNames}). */
     public JfrProfileReader rawNames(boolean raw) {
         this.rawNames = raw;
+        return this;
+    }
+
+    /** Keeps only the samples {@code filter} keeps ({@code --include}, {@code --exclude}). */
+    JfrProfileReader filter(StackFilter filter) {
+        this.filter = filter;
         return this;
     }
 
@@ -209,9 +216,22 @@ public final class JfrProfileReader {
                                   int[] attrSlots, int attrCount) {
         RecordedStackTrace trace = event.getStackTrace();
         List<RecordedFrame> recorded = trace == null ? Collections.emptyList() : trace.getFrames();
-        int[] stack = new int[recorded.size()];
+        Profile.Frame[] frames = new Profile.Frame[recorded.size()];
+        for (int i = 0; i < frames.length; i++) {
+            frames[i] = frame(recorded.get(i), rawNames);
+        }
+        if (!filter.keepsEverything()) {
+            List<String> names = new ArrayList<>(frames.length);
+            for (Profile.Frame f : frames) {
+                names.add(f.name());
+            }
+            if (!filter.keeps(names)) {
+                return;
+            }
+        }
+        int[] stack = new int[frames.length];
         for (int i = 0; i < stack.length; i++) {
-            stack[i] = profile.frame(frame(recorded.get(i), rawNames));
+            stack[i] = profile.frame(frames[i]);
         }
         RecordedThread t = thread(event);
         int thread = -1;
