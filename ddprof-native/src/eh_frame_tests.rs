@@ -3,6 +3,11 @@ use crate::elf::executable_files;
 use crate::sample::walk::dwarf::{publish, read};
 use std::sync::atomic::Ordering;
 
+/// The synthetic sections below are x86_64's (rsp, rbp): read as such on any target.
+fn x86_rows(data: &[u8], vaddr: u64, bias: u64) -> Vec<Row> {
+    rows_of_eh_frame_for(data, vaddr, bias, &crate::sample::walk::arch::x86_64::DWARF)
+}
+
 /// One CIE (zR, pcrel|sdata4, code align 1, data align -8, CFA = rsp+8, ra at CFA-8)
 /// and one FDE of a classic `push rbp; mov rbp, rsp; ... leave; ret` function at ELF
 /// address 0x1000, size 0x40, in a section at address 0x2000.
@@ -52,7 +57,7 @@ fn section() -> Vec<u8> {
 
 #[test]
 fn a_frame_pointer_function_gives_four_rules_and_an_end() {
-    let rows = rows_of_eh_frame(&section(), 0x2000, 0x10_0000);
+    let rows = x86_rows(&section(), 0x2000, 0x10_0000);
     let b = 0x10_0000u64;
     let want = [
         (b + 0x1000, CFA_RSP, 8, FP_SAME),
@@ -70,7 +75,7 @@ fn a_frame_pointer_function_gives_four_rules_and_an_end() {
 
 #[test]
 fn table_lookup_finds_the_rule_in_force() {
-    let rows = rows_of_eh_frame(&section(), 0x2000, 0);
+    let rows = x86_rows(&section(), 0x2000, 0);
     let t = Table::single(0x1000, 0x2000, rows);
     assert_eq!(t.rule(0x1000).map(|r| r.cfa_off), Some(8));
     assert_eq!(
@@ -96,7 +101,7 @@ fn damaged_sections_never_panic() {
         seed
     };
     for cut in 0..good.len() {
-        rows_of_eh_frame(&good[..cut], 0x2000, 0);
+        x86_rows(&good[..cut], 0x2000, 0);
     }
     for _ in 0..2000 {
         let mut d = good.clone();
@@ -104,9 +109,9 @@ fn damaged_sections_never_panic() {
             let i = (next() as usize) % d.len();
             d[i] = next() as u8;
         }
-        rows_of_eh_frame(&d, next(), next());
+        x86_rows(&d, next(), next());
         let noise: Vec<u8> = (0..next() % 200).map(|_| next() as u8).collect();
-        rows_of_eh_frame(&noise, next(), next());
+        x86_rows(&noise, next(), next());
     }
 }
 
@@ -154,9 +159,10 @@ fn a_replaced_table_is_freed_only_after_its_holders_left() {
     );
 }
 
-/// libc of this process: at the first instruction of any function, CFA = rsp + 8.
+/// libc of this process: at the first instruction of any function, the return address is
+/// where the call left it: x86_64 CFA = rsp + 8 (ra at CFA - 8); aarch64 CFA = sp, ra in x30.
 #[test]
-fn libc_rows_say_cfa_is_rsp_plus_8_at_function_entry() {
+fn libc_rows_say_where_the_return_address_is_at_function_entry() {
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
     let files = executable_files(&maps);
     let libc = files
@@ -182,11 +188,12 @@ fn libc_rows_say_cfa_is_rsp_plus_8_at_function_entry() {
     for f in [sym(c"getpid"), sym(c"qsort")] {
         assert_ne!(f, 0);
         let r = t.rule(f).expect("a rule at function entry");
-        assert_eq!(
-            (r.cfa_reg, r.cfa_off, r.fp_off),
-            (CFA_RSP, 8, FP_SAME),
-            "at {f:#x}"
-        );
+        let entry = if cfg!(target_arch = "aarch64") {
+            (CFA_RSP, 0, FP_SAME, dwarf::RA_IN_LR)
+        } else {
+            (CFA_RSP, 8, FP_SAME, RA_BELOW_CFA)
+        };
+        assert_eq!((r.cfa_reg, r.cfa_off, r.fp_off, r.ra), entry, "at {f:#x}");
     }
 }
 
