@@ -51,6 +51,9 @@ pub struct Row {
     pub ra: i8,
 }
 
+// The table's size per row, the same for every architecture.
+const _: () = assert!(std::mem::size_of::<Row>() == 16);
+
 impl Row {
     pub fn same_rule(&self, o: &Row) -> bool {
         self.cfa_reg == o.cfa_reg

@@ -6,18 +6,19 @@
 //! frame pointers), then the frame-pointer chain (HotSpot's own code, libjvm.so, is built
 //! with frame pointers on x86_64 Linux and has no rows), then, for the interrupted frame
 //! only, a short scan above sp for a return address into Java (a function caught in its
-//! prologue). How a row or a frame record is applied is the architecture's (`arch::caller_by_rule`,
-//! `arch::caller`; on aarch64 the interrupted frame's return address may still be in lr). Where none works the walker falls back to the thread's frame anchor, as it
-//! did before this module existed.
+//! prologue). How a row or a frame record is applied is the architecture's
+//! (`arch::caller_by_rule`, `arch::caller`; on aarch64 the interrupted frame's return address
+//! may still be in lr). Where none works the walker falls back to the thread's frame anchor,
+//! as it did before this module existed.
 //!
 //! `cstack=vmx` also records the native pcs walked (one `traces::kind::NATIVE_PC` frame
 //! each, named at dump time by `crate::symbols`), and gives threads without any Java frame
 //! (compiler, GC, attached native threads) their native stack. `cstack=vm` records none.
 //!
 //! Rules of the chain (each step, before a frame is trusted):
-//! - the caller's sp (CFA) is above sp (aarch64: or at it, while the return address is in lr),
-//!   8-aligned, inside the thread's stack, at most
-//!   `MAX_FRAME_BYTES` away; a frame pointer is 8-aligned, not below sp, inside the stack;
+//! - the caller's sp (CFA) is above sp (aarch64: or at it, while the return address is in
+//!   lr), 8-aligned, inside the thread's stack, at most `MAX_FRAME_BYTES` away; a frame
+//!   pointer is 8-aligned, not below sp, inside the stack;
 //! - the saved return address follows a call instruction (a cheap test that rejects most
 //!   values read through a frame pointer register that held something else);
 //! - frame pointers increase strictly (a chain that loops or goes back is broken): each
