@@ -37,6 +37,9 @@
 #                  ArmSuite.parkArmSuite; none of the threads not added;
 #   nativemem      datadog.NativeMemoryAllocation with java.util.zip.Deflater under
 #                  ArmSuite.deflateArmSuite (zlib's mallocs, through the GOT hooks);
+#   nativemem-c-frames  most of those under Deflater.init show zlib's C frames above
+#                  Java_java_util_zip_Deflater_init, directly above the Java method (the hook walks
+#                  from its own registers: arch::Regs::here, native unwinding);
 #   protected-load a crash-protected load reads a mapped page and returns unread, by a recovered
 #                  fault, on the same page unmapped; the JVM lives on.
 #   frame-types    (modes default and c1) Java frames typed as they run: ArmSuite.main Interpreted,

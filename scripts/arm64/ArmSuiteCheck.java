@@ -146,6 +146,19 @@ public class ArmSuiteCheck {
                         + " with java.util.zip.Deflater under ArmSuite.deflateArmSuite (want >= 5)"
                         + (zip.isEmpty() ? describeFirst(nm) : ""));
 
+        // The malloc hook walks from its own registers (arch::Regs::here): zlib's C frames, then
+        // the JDK's JNI function, directly above the Java native method that allocates.
+        List<RecordedEvent> init = filter(zip, e -> names(e, "java.util.zip.Deflater.init"));
+        List<RecordedEvent> initC = filter(init, e -> {
+            List<String> f = frames(e);
+            int at = f.indexOf("java.util.zip.Deflater.init");
+            return at >= 2 && f.get(at - 1).equals("Java_java_util_zip_Deflater_init") && !f.get(0).contains(".");
+        });
+        check("nativemem-c-frames", init.size() >= 5 && initC.size() * 2 > init.size(),
+                initC.size() + " of " + init.size() + " allocations under java.util.zip.Deflater.init show C frames (zlib's)"
+                        + " above Java_java_util_zip_Deflater_init directly above it (want more than half)"
+                        + describeFirst(filter(init, e -> !initC.contains(e))));
+
         // A crash-protected load: reads a mapped page, returns unread on the same page unmapped.
         String[] mapped = String.valueOf(out.get("protected_mapped")).split("[, ]");
         String[] unmapped = String.valueOf(out.get("protected_unmapped")).split("[, ]");

@@ -65,8 +65,38 @@ impl Regs {
         None
     }
 
-    /// None: a walk from a native hook's own frame is not ported to aarch64 (it would need
-    /// the hook's own lr as well); hooks keep their anchor-only stacks.
+    /// The caller's own pc, sp and x29 at this point: where a walk of the current thread
+    /// starts when there is no signal context (a hook called by native code). Inlined, so
+    /// the pc is inside the calling function, past its prologue (it has saved lr, so lr is
+    /// not needed: 0), and sp is that function's own at the pc: its DWARF row unwinds from
+    /// there. The frame must still be live while the walk runs, so call it in the function
+    /// that walks. Signal-safe.
+    #[cfg(target_arch = "aarch64")]
+    #[inline(always)]
+    pub fn here() -> Option<Regs> {
+        let (pc, sp, fp): (usize, usize, usize);
+        // SAFETY: reads three registers into outputs; no memory or stack is touched (x29 is
+        // named: it is never given to an operand).
+        unsafe {
+            std::arch::asm!(
+                "mov {fp}, x29",
+                "mov {sp}, sp",
+                "adr {pc}, .",
+                pc = out(reg) pc,
+                sp = out(reg) sp,
+                fp = out(reg) fp,
+                options(nomem, nostack, preserves_flags),
+            );
+        }
+        Some(Regs {
+            pc,
+            sp,
+            fp,
+            ..Regs::default()
+        })
+    }
+
+    #[cfg(not(target_arch = "aarch64"))]
     #[inline(always)]
     pub fn here() -> Option<Regs> {
         None
