@@ -18,6 +18,17 @@
 #   stop           the recording stop completes is readable, with CPU samples;
 #   cpu            main's CPU samples, at least a third of what its CPU time allows at 10 ms,
 #                  more than half naming ArmSuite.burnArmSuiteHot;
+#   jni            CPU samples in the JNI library's C code (scripts/arm64/armsuite_jni.c, built
+#                  here with aarch64-linux-gnu-gcc -O2: unwound by its .eh_frame rows): at least
+#                  a third of what its CPU time allows name the native method, and most show
+#                  [burnArmSuiteC <] chainArmSuiteB < chainArmSuiteA < Java_ArmSuite_nativeArmSuite
+#                  directly above ArmSuite.nativeArmSuite, ArmSuite.jniArmSuite below it;
+#   unload         CPU samples of the burn in ArmSuiteUnloadable (span 3005), a class loaded by a
+#                  loader of its own and unloaded before the dump (the workload prints unloaded=1):
+#                  at least a third of what its CPU time allows; in those not in the tracer API's
+#                  calls around the burn nor in its loop's clock (System.nanoTime), every Java frame
+#                  named after ArmSuite, ArmSuiteUnloadable, or <unloaded> (class ""), never after
+#                  another method (fjmethodid=lazy names raw frames at the dump);
 #   context        every one of those carries the span ids and attribute set around the burn
 #                  (setContext / setContextValue, the calls released tracers make);
 #   alloc          datadog.ObjectSample name ArmSuite.allocArmSuite, weights for its bytes;
@@ -26,8 +37,16 @@
 #                  ArmSuite.parkArmSuite; none of the threads not added;
 #   nativemem      datadog.NativeMemoryAllocation with java.util.zip.Deflater under
 #                  ArmSuite.deflateArmSuite (zlib's mallocs, through the GOT hooks);
+#   nativemem-c-frames  most of those under Deflater.init show zlib's C frames above
+#                  Java_java_util_zip_Deflater_init, directly above the Java method (the hook walks
+#                  from its own registers: arch::Regs::here, native unwinding);
 #   protected-load a crash-protected load reads a mapped page and returns unread, by a recovered
 #                  fault, on the same page unmapped; the JVM lives on.
+#   frame-types    (modes default and c1) Java frames typed as they run: ArmSuite.main Interpreted,
+#                  mixArmSuite Inlined into burnArmSuiteHot, which is "JIT compiled" (C2) in most
+#                  of the burn's samples by default; with -XX:TieredStopAtLevel=1 (mode c1) it is
+#                  "C1 compiled" in most and no frame of any sample is "JIT compiled" (C1's inlined
+#                  mixArmSuite has no scope of its own at the sampled pcs: not checked there);
 #   lazy           (mode lazy, fjmethodid=lazy) no fallback, no jmethodID made, and at least as many
 #                  raw Method* frames of the VMStructs walker (sample/walk/arch/aarch64.rs) as
 #                  samples naming the hot method.
@@ -46,10 +65,12 @@ QEMU="${QEMU:-qemu-aarch64}"
 SYSROOT=/usr/aarch64-linux-gnu
 
 # The modes: one aarch64 JVM per mode and JDK. NAME|START OPTIONS added to the workload's
-# (ArmSuite); the name reaches ArmSuiteCheck, where a check may depend on it. A mode is one line.
+# (ArmSuite)[|JVM OPTIONS]; the name reaches ArmSuiteCheck, where a check may depend on it. A mode
+# is one line. c1: only C1 compiles (its frames typed "C1 compiled", none "JIT compiled").
 MODES=(
   "default|"
   "lazy|fjmethodid=lazy"
+  "c1||-XX:TieredStopAtLevel=1"
 )
 BURN_MS=3000
 
@@ -82,17 +103,27 @@ trap '[ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/guest" "$WORK/host"
 "$HOST_JAVA_HOME/bin/javac" --release 8 -cp "$JAR" -d "$WORK/guest" scripts/arm64/ArmSuite.java
 "$HOST_JAVA_HOME/bin/javac" -d "$WORK/host" scripts/arm64/ArmSuiteCheck.java
+# The class the workload loads in a loader of its own and unloads (the unload check): not on its class path.
+"$HOST_JAVA_HOME/bin/javac" --release 8 -d "$WORK/unloadable" scripts/arm64/ArmSuiteUnloadable.java
+# The JNI library (the jni check): jni.h is the same for every architecture; jni_md.h is Linux's.
+JNI_LIB="$WORK/guest/libarmsuite.so"
+aarch64-linux-gnu-gcc -O2 -shared -fPIC -I"$HOST_JAVA_HOME/include" -I"$HOST_JAVA_HOME/include/linux" \
+    -o "$JNI_LIB" scripts/arm64/armsuite_jni.c \
+  || fail "could not build the JNI library with aarch64-linux-gnu-gcc (Debian's gcc-aarch64-linux-gnu)"
 
-# run MAJOR ARM_JDK MODE OPTIONS: the workload on one JDK in one mode, then its checks.
+# run MAJOR ARM_JDK MODE OPTIONS [JVM_OPTIONS]: the workload on one JDK in one mode, then its checks.
+# -XX:+DebugNonSafepoints: the library turns it on at load, through a write qemu-user cannot do
+# (docs/aarch64.md); without it compiled pcs between safepoints have no scope of their own.
 run() {
-  local major="$1" jdk="$2" mode="$3" options="$4" dir rc t0
+  local major="$1" jdk="$2" mode="$3" options="$4" jvm_options="${5:-}" dir rc t0
   dir="$WORK/jdk$major-$mode"
   mkdir -p "$dir"
   t0=$SECONDS
-  # shellcheck disable=SC2046 # --guest-env gives whole words, paths without spaces
+  # shellcheck disable=SC2046,SC2086 # --guest-env and the JVM options give whole words, paths without spaces
   timeout 300 "$QEMU" -L "$SYSROOT" $(bash scripts/install-arm64-jdk.sh --guest-env "$jdk") \
-      "$jdk/bin/java" --enable-native-access=ALL-UNNAMED \
-      --add-exports java.base/sun.nio.ch=ALL-UNNAMED -Djava.io.tmpdir="$dir" \
+      "$jdk/bin/java" --enable-native-access=ALL-UNNAMED -XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints $jvm_options \
+      --add-exports java.base/sun.nio.ch=ALL-UNNAMED -Djava.io.tmpdir="$dir" -Darmsuite.jni="$JNI_LIB" \
+      -Darmsuite.unload="$WORK/unloadable" \
       -cp "$JAR:$WORK/guest" ArmSuite "$dir/suite.jfr" "$BURN_MS" "$options" >"$dir/out.txt" 2>&1 \
     || { rc=$?; sed 's/^/  | /' "$dir/out.txt" >&2; fail "the aarch64 JVM $major ($mode) failed (exit $rc)"; }
   sed '/^counter\./d; s/^/  | /' "$dir/out.txt"   # the counters stay in out.txt, for the checks
@@ -115,7 +146,11 @@ for major in ${ARM64_JDKS:-17 21 25}; do
   for entry in "${MODES[@]}"; do
     mode="${entry%%|*}"
     case " ${ARM64_MODES:-${MODES[*]%%|*}} " in *" $mode "*) ;; *) continue ;; esac
-    run "$major" "$ARM_JDK" "$mode" "${entry#*|}"
+    fields="${entry#*|}"
+    case "$fields" in
+      *"|"*) run "$major" "$ARM_JDK" "$mode" "${fields%%|*}" "${fields#*|}" ;;
+      *) run "$major" "$ARM_JDK" "$mode" "$fields" ;;
+    esac
   done
 done
 echo "arm64-smoke: OK"

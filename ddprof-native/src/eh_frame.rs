@@ -10,7 +10,11 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use crate::elf::{u32_at, Elf, MappedFile};
-use crate::sample::walk::dwarf::{self, Lib, Row, Table, CFA_RBP, CFA_RSP, CFA_UNKNOWN, FP_SAME};
+use crate::sample::walk::arch;
+use crate::sample::walk::dwarf::{
+    self, Lib, Registers, Row, Table, CFA_RBP, CFA_RSP, CFA_UNKNOWN, FP_SAME, RA_BELOW_CFA,
+    RA_BESIDE_FP, RA_IN_LR,
+};
 
 /// Serialises builds and publications.
 static BUILD: Mutex<()> = Mutex::new(());
@@ -70,8 +74,19 @@ fn rows_of_file(f: &MappedFile) -> Option<Vec<Row>> {
     rows_of_elf(&f.open()?, f.exec_start, f.exec_offset)
 }
 
-/// [`rows_of_file`] of a file opened (or an object read in memory).
+/// [`rows_of_file`] of a file opened (or an object read in memory), for this architecture.
 fn rows_of_elf(elf: &Elf, exec_start: u64, exec_offset: u64) -> Option<Vec<Row>> {
+    rows_of_elf_for(elf, exec_start, exec_offset, &arch::DWARF)
+}
+
+/// [`rows_of_elf`] for the architecture whose DWARF registers are `regs` (tests read another
+/// architecture's files).
+fn rows_of_elf_for(
+    elf: &Elf,
+    exec_start: u64,
+    exec_offset: u64,
+    regs: &Registers,
+) -> Option<Vec<Row>> {
     // bias = runtime address - ELF vaddr, through the segment the mapping maps: file offset
     // f is at runtime exec_start + f - exec_offset and at ELF address vaddr + f - offset of
     // its segment (which may start after the mapping's page).
@@ -82,12 +97,17 @@ fn rows_of_elf(elf: &Elf, exec_start: u64, exec_offset: u64) -> Option<Vec<Row>>
         .wrapping_sub(load.vaddr);
     let eh = elf.section_named(".eh_frame")?;
     let data = elf.read(eh.offset, eh.size)?;
-    Some(rows_of_eh_frame(&data, eh.addr, bias))
+    Some(rows_of_eh_frame_for(&data, eh.addr, bias, regs))
 }
 
 /// Every row of an `.eh_frame` section whose first byte is at ELF address `vaddr`, moved
-/// by `bias` to runtime addresses, sorted and merged.
+/// by `bias` to runtime addresses, sorted and merged, for this architecture.
 pub fn rows_of_eh_frame(data: &[u8], vaddr: u64, bias: u64) -> Vec<Row> {
+    rows_of_eh_frame_for(data, vaddr, bias, &arch::DWARF)
+}
+
+/// [`rows_of_eh_frame`] for the architecture whose DWARF registers are `regs`.
+pub fn rows_of_eh_frame_for(data: &[u8], vaddr: u64, bias: u64, regs: &Registers) -> Vec<Row> {
     let mut rows = Vec::new();
     let mut cies: HashMap<usize, Cie> = HashMap::new();
     let mut pos = 0usize;
@@ -113,7 +133,7 @@ pub fn rows_of_eh_frame(data: &[u8], vaddr: u64, bias: u64) -> Vec<Row> {
                 None => parse_cie_at(data, cie_pos, vaddr),
             };
             if let Some(cie) = cie {
-                fde_rows(data, body + 4, end, vaddr, bias, &cie, &mut rows);
+                fde_rows(data, body + 4, end, vaddr, bias, &cie, regs, &mut rows);
                 cies.entry(cie_pos).or_insert(cie);
             }
         }
@@ -282,10 +302,9 @@ impl Cie {
     }
 }
 
-/// x86_64 DWARF register numbers.
-const DW_RBP: u64 = 6;
-const DW_RSP: u64 = 7;
-
+/// Where a register the rows keep (the frame pointer; the return address where
+/// [`Registers::ra`] is set) is: unchanged, saved at `CFA + offset`, or somewhere a row
+/// cannot say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum FpRule {
     Same,
@@ -299,19 +318,38 @@ struct State {
     cfa_off: i64,
     cfa_known: bool,
     fp: FpRule,
+    /// The return address's rule (only where [`Registers::ra`] is set).
+    ra: FpRule,
+}
+
+/// A row with no usable rule.
+fn unknown_row(pc: u64) -> Row {
+    Row {
+        pc,
+        cfa_off: 0,
+        fp_off: 0,
+        cfa_reg: CFA_UNKNOWN,
+        ra: 0,
+    }
 }
 
 impl State {
-    fn row(&self, pc: u64) -> Row {
-        let unknown = Row {
-            pc,
-            cfa_off: 0,
-            fp_off: 0,
-            cfa_reg: CFA_UNKNOWN,
-        };
+    /// The state every FDE's CIE starts from.
+    fn initial(regs: &Registers) -> State {
+        State {
+            cfa_reg: regs.sp,
+            cfa_off: regs.initial_cfa_off,
+            cfa_known: true,
+            fp: FpRule::Same,
+            ra: FpRule::Same,
+        }
+    }
+
+    fn row(&self, pc: u64, regs: &Registers) -> Row {
+        let unknown = unknown_row(pc);
         let cfa_reg = match self.cfa_reg {
-            DW_RSP => CFA_RSP,
-            DW_RBP => CFA_RBP,
+            r if r == regs.sp => CFA_RSP,
+            r if r == regs.fp => CFA_RBP,
             _ => return unknown,
         };
         let fp_off = match self.fp {
@@ -322,22 +360,56 @@ impl State {
             },
             FpRule::Unknown => return unknown,
         };
+        let ra = if regs.ra.is_none() {
+            RA_BELOW_CFA
+        } else {
+            match (self.ra, self.fp) {
+                (FpRule::Same, _) => RA_IN_LR,
+                (FpRule::At(r), FpRule::At(f)) if f.checked_add(8) == Some(r) => RA_BESIDE_FP,
+                (FpRule::At(r), _) if r % 8 == 0 => match i8::try_from(r / 8) {
+                    Ok(w) if w != RA_IN_LR && w != RA_BESIDE_FP => w,
+                    _ => return unknown,
+                },
+                _ => return unknown,
+            }
+        };
         match i32::try_from(self.cfa_off) {
             Ok(cfa_off) if self.cfa_known => Row {
                 pc,
                 cfa_off,
                 fp_off,
                 cfa_reg,
+                ra,
             },
             _ => unknown,
+        }
+    }
+
+    /// Register `reg` now follows `rule` (`restore`: its rule in `initial`), if the rows
+    /// keep it.
+    fn set(&mut self, reg: u64, rule: FpRule, regs: &Registers) {
+        if reg == regs.fp {
+            self.fp = rule;
+        } else if Some(reg) == regs.ra {
+            self.ra = rule;
+        }
+    }
+
+    fn restore(&mut self, reg: u64, initial: &State, regs: &Registers) {
+        if reg == regs.fp {
+            self.fp = initial.fp;
+        } else if Some(reg) == regs.ra {
+            self.ra = initial.ra;
         }
     }
 }
 
 /// Runs one CFA program. `emit` gets (pc, state) before every advance and at the end.
+#[allow(clippy::too_many_arguments)]
 fn run_program(
     r: &mut Reader,
     cie: &Cie,
+    regs: &Registers,
     state: &mut State,
     initial: &State,
     loc: &mut u64,
@@ -359,15 +431,11 @@ fn run_program(
             }
             2 => {
                 let off = (r.uleb()? as i64).wrapping_mul(cie.data_align);
-                if u64::from(op & 0x3f) == DW_RBP {
-                    state.fp = FpRule::At(off);
-                }
+                state.set(u64::from(op & 0x3f), FpRule::At(off), regs);
                 continue;
             }
             3 => {
-                if u64::from(op & 0x3f) == DW_RBP {
-                    state.fp = initial.fp;
-                }
+                state.restore(u64::from(op & 0x3f), initial, regs);
                 continue;
             }
             _ => {}
@@ -394,31 +462,25 @@ fn run_program(
             0x05 => {
                 let reg = r.uleb()?;
                 let off = (r.uleb()? as i64).wrapping_mul(cie.data_align);
-                if reg == DW_RBP {
-                    state.fp = FpRule::At(off);
-                }
+                state.set(reg, FpRule::At(off), regs);
             }
             0x06 => {
-                if r.uleb()? == DW_RBP {
-                    state.fp = initial.fp;
-                }
+                let reg = r.uleb()?;
+                state.restore(reg, initial, regs);
             }
             0x07 | 0x08 => {
                 let reg = r.uleb()?;
-                if reg == DW_RBP {
-                    state.fp = if op == 0x08 {
-                        FpRule::Same
-                    } else {
-                        FpRule::Unknown
-                    };
-                }
+                let rule = if op == 0x08 {
+                    FpRule::Same
+                } else {
+                    FpRule::Unknown
+                };
+                state.set(reg, rule, regs);
             }
             0x09 => {
                 let reg = r.uleb()?;
                 r.uleb()?;
-                if reg == DW_RBP {
-                    state.fp = FpRule::Unknown;
-                }
+                state.set(reg, FpRule::Unknown, regs);
             }
             0x0a => stack.push(*state),
             0x0b => *state = stack.pop()?,
@@ -441,16 +503,12 @@ fn run_program(
                 let reg = r.uleb()?;
                 let n = r.uleb()? as usize;
                 r.bytes(n)?;
-                if reg == DW_RBP {
-                    state.fp = FpRule::Unknown;
-                }
+                state.set(reg, FpRule::Unknown, regs);
             }
             0x11 => {
                 let reg = r.uleb()?;
                 let off = r.sleb()?.wrapping_mul(cie.data_align);
-                if reg == DW_RBP {
-                    state.fp = FpRule::At(off);
-                }
+                state.set(reg, FpRule::At(off), regs);
             }
             0x12 => {
                 state.cfa_reg = r.uleb()?;
@@ -465,10 +523,11 @@ fn run_program(
                 } else {
                     r.sleb()?;
                 }
-                if reg == DW_RBP {
-                    state.fp = FpRule::Unknown;
-                }
+                state.set(reg, FpRule::Unknown, regs);
             }
+            // DW_CFA_AARCH64_negate_ra_state: the return address is signed (or no longer)
+            // from here; where it is does not change.
+            0x2d if regs.negate_ra_state => {}
             0x2e => {
                 r.uleb()?;
             }
@@ -477,9 +536,7 @@ fn run_program(
                 let off = (r.uleb()? as i64)
                     .wrapping_neg()
                     .wrapping_mul(cie.data_align);
-                if reg == DW_RBP {
-                    state.fp = FpRule::At(off);
-                }
+                state.set(reg, FpRule::At(off), regs);
             }
             _ => return None, // unknown opcode: the rest cannot be decoded
         }
@@ -487,6 +544,7 @@ fn run_program(
     Some(())
 }
 
+#[allow(clippy::too_many_arguments)]
 fn fde_rows(
     data: &[u8],
     pos: usize,
@@ -494,6 +552,7 @@ fn fde_rows(
     vaddr: u64,
     bias: u64,
     cie: &Cie,
+    regs: &Registers,
     rows: &mut Vec<Row>,
 ) {
     let mut r = Reader { data, pos, end };
@@ -513,12 +572,7 @@ fn fde_rows(
         return; // discarded function (section garbage-collected by the linker)
     }
     // The CIE's initial instructions give the state every FDE starts from.
-    let mut initial = State {
-        cfa_reg: DW_RSP,
-        cfa_off: 8,
-        cfa_known: true,
-        fp: FpRule::Same,
-    };
+    let mut initial = State::initial(regs);
     let mut loc = begin;
     let mut ci = Reader {
         data,
@@ -529,6 +583,7 @@ fn fde_rows(
     if run_program(
         &mut ci,
         cie,
+        regs,
         &mut initial,
         &start_state,
         &mut loc,
@@ -546,35 +601,26 @@ fn fde_rows(
     let ok = run_program(
         &mut r,
         cie,
+        regs,
         &mut state,
         &initial,
         &mut loc,
         vaddr,
         |pc, s| {
             if pc < fde_end {
-                rows.push(s.row(pc.wrapping_add(bias)));
+                rows.push(s.row(pc.wrapping_add(bias), regs));
             }
         },
     );
     if ok.is_none() {
         // Undecodable program: no rule for any of its pcs.
         rows.truncate(start);
-        rows.push(Row {
-            pc: begin.wrapping_add(bias),
-            cfa_off: 0,
-            fp_off: 0,
-            cfa_reg: CFA_UNKNOWN,
-        });
+        rows.push(unknown_row(begin.wrapping_add(bias)));
     } else if loc < fde_end {
-        rows.push(state.row(loc.wrapping_add(bias)));
+        rows.push(state.row(loc.wrapping_add(bias), regs));
     }
     // Past the function: no rule (unless the next function starts right here).
-    rows.push(Row {
-        pc: fde_end.wrapping_add(bias),
-        cfa_off: 0,
-        fp_off: 0,
-        cfa_reg: CFA_UNKNOWN,
-    });
+    rows.push(unknown_row(fde_end.wrapping_add(bias)));
 }
 
 #[cfg(test)]

@@ -3,6 +3,11 @@ use crate::elf::executable_files;
 use crate::sample::walk::dwarf::{publish, read};
 use std::sync::atomic::Ordering;
 
+/// The synthetic sections below are x86_64's (rsp, rbp): read as such on any target.
+fn x86_rows(data: &[u8], vaddr: u64, bias: u64) -> Vec<Row> {
+    rows_of_eh_frame_for(data, vaddr, bias, &crate::sample::walk::arch::x86_64::DWARF)
+}
+
 /// One CIE (zR, pcrel|sdata4, code align 1, data align -8, CFA = rsp+8, ra at CFA-8)
 /// and one FDE of a classic `push rbp; mov rbp, rsp; ... leave; ret` function at ELF
 /// address 0x1000, size 0x40, in a section at address 0x2000.
@@ -52,7 +57,7 @@ fn section() -> Vec<u8> {
 
 #[test]
 fn a_frame_pointer_function_gives_four_rules_and_an_end() {
-    let rows = rows_of_eh_frame(&section(), 0x2000, 0x10_0000);
+    let rows = x86_rows(&section(), 0x2000, 0x10_0000);
     let b = 0x10_0000u64;
     let want = [
         (b + 0x1000, CFA_RSP, 8, FP_SAME),
@@ -70,7 +75,7 @@ fn a_frame_pointer_function_gives_four_rules_and_an_end() {
 
 #[test]
 fn table_lookup_finds_the_rule_in_force() {
-    let rows = rows_of_eh_frame(&section(), 0x2000, 0);
+    let rows = x86_rows(&section(), 0x2000, 0);
     let t = Table::single(0x1000, 0x2000, rows);
     assert_eq!(t.rule(0x1000).map(|r| r.cfa_off), Some(8));
     assert_eq!(
@@ -96,7 +101,7 @@ fn damaged_sections_never_panic() {
         seed
     };
     for cut in 0..good.len() {
-        rows_of_eh_frame(&good[..cut], 0x2000, 0);
+        x86_rows(&good[..cut], 0x2000, 0);
     }
     for _ in 0..2000 {
         let mut d = good.clone();
@@ -104,9 +109,9 @@ fn damaged_sections_never_panic() {
             let i = (next() as usize) % d.len();
             d[i] = next() as u8;
         }
-        rows_of_eh_frame(&d, next(), next());
+        x86_rows(&d, next(), next());
         let noise: Vec<u8> = (0..next() % 200).map(|_| next() as u8).collect();
-        rows_of_eh_frame(&noise, next(), next());
+        x86_rows(&noise, next(), next());
     }
 }
 
@@ -121,6 +126,7 @@ fn a_replaced_table_is_freed_only_after_its_holders_left() {
         cfa_off: off,
         fp_off: FP_SAME,
         cfa_reg: CFA_RSP,
+        ra: RA_BELOW_CFA,
     };
     publish(Box::new(Table::single(0x1000, 0x2000, vec![row(8)])));
     let hold = read();
@@ -153,9 +159,10 @@ fn a_replaced_table_is_freed_only_after_its_holders_left() {
     );
 }
 
-/// libc of this process: at the first instruction of any function, CFA = rsp + 8.
+/// libc of this process: at the first instruction of any function, the return address is
+/// where the call left it: x86_64 CFA = rsp + 8 (ra at CFA - 8); aarch64 CFA = sp, ra in x30.
 #[test]
-fn libc_rows_say_cfa_is_rsp_plus_8_at_function_entry() {
+fn libc_rows_say_where_the_return_address_is_at_function_entry() {
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
     let files = executable_files(&maps);
     let libc = files
@@ -181,10 +188,128 @@ fn libc_rows_say_cfa_is_rsp_plus_8_at_function_entry() {
     for f in [sym(c"getpid"), sym(c"qsort")] {
         assert_ne!(f, 0);
         let r = t.rule(f).expect("a rule at function entry");
-        assert_eq!(
-            (r.cfa_reg, r.cfa_off, r.fp_off),
-            (CFA_RSP, 8, FP_SAME),
-            "at {f:#x}"
-        );
+        let entry = if cfg!(target_arch = "aarch64") {
+            (CFA_RSP, 0, FP_SAME, dwarf::RA_IN_LR)
+        } else {
+            (CFA_RSP, 8, FP_SAME, RA_BELOW_CFA)
+        };
+        assert_eq!((r.cfa_reg, r.cfa_off, r.fp_off, r.ra), entry, "at {f:#x}");
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// aarch64 rows, read on any host from aarch64 ELF files.
+// ---------------------------------------------------------------------------------------
+
+use crate::sample::walk::arch::aarch64::DWARF as AARCH64;
+use crate::sample::walk::dwarf::{CFA_FP, CFA_SP, RA_BESIDE_FP, RA_IN_LR};
+
+/// The aarch64 rows of the ELF file at `path` at its link addresses (bias 0).
+fn aarch64_rows(path: &str) -> Table {
+    let elf = Elf::open(path).unwrap_or_else(|| panic!("{path}"));
+    let eh = elf.section_named(".eh_frame").expect(".eh_frame");
+    let data = elf.read(eh.offset, eh.size).unwrap();
+    let rows = rows_of_eh_frame_for(&data, eh.addr, 0, &AARCH64);
+    Table::single(0, u64::MAX, rows)
+}
+
+/// (CFA register, CFA offset, x29's slot, return address).
+type Rule = (u8, i32, i16, i8);
+
+/// The [`Rule`] at `pc`.
+fn rule_at(t: &Table, pc: u64) -> Option<Rule> {
+    t.rule(pc).map(|r| (r.cfa_reg, r.cfa_off, r.fp_off, r.ra))
+}
+
+/// The committed fixture (`fixtures/aarch64_unwind.c`, built with Debian's
+/// aarch64-linux-gnu-gcc -O2): a leaf keeps its return address in x30; a caller saves the
+/// pair x29/x30 (`stp x29, x30, [sp, #-16]!`) and restores it; a variable-sized frame moves
+/// the CFA to x29; a large frame saves its record 8 KiB below the CFA.
+#[test]
+fn aarch64_rows_follow_the_prologues_of_gcc_code() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src/fixtures/aarch64_unwind.so"
+    );
+    let t = aarch64_rows(path);
+    let syms = crate::symbols::Table::read(path).expect("symbols");
+    for (addr, name) in [
+        (0x350, "fixture_leaf"),
+        (0x360, "fixture_calls"),
+        (0x390, "fixture_alloca"),
+        (0x3e0, "fixture_big"),
+    ] {
+        assert_eq!(syms.symbol_at(addr).as_deref(), Some(name), "at {addr:#x}");
+    }
+    let leaf = (CFA_SP, 0, FP_SAME, RA_IN_LR);
+    let pair = (CFA_SP, 16, -16, RA_BESIDE_FP);
+    let want: &[(u64, Rule)] = &[
+        // fixture_leaf: add; add; ret.
+        (0x350, leaf),
+        (0x358, leaf),
+        // fixture_calls: stp x29, x30, [sp, #-16]!; ...; ldp x29, x30, [sp], #16; add; ret.
+        (0x360, leaf),
+        (0x364, pair),
+        (0x37c, pair),
+        (0x380, leaf),
+        // fixture_alloca: ... mov x29, sp; sub sp, sp, x0: the CFA is x29 + 16.
+        (0x394, pair),
+        (0x3a0, pair),
+        (0x3a4, (CFA_FP, 16, -16, RA_BESIDE_FP)),
+        (0x3d4, (CFA_FP, 16, -16, RA_BESIDE_FP)),
+        (0x3d8, leaf),
+        // fixture_big: mov x12, #8208; sub sp, sp, x12; ...; stp x29, x30, [sp].
+        (0x3e4, leaf),
+        (0x3e8, (CFA_SP, 8208, FP_SAME, RA_IN_LR)),
+        (0x3f4, (CFA_SP, 8208, -8208, RA_BESIDE_FP)),
+        (0x418, leaf),
+    ];
+    for (pc, rule) in want {
+        assert_eq!(rule_at(&t, *pc), Some(*rule), "at {pc:#x}");
+    }
+    assert_eq!(rule_at(&t, 0x420), None, "past the last function");
+}
+
+/// Debian's aarch64 C library (the cross toolchain's, when installed): `getpid` is a leaf
+/// (`svc` with x30 untouched), `clock_gettime` saves its frame record after five
+/// instructions.
+#[test]
+fn aarch64_libc_rows_keep_the_return_address_in_lr_until_it_is_saved() {
+    let path = "/usr/aarch64-linux-gnu/lib/libc.so.6";
+    if !std::path::Path::new(path).exists() {
+        eprintln!("skipped: no {path} (Debian's libc6-arm64-cross)");
+        return;
+    }
+    let t = aarch64_rows(path);
+    let elf = Elf::open(path).unwrap();
+    let dynsym = |name: &str| -> u64 {
+        let s = elf.section_named(".dynsym").unwrap();
+        let strs = elf.sections[s.link as usize];
+        let data = elf.read(s.offset, s.size).unwrap();
+        let names = elf.read(strs.offset, strs.size).unwrap();
+        data.chunks_exact(24)
+            .find(|e| {
+                let at = u32_at(e, 0).unwrap() as usize;
+                names.get(at..at + name.len() + 1) == Some(&[name.as_bytes(), b"\0"].concat())
+            })
+            .and_then(|e| crate::elf::u64_at(e, 8))
+            .unwrap_or_else(|| panic!("{name}"))
+    };
+    let leaf = (CFA_SP, 0, FP_SAME, RA_IN_LR);
+    let getpid = dynsym("getpid");
+    assert_eq!(rule_at(&t, getpid), Some(leaf));
+    assert_eq!(rule_at(&t, getpid + 8), Some(leaf));
+    let clock = dynsym("clock_gettime");
+    assert_eq!(rule_at(&t, clock), Some(leaf));
+    assert_eq!(
+        rule_at(&t, clock + 20),
+        Some((CFA_SP, 16, -16, RA_BESIDE_FP))
+    );
+    let known = t
+        .libs()
+        .iter()
+        .flat_map(|l| &l.rows)
+        .filter(|r| r.cfa_reg != CFA_UNKNOWN)
+        .count();
+    assert!(known > 10_000, "{known} usable rows");
 }

@@ -6,9 +6,12 @@ import java.io.File;
 import java.io.RandomAccessFile;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
+import java.lang.ref.WeakReference;
 import java.lang.reflect.Field;
 import java.lang.reflect.Method;
 import java.nio.ByteBuffer;
+import java.net.URL;
+import java.net.URLClassLoader;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -18,6 +21,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.LongUnaryOperator;
 import java.util.zip.Deflater;
 
 /**
@@ -29,6 +33,12 @@ import java.util.zip.Deflater;
  * <ul>
  *   <li>burns CPU in {@link #burnArmSuiteHot} under the tracer's context (the legacy
  *       {@code setContext} / {@code setContextValue} calls released tracers make);</li>
+ *   <li>burns CPU in C, in the JNI library the script built ({@code -Darmsuite.jni=PATH}, loaded
+ *       after the start), through {@link #jniArmSuite} and the native method
+ *       {@link #nativeArmSuite} (C: {@code chainArmSuiteA -> chainArmSuiteB -> burnArmSuiteC});</li>
+ *   <li>burns CPU in ArmSuiteUnloadable, loaded from {@code -Darmsuite.unload=DIR} by a class
+ *       loader of its own ({@link #unloadableArmSuite}, under span 3005), then drops the loader and
+ *       collects until the class is unloaded (printed: {@code unloaded=1});</li>
  *   <li>retains byte arrays allocated in {@link #allocArmSuite};</li>
  *   <li>deflates with {@code java.util.zip.Deflater} in {@link #deflateArmSuite} (zlib's
  *       mallocs);</li>
@@ -57,10 +67,44 @@ public class ArmSuite {
     static long burnArmSuiteHot(long n) {
         long x = 1;
         for (long i = 0; i < n; i++) {
-            x = x * 6364136223846793005L + i;
-            x ^= x >>> 17;
+            x = mixArmSuite(x, i);
         }
         return x;
+    }
+
+    /** Small enough for C1 and C2 to inline into burnArmSuiteHot (an Inlined frame). */
+    static long mixArmSuite(long x, long i) {
+        x = x * 6364136223846793005L + i;
+        return x ^ (x >>> 17);
+    }
+
+    /** In the JNI library (scripts/arm64/armsuite_jni.c): C frames above this one. */
+    static native long nativeArmSuite(long n);
+
+    static long jniArmSuite(long n) {
+        return nativeArmSuite(n) + 1;
+    }
+
+    /**
+     * Loads ArmSuiteUnloadable from {@code dir} in a loader of its own and burns CPU in it for
+     * {@code millis} under span 3005; returns a weak reference to the class, the only one left.
+     */
+    static WeakReference<Class<?>> unloadableArmSuite(JavaProfiler profiler, String dir, long millis) throws Exception {
+        URLClassLoader loader = new URLClassLoader(new URL[] {new File(dir).toURI().toURL()}, null);
+        Class<?> c = loader.loadClass("ArmSuiteUnloadable");
+        LongUnaryOperator op = (LongUnaryOperator) c.getDeclaredConstructor().newInstance();
+        ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+        long cpu0 = mx.getCurrentThreadCpuTime();
+        long end = System.nanoTime() + millis * 1_000_000L;
+        profiler.setContext(3005, 305);
+        while (System.nanoTime() < end) {
+            sink += op.applyAsLong(200_000);
+        }
+        profiler.setContext(0, 0);
+        long cpuMillis = (mx.getCurrentThreadCpuTime() - cpu0) / 1_000_000L;
+        System.out.println("unload_cpu_ms=" + cpuMillis);
+        loader.close();
+        return new WeakReference<>(c);
     }
 
     static long allocArmSuite() {
@@ -122,6 +166,11 @@ public class ArmSuite {
         System.out.println("command=" + start);
         String reply = profiler.execute(start);
         System.out.println("start_reply=" + reply.trim().replace('\n', '|'));
+        // Loaded while the profiler runs: its unwind rows come with the library watcher's refresh.
+        String jni = System.getProperty("armsuite.jni", "");
+        if (!jni.isEmpty()) {
+            System.load(jni);
+        }
 
         CountDownLatch ready = new CountDownLatch(2);
         Thread parked = new Thread(() -> {
@@ -151,6 +200,27 @@ public class ArmSuite {
         profiler.setContextValue(setter.offsetOf("op"), 0);
         profiler.setContext(0, 0);
         System.out.println("main_cpu_ms=" + cpuMillis);
+
+        // CPU in C frames above a Java native method.
+        if (!jni.isEmpty()) {
+            long jniCpu0 = mx.getCurrentThreadCpuTime();
+            long jniEnd = System.nanoTime() + burnMillis * 1_000_000L * 2 / 3;
+            while (System.nanoTime() < jniEnd) {
+                sink += jniArmSuite(2_000_000);
+            }
+            System.out.println("jni_cpu_ms=" + (mx.getCurrentThreadCpuTime() - jniCpu0) / 1_000_000L);
+        }
+
+        // A class burnt in, then unloaded before the dump.
+        String unload = System.getProperty("armsuite.unload", "");
+        if (!unload.isEmpty()) {
+            WeakReference<Class<?>> unloadable = unloadableArmSuite(profiler, unload, burnMillis / 2);
+            for (int i = 0; i < 20 && unloadable.get() != null; i++) {
+                System.gc();
+                Thread.sleep(20);
+            }
+            System.out.println("unloaded=" + (unloadable.get() == null ? 1 : 0));
+        }
 
         // Allocations, retained: allocation samples now, live objects at the dump.
         System.out.println("alloc_bytes=" + allocArmSuite());

@@ -72,6 +72,40 @@ public class ArmSuiteCheck {
                         + " ms of CPU at 10 ms (want >= " + wantCpu + "); " + burnOther.size() + " of the burn's "
                         + burn.size() + " do not (want less than half)" + describeFirst(burnOther));
 
+        // JNI: C frames (the library's .eh_frame rows, the leaf's return address in x30) directly
+        // above the Java native method, its Java caller below.
+        long jniMs = Long.parseLong(out.getOrDefault("jni_cpu_ms", "0"));
+        List<RecordedEvent> jni = filter(cpu, e -> names(e, "ArmSuite.nativeArmSuite"));
+        List<RecordedEvent> jniChained = filter(jni, ArmSuiteCheck::cFramesAboveNativeMethod);
+        List<RecordedEvent> jniOther = filter(jni, e -> !cFramesAboveNativeMethod(e));
+        long wantJni = jniMs / 10 / 3;
+        check("jni", wantJni >= 5 && jni.size() >= wantJni && jniChained.size() * 4 >= jni.size() * 3,
+                jni.size() + " samples of main name ArmSuite.nativeArmSuite for its " + jniMs
+                        + " ms of CPU in C at 10 ms (want >= " + wantJni + "); " + jniChained.size()
+                        + " show [burnArmSuiteC <] chainArmSuiteB < chainArmSuiteA < Java_ArmSuite_nativeArmSuite"
+                        + " < ArmSuite.nativeArmSuite < ArmSuite.jniArmSuite (want at least 3/4)"
+                        + describeFirst(jniOther));
+
+        // A class unloaded between its samples and the dump: its frames are named after it or
+        // <unloaded> (class ""), never after another method (fjmethodid=lazy names raw Method*
+        // frames at the dump: a freed Method* reused by another class must not lend its name).
+        long unloadMs = Long.parseLong(out.getOrDefault("unload_cpu_ms", "0"));
+        List<RecordedEvent> unloadPhase = filter(cpu, e -> e.getLong("spanId") == 3005);
+        // The burn's samples: not in the tracer API's calls around it, nor in the loop's clock.
+        List<RecordedEvent> unloadBurn = filter(unloadPhase, e -> frames(e).stream()
+                .noneMatch(f -> f.startsWith("com.datadoghq.profiler.") || f.equals("java.lang.System.nanoTime")));
+        List<RecordedEvent> misnamed = filter(unloadBurn, e -> !frames(e).stream().allMatch(ArmSuiteCheck::unloadBurnFrame));
+        long namedOrUnloaded = unloadPhase.stream().filter(e -> frames(e).stream()
+                .anyMatch(f -> f.startsWith("ArmSuiteUnloadable.") || f.equals("<unloaded>"))).count();
+        long wantUnload = unloadMs / 10 / 3;
+        check("unload", "1".equals(out.get("unloaded")) && wantUnload >= 5 && namedOrUnloaded >= wantUnload
+                        && misnamed.isEmpty(),
+                "unloaded=" + out.get("unloaded") + " (want 1); " + unloadPhase.size() + " samples of span 3005 for "
+                        + unloadMs + " ms of CPU (" + unloadBurn.size() + " outside the tracer API and the clock), " + namedOrUnloaded
+                        + " with an ArmSuiteUnloadable or <unloaded> frame (want >= " + wantUnload + "), "
+                        + misnamed.size() + " with a frame of another method (want 0)"
+                        + describeFirst(misnamed.isEmpty() ? unloadPhase : misnamed));
+
         // The tracer's context, set around the burn: every sample in it carries the span and op.
         List<RecordedEvent> noContext = filter(hot, e -> !(e.getLong("spanId") == 3003
                 && e.getLong("localRootSpanId") == 303 && "arm-burn".equals(attr(e, "op"))));
@@ -112,6 +146,19 @@ public class ArmSuiteCheck {
                         + " with java.util.zip.Deflater under ArmSuite.deflateArmSuite (want >= 5)"
                         + (zip.isEmpty() ? describeFirst(nm) : ""));
 
+        // The malloc hook walks from its own registers (arch::Regs::here): zlib's C frames, then
+        // the JDK's JNI function, directly above the Java native method that allocates.
+        List<RecordedEvent> init = filter(zip, e -> names(e, "java.util.zip.Deflater.init"));
+        List<RecordedEvent> initC = filter(init, e -> {
+            List<String> f = frames(e);
+            int at = f.indexOf("java.util.zip.Deflater.init");
+            return at >= 2 && f.get(at - 1).equals("Java_java_util_zip_Deflater_init") && !f.get(0).contains(".");
+        });
+        check("nativemem-c-frames", init.size() >= 5 && initC.size() * 2 > init.size(),
+                initC.size() + " of " + init.size() + " allocations under java.util.zip.Deflater.init show C frames (zlib's)"
+                        + " above Java_java_util_zip_Deflater_init directly above it (want more than half)"
+                        + describeFirst(filter(init, e -> !initC.contains(e))));
+
         // A crash-protected load: reads a mapped page, returns unread on the same page unmapped.
         String[] mapped = String.valueOf(out.get("protected_mapped")).split("[, ]");
         String[] unmapped = String.valueOf(out.get("protected_unmapped")).split("[, ]");
@@ -123,6 +170,26 @@ public class ArmSuiteCheck {
                 "mapped page: " + out.get("protected_mapped") + "; unmapped: " + out.get("protected_unmapped")
                         + " (read, value, faults recovered, installed; want read with the value, then unread"
                         + " by one more recovered fault, the JVM alive)");
+
+        // Frame types: the interpreter's, C2's ("JIT compiled"), C1's and inlined frames, each typed
+        // as it ran (the VM walker reads the code blob and scope of each frame).
+        if (mode.equals("default") || mode.equals("c1")) {
+            boolean c1 = mode.equals("c1");
+            String hostType = c1 ? "C1 compiled" : "JIT compiled";
+            Map<String, Integer> mainTypes = typesOf(cpu, "ArmSuite.main");
+            Map<String, Integer> hotTypes = typesOf(burn, "ArmSuite.burnArmSuiteHot");
+            Map<String, Integer> mixTypes = typesOf(burn, "ArmSuite.mixArmSuite");
+            int hotFrames = hotTypes.values().stream().mapToInt(Integer::intValue).sum();
+            long c2Frames = cpu.stream().mapToLong(e -> typesOf(e).getOrDefault("JIT compiled", 0)).sum();
+            check("frame-types", mainTypes.getOrDefault("Interpreted", 0) * 2 > mainTypes.values().stream().mapToInt(Integer::intValue).sum()
+                            && hotTypes.getOrDefault(hostType, 0) * 2 > hotFrames
+                            && (c1 || mixTypes.getOrDefault("Inlined", 0) >= 5)
+                            && (!c1 || c2Frames == 0),
+                    "ArmSuite.main " + mainTypes + " (want mostly Interpreted); in the burn, burnArmSuiteHot " + hotTypes
+                            + " (want mostly " + hostType + "), mixArmSuite " + mixTypes
+                            + (c1 ? "" : " (want >= 5 Inlined)")
+                            + (c1 ? "; " + c2Frames + " JIT compiled frames in main's samples (want 0: only C1 compiles)" : ""));
+        }
 
         // fjmethodid=lazy: no fallback to jmethodIDs, the hot method's frames are the VMStructs
         // walker's raw Method* frames (named from VM metadata at the dump), and no jmethodID made.
@@ -178,10 +245,67 @@ public class ArmSuiteCheck {
         if (st != null) {
             for (RecordedFrame f : st.getFrames()) {
                 RecordedMethod m = f.getMethod();
-                names.add(m == null ? "?" : (m.getType() == null ? "?" : m.getType().getName()) + "." + m.getName());
+                String type = m == null || m.getType() == null ? "?" : m.getType().getName();
+                names.add(m == null ? "?" : type.isEmpty() ? m.getName() : type + "." + m.getName());
             }
         }
         return names;
+    }
+
+    /**
+     * The JNI library's C frames directly above the Java native method and its Java caller
+     * below it: leaf first, an optional burnArmSuiteC (the leaf loop; a sample in chainArmSuiteB
+     * itself has none), then chainArmSuiteB, chainArmSuiteA, Java_ArmSuite_nativeArmSuite,
+     * ArmSuite.nativeArmSuite, ArmSuite.jniArmSuite. Native frames have no class: their names
+     * are the bare symbols.
+     */
+    static boolean cFramesAboveNativeMethod(RecordedEvent e) {
+        List<String> f = frames(e);
+        int at = f.indexOf("ArmSuite.nativeArmSuite");
+        List<String> want = java.util.Arrays.asList("chainArmSuiteB", "chainArmSuiteA", "Java_ArmSuite_nativeArmSuite",
+                "ArmSuite.nativeArmSuite", "ArmSuite.jniArmSuite");
+        int first = at - 3;
+        if (first < 0 || first > 1 || at + 2 > f.size() || !f.subList(first, at + 2).equals(want)) {
+            return false;
+        }
+        return first == 0 || f.get(0).equals("burnArmSuiteC");
+    }
+
+    /**
+     * A frame the unload burn's samples may hold: the workload's classes, a frame of an unloaded
+     * class, or a native/VM frame (no class: no dot).
+     */
+    static boolean unloadBurnFrame(String f) {
+        return f.startsWith("ArmSuite.") || f.startsWith("ArmSuiteUnloadable.") || f.equals("<unloaded>") || !f.contains(".");
+    }
+
+    /** The frame types of {@code method}'s frames in {@code events}, by type. */
+    static Map<String, Integer> typesOf(List<RecordedEvent> events, String method) {
+        Map<String, Integer> types = new java.util.TreeMap<>();
+        for (RecordedEvent e : events) {
+            RecordedStackTrace st = e.getStackTrace();
+            if (st == null) {
+                continue;
+            }
+            for (RecordedFrame f : st.getFrames()) {
+                RecordedMethod m = f.getMethod();
+                if (m != null && m.getType() != null && method.equals(m.getType().getName() + "." + m.getName())) {
+                    types.merge(f.getType(), 1, Integer::sum);
+                }
+            }
+        }
+        return types;
+    }
+
+    /** The frame types of one event's frames, by type. */
+    static Map<String, Integer> typesOf(RecordedEvent e) {
+        Map<String, Integer> types = new java.util.TreeMap<>();
+        if (e.getStackTrace() != null) {
+            for (RecordedFrame f : e.getStackTrace().getFrames()) {
+                types.merge(f.getType(), 1, Integer::sum);
+            }
+        }
+        return types;
     }
 
     static boolean names(RecordedEvent e, String method) {

@@ -3,41 +3,84 @@
 //! code built without frame pointers (libc, zlib, most distribution libraries), where the
 //! frame-pointer chain of `native.rs` skips or breaks.
 //!
-//! A row says: from a pc on, the canonical frame address (CFA) is `rsp` or `rbp` plus an
-//! offset, the return address is at `CFA - 8`, and `rbp` is either unchanged or saved at
-//! `CFA + offset`. The rows are built off the signal path from `.eh_frame`
+//! A row says: from a pc on, the canonical frame address (CFA) is the stack pointer or the
+//! frame-pointer register plus an offset, where the return address is, and whether the
+//! frame-pointer register is unchanged or saved at `CFA + offset`. Which registers those are
+//! and how a row is applied is the architecture's (`arch::DWARF`, `arch::caller_by_rule`):
+//! x86_64 (rsp, rbp, the return address at `CFA - 8`), aarch64 (sp, x29, the return address
+//! in x30 or saved). The rows are built off the signal path from `.eh_frame`
 //! (`crate::eh_frame`, at every start and dump whose mapped libraries changed). The handler
 //! finds a row with two binary searches over a table that never changes once published;
 //! a replaced table is freed once no handler can still hold it (see [`read`]).
 //!
 //! Rules the rows cannot express (a CFA computed by a DWARF expression, as in PLT entries; a
-//! saved `rbp` found by expression) are stored as "unknown": the walker falls back to frame
-//! pointers there.
+//! saved frame pointer or return address found by expression) are stored as "unknown": the
+//! walker falls back to frame pointers there.
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 
-/// Where the CFA is computed from.
+/// Where the CFA is computed from: the stack pointer (x86_64 rsp, aarch64 sp) or the
+/// frame-pointer register (rbp, x29).
 pub const CFA_RSP: u8 = 0;
 pub const CFA_RBP: u8 = 1;
+/// The same, by the names the architectures other than x86_64 use.
+pub const CFA_SP: u8 = CFA_RSP;
+pub const CFA_FP: u8 = CFA_RBP;
 /// No usable rule at this pc.
 pub const CFA_UNKNOWN: u8 = 2;
-/// `fp_off` of a frame that leaves rbp as its caller had it.
+/// `fp_off` of a frame that leaves the frame-pointer register as its caller had it.
 pub const FP_SAME: i16 = i16::MIN;
+/// `ra` of x86_64's rows: the return address at `CFA - 8` (the call pushed it).
+pub const RA_BELOW_CFA: i8 = -1;
+/// `ra` of a frame that has not saved its return address: it is still in the link register
+/// (aarch64's x30, before the prologue stored it or after the epilogue loaded it back).
+pub const RA_IN_LR: i8 = i8::MIN;
+/// `ra` of a frame that saved its return address in the word after its saved frame pointer
+/// (aarch64's frame record, `stp x29, x30`): at `CFA + fp_off + 8`.
+pub const RA_BESIDE_FP: i8 = i8::MAX;
 
-/// From `pc` on (until the next row): CFA = `cfa_reg + cfa_off`; return address at
-/// `CFA - 8`; caller's rbp at `CFA + fp_off`, or unchanged (`FP_SAME`).
+/// From `pc` on (until the next row): CFA = `cfa_reg + cfa_off`; the return address at
+/// `CFA + 8 * ra` (words), or [`RA_IN_LR`], [`RA_BESIDE_FP`]; the caller's frame pointer
+/// at `CFA + fp_off`, or unchanged (`FP_SAME`). 16 bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Row {
     pub pc: u64,
     pub cfa_off: i32,
     pub fp_off: i16,
     pub cfa_reg: u8,
+    pub ra: i8,
 }
+
+// The table's size per row, the same for every architecture.
+const _: () = assert!(std::mem::size_of::<Row>() == 16);
 
 impl Row {
     pub fn same_rule(&self, o: &Row) -> bool {
-        self.cfa_reg == o.cfa_reg && self.cfa_off == o.cfa_off && self.fp_off == o.fp_off
+        self.cfa_reg == o.cfa_reg
+            && self.cfa_off == o.cfa_off
+            && self.fp_off == o.fp_off
+            && self.ra == o.ra
     }
+}
+
+/// The DWARF register numbers an architecture's rows are read for (`arch::DWARF`), used
+/// off the signal path by `crate::eh_frame`.
+#[derive(Clone, Copy, Debug)]
+pub struct Registers {
+    /// The stack pointer and the frame-pointer register.
+    pub sp: u64,
+    pub fp: u64,
+    /// The return-address register whose rule the rows keep, unsaved until the prologue
+    /// saves it (aarch64's x30). None: the return address is always at `CFA - 8` (a call
+    /// pushes it: x86_64), and every row says [`RA_BELOW_CFA`].
+    pub ra: Option<u64>,
+    /// The CFA rule before a CIE's initial instructions (x86_64: rsp + 8).
+    pub initial_cfa_off: i64,
+    /// Whether `DW_CFA_AARCH64_negate_ra_state` (opcode 0x2d) is read as the toggle of a
+    /// signed return address (pointer authentication; `arch::strip_pc` clears the code
+    /// when the address is used). Elsewhere 0x2d is another architecture's opcode and ends
+    /// the program's decoding.
+    pub negate_ra_state: bool,
 }
 
 /// The rows of one library mapped at `[start, end)`, sorted by pc.

@@ -6,16 +6,19 @@
 //! frame pointers), then the frame-pointer chain (HotSpot's own code, libjvm.so, is built
 //! with frame pointers on x86_64 Linux and has no rows), then, for the interrupted frame
 //! only, a short scan above sp for a return address into Java (a function caught in its
-//! prologue). Where none works the walker falls back to the thread's frame anchor, as it
-//! did before this module existed.
+//! prologue). How a row or a frame record is applied is the architecture's
+//! (`arch::caller_by_rule`, `arch::caller`; on aarch64 the interrupted frame's return address
+//! may still be in lr). Where none works the walker falls back to the thread's frame anchor,
+//! as it did before this module existed.
 //!
 //! `cstack=vmx` also records the native pcs walked (one `traces::kind::NATIVE_PC` frame
 //! each, named at dump time by `crate::symbols`), and gives threads without any Java frame
 //! (compiler, GC, attached native threads) their native stack. `cstack=vm` records none.
 //!
 //! Rules of the chain (each step, before a frame is trusted):
-//! - the caller's sp (CFA) is above sp, 8-aligned, inside the thread's stack, at most
-//!   `MAX_FRAME_BYTES` away; a frame pointer is 8-aligned, not below sp, inside the stack;
+//! - the caller's sp (CFA) is above sp (aarch64: or at it, while the return address is in
+//!   lr), 8-aligned, inside the thread's stack, at most `MAX_FRAME_BYTES` away; a frame
+//!   pointer is 8-aligned, not below sp, inside the stack;
 //! - the saved return address follows a call instruction (a cheap test that rejects most
 //!   values read through a frame pointer register that held something else);
 //! - frame pointers increase strictly (a chain that loops or goes back is broken): each
@@ -163,9 +166,11 @@ pub fn unwind<M: Memory>(
         } else {
             cur.pc.wrapping_sub(1)
         };
+        // The link register holds a return address for the interrupted frame only.
+        let step_lr = if step == 0 { lr } else { 0 };
         let by_rule = rules
             .and_then(|t| t.rule(at as u64))
-            .and_then(|row| arch::caller_by_rule(mem, cur, bounds, row));
+            .and_then(|row| arch::caller_by_rule(mem, cur, step_lr, bounds, row));
         // A frame pointer of 0 ends a chain of frame pointers; code with a DWARF rule (built
         // without them) may hold 0 in rbp as any other value.
         if by_rule.is_none() && cur.fp == 0 {
@@ -175,7 +180,7 @@ pub fn unwind<M: Memory>(
             Counter::WalkvmNativeDwarfSteps.inc();
         }
         let next = by_rule
-            .or_else(|| arch::caller(mem, cur, bounds))
+            .or_else(|| arch::caller(mem, cur, bounds, in_code))
             .or_else(|| {
                 // The interrupted function may not have pushed its frame pointer yet (or never
                 // does): rbp is then its caller's, often compiled Java code's, where it holds
@@ -255,9 +260,11 @@ fn run(
 }
 
 /// vm and vmx, a thread outside Java with a frame anchor: records the native frames between
-/// the interrupted pc and the anchor. false: the buffer filled up. Signal-safe.
+/// the interrupted pc and the anchor (`lr`: the interrupted link register, 0 without one).
+/// false: the buffer filled up. Signal-safe.
 pub fn to_anchor(
     start: Cursor,
+    lr: usize,
     bounds: Bounds,
     anchor_sp: usize,
     in_code: &dyn Fn(usize) -> bool,
@@ -267,14 +274,16 @@ pub fn to_anchor(
     if !leaf() || in_code(start.pc) {
         return true;
     }
-    run(start, 0, bounds, anchor_sp, in_code, frames, n, true).0 != End::Full
+    run(start, lr, bounds, anchor_sp, in_code, frames, n, true).0 != End::Full
 }
 
 /// vm and vmx, a thread with no Java frame to walk (not a JavaThread, or one outside Java
-/// with no anchor): its native stack. Some(complete) when at least one frame was recorded,
-/// None otherwise (and always when native frames are not recorded). Signal-safe.
+/// with no anchor): its native stack (`lr`: the interrupted link register, 0 without one).
+/// Some(complete) when at least one frame was recorded, None otherwise (and always when
+/// native frames are not recorded). Signal-safe.
 pub fn native_only(
     start: Cursor,
+    lr: usize,
     bounds: Bounds,
     in_code: &dyn Fn(usize) -> bool,
     frames: &mut [Frame],
@@ -283,7 +292,7 @@ pub fn native_only(
     if !leaf() || in_code(start.pc) {
         return None;
     }
-    let (end, recorded) = run(start, 0, bounds, 0, in_code, frames, n, true);
+    let (end, recorded) = run(start, lr, bounds, 0, in_code, frames, n, true);
     if recorded == 0 {
         return None;
     }
@@ -574,6 +583,7 @@ mod tests {
             cfa_off,
             fp_off: dwarf::FP_SAME,
             cfa_reg,
+            ra: dwarf::RA_BELOW_CFA,
         };
         let rules = dwarf::Table::single(
             CODE as u64,

@@ -426,7 +426,8 @@ impl VmWalker {
                 threads.stack_size,
                 regs.sp,
             );
-            let java = native::native_only(top, bounds, &in_code, frames, &mut n).is_none();
+            let java =
+                native::native_only(top, regs.lr, bounds, &in_code, frames, &mut n).is_none();
             return (n, java);
         };
         if in_code(regs.pc) {
@@ -446,7 +447,7 @@ impl VmWalker {
             );
             return (n, true);
         }
-        let java = native::native_only(top, bounds, &in_code, frames, &mut n).is_none();
+        let java = native::native_only(top, regs.lr, bounds, &in_code, frames, &mut n).is_none();
         (n, java)
     }
 
@@ -489,7 +490,7 @@ impl VmWalker {
                 regs.sp,
             );
             let (frames, n) = (&mut *out.frames, &mut out.n);
-            return native::native_only(top, bounds, &in_code, frames, n)
+            return native::native_only(top, regs.lr, bounds, &in_code, frames, n)
                 .ok_or(reason::NOT_JAVA_THREAD);
         };
         let state = load_field(thread, threads.thread_state).ok_or(reason::NOT_JAVA_THREAD)? as i32;
@@ -523,10 +524,10 @@ impl VmWalker {
         } else if !in_java {
             let (frames, n) = (&mut *out.frames, &mut out.n);
             if anchor_sp == 0 {
-                return native::native_only(top, bounds, &in_code, frames, n)
+                return native::native_only(top, regs.lr, bounds, &in_code, frames, n)
                     .ok_or(reason::NO_JAVA_FRAME);
             }
-            if !native::to_anchor(top, bounds, anchor_sp, &in_code, frames, n) {
+            if !native::to_anchor(top, regs.lr, bounds, anchor_sp, &in_code, frames, n) {
                 return Ok(false);
             }
             // In the VM, native code or blocked: Java frames start at the anchor.

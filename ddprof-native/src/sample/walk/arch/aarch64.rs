@@ -65,8 +65,38 @@ impl Regs {
         None
     }
 
-    /// None: walks from a native hook's own frame need native unwinding, which aarch64 does
-    /// not have yet (hooks keep their anchor-only stacks).
+    /// The caller's own pc, sp and x29 at this point: where a walk of the current thread
+    /// starts when there is no signal context (a hook called by native code). Inlined, so
+    /// the pc is inside the calling function, past its prologue (it has saved lr, so lr is
+    /// not needed: 0), and sp is that function's own at the pc: its DWARF row unwinds from
+    /// there. The frame must still be live while the walk runs, so call it in the function
+    /// that walks. Signal-safe.
+    #[cfg(target_arch = "aarch64")]
+    #[inline(always)]
+    pub fn here() -> Option<Regs> {
+        let (pc, sp, fp): (usize, usize, usize);
+        // SAFETY: reads three registers into outputs; no memory or stack is touched (x29 is
+        // named: it is never given to an operand).
+        unsafe {
+            std::arch::asm!(
+                "mov {fp}, x29",
+                "mov {sp}, sp",
+                "adr {pc}, .",
+                pc = out(reg) pc,
+                sp = out(reg) sp,
+                fp = out(reg) fp,
+                options(nomem, nostack, preserves_flags),
+            );
+        }
+        Some(Regs {
+            pc,
+            sp,
+            fp,
+            ..Regs::default()
+        })
+    }
+
+    #[cfg(not(target_arch = "aarch64"))]
     #[inline(always)]
     pub fn here() -> Option<Regs> {
         None
@@ -390,23 +420,107 @@ pub fn at_syscall<M: Memory>(mem: &M, pc: usize) -> bool {
 }
 
 // ---------------------------------------------------------------------------------------
-// Native frames (`native.rs`): only the interrupted leaf. The DWARF rows are built for
-// x86_64's registers, and a frame record at fp does not give the caller's sp on aarch64
-// (the record sits anywhere in the frame), which a compiled Java caller needs: past the
-// leaf every chain is broken, and the walker resumes at the frame anchor where there is one.
+// Native frames (`native.rs`): DWARF rows, frame records, the link register.
 // ---------------------------------------------------------------------------------------
 
+/// The DWARF registers of the unwind rows (`crate::eh_frame`): sp (31), x29 (29), and the
+/// return address in x30 (30), which stays in the register until the prologue saves it.
+/// The CIE sets the CFA (GCC's: sp + 0). Code built with pointer authentication marks
+/// where it signs x30 (`DW_CFA_AARCH64_negate_ra_state`); [`strip_pc`] clears the code.
+pub const DWARF: dwarf::Registers = dwarf::Registers {
+    sp: 31,
+    fp: 29,
+    ra: Some(30),
+    initial_cfa_off: 0,
+    negate_ra_state: true,
+};
+
+/// The caller of the frame at `cur` by a DWARF rule: CFA from sp or x29; the return
+/// address in lr (`lr`: the interrupted frame's link register, 0 for any other frame, which
+/// has called out and so must have saved it), or saved at `CFA + off`; x29 restored from its
+/// slot or kept. The CFA is the caller's sp: at or above sp (equal only while the return
+/// address is still in lr, a leaf with no frame), inside the thread's stack; the slots read
+/// lie between sp and the CFA's stack; the return address follows a call once stripped.
 pub fn caller_by_rule<M: Memory>(
-    _mem: &M,
-    _cur: Cursor,
-    _bounds: Bounds,
-    _row: dwarf::Row,
+    mem: &M,
+    cur: Cursor,
+    lr: usize,
+    bounds: Bounds,
+    row: dwarf::Row,
 ) -> Option<Cursor> {
-    None
+    let base = if row.cfa_reg == dwarf::CFA_FP {
+        cur.fp
+    } else {
+        cur.sp
+    };
+    let cfa = base.checked_add_signed(row.cfa_off as isize)?;
+    let in_lr = row.ra == dwarf::RA_IN_LR;
+    if !cfa.is_multiple_of(8)
+        || cfa < cur.sp
+        || (cfa == cur.sp && !in_lr)
+        || cfa - cur.sp > MAX_FRAME_BYTES
+        || cfa > bounds.high
+    {
+        return None;
+    }
+    // A saved register's slot: in this frame, inside the stack.
+    let slot = |off: isize| {
+        let at = cfa.checked_add_signed(off)?;
+        (at.is_multiple_of(8) && at >= cur.sp && bounds.holds(at) && bounds.holds(at + 7))
+            .then(|| mem.read_usize(at))
+            .flatten()
+    };
+    let fp = if row.fp_off == dwarf::FP_SAME {
+        cur.fp
+    } else {
+        slot(row.fp_off as isize)?
+    };
+    let ra = match row.ra {
+        dwarf::RA_IN_LR => lr,
+        dwarf::RA_BESIDE_FP if row.fp_off != dwarf::FP_SAME => slot(row.fp_off as isize + 8)?,
+        dwarf::RA_BESIDE_FP => return None,
+        words => slot(words as isize * 8)?,
+    };
+    let pc = strip_pc(ra);
+    if pc == 0 || !follows_call(mem, pc) {
+        return None;
+    }
+    Some(Cursor { pc, sp: cfa, fp })
 }
 
-pub fn caller<M: Memory>(_mem: &M, _cur: Cursor, _bounds: Bounds) -> Option<Cursor> {
-    None
+/// The caller of a native frame without a DWARF row (libjvm, code without `.eh_frame`)
+/// through its frame record at x29: `[fp]` = the caller's x29, `[fp + 8]` = the saved lr.
+/// The record sits anywhere in its frame on aarch64, so the caller's sp is not known: it is
+/// given as `fp + 16`, the lowest it can be, which keeps the chain monotonic (the next
+/// record must lie at or above it) and bounded by the thread's stack. A Java caller needs
+/// its exact sp, so a record returning into the code cache is not taken (the walker
+/// resumes at the frame anchor instead); a DWARF rule after such a step that computes its
+/// CFA from sp may be off, and is held to the checks of [`caller_by_rule`].
+pub fn caller<M: Memory>(
+    mem: &M,
+    cur: Cursor,
+    bounds: Bounds,
+    in_code: &dyn Fn(usize) -> bool,
+) -> Option<Cursor> {
+    let fp = cur.fp;
+    if !fp.is_multiple_of(8)
+        || fp < cur.sp
+        || fp - cur.sp > MAX_FRAME_BYTES
+        || !bounds.holds(fp)
+        || !bounds.holds(fp.checked_add(15)?)
+    {
+        return None;
+    }
+    let pc = strip_pc(mem.read_usize(fp + RETURN_AT_FP)?);
+    let caller_fp = mem.read_usize(fp + LINK_AT_FP)?;
+    if pc == 0 || in_code(pc) || !follows_call(mem, pc) {
+        return None;
+    }
+    Some(Cursor {
+        pc,
+        sp: fp + 16,
+        fp: caller_fp,
+    })
 }
 
 /// The interrupted C function's caller when that is compiled Java code calling it without

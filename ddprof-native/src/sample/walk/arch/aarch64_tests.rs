@@ -293,3 +293,116 @@ fn a_leaf_c_function_called_from_java_returns_through_lr() {
     };
     assert_eq!(return_at_sp(&m, framed, CODE + 4, bounds, &in_code), None);
 }
+
+/// Native frames by DWARF rows: a leaf returns through lr (the interrupted frame's only),
+/// a frame that saved its record returns through the saved pair (its return address
+/// stripped of an authentication code), a variable-sized frame from x29.
+#[test]
+fn dwarf_rows_unwind_leaf_paired_and_fp_based_frames() {
+    let bounds = Bounds {
+        low: STACK,
+        high: STACK + STACK_LEN,
+    };
+    // Return addresses after a `bl`: CODE + 4 and CODE + 12.
+    let mut m = Mem::new(&[0x9400_0010, MUL, 0x9400_0010, MUL]);
+    let row = |cfa_reg, cfa_off, fp_off, ra| dwarf::Row {
+        pc: 0,
+        cfa_off,
+        fp_off,
+        cfa_reg,
+        ra,
+    };
+    let cur = Cursor {
+        pc: 0x10_0000,
+        sp: SP,
+        fp: 0x1234_5678,
+    };
+    let leaf = row(dwarf::CFA_SP, 0, dwarf::FP_SAME, dwarf::RA_IN_LR);
+    assert_eq!(
+        caller_by_rule(&m, cur, CODE + 4, bounds, leaf),
+        Some(Cursor {
+            pc: CODE + 4,
+            ..cur
+        })
+    );
+    // Past the interrupted frame lr is gone: no caller from it.
+    assert_eq!(caller_by_rule(&m, cur, 0, bounds, leaf), None);
+    // Not after a call.
+    assert_eq!(caller_by_rule(&m, cur, CODE + 8, bounds, leaf), None);
+
+    // stp x29, x30, [sp, #-32]!: the pair at CFA - 32, CFA = sp + 32.
+    m.word(SP, STACK + 0x300);
+    m.word(SP + 8, 0x002d_0000_0000_0000 | (CODE + 12));
+    let pair = row(dwarf::CFA_SP, 32, -32, dwarf::RA_BESIDE_FP);
+    let want = Cursor {
+        pc: CODE + 12,
+        sp: SP + 32,
+        fp: STACK + 0x300,
+    };
+    assert_eq!(caller_by_rule(&m, cur, 0, bounds, pair), Some(want));
+    // The same, by words from the CFA.
+    let words = row(dwarf::CFA_SP, 32, -32, -3);
+    assert_eq!(caller_by_rule(&m, cur, 0, bounds, words), Some(want));
+    // CFA = x29 + 16 with the record at x29 (sp moved by a run-time amount below it).
+    let framed = Cursor {
+        fp: SP,
+        sp: SP - 0x40,
+        ..cur
+    };
+    let by_fp = row(dwarf::CFA_FP, 16, -16, dwarf::RA_BESIDE_FP);
+    assert_eq!(
+        caller_by_rule(&m, framed, 0, bounds, by_fp),
+        Some(Cursor {
+            sp: SP + 16,
+            ..want
+        })
+    );
+    // A saved return address with the CFA at sp, or a CFA outside the stack: none.
+    let none = row(dwarf::CFA_SP, 0, dwarf::FP_SAME, -2);
+    assert_eq!(caller_by_rule(&m, cur, 0, bounds, none), None);
+    let out = row(dwarf::CFA_SP, STACK_LEN as i32, -16, dwarf::RA_BESIDE_FP);
+    assert_eq!(caller_by_rule(&m, cur, 0, bounds, out), None);
+}
+
+/// Without a row: the frame record at x29, monotonic, inside the stack, never into the
+/// code cache (whose caller needs an exact sp); the caller's sp is the record's top.
+#[test]
+fn frame_records_chain_native_frames_but_not_into_java() {
+    let bounds = Bounds {
+        low: STACK,
+        high: STACK + STACK_LEN,
+    };
+    let mut m = Mem::new(&[0x9400_0010, MUL, 0x9400_0010, MUL]);
+    // Only the second return address counts as Java code here.
+    let in_code = |pc: usize| pc == CODE + 12;
+    m.word(SP + 0x20, SP + 0x80);
+    m.word(SP + 0x28, 0x002d_0000_0000_0000 | (CODE + 4));
+    let cur = Cursor {
+        pc: 0x10_0000,
+        sp: SP,
+        fp: SP + 0x20,
+    };
+    assert_eq!(
+        caller(&m, cur, bounds, &in_code),
+        Some(Cursor {
+            pc: CODE + 4,
+            sp: SP + 0x30,
+            fp: SP + 0x80
+        })
+    );
+    // Into the code cache: not taken.
+    m.word(SP + 0x28, CODE + 12);
+    assert_eq!(caller(&m, cur, bounds, &in_code), None);
+    m.word(SP + 0x28, CODE + 4);
+    // A record below sp, misaligned, or outside the stack: none.
+    for fp in [SP - 0x10, SP + 0x21, STACK + STACK_LEN - 8] {
+        assert_eq!(
+            caller(&m, Cursor { fp, ..cur }, bounds, &in_code),
+            None,
+            "{fp:#x}"
+        );
+    }
+    // Not after a call.
+    m.word(SP + 0x28, CODE + 8);
+    assert_eq!(caller(&m, cur, bounds, &in_code), None);
+}

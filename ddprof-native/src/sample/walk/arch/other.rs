@@ -85,9 +85,19 @@ pub fn at_syscall<M: Memory>(_mem: &M, _pc: usize) -> bool {
     false
 }
 
+/// No DWARF registers: no register number matches, every row is unknown.
+pub const DWARF: dwarf::Registers = dwarf::Registers {
+    sp: u64::MAX,
+    fp: u64::MAX,
+    ra: None,
+    initial_cfa_off: 0,
+    negate_ra_state: false,
+};
+
 pub fn caller_by_rule<M: Memory>(
     _mem: &M,
     _cur: Cursor,
+    _lr: usize,
     _bounds: Bounds,
     _row: dwarf::Row,
 ) -> Option<Cursor> {
@@ -95,7 +105,12 @@ pub fn caller_by_rule<M: Memory>(
 }
 
 /// No frame layout is known for this architecture: every chain is broken.
-pub fn caller<M: Memory>(_mem: &M, _cur: Cursor, _bounds: Bounds) -> Option<Cursor> {
+pub fn caller<M: Memory>(
+    _mem: &M,
+    _cur: Cursor,
+    _bounds: Bounds,
+    _in_code: &dyn Fn(usize) -> bool,
+) -> Option<Cursor> {
     None
 }
 

@@ -249,6 +249,17 @@ fn is_syscall<M: Memory>(mem: &M, at: usize) -> bool {
 // Native frames (`native.rs`): DWARF rows, frame pointers, return addresses.
 // ---------------------------------------------------------------------------------------
 
+/// The DWARF registers of the unwind rows (`crate::eh_frame`): rsp (7), rbp (6); the
+/// return address is always at `CFA - 8` (the call pushed it), so the rows keep no rule for
+/// it (16, the return-address column). Before a CIE's instructions, CFA = rsp + 8.
+pub const DWARF: dwarf::Registers = dwarf::Registers {
+    sp: 7,
+    fp: 6,
+    ra: None,
+    initial_cfa_off: 8,
+    negate_ra_state: false,
+};
+
 /// Words above sp searched for the top frame's return address into Java.
 const RETURN_SCAN_WORDS: usize = 4;
 
@@ -258,6 +269,7 @@ const RETURN_SCAN_WORDS: usize = 4;
 pub fn caller_by_rule<M: Memory>(
     mem: &M,
     cur: Cursor,
+    _lr: usize,
     bounds: Bounds,
     row: dwarf::Row,
 ) -> Option<Cursor> {
@@ -288,7 +300,13 @@ pub fn caller_by_rule<M: Memory>(
 
 /// The caller of the frame at `cur` through the x86_64 frame-pointer layout:
 /// `[fp]` = caller's fp, `[fp + 8]` = return address, caller's sp = `fp + 16`.
-pub fn caller<M: Memory>(mem: &M, cur: Cursor, bounds: Bounds) -> Option<Cursor> {
+/// `in_code` is not needed here: `fp + 16` is the caller's exact sp, Java's too.
+pub fn caller<M: Memory>(
+    mem: &M,
+    cur: Cursor,
+    bounds: Bounds,
+    _in_code: &dyn Fn(usize) -> bool,
+) -> Option<Cursor> {
     let fp = cur.fp;
     if !fp.is_multiple_of(8)
         || fp < cur.sp
@@ -363,7 +381,7 @@ fn stub_caller<M: Memory>(
             fp: cur.fp,
         });
     }
-    caller(mem, cur, bounds)
+    caller(mem, cur, bounds, in_code)
         .filter(|c| in_code(c.pc))
         .or_else(|| return_at_sp(mem, cur, 0, bounds, in_code))
 }
