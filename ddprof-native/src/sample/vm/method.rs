@@ -3,9 +3,21 @@
 //! crash-protected loads: a `Method*` from a stack is a lookup key until proven live.
 
 use super::super::hint_cache::HintCache;
-use super::codecache::load_field;
+use super::codecache::load_field_at;
 use super::layout::MethodGroup;
-use crate::sample::safe_access::load_usize;
+use crate::sample::load_census::Site;
+use crate::sample::safe_access::load_usize_at;
+
+/// Loads of `Method*` and the structures it leads to, for the load census.
+#[inline]
+fn load_usize(addr: usize) -> Option<usize> {
+    load_usize_at(Site::Method, addr)
+}
+
+#[inline]
+fn load_field(base: usize, field: super::layout::Field) -> Option<i64> {
+    load_field_at(Site::Method, base, field)
+}
 
 /// ACC_NATIVE in `Method::_access_flags`.
 const ACC_NATIVE: i64 = 0x0100;

@@ -13,14 +13,15 @@ use super::native::Cursor;
 use super::{native, SignalContext, StackWalker, Walk};
 use crate::counters::Counter;
 use crate::sample::frame::{frame_type, Frame};
-use crate::sample::safe_access::load_usize;
+use crate::sample::load_census::{self, Site};
+use crate::sample::safe_access::{load_usize, load_usize_at};
 use crate::sample::tags;
-use crate::sample::vm::codecache::{load_field, Blob, CodeCacheView, NmethodNames};
+use crate::sample::vm::codecache::{load_field, load_field_at, Blob, CodeCacheView, NmethodNames};
 use crate::sample::vm::debuginfo::{
     self, ChainEnd, Encoding, NmethodScopes, PcDescCache, PcDescLayout, ScopeFormat, ScopeFrame,
 };
 use crate::sample::vm::layout::{self, CodeCacheGroup, VmLayout};
-use crate::sample::vm::SafeMemory;
+use crate::sample::vm::SiteMemory;
 use crate::sample::vm::{current_thread, method, receiver};
 
 /// Reasons a walk ended early, recorded as the `bci` of an error frame. Negative and
@@ -453,6 +454,7 @@ impl VmWalker {
     /// Ok(true): complete; Ok(false): the buffer filled up; Err(reason). From the frame
     /// anchor ([`Start::Anchor`]), the walk starts at the thread's last Java frame.
     fn walk_into(&self, start: Start, out: &mut Out) -> Result<bool, i32> {
+        load_census::walk();
         let l = self.layout;
         let (Some(threads), Some(cc)) = (l.threads.as_ref(), l.code_cache.as_ref()) else {
             return Err(reason::UNAVAILABLE);
@@ -492,11 +494,12 @@ impl VmWalker {
             return native::native_only(top, bounds, &in_code, frames, n)
                 .ok_or(reason::NOT_JAVA_THREAD);
         };
-        let state = load_field(thread, threads.thread_state).ok_or(reason::NOT_JAVA_THREAD)? as i32;
+        let state = load_field_at(Site::Thread, thread, threads.thread_state)
+            .ok_or(reason::NOT_JAVA_THREAD)? as i32;
         let anchor = thread + threads.anchor;
-        let anchor_sp = load_usize(anchor + threads.anchor_sp).unwrap_or(0);
-        let stack_base = load_usize(thread + threads.stack_base).unwrap_or(0);
-        let stack_size = load_usize(thread + threads.stack_size).unwrap_or(0);
+        let anchor_sp = load_usize_at(Site::Thread, anchor + threads.anchor_sp).unwrap_or(0);
+        let stack_base = load_usize_at(Site::Thread, thread + threads.stack_base).unwrap_or(0);
+        let stack_size = load_usize_at(Site::Thread, thread + threads.stack_size).unwrap_or(0);
         let stack_low = stack_base.saturating_sub(stack_size);
         let bounds = native::Bounds::of_stack(stack_base, stack_size, regs.sp);
 
@@ -505,7 +508,8 @@ impl VmWalker {
         // (cleared there): the blob replaces the deoptimized frame by skeletal interpreter
         // frames and fills them in, all in Java state (a JRT_LEAF call), so the registers
         // lead through it.
-        let deoptimizing = load_usize(thread + threads.vframe_array_head).is_some_and(|v| v != 0);
+        let deoptimizing =
+            load_usize_at(Site::Thread, thread + threads.vframe_array_head).is_some_and(|v| v != 0);
         let mut anchor_used = false;
         let mut cur = Cursor {
             pc: regs.pc,
@@ -622,15 +626,15 @@ impl VmWalker {
     /// sits just below sp.
     fn resume_at_anchor(&self, anchor: usize) -> Option<Cursor> {
         let t = self.layout.threads.as_ref()?;
-        let sp = load_usize(anchor + t.anchor_sp)?;
+        let sp = load_usize_at(Site::Thread, anchor + t.anchor_sp)?;
         if sp == 0 {
             return None;
         }
-        let pc = match load_usize(anchor + t.anchor_pc)? {
-            0 => load_usize(sp.checked_sub(8)?)?,
+        let pc = match load_usize_at(Site::Thread, anchor + t.anchor_pc)? {
+            0 => load_usize_at(Site::FrameSlot, sp.checked_sub(8)?)?,
             pc => pc,
         };
-        let fp = load_usize(anchor + t.anchor_fp).unwrap_or(0);
+        let fp = load_usize_at(Site::Thread, anchor + t.anchor_fp).unwrap_or(0);
         Some(Cursor { pc, sp, fp })
     }
 
@@ -711,12 +715,12 @@ impl VmWalker {
                 return Step::Fail(reason::BAD_FRAME);
             }
             self.push_method(out, regs.method, 0, frame_type::INTERPRETED);
-            return arch::interpreter_entry(&SafeMemory, cur, regs)
+            return arch::interpreter_entry(&SiteMemory(Site::FrameSlot), cur, regs)
                 .map_or(Step::Fail(reason::BAD_FRAME), Step::Next);
         }
         let (Some(m), Some(bcp)) = (
-            load_usize(fp - arch::INTERP_METHOD_SLOT * 8),
-            load_usize(fp - arch::INTERP_BCP_SLOT * 8),
+            load_usize_at(Site::Interpreter, fp - arch::INTERP_METHOD_SLOT * 8),
+            load_usize_at(Site::Interpreter, fp - arch::INTERP_BCP_SLOT * 8),
         ) else {
             return Step::Fail(reason::BAD_FRAME);
         };
@@ -739,9 +743,9 @@ impl VmWalker {
         };
         let sender_sp_slot = fp.wrapping_add((f.interpreter_frame_sender_sp_offset * 8) as usize);
         match (
-            load_usize(sender_sp_slot),
-            load_usize(fp + arch::RETURN_AT_FP),
-            load_usize(fp + arch::LINK_AT_FP),
+            load_usize_at(Site::Interpreter, sender_sp_slot),
+            load_usize_at(Site::Interpreter, fp + arch::RETURN_AT_FP),
+            load_usize_at(Site::Interpreter, fp + arch::LINK_AT_FP),
         ) {
             (Some(sp), Some(pc), Some(caller_fp)) => Step::Next(Cursor {
                 pc,
@@ -805,7 +809,14 @@ impl VmWalker {
             } else {
                 0
             };
-            match arch::compiled_top(&SafeMemory, cur, regs, entry, complete, frame_bytes) {
+            match arch::compiled_top(
+                &SiteMemory(Site::FrameSlot),
+                cur,
+                regs,
+                entry,
+                complete,
+                frame_bytes,
+            ) {
                 Top::Whole => {}
                 Top::Caller(c) => return Step::Next(c),
                 Top::Broken => return Step::Fail(reason::BAD_FRAME),
@@ -860,12 +871,17 @@ impl VmWalker {
         })();
         let mut scopes = [ScopeFrame { method: 0, bci: 0 }; MAX_SCOPES];
         let pc_desc = debug.as_ref().and_then(|d| {
-            self.pc_descs
-                .find(&SafeMemory, &self.pc_desc, d, code_begin, offset)
+            self.pc_descs.find(
+                &SiteMemory(Site::PcDesc),
+                &self.pc_desc,
+                d,
+                code_begin,
+                offset,
+            )
         });
         let chain = match (debug, pc_desc) {
             (Some(d), Some(pd)) => debuginfo::decode_scopes(
-                &SafeMemory,
+                &SiteMemory(Site::Scope),
                 &self.format,
                 &d.scopes,
                 pd.scope_decode_offset,
@@ -961,8 +977,15 @@ impl VmWalker {
             return sized_frame_caller(cur.sp + frame_bytes);
         }
         if depth == 0 {
-            return arch::stub_top(&SafeMemory, cur, regs, start, bounds, in_code)
-                .map_or(Step::Fail(reason::BAD_FRAME), Step::Next);
+            return arch::stub_top(
+                &SiteMemory(Site::FrameSlot),
+                cur,
+                regs,
+                start,
+                bounds,
+                in_code,
+            )
+            .map_or(Step::Fail(reason::BAD_FRAME), Step::Next);
         }
         Step::Fail(reason::BAD_FRAME)
     }
@@ -976,14 +999,14 @@ impl VmWalker {
         let slot = cur
             .fp
             .wrapping_add((f.entry_frame_call_wrapper_offset * 8) as usize);
-        let Some(wrapper) = load_usize(slot) else {
+        let Some(wrapper) = load_usize_at(Site::Thread, slot) else {
             return Step::Fail(reason::BAD_FRAME);
         };
         if !wrapper.is_multiple_of(8) || wrapper < 4096 || wrapper.wrapping_sub(cur.fp) > 512 {
             return Step::Fail(reason::BAD_FRAME);
         }
         let anchor = wrapper + t.call_wrapper_anchor;
-        match load_usize(anchor + t.anchor_sp) {
+        match load_usize_at(Site::Thread, anchor + t.anchor_sp) {
             Some(0) => Step::Done,
             Some(_) => self
                 .resume_at_anchor(anchor)
@@ -997,8 +1020,8 @@ impl VmWalker {
 /// sender's sp: the return address and the saved fp sit just below it.
 fn sized_frame_caller(sp: usize) -> Step {
     match (
-        load_usize(sp - arch::RETURN_BELOW_SENDER_SP),
-        load_usize(sp - arch::LINK_BELOW_SENDER_SP),
+        load_usize_at(Site::FrameSlot, sp - arch::RETURN_BELOW_SENDER_SP),
+        load_usize_at(Site::FrameSlot, sp - arch::LINK_BELOW_SENDER_SP),
     ) {
         (Some(pc), Some(fp)) => Step::Next(Cursor { pc, sp, fp }),
         _ => Step::Fail(reason::BAD_FRAME),
