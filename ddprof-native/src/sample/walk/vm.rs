@@ -23,6 +23,7 @@ use crate::sample::vm::debuginfo::{
 use crate::sample::vm::layout::{self, CodeCacheGroup, VmLayout};
 use crate::sample::vm::SiteMemory;
 use crate::sample::vm::{current_thread, method, receiver};
+use crate::sample::walk::own_stack::{self, OwnStack};
 
 /// Reasons a walk ended early, recorded as the `bci` of an error frame. Negative and
 /// below AsyncGetCallTrace's codes so the two never mix.
@@ -502,6 +503,14 @@ impl VmWalker {
         let stack_size = load_usize_at(Site::Thread, thread + threads.stack_size).unwrap_or(0);
         let stack_low = stack_base.saturating_sub(stack_size);
         let bounds = native::Bounds::of_stack(stack_base, stack_size, regs.sp);
+        // `regs.sp` is this thread's: the interrupted sp of its signal, or its own.
+        let stack = OwnStack::of_current_thread(
+            regs.sp,
+            stack_low,
+            stack_base,
+            own_stack::guard_zones(),
+            Site::FrameSlot,
+        );
 
         let in_java = state == threads.states.in_java || state == threads.states.in_java_trans;
         // From the end of `Deoptimization::fetch_unroll_info` to the end of `unpack_frames`
@@ -522,7 +531,9 @@ impl VmWalker {
             if anchor_sp == 0 {
                 return Err(reason::NO_JAVA_FRAME);
             }
-            cur = self.resume_at_anchor(anchor).ok_or(reason::NO_JAVA_FRAME)?;
+            cur = self
+                .resume_at_anchor(anchor, &stack)
+                .ok_or(reason::NO_JAVA_FRAME)?;
             anchor_used = true;
         } else if !in_java {
             let (frames, n) = (&mut *out.frames, &mut out.n);
@@ -534,7 +545,9 @@ impl VmWalker {
                 return Ok(false);
             }
             // In the VM, native code or blocked: Java frames start at the anchor.
-            cur = self.resume_at_anchor(anchor).ok_or(reason::NO_JAVA_FRAME)?;
+            cur = self
+                .resume_at_anchor(anchor, &stack)
+                .ok_or(reason::NO_JAVA_FRAME)?;
             anchor_used = true;
         }
         let call_stub = code.call_stub_return_address();
@@ -552,16 +565,16 @@ impl VmWalker {
                 return Err(reason::BAD_SP);
             }
             let step = if Some(cur.pc) == call_stub {
-                self.entry_frame(cur)
+                self.entry_frame(cur, &stack)
             } else if let Some(blob) = code.find_blob(cc, cur.pc) {
                 if code.is_interpreter(cur.pc) {
-                    self.interpreted_frame(cur, depth, &regs, out)
+                    self.interpreted_frame(cur, depth, &regs, &stack, out)
                 } else if l
                     .code_blob
                     .as_ref()
                     .is_some_and(|b| b.is_nmethod_cached(blob, &self.nmethod_names))
                 {
-                    self.compiled_frame(blob, cur, depth, &regs, out)
+                    self.compiled_frame(blob, cur, depth, &regs, &stack, out)
                 } else if deoptimizing {
                     // The deoptimization or uncommon-trap blob (AsyncGetCallTrace answers
                     // ticks_deopt for the whole sample here).
@@ -580,7 +593,7 @@ impl VmWalker {
                     if !receiver && from_regs && (leaf || native::mixed()) {
                         out.push(Frame::stub(cur.pc as u64));
                     }
-                    self.stub_frame(blob, cur, depth, &regs, bounds, &in_code)
+                    self.stub_frame(blob, cur, depth, &regs, &stack, bounds, &in_code)
                 }
             } else {
                 // Native or VM code called from Java: its Java caller by native unwinding,
@@ -594,7 +607,7 @@ impl VmWalker {
                     native::End::Full => return Ok(false),
                     _ if stop_sp != 0 => {
                         anchor_used = true;
-                        match self.resume_at_anchor(anchor) {
+                        match self.resume_at_anchor(anchor, &stack) {
                             Some(c) => Step::Next(c),
                             None => Step::Fail(reason::UNKNOWN_PC),
                         }
@@ -624,17 +637,19 @@ impl VmWalker {
 
     /// The frame anchor's (pc, sp, fp). `_last_Java_pc` may be 0: then the return address
     /// sits just below sp.
-    fn resume_at_anchor(&self, anchor: usize) -> Option<Cursor> {
+    fn resume_at_anchor(&self, anchor: usize, stack: &OwnStack) -> Option<Cursor> {
         let t = self.layout.threads.as_ref()?;
-        let sp = load_usize_at(Site::Thread, anchor + t.anchor_sp)?;
+        // A JavaThread's anchor, or a call wrapper's (on the stack).
+        let fields = stack.at(Site::Thread);
+        let sp = fields.word(anchor + t.anchor_sp)?;
         if sp == 0 {
             return None;
         }
-        let pc = match load_usize_at(Site::Thread, anchor + t.anchor_pc)? {
-            0 => load_usize_at(Site::FrameSlot, sp.checked_sub(8)?)?,
+        let pc = match fields.word(anchor + t.anchor_pc)? {
+            0 => stack.word(sp.checked_sub(8)?)?,
             pc => pc,
         };
-        let fp = load_usize_at(Site::Thread, anchor + t.anchor_fp).unwrap_or(0);
+        let fp = fields.word(anchor + t.anchor_fp).unwrap_or(0);
         Some(Cursor { pc, sp, fp })
     }
 
@@ -696,7 +711,15 @@ impl VmWalker {
     }
 
     /// Template interpreter frame (docs/hotspot.md 4.2).
-    fn interpreted_frame(&self, cur: Cursor, depth: usize, regs: &Regs, out: &mut Out) -> Step {
+    fn interpreted_frame(
+        &self,
+        cur: Cursor,
+        depth: usize,
+        regs: &Regs,
+        stack: &OwnStack,
+        out: &mut Out,
+    ) -> Step {
+        let slots = stack.at(Site::Interpreter);
         let Some(mg) = self.layout.method.as_ref() else {
             return Step::Fail(reason::UNAVAILABLE);
         };
@@ -715,12 +738,12 @@ impl VmWalker {
                 return Step::Fail(reason::BAD_FRAME);
             }
             self.push_method(out, regs.method, 0, frame_type::INTERPRETED);
-            return arch::interpreter_entry(&SiteMemory(Site::FrameSlot), cur, regs)
+            return arch::interpreter_entry(stack, cur, regs)
                 .map_or(Step::Fail(reason::BAD_FRAME), Step::Next);
         }
         let (Some(m), Some(bcp)) = (
-            load_usize_at(Site::Interpreter, fp - arch::INTERP_METHOD_SLOT * 8),
-            load_usize_at(Site::Interpreter, fp - arch::INTERP_BCP_SLOT * 8),
+            slots.word(fp - arch::INTERP_METHOD_SLOT * 8),
+            slots.word(fp - arch::INTERP_BCP_SLOT * 8),
         ) else {
             return Step::Fail(reason::BAD_FRAME);
         };
@@ -743,9 +766,9 @@ impl VmWalker {
         };
         let sender_sp_slot = fp.wrapping_add((f.interpreter_frame_sender_sp_offset * 8) as usize);
         match (
-            load_usize_at(Site::Interpreter, sender_sp_slot),
-            load_usize_at(Site::Interpreter, fp + arch::RETURN_AT_FP),
-            load_usize_at(Site::Interpreter, fp + arch::LINK_AT_FP),
+            slots.word(sender_sp_slot),
+            slots.word(fp + arch::RETURN_AT_FP),
+            slots.word(fp + arch::LINK_AT_FP),
         ) {
             (Some(sp), Some(pc), Some(caller_fp)) => Step::Next(Cursor {
                 pc,
@@ -757,12 +780,14 @@ impl VmWalker {
     }
 
     /// C1/C2 nmethod or native wrapper (docs/hotspot.md 3.5-3.7, 4.3, 4.5).
+    #[allow(clippy::too_many_arguments)]
     fn compiled_frame(
         &self,
         blob: Blob,
         cur: Cursor,
         depth: usize,
         regs: &Regs,
+        stack: &OwnStack,
         out: &mut Out,
     ) -> Step {
         let l = self.layout;
@@ -809,14 +834,7 @@ impl VmWalker {
             } else {
                 0
             };
-            match arch::compiled_top(
-                &SiteMemory(Site::FrameSlot),
-                cur,
-                regs,
-                entry,
-                complete,
-                frame_bytes,
-            ) {
+            match arch::compiled_top(stack, cur, regs, entry, complete, frame_bytes) {
                 Top::Whole => {}
                 Top::Caller(c) => return Step::Next(c),
                 Top::Broken => return Step::Fail(reason::BAD_FRAME),
@@ -825,7 +843,7 @@ impl VmWalker {
         if frame_bytes == 0 {
             return Step::Fail(reason::BAD_FRAME);
         }
-        sized_frame_caller(cur.sp + frame_bytes)
+        sized_frame_caller(stack, cur.sp + frame_bytes)
     }
 
     /// Frames of one nmethod pc, innermost inlined scope first; a native wrapper (no
@@ -953,12 +971,14 @@ impl VmWalker {
     }
 
     /// Stubs and adapters: no Java frame of their own (docs/hotspot.md 4.5 `unwindStub`).
+    #[allow(clippy::too_many_arguments)]
     fn stub_frame(
         &self,
         blob: Blob,
         cur: Cursor,
         depth: usize,
         regs: &Regs,
+        stack: &OwnStack,
         bounds: native::Bounds,
         in_code: &dyn Fn(usize) -> bool,
     ) -> Step {
@@ -974,42 +994,37 @@ impl VmWalker {
             _ => start,
         };
         if frame_bytes > 0 && (depth > 0 || cur.pc >= complete) {
-            return sized_frame_caller(cur.sp + frame_bytes);
+            return sized_frame_caller(stack, cur.sp + frame_bytes);
         }
         if depth == 0 {
-            return arch::stub_top(
-                &SiteMemory(Site::FrameSlot),
-                cur,
-                regs,
-                start,
-                bounds,
-                in_code,
-            )
-            .map_or(Step::Fail(reason::BAD_FRAME), Step::Next);
+            return arch::stub_top(stack, cur, regs, start, bounds, in_code)
+                .map_or(Step::Fail(reason::BAD_FRAME), Step::Next);
         }
         Step::Fail(reason::BAD_FRAME)
     }
 
     /// The call stub: Java called from the VM. The JavaCallWrapper's saved anchor says
     /// where the previous Java frames are, or that there are none (docs/hotspot.md 4.4).
-    fn entry_frame(&self, cur: Cursor) -> Step {
+    fn entry_frame(&self, cur: Cursor, stack: &OwnStack) -> Step {
         let (Some(f), Some(t)) = (self.layout.frame.as_ref(), self.layout.threads.as_ref()) else {
             return Step::Fail(reason::UNAVAILABLE);
         };
         let slot = cur
             .fp
             .wrapping_add((f.entry_frame_call_wrapper_offset * 8) as usize);
-        let Some(wrapper) = load_usize_at(Site::Thread, slot) else {
+        // The slot, the wrapper and its anchor are all on this thread's stack.
+        let words = stack.at(Site::Thread);
+        let Some(wrapper) = words.word(slot) else {
             return Step::Fail(reason::BAD_FRAME);
         };
         if !wrapper.is_multiple_of(8) || wrapper < 4096 || wrapper.wrapping_sub(cur.fp) > 512 {
             return Step::Fail(reason::BAD_FRAME);
         }
         let anchor = wrapper + t.call_wrapper_anchor;
-        match load_usize_at(Site::Thread, anchor + t.anchor_sp) {
+        match words.word(anchor + t.anchor_sp) {
             Some(0) => Step::Done,
             Some(_) => self
-                .resume_at_anchor(anchor)
+                .resume_at_anchor(anchor, stack)
                 .map_or(Step::Fail(reason::BAD_FRAME), Step::Next),
             None => Step::Fail(reason::BAD_FRAME),
         }
@@ -1018,10 +1033,10 @@ impl VmWalker {
 
 /// The caller of a frame of known size (compiled, or a stub with a frame size), from its
 /// sender's sp: the return address and the saved fp sit just below it.
-fn sized_frame_caller(sp: usize) -> Step {
+fn sized_frame_caller(stack: &OwnStack, sp: usize) -> Step {
     match (
-        load_usize_at(Site::FrameSlot, sp - arch::RETURN_BELOW_SENDER_SP),
-        load_usize_at(Site::FrameSlot, sp - arch::LINK_BELOW_SENDER_SP),
+        stack.word(sp - arch::RETURN_BELOW_SENDER_SP),
+        stack.word(sp - arch::LINK_BELOW_SENDER_SP),
     ) {
         (Some(pc), Some(fp)) => Step::Next(Cursor { pc, sp, fp }),
         _ => Step::Fail(reason::BAD_FRAME),
