@@ -247,6 +247,11 @@ impl CodeCacheGroup {
     }
 }
 
+/// Each code heap's committed end as read during one walk (see
+/// [`CodeCacheView::find_blob_in_walk`]); empty at the start of each walk.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HeapHighs([Option<usize>; MAX_HEAPS as usize]);
+
 impl CodeCacheView {
     /// Whether everything a walk needs was readable: bounds, at least one heap, the
     /// interpreter and the call stub. Signal-safe.
@@ -263,18 +268,42 @@ impl CodeCacheView {
     /// `group` is the layout the view was read with. One protected load (the heap's
     /// committed end) plus the segment-map walk. Signal-safe.
     pub fn find_blob(&self, group: &CodeCacheGroup, pc: usize) -> Option<Blob> {
+        self.find_blob_in_walk(group, pc, &mut HeapHighs::default())
+    }
+
+    /// [`find_blob`](Self::find_blob) for one of the pcs of a walk: each heap's committed
+    /// end is read at its first lookup and kept in `highs` for the rest of the walk. Code
+    /// on the walked stack was installed before the walk began, so an end read during the
+    /// walk covers it. Signal-safe.
+    pub fn find_blob_in_walk(
+        &self,
+        group: &CodeCacheGroup,
+        pc: usize,
+        highs: &mut HeapHighs,
+    ) -> Option<Blob> {
         if !self.contains(pc) {
             return None;
         }
         // Heaps do not overlap: the one that starts last at or below pc is the only
         // candidate (they are in no particular order, docs/hotspot.md 3.1).
-        let heap = self
+        let (index, heap) = self
             .heaps
             .get(..self.len)?
             .iter()
-            .filter(|h| h.low <= pc)
-            .max_by_key(|h| h.low)?;
-        if pc >= group.heap_high(heap.heap)? {
+            .enumerate()
+            .filter(|(_, h)| h.low <= pc)
+            .max_by_key(|(_, h)| h.low)?;
+        let high = match highs.0.get(index).copied().flatten() {
+            Some(high) => high,
+            None => {
+                let high = group.heap_high(heap.heap)?;
+                if let Some(slot) = highs.0.get_mut(index) {
+                    *slot = Some(high);
+                }
+                high
+            }
+        };
+        if pc >= high {
             return None;
         }
         Self::blob_in_heap(group, heap, pc)

@@ -16,7 +16,9 @@ use crate::sample::frame::{frame_type, Frame};
 use crate::sample::load_census::{self, Site};
 use crate::sample::safe_access::{load_usize, load_usize_at};
 use crate::sample::tags;
-use crate::sample::vm::codecache::{load_field, load_field_at, Blob, CodeCacheView, NmethodNames};
+use crate::sample::vm::codecache::{
+    load_field, load_field_at, Blob, CodeCacheView, HeapHighs, NmethodNames,
+};
 use crate::sample::vm::debuginfo::{
     self, ChainEnd, Encoding, NmethodScopes, PcDescCache, PcDescLayout, ScopeFormat, ScopeFrame,
 };
@@ -123,6 +125,10 @@ struct Out<'a> {
     methods: MethodCache,
     /// Compiled frames already decoded in this walk, by pc (see [`Out::repeat_chain`]).
     chains: [Chain; CHAIN_SLOTS],
+    /// What the interpreted frames of this walk found out about their methods.
+    interpreted: InterpretedMethods,
+    /// What the compiled frames of this walk read of their nmethods.
+    nmethods: Nmethods,
     /// Frame counts, added to their counters once at the end of the walk: one atomic
     /// add per walk rather than one per frame (the counter's cache line moves between
     /// the CPUs that sample).
@@ -138,6 +144,8 @@ impl<'a> Out<'a> {
             n: 0,
             methods: MethodCache::new(),
             chains: [Chain::default(); CHAIN_SLOTS],
+            interpreted: InterpretedMethods::default(),
+            nmethods: Nmethods::default(),
             ids: 0,
             raw: 0,
             untaggable: 0,
@@ -283,6 +291,102 @@ impl MethodCache {
     fn put(&mut self, m: usize, kind: MethodKind) {
         if let Some(slot) = self.slots.get_mut(Self::slot(m)) {
             *slot = (m, kind);
+        }
+    }
+}
+
+/// Slots of the per-walk memo of interpreted methods (a power of two).
+const INTERPRETED_SLOTS: usize = 16;
+
+/// What an interpreted frame needs of its `Method*` beyond its jmethodID: that it reads as
+/// a method (its holder chain), whether it is native, and where its bytecodes are (for the
+/// bci). Six protected loads on cold metadata, the same for every frame of a method that
+/// recurses or is called from many places: asked once per walk ([`InterpretedMethods`]).
+#[derive(Clone, Copy, Default)]
+struct InterpretedMethod {
+    /// 0: an empty slot.
+    method: usize,
+    native: bool,
+    bytecodes: (usize, usize),
+}
+
+/// The interpreted methods met in one walk; direct-mapped, a collision costs the loads
+/// again. Never kept across walks, as [`MethodCache`].
+#[derive(Default)]
+struct InterpretedMethods {
+    slots: [InterpretedMethod; INTERPRETED_SLOTS],
+}
+
+impl InterpretedMethods {
+    fn slot(m: usize) -> usize {
+        ((m >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - 4)) % INTERPRETED_SLOTS
+    }
+
+    fn get(&self, m: usize) -> Option<InterpretedMethod> {
+        self.slots
+            .get(Self::slot(m))
+            .filter(|s| s.method == m && m != 0)
+            .copied()
+    }
+
+    fn put(&mut self, facts: InterpretedMethod) {
+        if let Some(slot) = self.slots.get_mut(Self::slot(facts.method)) {
+            *slot = facts;
+        }
+    }
+}
+
+/// Slots of the per-walk memo of nmethods (a power of two).
+const NMETHOD_SLOTS: usize = 16;
+
+/// What a compiled frame reads of its nmethod's header: about six protected loads, and
+/// about seven more for where its debug info is. A deep stack meets the same nmethods
+/// again and again (recursion, a loop calling down the same path), at different pcs, so
+/// [`Nmethods`] keeps them for the rest of the walk. An nmethod with an activation on the
+/// walked stack cannot be freed while the walk runs, so its header is the same all along.
+#[derive(Clone, Copy, Default)]
+struct NmethodFacts {
+    /// The blob's address; 0: an empty slot.
+    blob: usize,
+    code_begin: usize,
+    frame_bytes: usize,
+    method: usize,
+    frame_type: u8,
+    complete: usize,
+    /// Where the debug info is, once a frame needed it: `Some(None)` when unreadable.
+    debug: Option<Option<debuginfo::NmethodDebugInfo>>,
+}
+
+/// The nmethods met in one walk; direct-mapped, a collision costs the loads again. Never
+/// kept across walks (an nmethod can be freed between two samples).
+#[derive(Default)]
+struct Nmethods {
+    slots: [NmethodFacts; NMETHOD_SLOTS],
+}
+
+impl Nmethods {
+    fn slot(blob: usize) -> usize {
+        ((blob >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - 4)) % NMETHOD_SLOTS
+    }
+
+    fn get(&self, blob: usize) -> Option<NmethodFacts> {
+        self.slots
+            .get(Self::slot(blob))
+            .filter(|s| s.blob == blob && blob != 0)
+            .copied()
+    }
+
+    fn put(&mut self, facts: NmethodFacts) {
+        if let Some(slot) = self.slots.get_mut(Self::slot(facts.blob)) {
+            *slot = facts;
+        }
+    }
+
+    fn remember_debug(&mut self, blob: usize, debug: Option<debuginfo::NmethodDebugInfo>) {
+        if let Some(slot) = self.slots.get_mut(Self::slot(blob)) {
+            if slot.blob == blob && blob != 0 {
+                slot.debug = Some(debug);
+            }
         }
     }
 }
@@ -551,6 +655,7 @@ impl VmWalker {
             anchor_used = true;
         }
         let call_stub = code.call_stub_return_address();
+        let mut highs = HeapHighs::default();
         let mut depth = 0usize;
         // Stubs add no frame: bound the steps, not only the frames.
         let max_steps = out.frames.len().saturating_mul(2).saturating_add(64);
@@ -566,13 +671,15 @@ impl VmWalker {
             }
             let step = if Some(cur.pc) == call_stub {
                 self.entry_frame(cur, &stack)
-            } else if let Some(blob) = code.find_blob(cc, cur.pc) {
-                if code.is_interpreter(cur.pc) {
-                    self.interpreted_frame(cur, depth, &regs, &stack, out)
-                } else if l
-                    .code_blob
-                    .as_ref()
-                    .is_some_and(|b| b.is_nmethod_cached(blob, &self.nmethod_names))
+            } else if code.is_interpreter(cur.pc) {
+                // The interpreter's code is one blob of the code cache: no lookup needed
+                // (it would cost about four loads a frame).
+                self.interpreted_frame(cur, depth, &regs, &stack, out)
+            } else if let Some(blob) = code.find_blob_in_walk(cc, cur.pc, &mut highs) {
+                if out.nmethods.get(blob.addr).is_some()
+                    || l.code_blob
+                        .as_ref()
+                        .is_some_and(|b| b.is_nmethod_cached(blob, &self.nmethod_names))
                 {
                     self.compiled_frame(blob, cur, depth, &regs, &stack, out)
                 } else if deoptimizing {
@@ -747,19 +854,31 @@ impl VmWalker {
         ) else {
             return Step::Fail(reason::BAD_FRAME);
         };
-        if !method::is_plausible(mg, m) {
-            return Step::Fail(reason::BAD_FRAME);
-        }
-        if method::is_native(mg, m) {
+        let facts = match out.interpreted.get(m) {
+            Some(facts) => facts,
+            None => {
+                if !method::is_plausible(mg, m) {
+                    return Step::Fail(reason::BAD_FRAME);
+                }
+                let native = method::is_native(mg, m);
+                let facts = InterpretedMethod {
+                    method: m,
+                    native,
+                    bytecodes: match native {
+                        true => (0, 0),
+                        false => method::bytecodes(mg, m).unwrap_or((0, 0)),
+                    },
+                };
+                out.interpreted.put(facts);
+                facts
+            }
+        };
+        if facts.native {
             // The interpreter's native entry runs native methods that have no wrapper yet.
             self.push_method(out, m, -1, frame_type::NATIVE);
         } else {
-            self.push_method(
-                out,
-                m,
-                method::bci_of_bcp(mg, m, bcp),
-                frame_type::INTERPRETED,
-            );
+            let bci = method::bci_in(facts.bytecodes, bcp);
+            self.push_method(out, m, bci, frame_type::INTERPRETED);
         }
         let Some(f) = self.layout.frame.as_ref() else {
             return Step::Fail(reason::UNAVAILABLE);
@@ -796,22 +915,44 @@ impl VmWalker {
         else {
             return Step::Fail(reason::UNAVAILABLE);
         };
-        let (Some(code_begin), Some(frame_words)) =
-            (cb.code_begin(blob), cb.frame_size_words(blob))
-        else {
-            return Step::Fail(reason::BAD_FRAME);
+        let facts = match out.nmethods.get(blob.addr) {
+            Some(facts) => facts,
+            None => {
+                let (Some(code_begin), Some(frame_words)) =
+                    (cb.code_begin(blob), cb.frame_size_words(blob))
+                else {
+                    return Step::Fail(reason::BAD_FRAME);
+                };
+                let Some(m) = nm.method(blob) else {
+                    return Step::Fail(reason::BAD_FRAME);
+                };
+                let frame_type = match nm.comp_level(blob) {
+                    Some(4) | None => frame_type::JIT_COMPILED,
+                    Some(_) => frame_type::C1_COMPILED,
+                };
+                let complete = cb
+                    .frame_complete_offset(blob)
+                    .map_or(code_begin, |o| code_begin.wrapping_add(o as usize));
+                let facts = NmethodFacts {
+                    blob: blob.addr,
+                    code_begin,
+                    frame_bytes: frame_words * 8,
+                    method: m,
+                    frame_type,
+                    complete,
+                    debug: None,
+                };
+                out.nmethods.put(facts);
+                facts
+            }
         };
-        let Some(m) = nm.method(blob) else {
-            return Step::Fail(reason::BAD_FRAME);
-        };
-        let frame_type = match nm.comp_level(blob) {
-            Some(4) | None => frame_type::JIT_COMPILED,
-            Some(_) => frame_type::C1_COMPILED,
-        };
-        let frame_bytes = frame_words * 8;
-        let complete = cb
-            .frame_complete_offset(blob)
-            .map_or(code_begin, |o| code_begin.wrapping_add(o as usize));
+        let (code_begin, frame_bytes, m, frame_type, complete) = (
+            facts.code_begin,
+            facts.frame_bytes,
+            facts.method,
+            facts.frame_type,
+            facts.complete,
+        );
 
         // Native wrappers are told by their Method's flags, but only where the debug
         // info has nothing to say (they have no PcDescs): a compiled Java frame then
@@ -872,7 +1013,8 @@ impl VmWalker {
             return;
         }
         let before = out.counts();
-        let debug = (|| {
+        let known = out.nmethods.get(blob.addr).and_then(|f| f.debug);
+        let debug = known.unwrap_or_else(|| {
             let (pcs_begin, pcs_end) = nm.pc_desc_range(blob)?;
             let data = nm.scopes_data_begin(blob)?;
             let (meta_begin, meta_end) = nm.metadata_range(blob)?;
@@ -886,7 +1028,10 @@ impl VmWalker {
                     metadata_len: meta_end.saturating_sub(meta_begin) / 8,
                 },
             })
-        })();
+        });
+        if known.is_none() {
+            out.nmethods.remember_debug(blob.addr, debug);
+        }
         let mut scopes = [ScopeFrame { method: 0, bci: 0 }; MAX_SCOPES];
         let pc_desc = debug.as_ref().and_then(|d| {
             self.pc_descs.find(
