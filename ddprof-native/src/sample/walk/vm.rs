@@ -844,7 +844,12 @@ impl VmWalker {
             if !method::is_plausible(mg, regs.method) {
                 return Step::Fail(reason::BAD_FRAME);
             }
-            self.push_method(out, regs.method, 0, frame_type::INTERPRETED);
+            // The native entry too runs here: a native method's frame is Native, as below.
+            if method::is_native(mg, regs.method) {
+                self.push_method(out, regs.method, -1, frame_type::NATIVE);
+            } else {
+                self.push_method(out, regs.method, 0, frame_type::INTERPRETED);
+            }
             return arch::interpreter_entry(stack, cur, regs)
                 .map_or(Step::Fail(reason::BAD_FRAME), Step::Next);
         }
