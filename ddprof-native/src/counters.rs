@@ -11,13 +11,13 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::OnceLock;
 
 macro_rules! counters {
-    ($($variant:ident => $name:literal,)*) => {
+    ($($(#[$cfg:meta])* $variant:ident => $name:literal,)*) => {
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         #[repr(usize)]
-        pub enum Counter { $($variant,)* }
+        pub enum Counter { $($(#[$cfg])* $variant,)* }
 
         /// Counter names in slot order.
-        pub const NAMES: &[&str] = &[$($name,)*];
+        pub const NAMES: &[&str] = &[$($(#[$cfg])* $name,)*];
     };
 }
 
@@ -253,6 +253,33 @@ counters! {
     MallocFreeHeldBytes => "malloc_free_held_bytes",
     MallocTrimmableBytes => "malloc_trimmable_bytes",
     MallocMmapBytes => "malloc_mmap_bytes",
+    // The load census (sample/load_census.rs): VM walks, and the memory loads they made by call
+    // site. Only in a build with the cargo feature `load-census` (a measurement build: each load
+    // then costs a shared atomic add); absent from ordinary builds.
+    #[cfg(feature = "load-census")]
+    LoadCensusWalks => "load_census_walks",
+    #[cfg(feature = "load-census")]
+    LoadCensusFrameSlot => "load_census_frame_slot",
+    #[cfg(feature = "load-census")]
+    LoadCensusStackPlain => "load_census_stack_plain",
+    #[cfg(feature = "load-census")]
+    LoadCensusCodeCache => "load_census_code_cache",
+    #[cfg(feature = "load-census")]
+    LoadCensusNmethodHeader => "load_census_nmethod_header",
+    #[cfg(feature = "load-census")]
+    LoadCensusPcDesc => "load_census_pc_desc",
+    #[cfg(feature = "load-census")]
+    LoadCensusScope => "load_census_scope",
+    #[cfg(feature = "load-census")]
+    LoadCensusInterpreter => "load_census_interpreter",
+    #[cfg(feature = "load-census")]
+    LoadCensusMethod => "load_census_method",
+    #[cfg(feature = "load-census")]
+    LoadCensusThread => "load_census_thread",
+    #[cfg(feature = "load-census")]
+    LoadCensusNative => "load_census_native",
+    #[cfg(feature = "load-census")]
+    LoadCensusOther => "load_census_other",
 }
 
 pub const COUNT: usize = NAMES.len();

@@ -440,3 +440,24 @@ pub fn table() -> Result<&'static FlagTable, FlagError> {
 #[cfg(test)]
 #[path = "vmstructs_flags_tests.rs"]
 mod tests;
+
+/// Bytes at the low end of a Java thread's stack that may be inaccessible: HotSpot's red,
+/// yellow and reserved zones (`StackRedPages`, `StackYellowPages`, `StackReservedPages`)
+/// and one more page for a libc guard page; `None` if a flag cannot be read. The walker reads
+/// the stack above them with plain loads (`sample/walk/own_stack.rs`).
+pub fn stack_guard_bytes() -> Option<usize> {
+    let table = table().ok()?;
+    let mut pages: i64 = 1;
+    for flag in ["StackRedPages", "StackYellowPages", "StackReservedPages"] {
+        match table.get_int(flag) {
+            Ok(n) if (0..=1024).contains(&n) => pages += n,
+            _ => return None,
+        }
+    }
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if page <= 0 {
+        return None;
+    }
+    usize::try_from(pages.checked_mul(page as i64)?).ok()
+}

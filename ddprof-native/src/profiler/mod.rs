@@ -616,7 +616,7 @@ fn resolve_walker(args: &Args, warnings: &mut Vec<String>) -> WalkerKind {
                 Err("the current JavaThread cannot be found from a signal handler".into())
             }
         })
-        .and_then(|_| match VmWalker::init(vm::java_feature_version()) {
+        .and_then(|_| match init_vm_walker() {
             Some(_) => Ok(()),
             None => Err(match vmstructs::missing() {
                 [] => "VMStructs are not available".to_string(),
@@ -638,6 +638,14 @@ fn resolve_walker(args: &Args, warnings: &mut Vec<String>) -> WalkerKind {
     }
 }
 
+/// The VM walker, with the thread stacks' guard zones it needs to read stacks plainly.
+fn init_vm_walker() -> Option<&'static VmWalker> {
+    crate::sample::walk::own_stack::set_guard_zones(crate::sample::walk::own_stack::GuardZones(
+        crate::hotspot::vmstructs::flags::stack_guard_bytes(),
+    ));
+    VmWalker::init(vm::java_feature_version())
+}
+
 /// The walker of allocation stacks: ours whenever it can run, whatever `cstack` chose for CPU
 /// samples. `cstack` names how signal samples are unwound; upstream takes allocation stacks
 /// with JVMTI whatever it says, and AsyncGetCallTrace started from a callback fails on a share
@@ -650,7 +658,7 @@ fn allocation_walker(walker: WalkerKind) -> WalkerKind {
     let ready = crate::sample::walk::arch::VM_WALKER
         && safe_access::install().is_ok()
         && current_thread::available()
-        && VmWalker::init(vm::java_feature_version()).is_some();
+        && init_vm_walker().is_some();
     if ready {
         WalkerKind::Vm
     } else {

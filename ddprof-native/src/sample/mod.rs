@@ -20,6 +20,7 @@ pub mod frame;
 pub mod handler;
 pub mod handler_time;
 pub mod hint_cache;
+pub mod load_census;
 pub mod mode;
 pub mod nativemem;
 pub mod natsock;

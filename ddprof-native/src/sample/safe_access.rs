@@ -38,6 +38,7 @@
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use super::load_census::{self as census, Site};
 use super::signal::{self, Previous, SigactionFailed};
 
 #[cfg(target_arch = "x86_64")]
@@ -132,19 +133,20 @@ fn load_n<const N: usize>(addr: usize, fast: fn(usize) -> Option<u64>) -> Option
 /// Loads a pointer-sized word at `addr`; `None` if it is not readable. Signal-safe.
 #[inline]
 pub fn load_usize(addr: usize) -> Option<usize> {
-    load_u64(addr).map(|v| v as usize)
+    load_usize_at(Site::Other, addr)
 }
 
 /// Loads 8 bytes at `addr` (any alignment); `None` if not readable. Signal-safe.
 #[inline]
 pub fn load_u64(addr: usize) -> Option<u64> {
+    census::count(Site::Other);
     load_n::<8>(addr, arch::load64)
 }
 
 /// Loads 4 bytes at `addr`; `None` if not readable. Signal-safe.
 #[inline]
 pub fn load_u32(addr: usize) -> Option<u32> {
-    load_n::<4>(addr, arch::load32).map(|v| v as u32)
+    load_u32_at(Site::Other, addr)
 }
 
 /// Loads 4 bytes at `addr` as a signed value; `None` if not readable. Signal-safe.
@@ -156,12 +158,43 @@ pub fn load_i32(addr: usize) -> Option<i32> {
 /// Loads 2 bytes at `addr`; `None` if not readable. Signal-safe.
 #[inline]
 pub fn load_u16(addr: usize) -> Option<u16> {
-    load_n::<2>(addr, arch::load16).map(|v| v as u16)
+    load_u16_at(Site::Other, addr)
 }
 
 /// Loads 1 byte at `addr`; `None` if not readable. Signal-safe.
 #[inline]
 pub fn load_u8(addr: usize) -> Option<u8> {
+    load_u8_at(Site::Other, addr)
+}
+
+// The same loads, counted at `site` by the load census (`load_census.rs`; counting only in a
+// measurement build).
+
+/// [`load_usize`] for `site`. Signal-safe.
+#[inline]
+pub fn load_usize_at(site: Site, addr: usize) -> Option<usize> {
+    census::count(site);
+    load_n::<8>(addr, arch::load64).map(|v| v as usize)
+}
+
+/// [`load_u32`] for `site`. Signal-safe.
+#[inline]
+pub fn load_u32_at(site: Site, addr: usize) -> Option<u32> {
+    census::count(site);
+    load_n::<4>(addr, arch::load32).map(|v| v as u32)
+}
+
+/// [`load_u16`] for `site`. Signal-safe.
+#[inline]
+pub fn load_u16_at(site: Site, addr: usize) -> Option<u16> {
+    census::count(site);
+    load_n::<2>(addr, arch::load16).map(|v| v as u16)
+}
+
+/// [`load_u8`] for `site`. Signal-safe.
+#[inline]
+pub fn load_u8_at(site: Site, addr: usize) -> Option<u8> {
+    census::count(site);
     load_n::<1>(addr, arch::load8).map(|v| v as u8)
 }
 
@@ -182,6 +215,7 @@ pub fn copy(dst: &mut [u8], src: usize) -> bool {
     let mut at = src;
     let mut words = dst.chunks_exact_mut(8);
     for word in &mut words {
+        census::count(Site::Other);
         let Some(value) = arch::load64(at) else {
             return false;
         };
@@ -191,6 +225,7 @@ pub fn copy(dst: &mut [u8], src: usize) -> bool {
         at = at.wrapping_add(8);
     }
     for byte in words.into_remainder() {
+        census::count(Site::Other);
         let Some(value) = arch::load8(at) else {
             return false;
         };

@@ -23,7 +23,8 @@ use super::layout::{
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 // Every read of VM memory here may race with the code cache changing under us.
-use crate::sample::safe_access::{load_i32, load_u16, load_u32, load_u8, load_usize};
+use crate::sample::load_census::Site;
+use crate::sample::safe_access::{load_u16_at, load_u32_at, load_u8_at, load_usize, load_usize_at};
 
 /// HotSpot has one code heap, or three when segmented; a larger count is a stale read.
 const MAX_HEAPS: i64 = 16;
@@ -49,28 +50,41 @@ pub struct Blob {
 /// says. Signal-safe.
 #[inline]
 pub fn load_field(base: usize, field: Field) -> Option<i64> {
+    load_field_at(Site::Other, base, field)
+}
+
+/// [`load_field`], counted at `site` by the load census. Signal-safe.
+#[inline]
+pub fn load_field_at(site: Site, base: usize, field: Field) -> Option<i64> {
     let addr = base.checked_add(field.offset)?;
     Some(match (field.size, field.signed) {
-        (1, true) => i64::from(load_u8(addr)? as i8),
-        (1, false) => i64::from(load_u8(addr)?),
-        (2, true) => i64::from(load_u16(addr)? as i16),
-        (2, false) => i64::from(load_u16(addr)?),
-        (4, true) => i64::from(load_i32(addr)?),
-        (4, false) => i64::from(load_u32(addr)?),
-        (8, _) => load_usize(addr)? as i64,
+        (1, true) => i64::from(load_u8_at(site, addr)? as i8),
+        (1, false) => i64::from(load_u8_at(site, addr)?),
+        (2, true) => i64::from(load_u16_at(site, addr)? as i16),
+        (2, false) => i64::from(load_u16_at(site, addr)?),
+        (4, true) => i64::from(load_u32_at(site, addr)? as i32),
+        (4, false) => i64::from(load_u32_at(site, addr)?),
+        (8, _) => load_usize_at(site, addr)? as i64,
         _ => return None,
     })
 }
 
-/// Reads a pointer field at `base + offset`. Signal-safe.
+/// A blob's or nmethod's header field. Signal-safe.
+#[inline]
+fn header_field(base: usize, field: Field) -> Option<i64> {
+    load_field_at(Site::NmethodHeader, base, field)
+}
+
+/// Reads a pointer field at `base + offset` (of a blob's header, for the load census).
+/// Signal-safe.
 #[inline]
 fn load_ptr(base: usize, offset: usize) -> Option<usize> {
-    load_usize(base.checked_add(offset)?)
+    load_usize_at(Site::NmethodHeader, base.checked_add(offset)?)
 }
 
 /// `base` plus a non-negative int field read at `holder + field.offset`. Signal-safe.
 fn plus_offset_field(base: usize, holder: usize, field: Field) -> Option<usize> {
-    let offset = usize::try_from(load_field(holder, field)?).ok()?;
+    let offset = usize::try_from(header_field(holder, field)?).ok()?;
     base.checked_add(offset)
 }
 
@@ -185,7 +199,11 @@ impl CodeCacheGroup {
 
     /// A heap's committed end (`_memory._high`), which grows as code is added.
     fn heap_high(&self, heap: usize) -> Option<usize> {
-        load_ptr(heap.checked_add(self.heap_memory)?, self.vs_high)
+        load_usize_at(
+            Site::CodeCache,
+            heap.checked_add(self.heap_memory)?
+                .checked_add(self.vs_high)?,
+        )
     }
 
     /// `[begin, end)` of the interpreter's code: `AbstractInterpreter::_code`, a StubQueue
@@ -199,10 +217,11 @@ impl CodeCacheGroup {
 
     /// The blob in the block starting at `block`, if the block is used and covers `pc`.
     fn used_block(&self, block: usize, shift: u32, pc: usize) -> Option<Blob> {
-        if load_field(block, self.block_used)? == 0 {
+        if load_field_at(Site::CodeCache, block, self.block_used)? == 0 {
             return None;
         }
-        let segments = usize::try_from(load_field(block, self.block_length)?).ok()?;
+        let segments =
+            usize::try_from(load_field_at(Site::CodeCache, block, self.block_length)?).ok()?;
         // checked_mul, not a shift: a stale length must not wrap into a plausible end.
         let end = block.checked_add(segments.checked_mul(1usize << shift)?)?;
         let blob = block.checked_add(self.heap_block_size)?;
@@ -228,6 +247,11 @@ impl CodeCacheGroup {
     }
 }
 
+/// Each code heap's committed end as read during one walk (see
+/// [`CodeCacheView::find_blob_in_walk`]); empty at the start of each walk.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HeapHighs([Option<usize>; MAX_HEAPS as usize]);
+
 impl CodeCacheView {
     /// Whether everything a walk needs was readable: bounds, at least one heap, the
     /// interpreter and the call stub. Signal-safe.
@@ -244,18 +268,42 @@ impl CodeCacheView {
     /// `group` is the layout the view was read with. One protected load (the heap's
     /// committed end) plus the segment-map walk. Signal-safe.
     pub fn find_blob(&self, group: &CodeCacheGroup, pc: usize) -> Option<Blob> {
+        self.find_blob_in_walk(group, pc, &mut HeapHighs::default())
+    }
+
+    /// [`find_blob`](Self::find_blob) for one of the pcs of a walk: each heap's committed
+    /// end is read at its first lookup and kept in `highs` for the rest of the walk. Code
+    /// on the walked stack was installed before the walk began, so an end read during the
+    /// walk covers it. Signal-safe.
+    pub fn find_blob_in_walk(
+        &self,
+        group: &CodeCacheGroup,
+        pc: usize,
+        highs: &mut HeapHighs,
+    ) -> Option<Blob> {
         if !self.contains(pc) {
             return None;
         }
         // Heaps do not overlap: the one that starts last at or below pc is the only
         // candidate (they are in no particular order, docs/hotspot.md 3.1).
-        let heap = self
+        let (index, heap) = self
             .heaps
             .get(..self.len)?
             .iter()
-            .filter(|h| h.low <= pc)
-            .max_by_key(|h| h.low)?;
-        if pc >= group.heap_high(heap.heap)? {
+            .enumerate()
+            .filter(|(_, h)| h.low <= pc)
+            .max_by_key(|(_, h)| h.low)?;
+        let high = match highs.0.get(index).copied().flatten() {
+            Some(high) => high,
+            None => {
+                let high = group.heap_high(heap.heap)?;
+                if let Some(slot) = highs.0.get_mut(index) {
+                    *slot = Some(high);
+                }
+                high
+            }
+        };
+        if pc >= high {
             return None;
         }
         Self::blob_in_heap(group, heap, pc)
@@ -267,7 +315,7 @@ impl CodeCacheView {
         let shift = heap.shift;
         let mut index = (pc - heap.low) >> shift;
         for _ in 0..MAX_SEGMAP_HOPS {
-            match load_u8(heap.segmap.checked_add(index)?)? {
+            match load_u8_at(Site::CodeCache, heap.segmap.checked_add(index)?)? {
                 FREE_SEGMENT => return None,
                 0 => {
                     let block = heap.low.checked_add(index << shift)?;
@@ -322,7 +370,7 @@ impl CodeBlobGroup {
 
     /// `CodeBlob::_size`: the whole blob in bytes, header included. Signal-safe.
     pub fn size(&self, blob: Blob) -> Option<usize> {
-        let size = load_field(blob.addr, self.size)?;
+        let size = header_field(blob.addr, self.size)?;
         usize::try_from(size).ok().filter(non_null)
     }
 
@@ -333,13 +381,13 @@ impl CodeBlobGroup {
 
     /// `CodeBlob::_frame_size`, in words. Signal-safe.
     pub fn frame_size_words(&self, blob: Blob) -> Option<usize> {
-        usize::try_from(load_field(blob.addr, self.frame_size)?).ok()
+        usize::try_from(header_field(blob.addr, self.frame_size)?).ok()
     }
 
     /// `CodeBlob::_frame_complete_offset`: pcs before `code_begin + offset` have not
     /// built their frame yet. Negative (-1) when the frame is never complete. Signal-safe.
     pub fn frame_complete_offset(&self, blob: Blob) -> Option<i32> {
-        i32::try_from(load_field(blob.addr, self.frame_complete_offset)?).ok()
+        i32::try_from(header_field(blob.addr, self.frame_complete_offset)?).ok()
     }
 
     /// First instruction of the blob's code. Signal-safe.
@@ -364,7 +412,7 @@ impl CodeBlobGroup {
     /// Signal-safe.
     pub fn is_nmethod(&self, blob: Blob) -> bool {
         match self.kind {
-            BlobKind::Field { kind, nmethod } => load_field(blob.addr, kind) == Some(nmethod),
+            BlobKind::Field { kind, nmethod } => header_field(blob.addr, kind) == Some(nmethod),
             BlobKind::Name => {
                 self.name_eq(blob, b"nmethod") || self.name_eq(blob, b"native nmethod")
             }
@@ -417,7 +465,7 @@ fn c_string_eq(addr: usize, expected: &[u8]) -> bool {
     c_string_starts_with(addr, expected)
         && addr
             .checked_add(expected.len())
-            .and_then(load_u8)
+            .and_then(|a| load_u8_at(Site::NmethodHeader, a))
             .is_some_and(|b| b == 0)
 }
 
@@ -429,7 +477,7 @@ fn c_string_starts_with(addr: usize, prefix: &[u8]) -> bool {
     }
     prefix.iter().enumerate().all(|(i, &expected)| {
         addr.checked_add(i)
-            .and_then(load_u8)
+            .and_then(|a| load_u8_at(Site::NmethodHeader, a))
             .is_some_and(|b| b == expected)
     })
 }
@@ -446,7 +494,7 @@ impl NMethodGroup {
 
     /// `nmethod::_comp_level` (0 interpreter .. 4 C2). Signal-safe.
     pub fn comp_level(&self, blob: Blob) -> Option<i32> {
-        i32::try_from(load_field(blob.addr, self.comp_level)?).ok()
+        i32::try_from(header_field(blob.addr, self.comp_level)?).ok()
     }
 
     /// The verified entry point (after the inline-cache check). Signal-safe.

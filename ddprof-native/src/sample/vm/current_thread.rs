@@ -14,7 +14,14 @@ use std::sync::OnceLock;
 
 use jni::sys::JNIEnv;
 
-use crate::sample::safe_access::load_usize;
+use crate::sample::load_census::Site;
+use crate::sample::safe_access::load_usize_at;
+
+/// The current thread's fields, for the load census.
+#[inline]
+fn load_usize(addr: usize) -> Option<usize> {
+    load_usize_at(Site::Thread, addr)
+}
 
 #[derive(Debug)]
 struct Layout {

@@ -3,9 +3,21 @@
 //! crash-protected loads: a `Method*` from a stack is a lookup key until proven live.
 
 use super::super::hint_cache::HintCache;
-use super::codecache::load_field;
+use super::codecache::load_field_at;
 use super::layout::MethodGroup;
-use crate::sample::safe_access::load_usize;
+use crate::sample::load_census::Site;
+use crate::sample::safe_access::load_usize_at;
+
+/// Loads of `Method*` and the structures it leads to, for the load census.
+#[inline]
+fn load_usize(addr: usize) -> Option<usize> {
+    load_usize_at(Site::Method, addr)
+}
+
+#[inline]
+fn load_field(base: usize, field: super::layout::Field) -> Option<i64> {
+    load_field_at(Site::Method, base, field)
+}
 
 /// ACC_NATIVE in `Method::_access_flags`.
 const ACC_NATIVE: i64 = 0x0100;
@@ -121,14 +133,20 @@ pub fn is_plausible(m: &MethodGroup, method: usize) -> bool {
 /// The bci of an interpreter bcp: offset from the first bytecode, 0 when outside.
 /// Signal-safe.
 pub fn bci_of_bcp(m: &MethodGroup, method: usize, bcp: usize) -> i32 {
-    let Some(const_method) = method
-        .checked_add(m.method.const_method)
-        .and_then(load_usize)
-    else {
-        return 0;
-    };
+    bytecodes(m, method).map_or(0, |code| bci_in(code, bcp))
+}
+
+/// Where `method`'s bytecodes are: `(start, length)`; `None` if its `ConstMethod*` is
+/// unreadable (an unreadable length reads as 0). Signal-safe.
+pub fn bytecodes(m: &MethodGroup, method: usize) -> Option<(usize, usize)> {
+    let const_method = load_usize(method.checked_add(m.method.const_method)?)?;
     let start = const_method.wrapping_add(m.const_method.size);
     let code_size = load_field(const_method, m.const_method.code_size).unwrap_or(0) as usize;
+    Some((start, code_size))
+}
+
+/// The bci of `bcp` in the bytecodes `(start, length)`, 0 when outside. Signal-safe.
+pub fn bci_in((start, code_size): (usize, usize), bcp: usize) -> i32 {
     let bci = bcp.wrapping_sub(start);
     if bci < code_size {
         bci as i32

@@ -14,6 +14,7 @@ pub mod oop;
 pub mod receiver;
 pub mod trace_id;
 
+use super::load_census::Site;
 use super::safe_access;
 
 /// VM memory read through the crash-protected loads: what the walker and the dump-time
@@ -32,5 +33,24 @@ impl debuginfo::Memory for SafeMemory {
     #[inline]
     fn read_usize(&self, addr: usize) -> Option<usize> {
         safe_access::load_usize(addr)
+    }
+}
+
+/// [`SafeMemory`] whose loads the load census counts at one call site.
+#[derive(Clone, Copy)]
+pub struct SiteMemory(pub Site);
+
+impl debuginfo::Memory for SiteMemory {
+    #[inline]
+    fn read_u8(&self, addr: usize) -> Option<u8> {
+        safe_access::load_u8_at(self.0, addr)
+    }
+    #[inline]
+    fn read_u32(&self, addr: usize) -> Option<u32> {
+        safe_access::load_u32_at(self.0, addr)
+    }
+    #[inline]
+    fn read_usize(&self, addr: usize) -> Option<usize> {
+        safe_access::load_usize_at(self.0, addr)
     }
 }

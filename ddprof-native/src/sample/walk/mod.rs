@@ -7,6 +7,7 @@ pub mod arch;
 pub mod compare;
 pub mod dwarf;
 pub mod native;
+pub mod own_stack;
 pub mod stack;
 pub mod vm;
 

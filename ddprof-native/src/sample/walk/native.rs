@@ -32,9 +32,10 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use super::{arch, dwarf};
 use crate::counters::Counter;
 use crate::sample::frame::Frame;
-use crate::sample::safe_access::load_usize;
+use crate::sample::load_census::Site;
+use crate::sample::safe_access::load_usize_at;
 use crate::sample::vm::debuginfo::Memory;
-use crate::sample::vm::SafeMemory;
+use crate::sample::vm::SiteMemory;
 
 /// Native frames walked at most per sample (recorded or not).
 pub const MAX_NATIVE_FRAMES: usize = 256;
@@ -246,7 +247,7 @@ fn run(
     // The DWARF table cannot be freed while this hold lives.
     let rules = dwarf::read();
     let end = unwind(
-        &SafeMemory,
+        &SiteMemory(Site::Native),
         rules.table(),
         start,
         lr,
@@ -311,7 +312,7 @@ pub fn thread_bounds(
 ) -> Bounds {
     let read = |field: usize| {
         thread
-            .and_then(|t| load_usize(t.checked_add(field)?))
+            .and_then(|t| load_usize_at(Site::Thread, t.checked_add(field)?))
             .unwrap_or(0)
     };
     Bounds::of_stack(read(base_field), read(size_field), sp)

@@ -13,15 +13,19 @@ use super::native::Cursor;
 use super::{native, SignalContext, StackWalker, Walk};
 use crate::counters::Counter;
 use crate::sample::frame::{frame_type, Frame};
-use crate::sample::safe_access::load_usize;
+use crate::sample::load_census::{self, Site};
+use crate::sample::safe_access::{load_usize, load_usize_at};
 use crate::sample::tags;
-use crate::sample::vm::codecache::{load_field, Blob, CodeCacheView, NmethodNames};
+use crate::sample::vm::codecache::{
+    load_field, load_field_at, Blob, CodeCacheView, HeapHighs, NmethodNames,
+};
 use crate::sample::vm::debuginfo::{
     self, ChainEnd, Encoding, NmethodScopes, PcDescCache, PcDescLayout, ScopeFormat, ScopeFrame,
 };
 use crate::sample::vm::layout::{self, CodeCacheGroup, VmLayout};
-use crate::sample::vm::SafeMemory;
+use crate::sample::vm::SiteMemory;
 use crate::sample::vm::{current_thread, method, receiver};
+use crate::sample::walk::own_stack::{self, OwnStack};
 
 /// Reasons a walk ended early, recorded as the `bci` of an error frame. Negative and
 /// below AsyncGetCallTrace's codes so the two never mix.
@@ -121,6 +125,10 @@ struct Out<'a> {
     methods: MethodCache,
     /// Compiled frames already decoded in this walk, by pc (see [`Out::repeat_chain`]).
     chains: [Chain; CHAIN_SLOTS],
+    /// What the interpreted frames of this walk found out about their methods.
+    interpreted: InterpretedMethods,
+    /// What the compiled frames of this walk read of their nmethods.
+    nmethods: Nmethods,
     /// Frame counts, added to their counters once at the end of the walk: one atomic
     /// add per walk rather than one per frame (the counter's cache line moves between
     /// the CPUs that sample).
@@ -136,6 +144,8 @@ impl<'a> Out<'a> {
             n: 0,
             methods: MethodCache::new(),
             chains: [Chain::default(); CHAIN_SLOTS],
+            interpreted: InterpretedMethods::default(),
+            nmethods: Nmethods::default(),
             ids: 0,
             raw: 0,
             untaggable: 0,
@@ -281,6 +291,102 @@ impl MethodCache {
     fn put(&mut self, m: usize, kind: MethodKind) {
         if let Some(slot) = self.slots.get_mut(Self::slot(m)) {
             *slot = (m, kind);
+        }
+    }
+}
+
+/// Slots of the per-walk memo of interpreted methods (a power of two).
+const INTERPRETED_SLOTS: usize = 16;
+
+/// What an interpreted frame needs of its `Method*` beyond its jmethodID: that it reads as
+/// a method (its holder chain), whether it is native, and where its bytecodes are (for the
+/// bci). Six protected loads on cold metadata, the same for every frame of a method that
+/// recurses or is called from many places: asked once per walk ([`InterpretedMethods`]).
+#[derive(Clone, Copy, Default)]
+struct InterpretedMethod {
+    /// 0: an empty slot.
+    method: usize,
+    native: bool,
+    bytecodes: (usize, usize),
+}
+
+/// The interpreted methods met in one walk; direct-mapped, a collision costs the loads
+/// again. Never kept across walks, as [`MethodCache`].
+#[derive(Default)]
+struct InterpretedMethods {
+    slots: [InterpretedMethod; INTERPRETED_SLOTS],
+}
+
+impl InterpretedMethods {
+    fn slot(m: usize) -> usize {
+        ((m >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - 4)) % INTERPRETED_SLOTS
+    }
+
+    fn get(&self, m: usize) -> Option<InterpretedMethod> {
+        self.slots
+            .get(Self::slot(m))
+            .filter(|s| s.method == m && m != 0)
+            .copied()
+    }
+
+    fn put(&mut self, facts: InterpretedMethod) {
+        if let Some(slot) = self.slots.get_mut(Self::slot(facts.method)) {
+            *slot = facts;
+        }
+    }
+}
+
+/// Slots of the per-walk memo of nmethods (a power of two).
+const NMETHOD_SLOTS: usize = 16;
+
+/// What a compiled frame reads of its nmethod's header: about six protected loads, and
+/// about seven more for where its debug info is. A deep stack meets the same nmethods
+/// again and again (recursion, a loop calling down the same path), at different pcs, so
+/// [`Nmethods`] keeps them for the rest of the walk. An nmethod with an activation on the
+/// walked stack cannot be freed while the walk runs, so its header is the same all along.
+#[derive(Clone, Copy, Default)]
+struct NmethodFacts {
+    /// The blob's address; 0: an empty slot.
+    blob: usize,
+    code_begin: usize,
+    frame_bytes: usize,
+    method: usize,
+    frame_type: u8,
+    complete: usize,
+    /// Where the debug info is, once a frame needed it: `Some(None)` when unreadable.
+    debug: Option<Option<debuginfo::NmethodDebugInfo>>,
+}
+
+/// The nmethods met in one walk; direct-mapped, a collision costs the loads again. Never
+/// kept across walks (an nmethod can be freed between two samples).
+#[derive(Default)]
+struct Nmethods {
+    slots: [NmethodFacts; NMETHOD_SLOTS],
+}
+
+impl Nmethods {
+    fn slot(blob: usize) -> usize {
+        ((blob >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - 4)) % NMETHOD_SLOTS
+    }
+
+    fn get(&self, blob: usize) -> Option<NmethodFacts> {
+        self.slots
+            .get(Self::slot(blob))
+            .filter(|s| s.blob == blob && blob != 0)
+            .copied()
+    }
+
+    fn put(&mut self, facts: NmethodFacts) {
+        if let Some(slot) = self.slots.get_mut(Self::slot(facts.blob)) {
+            *slot = facts;
+        }
+    }
+
+    fn remember_debug(&mut self, blob: usize, debug: Option<debuginfo::NmethodDebugInfo>) {
+        if let Some(slot) = self.slots.get_mut(Self::slot(blob)) {
+            if slot.blob == blob && blob != 0 {
+                slot.debug = Some(debug);
+            }
         }
     }
 }
@@ -454,6 +560,7 @@ impl VmWalker {
     /// Ok(true): complete; Ok(false): the buffer filled up; Err(reason). From the frame
     /// anchor ([`Start::Anchor`]), the walk starts at the thread's last Java frame.
     fn walk_into(&self, start: Start, out: &mut Out) -> Result<bool, i32> {
+        load_census::walk();
         let l = self.layout;
         let (Some(threads), Some(cc)) = (l.threads.as_ref(), l.code_cache.as_ref()) else {
             return Err(reason::UNAVAILABLE);
@@ -493,20 +600,30 @@ impl VmWalker {
             return native::native_only(top, regs.lr, bounds, &in_code, frames, n)
                 .ok_or(reason::NOT_JAVA_THREAD);
         };
-        let state = load_field(thread, threads.thread_state).ok_or(reason::NOT_JAVA_THREAD)? as i32;
+        let state = load_field_at(Site::Thread, thread, threads.thread_state)
+            .ok_or(reason::NOT_JAVA_THREAD)? as i32;
         let anchor = thread + threads.anchor;
-        let anchor_sp = load_usize(anchor + threads.anchor_sp).unwrap_or(0);
-        let stack_base = load_usize(thread + threads.stack_base).unwrap_or(0);
-        let stack_size = load_usize(thread + threads.stack_size).unwrap_or(0);
+        let anchor_sp = load_usize_at(Site::Thread, anchor + threads.anchor_sp).unwrap_or(0);
+        let stack_base = load_usize_at(Site::Thread, thread + threads.stack_base).unwrap_or(0);
+        let stack_size = load_usize_at(Site::Thread, thread + threads.stack_size).unwrap_or(0);
         let stack_low = stack_base.saturating_sub(stack_size);
         let bounds = native::Bounds::of_stack(stack_base, stack_size, regs.sp);
+        // `regs.sp` is this thread's: the interrupted sp of its signal, or its own.
+        let stack = OwnStack::of_current_thread(
+            regs.sp,
+            stack_low,
+            stack_base,
+            own_stack::guard_zones(),
+            Site::FrameSlot,
+        );
 
         let in_java = state == threads.states.in_java || state == threads.states.in_java_trans;
         // From the end of `Deoptimization::fetch_unroll_info` to the end of `unpack_frames`
         // (cleared there): the blob replaces the deoptimized frame by skeletal interpreter
         // frames and fills them in, all in Java state (a JRT_LEAF call), so the registers
         // lead through it.
-        let deoptimizing = load_usize(thread + threads.vframe_array_head).is_some_and(|v| v != 0);
+        let deoptimizing =
+            load_usize_at(Site::Thread, thread + threads.vframe_array_head).is_some_and(|v| v != 0);
         let mut anchor_used = false;
         let mut cur = Cursor {
             pc: regs.pc,
@@ -519,7 +636,9 @@ impl VmWalker {
             if anchor_sp == 0 {
                 return Err(reason::NO_JAVA_FRAME);
             }
-            cur = self.resume_at_anchor(anchor).ok_or(reason::NO_JAVA_FRAME)?;
+            cur = self
+                .resume_at_anchor(anchor, &stack)
+                .ok_or(reason::NO_JAVA_FRAME)?;
             anchor_used = true;
         } else if !in_java {
             let (frames, n) = (&mut *out.frames, &mut out.n);
@@ -531,10 +650,13 @@ impl VmWalker {
                 return Ok(false);
             }
             // In the VM, native code or blocked: Java frames start at the anchor.
-            cur = self.resume_at_anchor(anchor).ok_or(reason::NO_JAVA_FRAME)?;
+            cur = self
+                .resume_at_anchor(anchor, &stack)
+                .ok_or(reason::NO_JAVA_FRAME)?;
             anchor_used = true;
         }
         let call_stub = code.call_stub_return_address();
+        let mut highs = HeapHighs::default();
         let mut depth = 0usize;
         // Stubs add no frame: bound the steps, not only the frames.
         let max_steps = out.frames.len().saturating_mul(2).saturating_add(64);
@@ -549,16 +671,18 @@ impl VmWalker {
                 return Err(reason::BAD_SP);
             }
             let step = if Some(cur.pc) == call_stub {
-                self.entry_frame(cur)
-            } else if let Some(blob) = code.find_blob(cc, cur.pc) {
-                if code.is_interpreter(cur.pc) {
-                    self.interpreted_frame(cur, depth, &regs, out)
-                } else if l
-                    .code_blob
-                    .as_ref()
-                    .is_some_and(|b| b.is_nmethod_cached(blob, &self.nmethod_names))
+                self.entry_frame(cur, &stack)
+            } else if code.is_interpreter(cur.pc) {
+                // The interpreter's code is one blob of the code cache: no lookup needed
+                // (it would cost about four loads a frame).
+                self.interpreted_frame(cur, depth, &regs, &stack, out)
+            } else if let Some(blob) = code.find_blob_in_walk(cc, cur.pc, &mut highs) {
+                if out.nmethods.get(blob.addr).is_some()
+                    || l.code_blob
+                        .as_ref()
+                        .is_some_and(|b| b.is_nmethod_cached(blob, &self.nmethod_names))
                 {
-                    self.compiled_frame(blob, cur, depth, &regs, out)
+                    self.compiled_frame(blob, cur, depth, &regs, &stack, out)
                 } else if deoptimizing {
                     // The deoptimization or uncommon-trap blob (AsyncGetCallTrace answers
                     // ticks_deopt for the whole sample here).
@@ -577,7 +701,7 @@ impl VmWalker {
                     if !receiver && from_regs && (leaf || native::mixed()) {
                         out.push(Frame::stub(cur.pc as u64));
                     }
-                    self.stub_frame(blob, cur, depth, &regs, bounds, &in_code)
+                    self.stub_frame(blob, cur, depth, &regs, &stack, bounds, &in_code)
                 }
             } else {
                 // Native or VM code called from Java: its Java caller by native unwinding,
@@ -591,7 +715,7 @@ impl VmWalker {
                     native::End::Full => return Ok(false),
                     _ if stop_sp != 0 => {
                         anchor_used = true;
-                        match self.resume_at_anchor(anchor) {
+                        match self.resume_at_anchor(anchor, &stack) {
                             Some(c) => Step::Next(c),
                             None => Step::Fail(reason::UNKNOWN_PC),
                         }
@@ -621,17 +745,19 @@ impl VmWalker {
 
     /// The frame anchor's (pc, sp, fp). `_last_Java_pc` may be 0: then the return address
     /// sits just below sp.
-    fn resume_at_anchor(&self, anchor: usize) -> Option<Cursor> {
+    fn resume_at_anchor(&self, anchor: usize, stack: &OwnStack) -> Option<Cursor> {
         let t = self.layout.threads.as_ref()?;
-        let sp = load_usize(anchor + t.anchor_sp)?;
+        // A JavaThread's anchor, or a call wrapper's (on the stack).
+        let fields = stack.at(Site::Thread);
+        let sp = fields.word(anchor + t.anchor_sp)?;
         if sp == 0 {
             return None;
         }
-        let pc = match load_usize(anchor + t.anchor_pc)? {
-            0 => load_usize(sp.checked_sub(8)?)?,
+        let pc = match fields.word(anchor + t.anchor_pc)? {
+            0 => stack.word(sp.checked_sub(8)?)?,
             pc => pc,
         };
-        let fp = load_usize(anchor + t.anchor_fp).unwrap_or(0);
+        let fp = fields.word(anchor + t.anchor_fp).unwrap_or(0);
         Some(Cursor { pc, sp, fp })
     }
 
@@ -693,7 +819,15 @@ impl VmWalker {
     }
 
     /// Template interpreter frame (docs/hotspot.md 4.2).
-    fn interpreted_frame(&self, cur: Cursor, depth: usize, regs: &Regs, out: &mut Out) -> Step {
+    fn interpreted_frame(
+        &self,
+        cur: Cursor,
+        depth: usize,
+        regs: &Regs,
+        stack: &OwnStack,
+        out: &mut Out,
+    ) -> Step {
+        let slots = stack.at(Site::Interpreter);
         let Some(mg) = self.layout.method.as_ref() else {
             return Step::Fail(reason::UNAVAILABLE);
         };
@@ -711,38 +845,55 @@ impl VmWalker {
             if !method::is_plausible(mg, regs.method) {
                 return Step::Fail(reason::BAD_FRAME);
             }
-            self.push_method(out, regs.method, 0, frame_type::INTERPRETED);
-            return arch::interpreter_entry(&SafeMemory, cur, regs)
+            // The native entry too runs here: a native method's frame is Native, as below.
+            if method::is_native(mg, regs.method) {
+                self.push_method(out, regs.method, -1, frame_type::NATIVE);
+            } else {
+                self.push_method(out, regs.method, 0, frame_type::INTERPRETED);
+            }
+            return arch::interpreter_entry(stack, cur, regs)
                 .map_or(Step::Fail(reason::BAD_FRAME), Step::Next);
         }
         let (Some(m), Some(bcp)) = (
-            load_usize(fp - arch::INTERP_METHOD_SLOT * 8),
-            load_usize(fp - arch::INTERP_BCP_SLOT * 8),
+            slots.word(fp - arch::INTERP_METHOD_SLOT * 8),
+            slots.word(fp - arch::INTERP_BCP_SLOT * 8),
         ) else {
             return Step::Fail(reason::BAD_FRAME);
         };
-        if !method::is_plausible(mg, m) {
-            return Step::Fail(reason::BAD_FRAME);
-        }
-        if method::is_native(mg, m) {
+        let facts = match out.interpreted.get(m) {
+            Some(facts) => facts,
+            None => {
+                if !method::is_plausible(mg, m) {
+                    return Step::Fail(reason::BAD_FRAME);
+                }
+                let native = method::is_native(mg, m);
+                let facts = InterpretedMethod {
+                    method: m,
+                    native,
+                    bytecodes: match native {
+                        true => (0, 0),
+                        false => method::bytecodes(mg, m).unwrap_or((0, 0)),
+                    },
+                };
+                out.interpreted.put(facts);
+                facts
+            }
+        };
+        if facts.native {
             // The interpreter's native entry runs native methods that have no wrapper yet.
             self.push_method(out, m, -1, frame_type::NATIVE);
         } else {
-            self.push_method(
-                out,
-                m,
-                method::bci_of_bcp(mg, m, bcp),
-                frame_type::INTERPRETED,
-            );
+            let bci = method::bci_in(facts.bytecodes, bcp);
+            self.push_method(out, m, bci, frame_type::INTERPRETED);
         }
         let Some(f) = self.layout.frame.as_ref() else {
             return Step::Fail(reason::UNAVAILABLE);
         };
         let sender_sp_slot = fp.wrapping_add((f.interpreter_frame_sender_sp_offset * 8) as usize);
         match (
-            load_usize(sender_sp_slot),
-            load_usize(fp + arch::RETURN_AT_FP),
-            load_usize(fp + arch::LINK_AT_FP),
+            slots.word(sender_sp_slot),
+            slots.word(fp + arch::RETURN_AT_FP),
+            slots.word(fp + arch::LINK_AT_FP),
         ) {
             (Some(sp), Some(pc), Some(caller_fp)) => Step::Next(Cursor {
                 pc,
@@ -754,12 +905,14 @@ impl VmWalker {
     }
 
     /// C1/C2 nmethod or native wrapper (docs/hotspot.md 3.5-3.7, 4.3, 4.5).
+    #[allow(clippy::too_many_arguments)]
     fn compiled_frame(
         &self,
         blob: Blob,
         cur: Cursor,
         depth: usize,
         regs: &Regs,
+        stack: &OwnStack,
         out: &mut Out,
     ) -> Step {
         let l = self.layout;
@@ -768,22 +921,44 @@ impl VmWalker {
         else {
             return Step::Fail(reason::UNAVAILABLE);
         };
-        let (Some(code_begin), Some(frame_words)) =
-            (cb.code_begin(blob), cb.frame_size_words(blob))
-        else {
-            return Step::Fail(reason::BAD_FRAME);
+        let facts = match out.nmethods.get(blob.addr) {
+            Some(facts) => facts,
+            None => {
+                let (Some(code_begin), Some(frame_words)) =
+                    (cb.code_begin(blob), cb.frame_size_words(blob))
+                else {
+                    return Step::Fail(reason::BAD_FRAME);
+                };
+                let Some(m) = nm.method(blob) else {
+                    return Step::Fail(reason::BAD_FRAME);
+                };
+                let frame_type = match nm.comp_level(blob) {
+                    Some(4) | None => frame_type::JIT_COMPILED,
+                    Some(_) => frame_type::C1_COMPILED,
+                };
+                let complete = cb
+                    .frame_complete_offset(blob)
+                    .map_or(code_begin, |o| code_begin.wrapping_add(o as usize));
+                let facts = NmethodFacts {
+                    blob: blob.addr,
+                    code_begin,
+                    frame_bytes: frame_words * 8,
+                    method: m,
+                    frame_type,
+                    complete,
+                    debug: None,
+                };
+                out.nmethods.put(facts);
+                facts
+            }
         };
-        let Some(m) = nm.method(blob) else {
-            return Step::Fail(reason::BAD_FRAME);
-        };
-        let frame_type = match nm.comp_level(blob) {
-            Some(4) | None => frame_type::JIT_COMPILED,
-            Some(_) => frame_type::C1_COMPILED,
-        };
-        let frame_bytes = frame_words * 8;
-        let complete = cb
-            .frame_complete_offset(blob)
-            .map_or(code_begin, |o| code_begin.wrapping_add(o as usize));
+        let (code_begin, frame_bytes, m, frame_type, complete) = (
+            facts.code_begin,
+            facts.frame_bytes,
+            facts.method,
+            facts.frame_type,
+            facts.complete,
+        );
 
         // Native wrappers are told by their Method's flags, but only where the debug
         // info has nothing to say (they have no PcDescs): a compiled Java frame then
@@ -806,7 +981,7 @@ impl VmWalker {
             } else {
                 0
             };
-            match arch::compiled_top(&SafeMemory, cur, regs, entry, complete, frame_bytes) {
+            match arch::compiled_top(stack, cur, regs, entry, complete, frame_bytes) {
                 Top::Whole => {}
                 Top::Caller(c) => return Step::Next(c),
                 Top::Broken => return Step::Fail(reason::BAD_FRAME),
@@ -815,7 +990,7 @@ impl VmWalker {
         if frame_bytes == 0 {
             return Step::Fail(reason::BAD_FRAME);
         }
-        sized_frame_caller(cur.sp + frame_bytes)
+        sized_frame_caller(stack, cur.sp + frame_bytes)
     }
 
     /// Frames of one nmethod pc, innermost inlined scope first; a native wrapper (no
@@ -844,7 +1019,8 @@ impl VmWalker {
             return;
         }
         let before = out.counts();
-        let debug = (|| {
+        let known = out.nmethods.get(blob.addr).and_then(|f| f.debug);
+        let debug = known.unwrap_or_else(|| {
             let (pcs_begin, pcs_end) = nm.pc_desc_range(blob)?;
             let data = nm.scopes_data_begin(blob)?;
             let (meta_begin, meta_end) = nm.metadata_range(blob)?;
@@ -858,15 +1034,23 @@ impl VmWalker {
                     metadata_len: meta_end.saturating_sub(meta_begin) / 8,
                 },
             })
-        })();
+        });
+        if known.is_none() {
+            out.nmethods.remember_debug(blob.addr, debug);
+        }
         let mut scopes = [ScopeFrame { method: 0, bci: 0 }; MAX_SCOPES];
         let pc_desc = debug.as_ref().and_then(|d| {
-            self.pc_descs
-                .find(&SafeMemory, &self.pc_desc, d, code_begin, offset)
+            self.pc_descs.find(
+                &SiteMemory(Site::PcDesc),
+                &self.pc_desc,
+                d,
+                code_begin,
+                offset,
+            )
         });
         let chain = match (debug, pc_desc) {
             (Some(d), Some(pd)) => debuginfo::decode_scopes(
-                &SafeMemory,
+                &SiteMemory(Site::Scope),
                 &self.format,
                 &d.scopes,
                 pd.scope_decode_offset,
@@ -938,12 +1122,14 @@ impl VmWalker {
     }
 
     /// Stubs and adapters: no Java frame of their own (docs/hotspot.md 4.5 `unwindStub`).
+    #[allow(clippy::too_many_arguments)]
     fn stub_frame(
         &self,
         blob: Blob,
         cur: Cursor,
         depth: usize,
         regs: &Regs,
+        stack: &OwnStack,
         bounds: native::Bounds,
         in_code: &dyn Fn(usize) -> bool,
     ) -> Step {
@@ -959,10 +1145,10 @@ impl VmWalker {
             _ => start,
         };
         if frame_bytes > 0 && (depth > 0 || cur.pc >= complete) {
-            return sized_frame_caller(cur.sp + frame_bytes);
+            return sized_frame_caller(stack, cur.sp + frame_bytes);
         }
         if depth == 0 {
-            return arch::stub_top(&SafeMemory, cur, regs, start, bounds, in_code)
+            return arch::stub_top(stack, cur, regs, start, bounds, in_code)
                 .map_or(Step::Fail(reason::BAD_FRAME), Step::Next);
         }
         Step::Fail(reason::BAD_FRAME)
@@ -970,24 +1156,26 @@ impl VmWalker {
 
     /// The call stub: Java called from the VM. The JavaCallWrapper's saved anchor says
     /// where the previous Java frames are, or that there are none (docs/hotspot.md 4.4).
-    fn entry_frame(&self, cur: Cursor) -> Step {
+    fn entry_frame(&self, cur: Cursor, stack: &OwnStack) -> Step {
         let (Some(f), Some(t)) = (self.layout.frame.as_ref(), self.layout.threads.as_ref()) else {
             return Step::Fail(reason::UNAVAILABLE);
         };
         let slot = cur
             .fp
             .wrapping_add((f.entry_frame_call_wrapper_offset * 8) as usize);
-        let Some(wrapper) = load_usize(slot) else {
+        // The slot, the wrapper and its anchor are all on this thread's stack.
+        let words = stack.at(Site::Thread);
+        let Some(wrapper) = words.word(slot) else {
             return Step::Fail(reason::BAD_FRAME);
         };
         if !wrapper.is_multiple_of(8) || wrapper < 4096 || wrapper.wrapping_sub(cur.fp) > 512 {
             return Step::Fail(reason::BAD_FRAME);
         }
         let anchor = wrapper + t.call_wrapper_anchor;
-        match load_usize(anchor + t.anchor_sp) {
+        match words.word(anchor + t.anchor_sp) {
             Some(0) => Step::Done,
             Some(_) => self
-                .resume_at_anchor(anchor)
+                .resume_at_anchor(anchor, stack)
                 .map_or(Step::Fail(reason::BAD_FRAME), Step::Next),
             None => Step::Fail(reason::BAD_FRAME),
         }
@@ -996,10 +1184,10 @@ impl VmWalker {
 
 /// The caller of a frame of known size (compiled, or a stub with a frame size), from its
 /// sender's sp: the return address and the saved fp sit just below it.
-fn sized_frame_caller(sp: usize) -> Step {
+fn sized_frame_caller(stack: &OwnStack, sp: usize) -> Step {
     match (
-        load_usize(sp - arch::RETURN_BELOW_SENDER_SP),
-        load_usize(sp - arch::LINK_BELOW_SENDER_SP),
+        stack.word(sp - arch::RETURN_BELOW_SENDER_SP),
+        stack.word(sp - arch::LINK_BELOW_SENDER_SP),
     ) {
         (Some(pc), Some(fp)) => Step::Next(Cursor { pc, sp, fp }),
         _ => Step::Fail(reason::BAD_FRAME),

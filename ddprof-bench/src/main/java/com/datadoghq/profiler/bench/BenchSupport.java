@@ -73,7 +73,10 @@ final class BenchSupport {
         if (mode.equals("none")) {
             return null;
         }
-        JavaProfiler p = JavaProfiler.getInstance();
+        // -Dddprof.bench.lib: a native library of our own build in place of the jar's (a
+        // measurement build such as the load census, docs/benchmarks.md).
+        String lib = System.getProperty("ddprof.bench.lib");
+        JavaProfiler p = lib == null || lib.isEmpty() ? JavaProfiler.getInstance() : JavaProfiler.getInstance(lib, null);
         // upstream: upstream's jar is on the class path in place of ours, with its default method IDs;
         // default: ours with the command string as given (its default method IDs).
         String ids = mode.equals("upstream") || mode.equals("default") ? "" : ",fjmethodid=" + mode;
