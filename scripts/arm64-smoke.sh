@@ -31,8 +31,10 @@
 #                  another method (fjmethodid=lazy names raw frames at the dump);
 #   context        every one of those carries the span ids and attribute set around the burn
 #                  (setContext / setContextValue, the calls released tracers make);
-#   alloc          datadog.ObjectSample name ArmSuite.allocArmSuite, weights for its bytes;
-#   liveheap       datadog.HeapLiveObject at the dump name it (the arrays are retained);
+#   alloc          datadog.ObjectSample name ArmSuite.allocArmSuite, weights for its bytes, and
+#                  all say byte[] (the class read from the object's Klass: in mode zgc through
+#                  oops ZGC colors);
+#   liveheap       datadog.HeapLiveObject at the dump name it (the arrays are retained), byte[];
 #   wall           datadog.MethodSample of the thread added to the filter, most naming
 #                  ArmSuite.parkArmSuite; none of the threads not added;
 #   nativemem      datadog.NativeMemoryAllocation with java.util.zip.Deflater under
@@ -47,9 +49,17 @@
 #                  of the burn's samples by default; with -XX:TieredStopAtLevel=1 (mode c1) it is
 #                  "C1 compiled" in most and no frame of any sample is "JIT compiled" (C1's inlined
 #                  mixArmSuite has no scope of its own at the sampled pcs: not checked there);
-#   lazy           (mode lazy, fjmethodid=lazy) no fallback, no jmethodID made, and at least as many
-#                  raw Method* frames of the VMStructs walker (sample/walk/arch/aarch64.rs) as
-#                  samples naming the hot method.
+#   lazy           (modes lazy and zgc, fjmethodid=lazy) no fallback, no jmethodID made, and at
+#                  least as many raw Method* frames of the VMStructs walker
+#                  (sample/walk/arch/aarch64.rs) as samples naming the hot method; under ZGC the
+#                  lazy mode falls back if it cannot decode the colored oops of JNI handles and
+#                  Klass mirrors (hotspot/zgc.rs), so this checks the decoding too;
+#   redefine       (mode lazy) ArmSuiteRedefinable burnt in (span 3006), redefined through the
+#                  -javaagent the script packs (its hot method then calls another spin), burnt in
+#                  again (span 3007): every Java frame of each burn is a method that ran in it
+#                  (version 1's may be <unloaded> once freed), never the other spin, and each
+#                  burn's spin is named (or <unloaded>, version 1) in at least a third of what its
+#                  CPU time allows.
 # A check listed as a known gap (ArmSuiteCheck.KNOWN_GAPS, docs/open-work.md) reports
 # "KNOWN GAP" instead of failing. Timings under emulation mean nothing: correctness only.
 #

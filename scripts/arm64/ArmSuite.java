@@ -141,6 +141,26 @@ public class ArmSuite {
         return (mx.getCurrentThreadCpuTime() - cpu0) / 1_000_000L;
     }
 
+    static long counter(JavaProfiler profiler, String name) {
+        Long v = profiler.getDebugCounters().get(name);
+        return v == null ? -1 : v;
+    }
+
+    /**
+     * Waits (at most 30 s) until the library watcher's refresh after the JNI library's load has
+     * published a new unwind table (its size changes): until then its C frames unwind by frame
+     * records only, and the jni check would count those samples. The watcher notices the load
+     * within 200 ms, but the rebuild runs emulated beside the workload's threads (and ZGC's): on
+     * a loaded host it took over 4 s. Prints how long it waited.
+     */
+    static void waitForUnwindRows(JavaProfiler profiler, long before) throws InterruptedException {
+        long t0 = System.nanoTime();
+        while (counter(profiler, "native_unwind_table_bytes") == before && System.nanoTime() - t0 < 30_000_000_000L) {
+            Thread.sleep(20);
+        }
+        System.out.println("jni_rows_wait_ms=" + (System.nanoTime() - t0) / 1_000_000L);
+    }
+
     static long allocArmSuite() {
         long bytes = 0;
         for (int i = 0; i < RETAINED; i++) {
@@ -202,6 +222,7 @@ public class ArmSuite {
         System.out.println("start_reply=" + reply.trim().replace('\n', '|'));
         // Loaded while the profiler runs: its unwind rows come with the library watcher's refresh.
         String jni = System.getProperty("armsuite.jni", "");
+        long unwindTable0 = counter(profiler, "native_unwind_table_bytes");
         if (!jni.isEmpty()) {
             System.load(jni);
         }
@@ -237,6 +258,7 @@ public class ArmSuite {
 
         // CPU in C frames above a Java native method.
         if (!jni.isEmpty()) {
+            waitForUnwindRows(profiler, unwindTable0);
             long jniCpu0 = mx.getCurrentThreadCpuTime();
             long jniEnd = System.nanoTime() + burnMillis * 1_000_000L * 2 / 3;
             while (System.nanoTime() < jniEnd) {
