@@ -4,6 +4,8 @@ import com.datadoghq.profiler.LibraryLoader;
 import com.datadoghq.profiler.internal.Diagnostics;
 import java.io.File;
 import java.io.RandomAccessFile;
+import java.lang.instrument.ClassDefinition;
+import java.lang.instrument.Instrumentation;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.lang.ref.WeakReference;
@@ -39,6 +41,10 @@ import java.util.zip.Deflater;
  *   <li>burns CPU in ArmSuiteUnloadable, loaded from {@code -Darmsuite.unload=DIR} by a class
  *       loader of its own ({@link #unloadableArmSuite}, under span 3005), then drops the loader and
  *       collects until the class is unloaded (printed: {@code unloaded=1});</li>
+ *   <li>with {@code -Darmsuite.redefine=CLASS_FILE} (and the script's -javaagent): burns CPU in
+ *       ArmSuiteRedefinable under span 3006, redefines it with the class file's bytes (its hot
+ *       method then calls the other spin) and burns again under span 3007
+ *       ({@link #redefineArmSuite}; printed: {@code redefined=1});</li>
  *   <li>retains byte arrays allocated in {@link #allocArmSuite};</li>
  *   <li>deflates with {@code java.util.zip.Deflater} in {@link #deflateArmSuite} (zlib's
  *       mallocs);</li>
@@ -107,6 +113,54 @@ public class ArmSuite {
         return new WeakReference<>(c);
     }
 
+    /**
+     * Burns CPU in ArmSuiteRedefinable (version 1: spinRedefinableOld) under span 3006,
+     * redefines the class through the agent's Instrumentation with {@code classFile} (version 2:
+     * spinRedefinableNew), and burns in the new version under span 3007. Prints each burn's CPU
+     * time, and {@code redefined=1} once the new version is seen running.
+     */
+    static void redefineArmSuite(JavaProfiler profiler, String classFile, long millis) throws Exception {
+        Instrumentation inst = (Instrumentation) Class.forName("ArmSuiteAgent").getField("instrumentation").get(null);
+        sink += ArmSuiteRedefinable.runRedefinable(1); // loads and links it outside the burn's span
+        System.out.println("redefine_old_cpu_ms=" + burnRedefinable(profiler, 3006, millis));
+        inst.redefineClasses(new ClassDefinition(ArmSuiteRedefinable.class, Files.readAllBytes(Paths.get(classFile))));
+        System.out.println("redefine_new_cpu_ms=" + burnRedefinable(profiler, 3007, millis));
+        boolean runsNew = ArmSuiteRedefinable.runRedefinable(1000) == ArmSuiteRedefinable.spinRedefinableNew(1000);
+        System.out.println("redefined=" + (runsNew ? 1 : 0));
+    }
+
+    static long burnRedefinable(JavaProfiler profiler, long span, long millis) {
+        ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+        long cpu0 = mx.getCurrentThreadCpuTime();
+        long end = System.nanoTime() + millis * 1_000_000L;
+        profiler.setContext(span, 306);
+        while (System.nanoTime() < end) {
+            sink += ArmSuiteRedefinable.runRedefinable(200_000);
+        }
+        profiler.setContext(0, 0);
+        return (mx.getCurrentThreadCpuTime() - cpu0) / 1_000_000L;
+    }
+
+    static long counter(JavaProfiler profiler, String name) {
+        Long v = profiler.getDebugCounters().get(name);
+        return v == null ? -1 : v;
+    }
+
+    /**
+     * Waits (at most 30 s) until the library watcher's refresh after the JNI library's load has
+     * published a new unwind table (its size changes): until then its C frames unwind by frame
+     * records only, and the jni check would count those samples. The watcher notices the load
+     * within 200 ms, but the rebuild runs emulated beside the workload's threads (and ZGC's): on
+     * a loaded host it took over 4 s. Prints how long it waited.
+     */
+    static void waitForUnwindRows(JavaProfiler profiler, long before) throws InterruptedException {
+        long t0 = System.nanoTime();
+        while (counter(profiler, "native_unwind_table_bytes") == before && System.nanoTime() - t0 < 30_000_000_000L) {
+            Thread.sleep(20);
+        }
+        System.out.println("jni_rows_wait_ms=" + (System.nanoTime() - t0) / 1_000_000L);
+    }
+
     static long allocArmSuite() {
         long bytes = 0;
         for (int i = 0; i < RETAINED; i++) {
@@ -168,6 +222,7 @@ public class ArmSuite {
         System.out.println("start_reply=" + reply.trim().replace('\n', '|'));
         // Loaded while the profiler runs: its unwind rows come with the library watcher's refresh.
         String jni = System.getProperty("armsuite.jni", "");
+        long unwindTable0 = counter(profiler, "native_unwind_table_bytes");
         if (!jni.isEmpty()) {
             System.load(jni);
         }
@@ -203,6 +258,7 @@ public class ArmSuite {
 
         // CPU in C frames above a Java native method.
         if (!jni.isEmpty()) {
+            waitForUnwindRows(profiler, unwindTable0);
             long jniCpu0 = mx.getCurrentThreadCpuTime();
             long jniEnd = System.nanoTime() + burnMillis * 1_000_000L * 2 / 3;
             while (System.nanoTime() < jniEnd) {
@@ -220,6 +276,12 @@ public class ArmSuite {
                 Thread.sleep(20);
             }
             System.out.println("unloaded=" + (unloadable.get() == null ? 1 : 0));
+        }
+
+        // A class redefined while hot (the lazy mode: -javaagent and the new version's class file).
+        String redefine = System.getProperty("armsuite.redefine", "");
+        if (!redefine.isEmpty()) {
+            redefineArmSuite(profiler, redefine, burnMillis / 4);
         }
 
         // Allocations, retained: allocation samples now, live objects at the dump.

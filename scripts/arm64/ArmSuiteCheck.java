@@ -118,15 +118,22 @@ public class ArmSuiteCheck {
         long allocBytes = Long.parseLong(out.getOrDefault("alloc_bytes", "0"));
         List<RecordedEvent> alloc = filter(of(all, "datadog.ObjectSample"), e -> names(e, "ArmSuite.allocArmSuite"));
         double weighted = alloc.stream().mapToDouble(e -> e.getFloat("weight") * (double) e.getLong("size")).sum();
-        check("alloc", alloc.size() >= 10 && weighted >= allocBytes * 0.4 && weighted <= allocBytes * 2.5,
+        // Its objects are byte arrays: the class read from the sampled object's Klass (through
+        // its class's JNI handle and the mirror, oops ZGC colors in mode zgc) must say so.
+        List<RecordedEvent> allocOtherClass = filter(alloc, e -> !isByteArray(e));
+        check("alloc", alloc.size() >= 10 && weighted >= allocBytes * 0.4 && weighted <= allocBytes * 2.5
+                        && allocOtherClass.isEmpty(),
                 alloc.size() + " datadog.ObjectSample naming ArmSuite.allocArmSuite (want >= 10), standing for "
-                        + (long) weighted + " bytes of " + allocBytes + " allocated (want 0.4x-2.5x)");
+                        + (long) weighted + " bytes of " + allocBytes + " allocated (want 0.4x-2.5x); "
+                        + allocOtherClass.size() + " of another class than byte[] (want 0)" + describeClasses(allocOtherClass));
 
         // Live heap: the retained arrays are live at the dump, named by their allocating method.
         List<RecordedEvent> live = filter(of(all, "datadog.HeapLiveObject"), e -> names(e, "ArmSuite.allocArmSuite"));
-        check("liveheap", live.size() >= 10 && live.size() * 2 >= alloc.size(),
+        List<RecordedEvent> liveOtherClass = filter(live, e -> !isByteArray(e));
+        check("liveheap", live.size() >= 10 && live.size() * 2 >= alloc.size() && liveOtherClass.isEmpty(),
                 live.size() + " datadog.HeapLiveObject naming ArmSuite.allocArmSuite (want >= 10 and at least half of its "
-                        + alloc.size() + " allocation samples: every sample is tracked, ratio 1, and all are retained)");
+                        + alloc.size() + " allocation samples: every sample is tracked, ratio 1, and all are retained); "
+                        + liveOtherClass.size() + " of another class than byte[] (want 0)" + describeClasses(liveOtherClass));
 
         // Wall clock with the thread filter: only the added thread, named in its parking method.
         List<RecordedEvent> wall = of(all, "datadog.MethodSample");
@@ -193,7 +200,15 @@ public class ArmSuiteCheck {
 
         // fjmethodid=lazy: no fallback to jmethodIDs, the hot method's frames are the VMStructs
         // walker's raw Method* frames (named from VM metadata at the dump), and no jmethodID made.
-        if (mode.equals("lazy")) {
+        // In mode zgc too: there the lazy mode reads classes through oops ZGC colors (JNI handles,
+        // Klass mirrors) and falls back when it cannot decode them (zgc: HeapOops::Unknown).
+        // Generational ZGC on aarch64 (JDK 21, 25) lays its zpointers out otherwise than x86_64's
+        // (the address always at bit 16; bits 12-15 not one Remapped bit): hotspot/zgc.rs refuses
+        // the layout, so lazy falls back, with this reason (docs/open-work.md, "aarch64").
+        if (mode.equals("zgc") && String.valueOf(out.get("start_reply")).contains("ZGC's load shift does not match its load-good mask")) {
+            KNOWN_GAPS.put("lazy", "generational ZGC's aarch64 zpointer layout is not decoded: fjmethodid=lazy falls back");
+        }
+        if (mode.equals("lazy") || mode.equals("zgc")) {
             long raw = Long.parseLong(out.getOrDefault("counter.walkvm_frames_raw", "-1"));
             check("lazy", "0".equals(out.get("counter.fjmethodid_lazy_fallback"))
                             && "0".equals(out.get("counter.method_resolve_lazy_jmethodids_created"))
@@ -202,6 +217,38 @@ public class ArmSuiteCheck {
                             + ", method_resolve_lazy_jmethodids_created="
                             + out.get("counter.method_resolve_lazy_jmethodids_created") + " (want 0 and 0), walkvm_frames_raw="
                             + raw + " for " + hot.size() + " samples naming the hot method (want at least as many)");
+        }
+
+        // A class redefined while hot (mode lazy): version 1 runs spinRedefinableOld only, version 2
+        // spinRedefinableNew only. The raw Method* frames of each burn are named at the dump, after
+        // the redefinition and the GC that may free version 1's methods: every Java frame of the
+        // burn's samples names a method that ran in it, never the other spin nor another method.
+        // Version 1's frames are named by their idnum while their Method* can still be read, else
+        // <unloaded> (docs/lazy.md, resolution steps 1 and 5): JDK 17 names them, 21 and 25 had
+        // freed them by the dump; either is right, a wrong name is not.
+        if (mode.equals("lazy")) {
+            long oldMs = Long.parseLong(out.getOrDefault("redefine_old_cpu_ms", "0"));
+            long newMs = Long.parseLong(out.getOrDefault("redefine_new_cpu_ms", "0"));
+            List<RecordedEvent> oldBurn = redefineBurn(cpu, 3006);
+            List<RecordedEvent> newBurn = redefineBurn(cpu, 3007);
+            List<RecordedEvent> misnamedOld = filter(oldBurn, e -> !frames(e).stream().allMatch(f -> redefineBurnFrame(f, "Old")));
+            List<RecordedEvent> misnamedNew = filter(newBurn, e -> !frames(e).stream().allMatch(f -> redefineBurnFrame(f, "New")));
+            long namedOld = oldBurn.stream().filter(e -> names(e, "ArmSuiteRedefinable.spinRedefinableOld")).count();
+            long unloadedOld = oldBurn.stream().filter(e -> !names(e, "ArmSuiteRedefinable.spinRedefinableOld")
+                    && names(e, "<unloaded>")).count();
+            long namedNew = newBurn.stream().filter(e -> names(e, "ArmSuiteRedefinable.spinRedefinableNew")).count();
+            long wantOld = oldMs / 10 / 3;
+            long wantNew = newMs / 10 / 3;
+            check("redefine", "1".equals(out.get("redefined")) && wantOld >= 3 && wantNew >= 3
+                            && namedOld + unloadedOld >= wantOld && namedNew >= wantNew && misnamedOld.isEmpty() && misnamedNew.isEmpty(),
+                    "redefined=" + out.get("redefined") + " (want 1); before: " + namedOld + " of " + oldBurn.size()
+                            + " burn samples name spinRedefinableOld, " + unloadedOld + " <unloaded> instead, for " + oldMs
+                            + " ms of CPU (want >= " + wantOld + " together), "
+                            + misnamedOld.size() + " with a frame of a method that did not run (want 0); after: " + namedNew
+                            + " of " + newBurn.size() + " name spinRedefinableNew for " + newMs + " ms (want >= " + wantNew
+                            + "), " + misnamedNew.size() + " with a frame of a method that did not run (want 0)"
+                            + describeFirst(!misnamedOld.isEmpty() ? misnamedOld : !misnamedNew.isEmpty() ? misnamedNew : oldBurn)
+                            + describeFirst(misnamedOld.isEmpty() && misnamedNew.isEmpty() ? newBurn : misnamedNew));
         }
 
         System.out.println(failed == 0 ? "arm64-suite: mode " + mode + " OK" : "arm64-suite: mode " + mode + " FAILED " + failed);
@@ -277,6 +324,36 @@ public class ArmSuiteCheck {
      */
     static boolean unloadBurnFrame(String f) {
         return f.startsWith("ArmSuite.") || f.startsWith("ArmSuiteUnloadable.") || f.equals("<unloaded>") || !f.contains(".");
+    }
+
+    /** The samples of a redefine burn (span), not in the tracer API's calls nor in the loop's clock. */
+    static List<RecordedEvent> redefineBurn(List<RecordedEvent> cpu, long span) {
+        return filter(cpu, e -> e.getLong("spanId") == span && frames(e).stream()
+                .noneMatch(f -> f.startsWith("com.datadoghq.profiler.") || f.equals("java.lang.System.nanoTime")));
+    }
+
+    /**
+     * A frame a redefine burn's samples may hold: ArmSuite's, ArmSuiteRedefinable's hot method
+     * and the spin of the version that ran ({@code Old} or {@code New}), or a native/VM frame.
+     */
+    static boolean redefineBurnFrame(String f, String version) {
+        return f.startsWith("ArmSuite.") || f.equals("ArmSuiteRedefinable.runRedefinable")
+                || (version.equals("Old") && f.equals("<unloaded>"))
+                || f.equals("ArmSuiteRedefinable.spinRedefinable" + version) || !f.contains(".");
+    }
+
+    /** Whether the event's objectClass is byte[] (JFR's name for it, or the VM's internal one). */
+    static boolean isByteArray(RecordedEvent e) {
+        jdk.jfr.consumer.RecordedClass c = e.getValue("objectClass");
+        return c != null && ("[B".equals(c.getName()) || "byte[]".equals(c.getName()));
+    }
+
+    /** The classes of the first few events, for a failure's message. */
+    static String describeClasses(List<RecordedEvent> events) {
+        return events.isEmpty() ? "" : "; e.g. " + events.stream().limit(3).map(e -> {
+            jdk.jfr.consumer.RecordedClass c = e.getValue("objectClass");
+            return c == null ? "no class" : c.getName();
+        }).collect(Collectors.joining(", "));
     }
 
     /** The frame types of {@code method}'s frames in {@code events}, by type. */
