@@ -295,8 +295,51 @@ impl MethodCache {
     }
 }
 
-/// Slots of the per-walk memo of interpreted methods (a power of two).
-const INTERPRETED_SLOTS: usize = 16;
+/// A memo of one walk keyed by an 8-byte-aligned VM address (0: an empty slot): what a
+/// frame read of its method or nmethod, asked again by the next frame of the same one.
+/// Direct-mapped over `N` slots (a power of two); a collision only costs the loads again.
+/// Never kept across walks: between two samples the VM can free and reuse the address.
+trait Keyed: Copy + Default {
+    fn key(&self) -> usize;
+}
+
+struct WalkMemo<T: Keyed, const N: usize> {
+    slots: [T; N],
+}
+
+impl<T: Keyed, const N: usize> Default for WalkMemo<T, N> {
+    fn default() -> Self {
+        WalkMemo {
+            slots: [T::default(); N],
+        }
+    }
+}
+
+impl<T: Keyed, const N: usize> WalkMemo<T, N> {
+    fn slot(key: usize) -> usize {
+        // Fibonacci hashing of the bits above the alignment; the top log2(N) bits.
+        ((key >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - N.trailing_zeros())) % N
+    }
+
+    fn get(&self, key: usize) -> Option<T> {
+        self.slots
+            .get(Self::slot(key))
+            .filter(|s| s.key() == key && key != 0)
+            .copied()
+    }
+
+    fn get_mut(&mut self, key: usize) -> Option<&mut T> {
+        self.slots
+            .get_mut(Self::slot(key))
+            .filter(|s| s.key() == key && key != 0)
+    }
+
+    fn put(&mut self, facts: T) {
+        if let Some(slot) = self.slots.get_mut(Self::slot(facts.key())) {
+            *slot = facts;
+        }
+    }
+}
 
 /// What an interpreted frame needs of its `Method*` beyond its jmethodID: that it reads as
 /// a method (its holder chain), whether it is native, and where its bytecodes are (for the
@@ -310,34 +353,14 @@ struct InterpretedMethod {
     bytecodes: (usize, usize),
 }
 
-/// The interpreted methods met in one walk; direct-mapped, a collision costs the loads
-/// again. Never kept across walks, as [`MethodCache`].
-#[derive(Default)]
-struct InterpretedMethods {
-    slots: [InterpretedMethod; INTERPRETED_SLOTS],
-}
-
-impl InterpretedMethods {
-    fn slot(m: usize) -> usize {
-        ((m >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - 4)) % INTERPRETED_SLOTS
-    }
-
-    fn get(&self, m: usize) -> Option<InterpretedMethod> {
-        self.slots
-            .get(Self::slot(m))
-            .filter(|s| s.method == m && m != 0)
-            .copied()
-    }
-
-    fn put(&mut self, facts: InterpretedMethod) {
-        if let Some(slot) = self.slots.get_mut(Self::slot(facts.method)) {
-            *slot = facts;
-        }
+impl Keyed for InterpretedMethod {
+    fn key(&self) -> usize {
+        self.method
     }
 }
 
-/// Slots of the per-walk memo of nmethods (a power of two).
-const NMETHOD_SLOTS: usize = 16;
+/// The interpreted methods met in one walk.
+type InterpretedMethods = WalkMemo<InterpretedMethod, 16>;
 
 /// What a compiled frame reads of its nmethod's header: about six protected loads, and
 /// about seven more for where its debug info is. A deep stack meets the same nmethods
@@ -357,39 +380,14 @@ struct NmethodFacts {
     debug: Option<Option<debuginfo::NmethodDebugInfo>>,
 }
 
-/// The nmethods met in one walk; direct-mapped, a collision costs the loads again. Never
-/// kept across walks (an nmethod can be freed between two samples).
-#[derive(Default)]
-struct Nmethods {
-    slots: [NmethodFacts; NMETHOD_SLOTS],
-}
-
-impl Nmethods {
-    fn slot(blob: usize) -> usize {
-        ((blob >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - 4)) % NMETHOD_SLOTS
-    }
-
-    fn get(&self, blob: usize) -> Option<NmethodFacts> {
-        self.slots
-            .get(Self::slot(blob))
-            .filter(|s| s.blob == blob && blob != 0)
-            .copied()
-    }
-
-    fn put(&mut self, facts: NmethodFacts) {
-        if let Some(slot) = self.slots.get_mut(Self::slot(facts.blob)) {
-            *slot = facts;
-        }
-    }
-
-    fn remember_debug(&mut self, blob: usize, debug: Option<debuginfo::NmethodDebugInfo>) {
-        if let Some(slot) = self.slots.get_mut(Self::slot(blob)) {
-            if slot.blob == blob && blob != 0 {
-                slot.debug = Some(debug);
-            }
-        }
+impl Keyed for NmethodFacts {
+    fn key(&self) -> usize {
+        self.blob
     }
 }
+
+/// The nmethods met in one walk.
+type Nmethods = WalkMemo<NmethodFacts, 16>;
 
 fn count(reason: i32) {
     let c = match reason {
@@ -1036,7 +1034,9 @@ impl VmWalker {
             })
         });
         if known.is_none() {
-            out.nmethods.remember_debug(blob.addr, debug);
+            if let Some(facts) = out.nmethods.get_mut(blob.addr) {
+                facts.debug = Some(debug);
+            }
         }
         let mut scopes = [ScopeFrame { method: 0, bci: 0 }; MAX_SCOPES];
         let pc_desc = debug.as_ref().and_then(|d| {
