@@ -39,4 +39,15 @@ impl Bounds {
     pub fn holds(&self, addr: usize) -> bool {
         self.low <= addr && addr < self.high
     }
+
+    /// Whether a frame record (two words: the caller's fp, the return address) can be at `fp`
+    /// for a frame whose sp is `sp`: aligned, at or above `sp` and within [`MAX_FRAME_BYTES`]
+    /// of it, both words inside the stack. Every architecture's frame-pointer step asks this.
+    pub fn holds_record(&self, sp: usize, fp: usize) -> bool {
+        fp.is_multiple_of(8)
+            && fp >= sp
+            && fp - sp <= MAX_FRAME_BYTES
+            && self.holds(fp)
+            && fp.checked_add(15).is_some_and(|end| self.holds(end))
+    }
 }

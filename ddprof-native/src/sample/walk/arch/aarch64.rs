@@ -503,12 +503,7 @@ pub fn caller<M: Memory>(
     in_code: &dyn Fn(usize) -> bool,
 ) -> Option<Cursor> {
     let fp = cur.fp;
-    if !fp.is_multiple_of(8)
-        || fp < cur.sp
-        || fp - cur.sp > MAX_FRAME_BYTES
-        || !bounds.holds(fp)
-        || !bounds.holds(fp.checked_add(15)?)
-    {
+    if !bounds.holds_record(cur.sp, fp) {
         return None;
     }
     let pc = strip_pc(mem.read_usize(fp + RETURN_AT_FP)?);

@@ -308,12 +308,7 @@ pub fn caller<M: Memory>(
     _in_code: &dyn Fn(usize) -> bool,
 ) -> Option<Cursor> {
     let fp = cur.fp;
-    if !fp.is_multiple_of(8)
-        || fp < cur.sp
-        || fp - cur.sp > MAX_FRAME_BYTES
-        || !bounds.holds(fp)
-        || !bounds.holds(fp.checked_add(15)?)
-    {
+    if !bounds.holds_record(cur.sp, fp) {
         return None;
     }
     let pc = mem.read_usize(fp + 8)?;
