@@ -6,6 +6,7 @@ pub mod agct;
 pub mod arch;
 pub mod compare;
 pub mod dwarf;
+mod memo;
 pub mod native;
 pub mod own_stack;
 pub mod stack;

@@ -9,7 +9,9 @@
 use std::sync::OnceLock;
 
 use super::arch::{self, Regs, Top};
+use super::memo::{InterpretedMethod, InterpretedMethods, Keyed, NmethodFacts, Nmethods, WalkMemo};
 use super::native::Cursor;
+use super::stack::MAX_FRAME_BYTES;
 use super::{native, SignalContext, StackWalker, Walk};
 use crate::counters::Counter;
 use crate::sample::frame::{frame_type, Frame};
@@ -46,8 +48,6 @@ pub mod reason {
     pub const DEOPTIMIZING: i32 = -108;
 }
 
-/// Longest stack distance a single frame may span (sanity bound on sp steps).
-const MAX_FRAME_BYTES: usize = 1 << 20;
 /// Inlining depth decoded per compiled frame.
 const MAX_SCOPES: usize = 64;
 
@@ -142,7 +142,7 @@ impl<'a> Out<'a> {
         Out {
             frames,
             n: 0,
-            methods: MethodCache::new(),
+            methods: MethodCache::default(),
             chains: [Chain::default(); CHAIN_SLOTS],
             interpreted: InterpretedMethods::default(),
             nmethods: Nmethods::default(),
@@ -245,149 +245,35 @@ impl Chain {
 
 /// How a `Method*` is recorded: its jmethodID, raw, raw with a lazy-mode tag, or (lazy
 /// mode, no tag readable) as an error frame.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 enum MethodKind {
     Id(usize),
+    #[default]
     Raw,
     /// The holder's tag and the method's idnum.
     Tagged(tags::Tag, Option<u16>),
     Untaggable,
 }
 
-/// Slots of the per-walk method cache (a power of two).
-const METHOD_CACHE_SLOTS: usize = 32;
-
-/// The methods of one walk and how each was recorded. A stack repeats few methods many
-/// times (recursion, the same caller on every path, inlined helpers), and finding a
-/// jmethodID costs eight protected loads on cold metadata: asking once per distinct
-/// method makes the walk cheaper. Direct-mapped; a collision only costs a new lookup.
-/// It lives for one walk and is never shared: between two walks a class can unload
-/// and its `Method*` be reused, so nothing is kept across samples.
-struct MethodCache {
-    slots: [(usize, MethodKind); METHOD_CACHE_SLOTS],
-}
-
-impl MethodCache {
-    fn new() -> Self {
-        // Key 0 never matches: a null Method* is never looked up.
-        MethodCache {
-            slots: [(0, MethodKind::Raw); METHOD_CACHE_SLOTS],
-        }
-    }
-
-    fn slot(m: usize) -> usize {
-        // Method*s are 8-byte aligned metaspace addresses: mix the bits above the
-        // alignment (Fibonacci hashing) and keep the top five.
-        ((m >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - 5)) % METHOD_CACHE_SLOTS
-    }
-
-    fn get(&self, m: usize) -> Option<MethodKind> {
-        match self.slots.get(Self::slot(m)) {
-            Some(&(key, kind)) if key == m && m != 0 => Some(kind),
-            _ => None,
-        }
-    }
-
-    fn put(&mut self, m: usize, kind: MethodKind) {
-        if let Some(slot) = self.slots.get_mut(Self::slot(m)) {
-            *slot = (m, kind);
-        }
-    }
-}
-
-/// A memo of one walk keyed by an 8-byte-aligned VM address (0: an empty slot): what a
-/// frame read of its method or nmethod, asked again by the next frame of the same one.
-/// Direct-mapped over `N` slots (a power of two); a collision only costs the loads again.
-/// Never kept across walks: between two samples the VM can free and reuse the address.
-trait Keyed: Copy + Default {
-    fn key(&self) -> usize;
-}
-
-struct WalkMemo<T: Keyed, const N: usize> {
-    slots: [T; N],
-}
-
-impl<T: Keyed, const N: usize> Default for WalkMemo<T, N> {
-    fn default() -> Self {
-        WalkMemo {
-            slots: [T::default(); N],
-        }
-    }
-}
-
-impl<T: Keyed, const N: usize> WalkMemo<T, N> {
-    fn slot(key: usize) -> usize {
-        // Fibonacci hashing of the bits above the alignment; the top log2(N) bits.
-        ((key >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - N.trailing_zeros())) % N
-    }
-
-    fn get(&self, key: usize) -> Option<T> {
-        self.slots
-            .get(Self::slot(key))
-            .filter(|s| s.key() == key && key != 0)
-            .copied()
-    }
-
-    fn get_mut(&mut self, key: usize) -> Option<&mut T> {
-        self.slots
-            .get_mut(Self::slot(key))
-            .filter(|s| s.key() == key && key != 0)
-    }
-
-    fn put(&mut self, facts: T) {
-        if let Some(slot) = self.slots.get_mut(Self::slot(facts.key())) {
-            *slot = facts;
-        }
-    }
-}
-
-/// What an interpreted frame needs of its `Method*` beyond its jmethodID: that it reads as
-/// a method (its holder chain), whether it is native, and where its bytecodes are (for the
-/// bci). Six protected loads on cold metadata, the same for every frame of a method that
-/// recurses or is called from many places: asked once per walk ([`InterpretedMethods`]).
+/// How a `Method*` of this walk was recorded, kept for its next frame ([`MethodCache`]).
 #[derive(Clone, Copy, Default)]
-struct InterpretedMethod {
-    /// 0: an empty slot.
+struct CachedMethod {
+    /// 0: an empty slot (a null Method* is never looked up).
     method: usize,
-    native: bool,
-    bytecodes: (usize, usize),
+    kind: MethodKind,
 }
 
-impl Keyed for InterpretedMethod {
+impl Keyed for CachedMethod {
     fn key(&self) -> usize {
         self.method
     }
 }
 
-/// The interpreted methods met in one walk.
-type InterpretedMethods = WalkMemo<InterpretedMethod, 16>;
-
-/// What a compiled frame reads of its nmethod's header: about six protected loads, and
-/// about seven more for where its debug info is. A deep stack meets the same nmethods
-/// again and again (recursion, a loop calling down the same path), at different pcs, so
-/// [`Nmethods`] keeps them for the rest of the walk. An nmethod with an activation on the
-/// walked stack cannot be freed while the walk runs, so its header is the same all along.
-#[derive(Clone, Copy, Default)]
-struct NmethodFacts {
-    /// The blob's address; 0: an empty slot.
-    blob: usize,
-    code_begin: usize,
-    frame_bytes: usize,
-    method: usize,
-    frame_type: u8,
-    complete: usize,
-    /// Where the debug info is, once a frame needed it: `Some(None)` when unreadable.
-    debug: Option<Option<debuginfo::NmethodDebugInfo>>,
-}
-
-impl Keyed for NmethodFacts {
-    fn key(&self) -> usize {
-        self.blob
-    }
-}
-
-/// The nmethods met in one walk.
-type Nmethods = WalkMemo<NmethodFacts, 16>;
+/// The methods of one walk and how each was recorded. A stack repeats few methods many
+/// times (recursion, the same caller on every path, inlined helpers), and finding a
+/// jmethodID costs eight protected loads on cold metadata: asking once per distinct
+/// method makes the walk cheaper.
+type MethodCache = WalkMemo<CachedMethod, 32>;
 
 fn count(reason: i32) {
     let c = match reason {
@@ -768,10 +654,10 @@ impl VmWalker {
             return;
         };
         let kind = match out.methods.get(m) {
-            Some(kind) => kind,
+            Some(cached) => cached.kind,
             None => {
                 let kind = self.method_kind(mg, m);
-                out.methods.put(m, kind);
+                out.methods.put(CachedMethod { method: m, kind });
                 kind
             }
         };
