@@ -15,7 +15,7 @@ use crate::sample::vm::debuginfo::Memory;
 use crate::sample::vm::klass::{self, Contains};
 use crate::sample::vm::layout::{self, MethodGroup};
 use crate::sample::vm::method::{self, symbol};
-use crate::sample::vm::SafeMemory;
+use crate::sample::vm::SAFE_MEMORY;
 
 /// Superclass hops before giving up (a stale chain must not loop).
 const MAX_SUPERS: usize = 64;
@@ -133,10 +133,10 @@ impl Memory for Windowed {
         bytes.first().copied()
     }
     fn read_u32(&self, addr: usize) -> Option<u32> {
-        SafeMemory.read_u32(addr)
+        SAFE_MEMORY.read_u32(addr)
     }
     fn read_usize(&self, addr: usize) -> Option<usize> {
-        SafeMemory.read_usize(addr)
+        SAFE_MEMORY.read_usize(addr)
     }
 }
 

@@ -7,7 +7,7 @@
 use super::vm::codecache::load_field;
 use super::vm::current_thread;
 use super::vm::layout;
-use super::vm::SafeMemory;
+use super::vm::SAFE_MEMORY;
 use super::walk::arch::{self, Regs};
 use super::walk::SignalContext;
 
@@ -128,11 +128,11 @@ fn vm_mode() -> u8 {
 /// Whether the signal interrupted a system call: the pc is just after the architecture's
 /// system-call instruction (the kernel delivers the signal on its way out of the call).
 fn in_syscall(uc: SignalContext) -> bool {
-    Regs::from_context(uc).is_some_and(|r| arch::after_syscall(&SafeMemory, r.pc))
+    Regs::from_context(uc).is_some_and(|r| arch::after_syscall(&SAFE_MEMORY, r.pc))
 }
 
 /// Whether the pc is at a system-call instruction: a restartable system call interrupted by
 /// the signal, which the kernel rewound to run again after the handler.
 fn at_syscall(uc: SignalContext) -> bool {
-    Regs::from_context(uc).is_some_and(|r| arch::at_syscall(&SafeMemory, r.pc))
+    Regs::from_context(uc).is_some_and(|r| arch::at_syscall(&SAFE_MEMORY, r.pc))
 }

@@ -17,26 +17,9 @@ pub mod trace_id;
 use super::load_census::Site;
 use super::safe_access;
 
-/// VM memory read through the crash-protected loads: what the walker and the dump-time
-/// metadata readers hand to the decoders.
-pub struct SafeMemory;
-
-impl debuginfo::Memory for SafeMemory {
-    #[inline]
-    fn read_u8(&self, addr: usize) -> Option<u8> {
-        safe_access::load_u8(addr)
-    }
-    #[inline]
-    fn read_u32(&self, addr: usize) -> Option<u32> {
-        safe_access::load_u32(addr)
-    }
-    #[inline]
-    fn read_usize(&self, addr: usize) -> Option<usize> {
-        safe_access::load_usize(addr)
-    }
-}
-
-/// [`SafeMemory`] whose loads the load census counts at one call site.
+/// VM memory read through the crash-protected loads, counted at one call site by the load
+/// census (`load_census.rs`): what the walker and the dump-time metadata readers hand to the
+/// decoders.
 #[derive(Clone, Copy)]
 pub struct SiteMemory(pub Site);
 
@@ -54,3 +37,6 @@ impl debuginfo::Memory for SiteMemory {
         safe_access::load_usize_at(self.0, addr)
     }
 }
+
+/// [`SiteMemory`] for readers that are no call site of the census.
+pub const SAFE_MEMORY: SiteMemory = SiteMemory(Site::Other);
