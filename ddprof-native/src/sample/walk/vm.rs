@@ -645,6 +645,23 @@ impl VmWalker {
         Some(Cursor { pc, sp, fp })
     }
 
+    /// The frame of a method that is running, not calling: Native (bci -1) if the method is
+    /// native (the interpreter's native entry, a native wrapper), else `frame_type` at `bci`.
+    fn push_method_or_native(
+        &self,
+        out: &mut Out,
+        native: bool,
+        m: usize,
+        bci: i32,
+        frame_type: u8,
+    ) {
+        if native {
+            self.push_method(out, m, -1, frame_type::NATIVE);
+        } else {
+            self.push_method(out, m, bci, frame_type);
+        }
+    }
+
     /// Records a Method* as a jmethodID frame when it has one, else as a raw frame. In
     /// the lazy mode a raw frame carries its holder's tag; one that cannot be tagged
     /// becomes an error frame in its place (counted in `walkvm_raw_frame_untaggable`), so
@@ -730,11 +747,8 @@ impl VmWalker {
                 return Step::Fail(reason::BAD_FRAME);
             }
             // The native entry too runs here: a native method's frame is Native, as below.
-            if method::is_native(mg, regs.method) {
-                self.push_method(out, regs.method, -1, frame_type::NATIVE);
-            } else {
-                self.push_method(out, regs.method, 0, frame_type::INTERPRETED);
-            }
+            let native = method::is_native(mg, regs.method);
+            self.push_method_or_native(out, native, regs.method, 0, frame_type::INTERPRETED);
             return arch::interpreter_entry(stack, cur, regs)
                 .map_or(Step::Fail(reason::BAD_FRAME), Step::Next);
         }
@@ -763,13 +777,9 @@ impl VmWalker {
                 facts
             }
         };
-        if facts.native {
-            // The interpreter's native entry runs native methods that have no wrapper yet.
-            self.push_method(out, m, -1, frame_type::NATIVE);
-        } else {
-            let bci = method::bci_in(facts.bytecodes, bcp);
-            self.push_method(out, m, bci, frame_type::INTERPRETED);
-        }
+        // The interpreter's native entry runs native methods that have no wrapper yet.
+        let bci = method::bci_in(facts.bytecodes, bcp);
+        self.push_method_or_native(out, facts.native, m, bci, frame_type::INTERPRETED);
         let Some(f) = self.layout.frame.as_ref() else {
             return Step::Fail(reason::UNAVAILABLE);
         };
@@ -849,11 +859,7 @@ impl VmWalker {
         // never touches its Method, whose jmethodID usually comes from the cache.
         if depth == 0 && cur.pc < complete {
             // Prologue: no debug info for these pcs; the method itself is running.
-            if method::is_native(mg, m) {
-                self.push_method(out, m, -1, frame_type::NATIVE);
-            } else {
-                self.push_method(out, m, 0, frame_type);
-            }
+            self.push_method_or_native(out, method::is_native(mg, m), m, 0, frame_type);
         } else {
             self.push_scopes(blob, m, cur.pc, code_begin, depth, frame_type, out);
         }
