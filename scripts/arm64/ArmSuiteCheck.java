@@ -320,10 +320,18 @@ public class ArmSuiteCheck {
 
     /**
      * A frame the unload burn's samples may hold: the workload's classes, a frame of an unloaded
-     * class, or a native/VM frame (no class: no dot).
+     * class, or a native/VM frame ({@link #isNative}).
      */
     static boolean unloadBurnFrame(String f) {
-        return f.startsWith("ArmSuite.") || f.startsWith("ArmSuiteUnloadable.") || f.equals("<unloaded>") || !f.contains(".");
+        return f.startsWith("ArmSuite.") || f.startsWith("ArmSuiteUnloadable.") || f.equals("<unloaded>") || isNative(f);
+    }
+
+    /**
+     * A native or VM frame: a symbol (no dot), or a library offset where the symbol is not known
+     * ({@code libc.so.6+0x7b9ac}: C frames above the JVM's runtime calls unwind on aarch64 too).
+     */
+    static boolean isNative(String f) {
+        return !f.contains(".") || f.matches(".*\\.so(\\.[0-9]+)*\\+0x[0-9a-fA-F]+");
     }
 
     /** The samples of a redefine burn (span), not in the tracer API's calls nor in the loop's clock. */
@@ -339,7 +347,7 @@ public class ArmSuiteCheck {
     static boolean redefineBurnFrame(String f, String version) {
         return f.startsWith("ArmSuite.") || f.equals("ArmSuiteRedefinable.runRedefinable")
                 || (version.equals("Old") && f.equals("<unloaded>"))
-                || f.equals("ArmSuiteRedefinable.spinRedefinable" + version) || !f.contains(".");
+                || f.equals("ArmSuiteRedefinable.spinRedefinable" + version) || isNative(f);
     }
 
     /** Whether the event's objectClass is byte[] (JFR's name for it, or the VM's internal one). */
