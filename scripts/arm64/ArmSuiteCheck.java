@@ -202,12 +202,9 @@ public class ArmSuiteCheck {
         // walker's raw Method* frames (named from VM metadata at the dump), and no jmethodID made.
         // In mode zgc too: there the lazy mode reads classes through oops ZGC colors (JNI handles,
         // Klass mirrors) and falls back when it cannot decode them (zgc: HeapOops::Unknown).
-        // Generational ZGC on aarch64 (JDK 21, 25) lays its zpointers out otherwise than x86_64's
-        // (the address always at bit 16; bits 12-15 not one Remapped bit): hotspot/zgc.rs refuses
-        // the layout, so lazy falls back, with this reason (docs/open-work.md, "aarch64").
-        if (mode.equals("zgc") && String.valueOf(out.get("start_reply")).contains("ZGC's load shift does not match its load-good mask")) {
-            KNOWN_GAPS.put("lazy", "generational ZGC's aarch64 zpointer layout is not decoded: fjmethodid=lazy falls back");
-        }
+        // Generational ZGC (JDK 21, 25) lays zpointers out on aarch64 otherwise than on x86_64
+        // (the address always at bit 16, one Remapped bit clear): no fallback here means that
+        // layout was recognised and decoded (oop::ZShift::Fixed16).
         if (mode.equals("lazy") || mode.equals("zgc")) {
             long raw = Long.parseLong(out.getOrDefault("counter.walkvm_frames_raw", "-1"));
             check("lazy", "0".equals(out.get("counter.fjmethodid_lazy_fallback"))

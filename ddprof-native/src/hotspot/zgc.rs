@@ -10,8 +10,9 @@
 //!
 //! The layout is accepted only if the JVM's own globals agree with what the decoder
 //! assumes:
-//! - generational: `_ZAddressOffsetMask` is `2^n - 1`, the load-good mask has one Remapped
-//!   bit, and `_ZPointerLoadShift` is the shift that bit implies;
+//! - generational: `_ZAddressOffsetMask` is `2^n - 1` and `_ZPointerLoadShift` is the
+//!   shift the load-good mask implies in one of the two zpointer layouts (`oop::ZShift`:
+//!   x86_64's one Remapped bit set, or aarch64's one clear with the address at bit 16);
 //! - non-generational: `_XAddressOffsetMask` (or `_ZAddressOffsetMask` before 21) is
 //!   `2^n - 1`, the metadata mask is the four bits above it and Finalizable the highest.
 //!
@@ -27,7 +28,7 @@ use crate::counters::Counter;
 use crate::sample::safe_access::load_usize;
 use crate::sample::vm::klass;
 use crate::sample::vm::layout::MethodGroup;
-use crate::sample::vm::oop::{self, zpointer_shift, HeapOops};
+use crate::sample::vm::oop::{self, HeapOops, ZShift};
 
 /// Offsets of the fields of one `*GlobalsForVMStructs` instance (each a pointer to the
 /// global), and the address of its `_instance_p`.
@@ -232,11 +233,12 @@ fn generational_layout(offset_mask: usize, load_good: usize, load_shift: usize) 
     let Some(bits) = offset_bits(offset_mask) else {
         return HeapOops::Unknown("ZGC's address offset mask is not 2^n - 1");
     };
-    // The good mask's own shift, computed as the decoder computes any pointer's, must be
-    // the one the VM uses in its load barrier.
-    match zpointer_shift(load_good) {
-        Some(s) if s as usize == load_shift => HeapOops::ZColored { offset_bits: bits },
-        _ => HeapOops::Unknown("ZGC's load shift does not match its load-good mask"),
+    match ZShift::of_globals(load_good, load_shift) {
+        Some(shift) => HeapOops::ZColored {
+            offset_bits: bits,
+            shift,
+        },
+        None => HeapOops::Unknown("ZGC's load shift does not match its load-good mask"),
     }
 }
 
@@ -257,11 +259,22 @@ mod tests {
     #[test]
     fn generational_layouts_are_checked_against_the_vm_shift() {
         let mask = (1usize << 42) - 1;
-        // Load-good mask with Remapped bit 2 (bit 14) and some mark bits: shift 15.
+        // x86_64: Remapped bit 2 (bit 14) and some mark bits: shift 15.
         let good = (1 << 14) | 0x0500;
         assert_eq!(
             generational_layout(mask, good, 15),
-            HeapOops::ZColored { offset_bits: 42 }
+            HeapOops::ZColored {
+                offset_bits: 42,
+                shift: ZShift::FromRemappedBit
+            }
+        );
+        // aarch64: one Remapped bit clear, the fixed shift 16.
+        assert_eq!(
+            generational_layout(mask, (0xe << 12) | 0x0500, 16),
+            HeapOops::ZColored {
+                offset_bits: 42,
+                shift: ZShift::Fixed16
+            }
         );
         assert!(matches!(
             generational_layout(mask, good, 16),
