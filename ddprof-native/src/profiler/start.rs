@@ -33,6 +33,8 @@ use crate::sample::vm::current_thread;
 use crate::sample::walk::agct::Agct;
 use crate::{log, threads, vm};
 
+/// `start` (a new recording: `reset`) or `resume` (appending to the file): see the module
+/// comment for its shape.
 pub(super) fn start(
     jni: *mut JNIEnv,
     args: Args,
@@ -182,8 +184,8 @@ fn option_warnings(args: &Args) -> Vec<String> {
 }
 
 /// What the signal handlers need before any of them is installed, then the SIGPROF handler
-/// with its buffers (`handler::init`, once per process), the current-thread lookup and the
-/// crash protection of VM reads. Returns the sample buffers.
+/// (its buffers made by the process's first start: `handler::init`), the current-thread lookup
+/// and the crash protection of VM reads. Returns the sample buffers.
 fn install_handlers(
     jni: *mut JNIEnv,
     signals: handlers::InUse,
