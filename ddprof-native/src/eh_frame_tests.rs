@@ -172,7 +172,7 @@ fn libc_rows_say_where_the_return_address_is_at_function_entry() {
     let rows = rows_of_file(libc).expect("libc .eh_frame");
     assert!(rows.len() > 1000, "rows: {}", rows.len());
     // The same rows from libc as loaded (how a deleted library's are read).
-    let image = crate::loaded_image::open(libc.exec_start).expect("libc in memory");
+    let image = crate::elf::loaded_image::open(libc.exec_start).expect("libc in memory");
     let from_memory = rows_of_elf(&image, libc.exec_start, libc.exec_offset).expect("in memory");
     assert!(
         rows == from_memory,

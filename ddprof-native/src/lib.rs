@@ -16,7 +16,6 @@ pub mod imports;
 pub mod jfr;
 pub mod jvmti;
 pub mod kallsyms;
-pub mod loaded_image;
 pub mod log;
 pub mod mappings;
 pub mod memory;

@@ -168,7 +168,7 @@ impl Table {
         Table::of_elf(Elf::open(path)?)
     }
 
-    /// [`Self::read`] of a file opened (or an object read in memory: `crate::loaded_image`).
+    /// [`Self::read`] of a file opened (or an object read in memory: `crate::elf::loaded_image`).
     pub fn of_elf(elf: Elf) -> Option<Table> {
         // .symtab when the file has one (every function), else .dynsym (exports only).
         let pick = |want: u32| elf.sections.iter().copied().find(|s| s.kind == want);

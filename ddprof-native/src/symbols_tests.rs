@@ -183,7 +183,7 @@ fn a_library_deleted_once_loaded_is_named() {
     assert_eq!(mapping.open().and_then(|e| e.build_id()), build_id);
 
     // The loaded object alone (what a process without CAP_SYS_ADMIN reads) names it too.
-    let image = crate::loaded_image::open(cbrt).expect("the copy in memory");
+    let image = crate::elf::loaded_image::open(cbrt).expect("the copy in memory");
     let table = Table::of_elf(image).expect("its dynamic symbols");
     assert!(table
         .symbol_at(table.vaddr_of(cbrt, mapping))

@@ -1,11 +1,11 @@
 //! The sources a session runs, and their one lifecycle: started in order, stopped in reverse.
 //!
-//! `start` brings the profiler up source by source; each registers its stop in a [`Sources`] as
-//! soon as it is running. A start that returns early with an error (or panics) drops the
-//! [`Sources`], which stops exactly the sources that started, last first; a start that completes
-//! moves them into the session, and the session's `stop` unwinds them the same way
-//! ([`Sources::stop`]). So a source that starts is stopped by one path whatever ends it, and
-//! `stop` has no list of its own that could forget one.
+//! `start` (start.rs) brings the profiler up source by source, one function each, and each
+//! registers its stop in a [`Sources`] as soon as it is running. A start that returns early
+//! with an error (or panics) drops the [`Sources`], which stops exactly the sources that
+//! started, last first; a start that completes moves them into the session, and the session's
+//! `stop` unwinds them the same way ([`Sources::stop`]). So a source that starts is stopped by
+//! one path whatever ends it, and `stop` has no list of its own that could forget one.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -191,7 +191,7 @@ mod tests {
         }
     }
 
-    /// A fake of `profiler::start`'s shape over [`ORDER`], recording instead of running
+    /// A fake of `start.rs`'s shape over [`ORDER`], recording instead of running
     /// engines: the CPU gate is opened (a piece) before the engine starts, the wall sampler
     /// is armed before its thread starts, a natsock failure is a warning, the watcher and
     /// tracing cannot fail. `failing` names the source whose start fails.

@@ -24,6 +24,8 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::OnceLock;
 
+pub mod loaded_image;
+
 /// This library's own file, kept open (see the module comment).
 struct OwnFile {
     /// The path it was loaded from, as the dynamic linker knows it.
@@ -123,7 +125,7 @@ pub fn open_mapped(path: &str, deleted: Option<u64>, start: u64, end: u64) -> Op
     std::fs::File::open(format!("/proc/self/map_files/{start:x}-{end:x}"))
         .ok()
         .and_then(Elf::of_file)
-        .or_else(|| crate::loaded_image::open(start))
+        .or_else(|| loaded_image::open(start))
 }
 
 /// The executable file mappings of a `/proc/<pid>/maps` text, in its order.
@@ -253,7 +255,7 @@ fn is_file(dev: &str, ino: &str, own_dev: (u64, u64), own_ino: u64) -> bool {
 }
 
 // The ELF constants the readers use (`<elf.h>`), in one place: this file's reader, the loader's
-// copy of a deleted library (`loaded_image.rs`) and the import slots (`imports/got.rs`).
+// copy of a deleted library (`elf/loaded_image.rs`) and the import slots (`imports/got.rs`).
 pub const PT_LOAD: u32 = 1;
 pub const PT_DYNAMIC: u32 = 2;
 pub const PT_NOTE: u32 = 4;

@@ -14,7 +14,7 @@
 use std::ffi::c_void;
 use std::fs::File;
 
-use crate::elf::{
+use super::{
     read_at, u32_at, u64_at, Elf, Load, Section, SectionNames, DT_GNU_HASH, DT_HASH, DT_NULL,
     DT_STRSZ, DT_STRTAB, DT_SYMENT, DT_SYMTAB, PT_DYNAMIC, PT_GNU_EH_FRAME, PT_LOAD, PT_NOTE,
     SHT_DYNSYM, SHT_NOTE, SHT_PROGBITS, SHT_STRTAB,
