@@ -205,6 +205,14 @@ fn stubs_return_through_lr_or_their_frame_record() {
     let m = Mem::new(&[MUL, MUL, RET]);
     let c = stub_top(&m, at(1, SP), &regs(), CODE, bounds, &in_code);
     assert_eq!(c.map(|c| (c.pc, c.sp)), Some((LR, SP)));
+    // lr signed (as by a JVM built with branch protection, -XX:UseBranchProtection): in the
+    // code cache once stripped; the walk strips every pc a step gives (walk/vm.rs).
+    let signed = Regs {
+        lr: 0x0042_0000_0000_0000 | LR,
+        ..Regs::default()
+    };
+    let c = stub_top(&m, at(1, SP), &signed, CODE, bounds, &in_code);
+    assert_eq!(c.map(|c| (strip_pc(c.pc), c.sp)), Some((LR, SP)));
     // lr outside the code cache: no caller.
     let r = Regs {
         lr: 0x10,
@@ -322,6 +330,15 @@ fn dwarf_rows_unwind_leaf_paired_and_fp_based_frames() {
     let leaf = row(dwarf::CFA_SP, 0, dwarf::FP_SAME, dwarf::RA_IN_LR);
     assert_eq!(
         caller_by_rule(&m, cur, CODE + 4, bounds, leaf),
+        Some(Cursor {
+            pc: CODE + 4,
+            ..cur
+        })
+    );
+    // A leaf built with pac-ret+leaf signs lr at entry (paciasp): the caller is the address
+    // without its code (the suite's mode pac samples such a leaf).
+    assert_eq!(
+        caller_by_rule(&m, cur, 0x0042_0000_0000_0000 | (CODE + 4), bounds, leaf),
         Some(Cursor {
             pc: CODE + 4,
             ..cur
