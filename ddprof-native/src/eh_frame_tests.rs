@@ -270,6 +270,58 @@ fn aarch64_rows_follow_the_prologues_of_gcc_code() {
     assert_eq!(rule_at(&t, 0x420), None, "past the last function");
 }
 
+/// The same fixture built with `-mbranch-protection=pac-ret+leaf` (`aarch64_unwind_pac.so`):
+/// each function signs x30 (`paciasp`, after the leaf's first instruction) and authenticates it
+/// before returning, and its rows say so with `DW_CFA_AARCH64_negate_ra_state`. The toggles
+/// are read without ending the rows: the same rules as the plain build's at the same points,
+/// the return address (signed, `arch::strip_pc` clears the code) where it is without them.
+#[test]
+fn aarch64_rows_of_pointer_authenticated_code_read_through_negate_ra_state() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src/fixtures/aarch64_unwind_pac.so"
+    );
+    let t = aarch64_rows(path);
+    let syms = crate::symbols::Table::read(path).expect("symbols");
+    for (addr, name) in [
+        (0x3c0, "fixture_leaf"),
+        (0x3d4, "fixture_calls"),
+        (0x404, "fixture_alloca"),
+        (0x460, "fixture_big"),
+    ] {
+        assert_eq!(syms.symbol_at(addr).as_deref(), Some(name), "at {addr:#x}");
+    }
+    let leaf = (CFA_SP, 0, FP_SAME, RA_IN_LR);
+    let pair = (CFA_SP, 16, -16, RA_BESIDE_FP);
+    let want: &[(u64, Rule)] = &[
+        // fixture_leaf: add; paciasp; add; autiasp; ret: x30 signed in between.
+        (0x3c0, leaf),
+        (0x3c8, leaf),
+        (0x3d0, leaf),
+        // fixture_calls: paciasp; stp x29, x30, [sp, #-16]!; ...; ldp; autiasp; add; ret.
+        (0x3d4, leaf),
+        (0x3d8, leaf),
+        (0x3dc, pair),
+        (0x3f4, pair),
+        (0x3f8, leaf),
+        (0x3fc, leaf),
+        // fixture_alloca: ... mov x29, sp; sub sp, sp, x0: the CFA is x29 + 16.
+        (0x410, pair),
+        (0x41c, (CFA_FP, 16, -16, RA_BESIDE_FP)),
+        (0x44c, (CFA_FP, 16, -16, RA_BESIDE_FP)),
+        (0x450, leaf),
+        // fixture_big: paciasp; mov x12, #8208; sub sp, sp, x12; ...; stp x29, x30, [sp].
+        (0x464, leaf),
+        (0x46c, (CFA_SP, 8208, FP_SAME, RA_IN_LR)),
+        (0x478, (CFA_SP, 8208, -8208, RA_BESIDE_FP)),
+        (0x4a0, leaf),
+    ];
+    for (pc, rule) in want {
+        assert_eq!(rule_at(&t, *pc), Some(*rule), "at {pc:#x}");
+    }
+    assert_eq!(rule_at(&t, 0x4a8), None, "past the last function");
+}
+
 /// Debian's aarch64 C library (the cross toolchain's, when installed): `getpid` is a leaf
 /// (`svc` with x30 untouched), `clock_gettime` saves its frame record after five
 /// instructions.

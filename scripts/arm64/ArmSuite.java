@@ -3,6 +3,9 @@ import com.datadoghq.profiler.JavaProfiler;
 import com.datadoghq.profiler.LibraryLoader;
 import com.datadoghq.profiler.internal.Diagnostics;
 import java.io.File;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
 import java.io.RandomAccessFile;
 import java.lang.instrument.ClassDefinition;
 import java.lang.instrument.Instrumentation;
@@ -12,6 +15,9 @@ import java.lang.ref.WeakReference;
 import java.lang.reflect.Field;
 import java.lang.reflect.Method;
 import java.nio.ByteBuffer;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
 import java.net.URL;
 import java.net.URLClassLoader;
 import java.nio.MappedByteBuffer;
@@ -48,6 +54,10 @@ import java.util.zip.Deflater;
  *   <li>retains byte arrays allocated in {@link #allocArmSuite};</li>
  *   <li>deflates with {@code java.util.zip.Deflater} in {@link #deflateArmSuite} (zlib's
  *       mallocs);</li>
+ *   <li>sends {@link #SOCKET_ROUNDS} messages of {@link #SOCKET_BYTES} bytes over loopback TCP to an
+ *       echo server of its own and reads each back, in {@link #socketArmSuite} (the server,
+ *       thread {@code arm-echo}, listens before the start, so the JDK's socket libraries are
+ *       loaded and hooked when {@code natsock} starts);</li>
  *   <li>makes crash-protected loads of a mapped and then unmapped page (internal Diagnostics);</li>
  * </ul>
  * while thread {@code arm-parked}, added to the filter, parks in {@link #parkArmSuite} and
@@ -65,6 +75,8 @@ public class ArmSuite {
     static final String OP = "arm-burn";
     static final int RETAINED = 4096;
     static final int CHUNK = 4096;
+    static final int SOCKET_ROUNDS = 200;
+    static final int SOCKET_BYTES = 4096;
 
     static volatile long sink;
     static volatile boolean done;
@@ -89,6 +101,61 @@ public class ArmSuite {
 
     static long jniArmSuite(long n) {
         return nativeArmSuite(n) + 1;
+    }
+
+    /** The return address as a C function's frame record holds it (signed in mode pac). */
+    static native long savedReturnArmSuite();
+
+    /**
+     * Echoes every connection, one at a time, on thread {@code arm-echo}, until the socket
+     * closes.
+     */
+    static ServerSocket echoServer() throws IOException {
+        ServerSocket server = new ServerSocket(0, 50, InetAddress.getByName("127.0.0.1"));
+        Thread t = new Thread(() -> {
+            byte[] buf = new byte[64 * 1024];
+            while (!server.isClosed()) {
+                try (Socket s = server.accept()) {
+                    s.setTcpNoDelay(true);
+                    InputStream in = s.getInputStream();
+                    OutputStream out = s.getOutputStream();
+                    for (int n; (n = in.read(buf)) > 0; ) {
+                        out.write(buf, 0, n);
+                    }
+                } catch (IOException e) {
+                    // closed
+                }
+            }
+        }, "arm-echo");
+        t.setDaemon(true);
+        t.start();
+        return server;
+    }
+
+    /**
+     * {@code rounds} messages of {@code size} bytes to the echo server on {@code port}, each read
+     * back whole (the Java caller natsock's stacks must show). Returns the client's local port.
+     */
+    static int socketArmSuite(int port, int rounds, int size) throws IOException {
+        byte[] message = new byte[size];
+        byte[] back = new byte[size];
+        try (Socket s = new Socket(InetAddress.getByName("127.0.0.1"), port)) {
+            s.setTcpNoDelay(true);
+            InputStream in = s.getInputStream();
+            OutputStream out = s.getOutputStream();
+            for (int i = 0; i < rounds; i++) {
+                message[i % size] = (byte) i;
+                out.write(message);
+                for (int got = 0; got < size; ) {
+                    int n = in.read(back, got, size - got);
+                    if (n < 0) {
+                        throw new IOException("the echo server closed after " + i + " rounds");
+                    }
+                    got += n;
+                }
+            }
+            return s.getLocalPort();
+        }
     }
 
     /**
@@ -215,6 +282,7 @@ public class ArmSuite {
         System.out.println("java=" + System.getProperty("java.vm.version"));
         System.out.println("library=" + LibraryLoader.loadedLibraryPath());
         System.out.println("version=" + profiler.getVersion());
+        ServerSocket echo = echoServer();
         String start = "start,cpu=10ms,wall=10ms,filter=0,memory=256k:aL:1,nativemem=64k,attributes=op;tenant"
                 + (extra.isEmpty() ? "" : "," + extra) + ",file=" + jfr;
         System.out.println("command=" + start);
@@ -225,6 +293,7 @@ public class ArmSuite {
         long unwindTable0 = counter(profiler, "native_unwind_table_bytes");
         if (!jni.isEmpty()) {
             System.load(jni);
+            System.out.println("jni_saved_return=" + Long.toHexString(savedReturnArmSuite()));
         }
 
         CountDownLatch ready = new CountDownLatch(2);
@@ -290,6 +359,11 @@ public class ArmSuite {
         // zlib's mallocs under java.util.zip.
         sink += deflateArmSuite(400);
         System.out.println("deflate_rounds=400");
+
+        // Loopback TCP (natsock's hooks in the JDK's socket libraries, where the start asks for them).
+        int localPort = socketArmSuite(echo.getLocalPort(), SOCKET_ROUNDS, SOCKET_BYTES);
+        echo.close();
+        System.out.println("socket=" + echo.getLocalPort() + "," + localPort + "," + SOCKET_ROUNDS + "," + SOCKET_BYTES);
 
         protectedLoads();
 

@@ -35,6 +35,9 @@ public class ArmSuiteCheck {
 
     static int failed;
 
+    /** datadog.NativeSocketEvent.operation values. */
+    static final java.util.Set<String> SOCKET_OPS = new java.util.HashSet<>(java.util.Arrays.asList("SEND", "RECV", "WRITE", "READ"));
+
     public static void main(String[] args) throws Exception {
         String mode = args[0];
         Map<String, String> out = new LinkedHashMap<>();
@@ -85,6 +88,21 @@ public class ArmSuiteCheck {
                         + " show [burnArmSuiteC <] chainArmSuiteB < chainArmSuiteA < Java_ArmSuite_nativeArmSuite"
                         + " < ArmSuite.nativeArmSuite < ArmSuite.jniArmSuite (want at least 3/4)"
                         + describeFirst(jniOther));
+
+        // Pointer authentication: the JNI library's saved return address carries a code in the bits
+        // above the 48-bit address exactly when it was built with pac-ret (mode pac; qemu-user's
+        // default CPU signs), so the jni check above unwound signed return addresses there (the
+        // leaf's in x30, its callers' in their frame records: arch::strip_pc). The JVMs at hand
+        // do not sign their own frames (built without it: they say so and go on).
+        String savedReturn = out.get("jni_saved_return");
+        long signBits = savedReturn == null ? -1 : Long.parseUnsignedLong(savedReturn, 16) >>> 48;
+        boolean pac = mode.equals("pac");
+        check("pac-signed", savedReturn != null && (pac ? signBits != 0 : signBits == 0),
+                "a return address saved by the JNI library: " + savedReturn + " (want "
+                        + (pac ? "an authentication code above bit 48: built with -mbranch-protection=pac-ret" : "plain")
+                        + ")" + (pac ? "; the JVM " + (jvmRopOff(args[1])
+                        ? "turned -XX:UseBranchProtection off (built without ROP protection): its own frames are not signed"
+                        : "kept -XX:UseBranchProtection (if it was given)") : ""));
 
         // A class unloaded between its samples and the dump: its frames are named after it or
         // <unloaded> (class ""), never after another method (fjmethodid=lazy names raw Method*
@@ -166,6 +184,39 @@ public class ArmSuiteCheck {
                         + " above Java_java_util_zip_Deflater_init directly above it (want more than half)"
                         + describeFirst(filter(init, e -> !initC.contains(e))));
 
+        // natsock (where the start asks for it): the workload's loopback echo, each client call with
+        // the server's address, its bytes and the Java caller under the hook's C frames (the hook
+        // walks from its own registers, arch::Regs::here), the server's calls with the client's port.
+        if (String.valueOf(out.get("command")).contains("natsock")) {
+            String[] sock = String.valueOf(out.get("socket")).split(",");
+            int size = Integer.parseInt(sock[3]);
+            String serverAddress = "127.0.0.1:" + sock[0];
+            List<RecordedEvent> socket = of(all, "datadog.NativeSocketEvent");
+            List<RecordedEvent> client = onThread(socket, "main");
+            List<RecordedEvent> served = onThread(socket, "arm-echo");
+            List<RecordedEvent> clientWrong = filter(client, e -> !(SOCKET_OPS.contains(e.getString("operation"))
+                    && serverAddress.equals(e.getString("remoteAddress")) && e.getLong("bytesTransferred") > 0
+                    && e.getLong("bytesTransferred") <= size && e.getFloat("weight") >= 1
+                    && names(e, "ArmSuite.socketArmSuite")));
+            List<RecordedEvent> outbound = filter(client, e -> e.getString("operation").matches("SEND|WRITE"));
+            long inbound = client.stream().filter(e -> e.getString("operation").matches("RECV|READ")).count();
+            long whole = outbound.stream().filter(e -> e.getLong("bytesTransferred") == size).count();
+            List<RecordedEvent> servedWrong = filter(served, e -> !("127.0.0.1:" + sock[1]).equals(e.getString("remoteAddress")));
+            check("natsock", client.size() >= 5 && clientWrong.isEmpty() && !outbound.isEmpty() && inbound > 0
+                            && whole * 10 >= outbound.size() * 9 && !served.isEmpty() && servedWrong.isEmpty(),
+                    socket.size() + " datadog.NativeSocketEvent, " + client.size() + " of main (want >= 5), "
+                            + clientWrong.size() + " of them not a call to " + serverAddress + " moving 1-" + size
+                            + " bytes under ArmSuite.socketArmSuite (want 0); " + outbound.size() + " outbound, " + whole
+                            + " moving " + size + " bytes (want 9/10), " + inbound + " inbound (want > 0); " + served.size()
+                            + " of arm-echo (want > 0), " + servedWrong.size() + " not from 127.0.0.1:" + sock[1] + " (want 0)"
+                            + describeFirst(clientWrong.isEmpty() ? (servedWrong.isEmpty() ? client : servedWrong) : clientWrong)
+                            + describeSocket(clientWrong.isEmpty() ? client : clientWrong));
+            List<RecordedEvent> fromC = filter(client, ArmSuiteCheck::startsAtJniCode);
+            check("natsock-c-frames", !client.isEmpty() && fromC.size() * 10 >= client.size() * 9,
+                    fromC.size() + " of " + client.size() + " client stacks start with C frames down to a Java_* function"
+                            + " (want 9/10)" + describeFirst(filter(client, e -> !startsAtJniCode(e))));
+        }
+
         // A crash-protected load: reads a mapped page, returns unread on the same page unmapped.
         String[] mapped = String.valueOf(out.get("protected_mapped")).split("[, ]");
         String[] unmapped = String.valueOf(out.get("protected_unmapped")).split("[, ]");
@@ -180,7 +231,7 @@ public class ArmSuiteCheck {
 
         // Frame types: the interpreter's, C2's ("JIT compiled"), C1's and inlined frames, each typed
         // as it ran (the VM walker reads the code blob and scope of each frame).
-        if (mode.equals("default") || mode.equals("c1")) {
+        if (mode.equals("default") || mode.equals("c1") || mode.equals("pac")) {
             boolean c1 = mode.equals("c1");
             String hostType = c1 ? "C1 compiled" : "JIT compiled";
             Map<String, Integer> mainTypes = typesOf(cpu, "ArmSuite.main");
@@ -205,7 +256,7 @@ public class ArmSuiteCheck {
         // Generational ZGC (JDK 21, 25) lays zpointers out on aarch64 otherwise than on x86_64
         // (the address always at bit 16, one Remapped bit clear): no fallback here means that
         // layout was recognised and decoded (oop::ZShift::Fixed16).
-        if (mode.equals("lazy") || mode.equals("zgc")) {
+        if (mode.equals("lazy") || mode.equals("zgc") || mode.equals("pac")) {
             long raw = Long.parseLong(out.getOrDefault("counter.walkvm_frames_raw", "-1"));
             check("lazy", "0".equals(out.get("counter.fjmethodid_lazy_fallback"))
                             && "0".equals(out.get("counter.method_resolve_lazy_jmethodids_created"))
@@ -313,6 +364,31 @@ public class ArmSuiteCheck {
             return false;
         }
         return first == 0 || f.get(0).equals("burnArmSuiteC");
+    }
+
+    /** Whether the JVM said it turned branch protection off (it cannot sign: built without it). */
+    static boolean jvmRopOff(String output) throws java.io.IOException {
+        return new String(Files.readAllBytes(Paths.get(output)), java.nio.charset.StandardCharsets.UTF_8)
+                .contains("Disabling ROP-protection");
+    }
+
+    /** Native frames from the leaf on, one of them a JNI function (Java_*), then a Java frame. */
+    static boolean startsAtJniCode(RecordedEvent e) {
+        boolean jni = false;
+        for (String f : frames(e)) {
+            if (!isNative(f)) {
+                return jni;
+            }
+            jni |= f.startsWith("Java_");
+        }
+        return false;
+    }
+
+    /** The first few socket events' fields, for a failure's message. */
+    static String describeSocket(List<RecordedEvent> events) {
+        return events.isEmpty() ? "" : "; fields:" + events.stream().limit(3).map(e -> " [" + e.getString("operation") + " "
+                + e.getString("remoteAddress") + " " + e.getLong("bytesTransferred") + " B, weight " + e.getFloat("weight") + "]")
+                .collect(Collectors.joining());
     }
 
     /**

@@ -4,6 +4,9 @@
  * native method nativeArmSuite calls chainArmSuiteA -> chainArmSuiteB -> burnArmSuiteC, a leaf
  * loop that keeps its return address in x30; ArmSuiteCheck wants these C frames, in this order,
  * directly above the Java native method in the CPU samples, its Java caller below it.
+ * The script builds it twice: plain, and with -mbranch-protection=pac-ret+leaf for mode pac,
+ * where every function (the leaf too) signs its return address (paciasp) before keeping it
+ * in x30 or its frame record, and its .eh_frame rows say so (DW_CFA_AARCH64_negate_ra_state).
  */
 #include <jni.h>
 
@@ -33,4 +36,16 @@ JNIEXPORT jlong JNICALL Java_ArmSuite_nativeArmSuite(JNIEnv *env, jclass cls, jl
     (void) env;
     (void) cls;
     return (jlong) (chainArmSuiteA(n) + 7);
+}
+
+/* The return address as this function's frame record holds it (__builtin_frame_address makes
+ * the record; the call makes the prologue save x30 there): with pac-ret, signed by paciasp, a
+ * pointer-authentication code in the bits above the address when the CPU implements it
+ * (qemu-user's default CPU, "max", does); plain otherwise. ArmSuiteCheck reads the bits. */
+JNIEXPORT jlong JNICALL Java_ArmSuite_savedReturnArmSuite(JNIEnv *env, jclass cls) {
+    (void) env;
+    (void) cls;
+    void **record = __builtin_frame_address(0);
+    armsuite_jni_sink += burnArmSuiteC(1);
+    return (jlong) record[1];
 }

@@ -134,6 +134,10 @@ fn type_name(t: Option<FlagType>) -> &'static CStr {
 
 fn fake(dump: &str) -> FakeFlags {
     use FlagType::*;
+    // The table is read as a started profiler reads it, through the crash-protected loads:
+    // before they are installed reads take the process_vm_readv fallback, which qemu-user does
+    // not implement (the aarch64 unit tests run there; the fallback has its own test).
+    crate::sample::safe_access::install().unwrap();
     let layout = resolve(dump);
     let values = Values {
         on_error: Box::new(c"".as_ptr() as usize),

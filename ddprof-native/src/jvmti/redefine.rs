@@ -398,6 +398,9 @@ mod tests {
             bytes: *const u8,
         }
         assert_eq!(std::mem::size_of::<Def>(), CLASS_DEFINITION_BYTES);
+        // Read through the crash-protected loads, as in a started profiler: qemu-user (where
+        // the aarch64 unit tests run) lacks process_vm_readv, their fallback before install.
+        crate::sample::safe_access::install().unwrap();
         let defs = [
             Def {
                 klass: 0x1110 as jclass,

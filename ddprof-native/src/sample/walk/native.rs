@@ -39,7 +39,7 @@ use crate::sample::vm::SiteMemory;
 
 /// Native frames walked at most per sample (recorded or not).
 pub const MAX_NATIVE_FRAMES: usize = 256;
-#[cfg(test)]
+#[cfg(all(test, target_arch = "x86_64"))] // the tests below are x86_64's
 use super::stack::UNKNOWN_STACK_BYTES;
 pub use super::stack::{Bounds, Cursor, MAX_FRAME_BYTES};
 

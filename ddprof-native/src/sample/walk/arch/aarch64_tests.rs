@@ -205,6 +205,14 @@ fn stubs_return_through_lr_or_their_frame_record() {
     let m = Mem::new(&[MUL, MUL, RET]);
     let c = stub_top(&m, at(1, SP), &regs(), CODE, bounds, &in_code);
     assert_eq!(c.map(|c| (c.pc, c.sp)), Some((LR, SP)));
+    // lr signed (as by a JVM built with branch protection, -XX:UseBranchProtection): in the
+    // code cache once stripped; the walk strips every pc a step gives (walk/vm.rs).
+    let signed = Regs {
+        lr: 0x0042_0000_0000_0000 | LR,
+        ..Regs::default()
+    };
+    let c = stub_top(&m, at(1, SP), &signed, CODE, bounds, &in_code);
+    assert_eq!(c.map(|c| (strip_pc(c.pc), c.sp)), Some((LR, SP)));
     // lr outside the code cache: no caller.
     let r = Regs {
         lr: 0x10,
@@ -234,6 +242,8 @@ fn stubs_return_through_lr_or_their_frame_record() {
 #[test]
 fn return_addresses_lose_their_authentication_code() {
     assert_eq!(strip_pc(0x002d_ffff_a1b2_c3d4), 0xffff_a1b2_c3d4);
+    // As qemu-user's default CPU signed one (paciasp) in the aarch64 suite's mode pac.
+    assert_eq!(strip_pc(0x0042_0055_17a7_a870), 0x55_17a7_a870);
     assert_eq!(strip_pc(0xff00_0000_0040_1000), 0x40_1000);
     assert_eq!(strip_pc(0x40_1000), 0x40_1000);
 }
@@ -320,6 +330,15 @@ fn dwarf_rows_unwind_leaf_paired_and_fp_based_frames() {
     let leaf = row(dwarf::CFA_SP, 0, dwarf::FP_SAME, dwarf::RA_IN_LR);
     assert_eq!(
         caller_by_rule(&m, cur, CODE + 4, bounds, leaf),
+        Some(Cursor {
+            pc: CODE + 4,
+            ..cur
+        })
+    );
+    // A leaf built with pac-ret+leaf signs lr at entry (paciasp): the caller is the address
+    // without its code (the suite's mode pac samples such a leaf).
+    assert_eq!(
+        caller_by_rule(&m, cur, 0x0042_0000_0000_0000 | (CODE + 4), bounds, leaf),
         Some(Cursor {
             pc: CODE + 4,
             ..cur
