@@ -4,9 +4,12 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.EnumSet;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -90,6 +93,9 @@ public final class JfrProfileReader {
 
     public Profile read(Path file) throws IOException {
         Profile profile = new Profile();
+        stacks.clear();
+        methods.clear();
+        threadIndex.clear();
         // The epochs may follow the samples they describe in a chunk: a pass of their own.
         epochs = kinds.contains(EventKind.WALL) ? WallEpochs.read(file) : WallEpochs.NONE;
         List<long[]> chunks = Recorded.chunkTimes(file);
@@ -99,88 +105,129 @@ public final class JfrProfileReader {
                 profile.endNanos = Math.max(profile.endNanos, c[0] + c[1]);
             }
         }
-        List<String> attributeNames = new ArrayList<>();
-        // Per event type: for each attribute field, its index in attributeNames.
-        Map<String, int[]> attributeSlots = new HashMap<>();
-        Map<String, String[]> attributeFields = new HashMap<>();
         Map<Long, String> typeNames = new HashMap<>();
-        // --leak: native allocations and frees, matched once everything is read.
-        List<RecordedEvent> allocations = new ArrayList<>();
-        List<RecordedEvent> frees = new ArrayList<>();
+        boolean datadogCpu = false;
+        // Which types the file declares: only needed to tell jdk.ExecutionSample copies of CPU
+        // samples (jdksamples) and the JDK's own period settings apart; the metadata alone is read.
         try (RecordingFile recording = new RecordingFile(file)) {
             List<EventType> declared = recording.readEventTypes();
             for (EventType t : declared) {
                 typeNames.put(t.getId(), t.getName());
             }
-            boolean datadogCpu = EventKind.declaresDatadogCpu(declared);
-            while (recording.hasMoreEvents()) {
-                RecordedEvent event = recording.readEvent();
-                EventType type = event.getEventType();
-                String typeName = type.getName();
-                if (EventKind.isCopy(typeName, datadogCpu)) {
-                    continue;
+            datadogCpu = EventKind.declaresDatadogCpu(declared);
+        }
+        Set<String> wanted = new HashSet<>(Arrays.asList(PROFILER_CONFIG, ACTIVE_SETTING, TRACE_LINK, JVM_INFORMATION));
+        for (EventKind k : leaks ? EnumSet.of(EventKind.MALLOC) : kinds) {
+            for (String t : k.eventTypes) {
+                if (!EventKind.isCopy(t, datadogCpu)) {
+                    wanted.add(t);
                 }
-                EventKind kind = EventKind.ofEventType(typeName);
-                if (leaks && NATIVE_MEMORY_FREE.equals(typeName)) {
-                    frees.add(event);
-                    continue;
-                }
-                if (leaks && kind != EventKind.MALLOC) {
-                    if (kind == null) {
-                        readSide(event, typeName, typeNames, profile);
-                    }
-                    continue;
-                }
-                if (kind == null) {
-                    readSide(event, typeName, typeNames, profile);
-                    continue;
-                }
-                if (!kinds.contains(kind)) {
-                    continue;
-                }
-                Instant time = event.getStartTime();
-                if ((from != null && time.isBefore(from)) || (to != null && !time.isBefore(to))) {
-                    continue;
-                }
-                String[] fields = attributeFields.get(typeName);
-                if (fields == null) {
-                    List<String> names = new ArrayList<>();
-                    boolean after = false;
-                    for (ValueDescriptor d : type.getFields()) {
-                        if (after) {
-                            names.add(d.getName());
-                        }
-                        after |= LAST_FIXED_FIELD.equals(d.getName());
-                    }
-                    fields = names.toArray(new String[0]);
-                    int[] slots = new int[fields.length];
-                    for (int i = 0; i < fields.length; i++) {
-                        int at = attributeNames.indexOf(fields[i]);
-                        if (at < 0) {
-                            at = attributeNames.size();
-                            attributeNames.add(fields[i]);
-                        }
-                        slots[i] = at;
-                    }
-                    attributeFields.put(typeName, fields);
-                    attributeSlots.put(typeName, slots);
-                }
-                if (leaks) {
-                    allocations.add(event);
-                    continue;
-                }
-                addSample(profile, kind, event, fields, attributeSlots.get(typeName), attributeNames.size());
             }
         }
         if (leaks) {
-            for (RecordedEvent event : live(allocations, frees)) {
-                String typeName = event.getEventType().getName();
-                addSample(profile, EventKind.MALLOC, event, attributeFields.get(typeName),
-                        attributeSlots.get(typeName), attributeNames.size());
+            wanted.add(NATIVE_MEMORY_FREE);
+        }
+        Pass pass = new Pass(profile, typeNames);
+        JfrEvents.forEach(file, wanted, leaks, pass::accept);
+        if (leaks) {
+            for (RecordedEvent event : live(pass.allocations, pass.frees)) {
+                addSample(profile, EventKind.MALLOC, event, pass.typeOf(event.getEventType()), pass.attributeNames.size());
             }
         }
-        profile.setAttributeNames(attributeNames);
+        profile.setAttributeNames(pass.attributeNames);
         return profile;
+    }
+
+    /** What a sample's event type holds, worked out at its first event. */
+    private static final class SampleType {
+        final EventKind kind;
+        /** The context-attribute fields, and for each its index in the profile's attribute names. */
+        final String[] attrFields;
+        final int[] attrSlots;
+        /** jdk.ExecutionSample names its thread sampledThread; ddprof's events eventThread. */
+        final String threadField;
+        final boolean spans;
+        final boolean roots;
+
+        SampleType(EventKind kind, EventType type, List<String> attributeNames) {
+            this.kind = kind;
+            List<String> names = new ArrayList<>();
+            boolean after = false;
+            String thread = null;
+            for (ValueDescriptor d : type.getFields()) {
+                if (after) {
+                    names.add(d.getName());
+                }
+                after |= LAST_FIXED_FIELD.equals(d.getName());
+                if (thread == null && (d.getName().equals("sampledThread") || d.getName().equals("eventThread"))) {
+                    thread = d.getName();
+                }
+            }
+            attrFields = names.toArray(new String[0]);
+            attrSlots = new int[attrFields.length];
+            for (int i = 0; i < attrFields.length; i++) {
+                int at = attributeNames.indexOf(attrFields[i]);
+                if (at < 0) {
+                    at = attributeNames.size();
+                    attributeNames.add(attrFields[i]);
+                }
+                attrSlots[i] = at;
+            }
+            threadField = thread;
+            spans = type.getField("spanId") != null;
+            roots = type.getField("localRootSpanId") != null;
+        }
+    }
+
+    /** One read of a file: its events in, the profile out. */
+    private final class Pass {
+        final Profile profile;
+        final Map<Long, String> typeNames;
+        final List<String> attributeNames = new ArrayList<>();
+        /** Per event type object (one per chunk's metadata): null for the side events. */
+        final Map<EventType, SampleType> types = new IdentityHashMap<>();
+        /** --leak: native allocations and frees, matched once everything is read. */
+        final List<RecordedEvent> allocations = new ArrayList<>();
+        final List<RecordedEvent> frees = new ArrayList<>();
+
+        Pass(Profile profile, Map<Long, String> typeNames) {
+            this.profile = profile;
+            this.typeNames = typeNames;
+        }
+
+        SampleType typeOf(EventType type) {
+            SampleType t = types.get(type);
+            if (t == null && !types.containsKey(type)) {
+                EventKind kind = EventKind.ofEventType(type.getName());
+                t = kind == null ? null : new SampleType(kind, type, attributeNames);
+                types.put(type, t);
+            }
+            return t;
+        }
+
+        void accept(RecordedEvent event) {
+            EventType type = event.getEventType();
+            SampleType sample = typeOf(type);
+            if (sample == null) {
+                if (leaks && NATIVE_MEMORY_FREE.equals(type.getName())) {
+                    frees.add(event);
+                } else {
+                    readSide(event, type.getName(), typeNames, profile);
+                }
+                return;
+            }
+            if (from != null || to != null) {
+                Instant time = event.getStartTime();
+                if ((from != null && time.isBefore(from)) || (to != null && !time.isBefore(to))) {
+                    return;
+                }
+            }
+            if (leaks) {
+                allocations.add(event);
+                return;
+            }
+            addSample(profile, sample.kind, event, sample, attributeNames.size());
+        }
     }
 
     /** The allocations no later free (or later allocation) of their address ended, in time order. */
@@ -212,46 +259,60 @@ public final class JfrProfileReader {
         return NATIVE_MEMORY_FREE.equals(e.getEventType().getName());
     }
 
-    private void addSample(Profile profile, EventKind kind, RecordedEvent event, String[] attrFields,
-                                  int[] attrSlots, int attrCount) {
+    /**
+     * Memos keyed by the parser's objects. The JDK's parser resolves each constant-pool entry of a
+     * chunk (a stack trace, a method, a thread) to one object that every event of the chunk shares,
+     * so most samples repeat a stack trace already converted. Keyed by identity: a miss only costs
+     * the conversion. Emptied past {@link #MEMO_LIMIT} entries, which keeps a long recording's old
+     * chunks from being held through them.
+     */
+    private final Map<RecordedStackTrace, int[]> stacks = new IdentityHashMap<>();
+    private final Map<RecordedMethod, Profile.Frame> methods = new IdentityHashMap<>();
+    private final Map<RecordedThread, Integer> threadIndex = new IdentityHashMap<>();
+    /** Stacks the filter drops, as an empty marker distinct from an empty stack. */
+    private static final int[] DROPPED = new int[0];
+    static final int MEMO_LIMIT = 1 << 16;
+
+    private void addSample(Profile profile, EventKind kind, RecordedEvent event, SampleType type, int attrCount) {
         RecordedStackTrace trace = event.getStackTrace();
-        List<RecordedFrame> recorded = trace == null ? Collections.emptyList() : trace.getFrames();
-        Profile.Frame[] frames = new Profile.Frame[recorded.size()];
-        for (int i = 0; i < frames.length; i++) {
-            frames[i] = frame(recorded.get(i), rawNames);
-        }
-        if (!filter.keepsEverything()) {
-            List<String> names = new ArrayList<>(frames.length);
-            for (Profile.Frame f : frames) {
-                names.add(f.name());
-            }
-            if (!filter.keeps(names)) {
-                return;
+        int[] stack = trace == null ? null : stacks.get(trace);
+        if (stack == null) {
+            stack = stackOf(profile, trace);
+            if (trace != null) {
+                if (stacks.size() >= MEMO_LIMIT) {
+                    stacks.clear();
+                }
+                stacks.put(trace, stack);
             }
         }
-        int[] stack = new int[frames.length];
-        for (int i = 0; i < stack.length; i++) {
-            stack[i] = profile.frame(frames[i]);
+        if (stack == DROPPED) {
+            return;
         }
-        RecordedThread t = thread(event);
+        RecordedThread t = type.threadField == null ? null : thread(event, type.threadField);
         int thread = -1;
         if (t != null) {
-            String name = t.getJavaName() != null ? t.getJavaName() : t.getOSName();
-            thread = profile.thread(new Profile.ThreadInfo(name == null ? "" : name,
-                    Math.max(0, t.getOSThreadId()), Math.max(0, t.getJavaThreadId())));
-        }
-        long spanId = event.hasField("spanId") ? event.getLong("spanId") : 0;
-        long rootSpanId = event.hasField("localRootSpanId") ? event.getLong("localRootSpanId") : 0;
-        String[] attributes = null;
-        if (attrFields.length > 0) {
-            for (int i = 0; i < attrFields.length; i++) {
-                String v = attributeValue(event, attrFields[i]);
-                if (v != null) {
-                    if (attributes == null) {
-                        attributes = new String[attrCount];
-                    }
-                    attributes[attrSlots[i]] = v;
+            Integer known = threadIndex.get(t);
+            if (known == null) {
+                String name = t.getJavaName() != null ? t.getJavaName() : t.getOSName();
+                known = profile.thread(new Profile.ThreadInfo(name == null ? "" : name,
+                        Math.max(0, t.getOSThreadId()), Math.max(0, t.getJavaThreadId())));
+                if (threadIndex.size() >= MEMO_LIMIT) {
+                    threadIndex.clear();
                 }
+                threadIndex.put(t, known);
+            }
+            thread = known;
+        }
+        long spanId = type.spans ? event.getLong("spanId") : 0;
+        long rootSpanId = type.roots ? event.getLong("localRootSpanId") : 0;
+        String[] attributes = null;
+        for (int i = 0; i < type.attrFields.length; i++) {
+            String v = attributeValue(event, type.attrFields[i]);
+            if (v != null) {
+                if (attributes == null) {
+                    attributes = new String[attrCount];
+                }
+                attributes[type.attrSlots[i]] = v;
             }
         }
         Profile.Sample s = profile.sample(kind, stack, thread, spanId, rootSpanId, attributes);
@@ -280,17 +341,9 @@ public final class JfrProfileReader {
         return Math.round(size * weight);
     }
 
-    private static RecordedThread thread(RecordedEvent event) {
-        // jdk.ExecutionSample names its thread sampledThread; ddprof's events eventThread.
-        for (String field : new String[] {"sampledThread", "eventThread"}) {
-            if (event.hasField(field)) {
-                Object v = event.getValue(field);
-                if (v instanceof RecordedThread) {
-                    return (RecordedThread) v;
-                }
-            }
-        }
-        return null;
+    private static RecordedThread thread(RecordedEvent event, String field) {
+        Object v = event.getValue(field);
+        return v instanceof RecordedThread ? (RecordedThread) v : null;
     }
 
     private static String attributeValue(RecordedEvent event, String field) {
@@ -306,16 +359,48 @@ public final class JfrProfileReader {
         return s.isEmpty() ? null : s;
     }
 
-    private static Profile.Frame frame(RecordedFrame f, boolean rawNames) {
-        RecordedMethod m = f.getMethod();
+    /** The profile's frame indices of {@code trace}, root last; {@link #DROPPED} if the filter drops it. */
+    private int[] stackOf(Profile profile, RecordedStackTrace trace) {
+        List<RecordedFrame> recorded = trace == null ? Collections.emptyList() : trace.getFrames();
+        Profile.Frame[] frames = new Profile.Frame[recorded.size()];
+        for (int i = 0; i < frames.length; i++) {
+            frames[i] = frame(recorded.get(i));
+        }
+        if (!filter.keepsEverything()) {
+            List<String> names = new ArrayList<>(frames.length);
+            for (Profile.Frame f : frames) {
+                names.add(f.name());
+            }
+            if (!filter.keeps(names)) {
+                return DROPPED;
+            }
+        }
+        int[] stack = new int[frames.length];
+        for (int i = 0; i < stack.length; i++) {
+            stack[i] = profile.frame(frames[i]);
+        }
+        return stack;
+    }
+
+    private Profile.Frame frame(RecordedFrame f) {
         String type = f.getType() == null ? "" : f.getType();
+        RecordedMethod m = f.getMethod();
         if (m == null) {
             return new Profile.Frame("", "<no method>", "", 0, type);
         }
-        String name = m.getName() == null ? "" : m.getName();
-        String descriptor = m.getDescriptor() == null ? "" : m.getDescriptor();
-        String cls = Recorded.className(m, rawNames);
-        return new Profile.Frame(cls, name, descriptor, Math.max(0, f.getLineNumber()), type);
+        // The method's names once per method; the line and type are the frame's own.
+        Profile.Frame named = methods.get(m);
+        if (named == null) {
+            String name = m.getName() == null ? "" : m.getName();
+            String descriptor = m.getDescriptor() == null ? "" : m.getDescriptor();
+            named = new Profile.Frame(Recorded.className(m, rawNames), name, descriptor, 0, "");
+            if (methods.size() >= MEMO_LIMIT) {
+                methods.clear();
+            }
+            methods.put(m, named);
+        }
+        return new Profile.Frame(named.className, named.method, named.descriptor, Math.max(0, f.getLineNumber()),
+                type);
     }
 
     /** Intervals and JVM facts from the events that are not samples. */

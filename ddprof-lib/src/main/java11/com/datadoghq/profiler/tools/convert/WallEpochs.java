@@ -2,12 +2,10 @@ package com.datadoghq.profiler.tools.convert;
 
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.Collections;
 import java.util.Map;
 import java.util.NavigableMap;
 import java.util.TreeMap;
-
-import jdk.jfr.consumer.RecordedEvent;
-import jdk.jfr.consumer.RecordingFile;
 
 /**
  * How many threads each wall-clock sample stands for. Every tick the wall sampler signals at most
@@ -35,19 +33,13 @@ final class WallEpochs {
     /** Reads the epoch events of a recording (a pass over the file of its own). */
     static WallEpochs read(Path file) throws IOException {
         NavigableMap<Long, Double> fromEnd = new TreeMap<>();
-        try (RecordingFile recording = new RecordingFile(file)) {
-            while (recording.hasMoreEvents()) {
-                RecordedEvent e = recording.readEvent();
-                if (!EVENT.equals(e.getEventType().getName())) {
-                    continue;
-                }
-                long pool = e.getLong("samplePoolSize");
-                long ok = e.getLong("numSuccessfulSamples");
-                long start = e.getStartTime().getEpochSecond() * 1_000_000_000L + e.getStartTime().getNano();
-                long durationMs = e.hasField("duration") ? e.getLong("duration") : 0;
-                fromEnd.put(start + durationMs * 1_000_000L, ok > 0 && pool > ok ? (double) pool / ok : 1.0);
-            }
-        }
+        JfrEvents.forEach(file, Collections.singleton(EVENT), false, e -> {
+            long pool = e.getLong("samplePoolSize");
+            long ok = e.getLong("numSuccessfulSamples");
+            long start = e.getStartTime().getEpochSecond() * 1_000_000_000L + e.getStartTime().getNano();
+            long durationMs = e.hasField("duration") ? e.getLong("duration") : 0;
+            fromEnd.put(start + durationMs * 1_000_000L, ok > 0 && pool > ok ? (double) pool / ok : 1.0);
+        });
         return new WallEpochs(fromEnd);
     }
 
