@@ -202,6 +202,9 @@ public final class Convert {
             Instant toTime = to == null ? null : time(to, span);
             Set<EventKind> kinds = kind == null ? Collections.emptySet() : EnumSet.of(kind);
             JfrProfileReader reader = new JfrProfileReader(kinds, fromTime, toTime).rawNames(rawNames).filter(filter);
+            if (Progress.onTerminal()) {
+                reader.progress(err);
+            }
             profile = (leak ? reader.leaksOnly() : reader).read(in);
         } catch (IllegalArgumentException e) {
             return usage(err, e.getMessage());

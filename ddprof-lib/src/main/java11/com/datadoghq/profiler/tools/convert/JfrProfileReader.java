@@ -1,6 +1,7 @@
 package com.datadoghq.profiler.tools.convert;
 
 import java.io.IOException;
+import java.io.PrintStream;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -51,6 +52,7 @@ public final class JfrProfileReader {
     private boolean leaks;
     private boolean rawNames;
     private StackFilter filter = StackFilter.ALL;
+    private PrintStream progressOut;
     /** Read before the samples when wall samples are asked for. */
     private WallEpochs epochs = WallEpochs.NONE;
 
@@ -78,6 +80,15 @@ public final class JfrProfileReader {
     /** Class names as recorded, lambda counters and hidden-class addresses included ({@link ClassNames}). */
     public JfrProfileReader rawNames(boolean raw) {
         this.rawNames = raw;
+        return this;
+    }
+
+    /**
+     * Prints a progress line on {@code out} during a long read ({@link Progress}); for a terminal
+     * only: the line is rewritten in place.
+     */
+    JfrProfileReader progress(PrintStream out) {
+        this.progressOut = out;
         return this;
     }
 
@@ -128,7 +139,18 @@ public final class JfrProfileReader {
             wanted.add(NATIVE_MEMORY_FREE);
         }
         Pass pass = new Pass(profile, typeNames);
-        JfrEvents.forEach(file, wanted, leaks, pass::accept);
+        Progress progress = progressOut == null ? null
+                : new Progress(progressOut, "convert", profile.startNanos, profile.endNanos);
+        try {
+            JfrEvents.forEach(file, wanted, leaks, progress == null ? pass::accept : e -> {
+                progress.event(e.getStartTime().getEpochSecond() * 1_000_000_000L + e.getStartTime().getNano());
+                pass.accept(e);
+            });
+        } finally {
+            if (progress != null) {
+                progress.done();
+            }
+        }
         if (leaks) {
             for (RecordedEvent event : live(pass.allocations, pass.frees)) {
                 addSample(profile, EventKind.MALLOC, event, pass.typeOf(event.getEventType()), pass.attributeNames.size());
