@@ -23,6 +23,25 @@ public final class RecordingCheck {
     private RecordingCheck() {
     }
 
+    /**
+     * Whether {@code file} is a regular file that begins with a chunk header's magic: a recording,
+     * whole or not (the command lines tell a recording argument from an output by it).
+     */
+    public static boolean startsAsRecording(Path file) {
+        if (!Files.isRegularFile(file)) {
+            return false;
+        }
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+            ByteBuffer magic = ByteBuffer.allocate(4);
+            while (magic.hasRemaining() && ch.read(magic) > 0) {
+                // the first four bytes, or what the file has of them
+            }
+            return !magic.hasRemaining() && magic.getInt(0) == MAGIC;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
     /** Null when {@code file} is a sequence of whole chunks, else one line saying what is wrong. */
     public static String problem(Path file) throws IOException {
         long length = Files.size(file);

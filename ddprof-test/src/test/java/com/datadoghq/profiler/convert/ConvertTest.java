@@ -156,6 +156,33 @@ class ConvertTest {
         assertEquals(mine, mineOnLines, "this thread's samples, under its [name tid=N] root");
     }
 
+    /**
+     * Several recordings read as one profile: the same file twice doubles every line; a second argument
+     * that is neither a recording nor an output name (a .jfr that does not exist) is a usage error, and
+     * a later argument after the output too.
+     */
+    @Test
+    void severalRecordingsAreOneProfile() throws Exception {
+        Path copy = dir.resolve("copy.jfr");
+        Files.copy(jfr, copy, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        Map<String, Long> one = readCollapsed(convertOk("--to", "collapsed", jfr.toString(), "one.collapsed"));
+        Map<String, Long> two = readCollapsed(convertOk("--to", "collapsed", jfr.toString(), copy.toString(),
+                "two.collapsed"));
+        assertEquals(one.keySet(), two.keySet(), "the same stacks");
+        for (Map.Entry<String, Long> e : one.entrySet()) {
+            assertEquals(2 * e.getValue(), two.get(e.getKey()), e.getKey());
+        }
+        ChildJvm.Result r = convert("--to", "html", jfr.toString(), dir.resolve("missing.jfr").toString());
+        assertEquals(2, r.exitCode, r.describe());
+        assertTrue(r.stderr.contains("'" + dir.resolve("missing.jfr") + "' is not a recording to read"), r.describe());
+        r = convert("--to", "collapsed", jfr.toString(), "out.collapsed", copy.toString());
+        assertEquals(2, r.exitCode, r.describe());
+        assertTrue(r.stderr.contains("unexpected argument"), r.describe());
+        r = convert("--to", "pprof", "--diff", jfr.toString(), copy.toString(), "diff.pb.gz");
+        assertEquals(2, r.exitCode, r.describe());
+        assertTrue(r.stderr.contains("--diff draws a differential flame graph: it needs --to html"), r.describe());
+    }
+
     @Test
     void timeRangeKeepsTheEventsInside() throws Exception {
         List<Instant> times = new ArrayList<>();

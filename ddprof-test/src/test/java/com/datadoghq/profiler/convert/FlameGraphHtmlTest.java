@@ -262,4 +262,107 @@ class FlameGraphHtmlTest {
         // chainC holds most of the samples: its box spans a good part of the width.
         assertTrue(highlighted > 1200 * 5, "highlighted pixels: " + highlighted);
     }
+
+    /** Burns {@code millis} of this thread's CPU in a method the base recording never ran. */
+    static double otherSpin(long millis) {
+        com.datadoghq.profiler.testing.CpuBudget budget = com.datadoghq.profiler.testing.CpuBudget.of(millis);
+        double r = 1;
+        while (budget.left()) {
+            for (int i = 1; i < 100_000; i++) {
+                r = r * 0.999998 + 2.0 / i;
+            }
+        }
+        return r;
+    }
+
+    /** A recording of this thread burning CPU in {@link #otherSpin}, then in CpuBurner's chain. */
+    static void recordBurn(Path file, long otherMillis, long chainMillis) throws Exception {
+        JavaProfiler profiler = TestEnv.profiler();
+        TestEnv.stopQuietly(profiler);
+        profiler.execute("start,cpu=10ms,file=" + file);
+        try {
+            if (otherMillis > 0) {
+                CpuBurner.sink = otherSpin(otherMillis);
+            }
+            CpuBurner.burn(chainMillis);
+        } finally {
+            profiler.stop();
+        }
+    }
+
+    /**
+     * {@code --diff BASE}: the base recording burns in CpuBurner's chain only; the new one, made through
+     * the same calls, spends about half its CPU in {@link #otherSpin} first. A box's path of method
+     * names from the root (its frame types aside: the JIT compiles chainC between the two runs) is
+     * compared with the base's same path: otherSpin's box is red (its share grew from nothing) and
+     * chainC's blue (its share fell), each carrying the change in points of the whole; the embedded
+     * base total is the base's weights.
+     */
+    @Test
+    void differentialGraphColoursWhatGrewRedAndWhatShrankBlue() throws Exception {
+        Path base = dir.resolve("base.jfr");
+        Path now = dir.resolve("now.jfr");
+        recordBurn(base, 0, 500);
+        recordBurn(now, 400, 400);
+        String other = FlameGraphHtmlTest.class.getName() + ".otherSpin";
+        List<RecordedEvent> nowSamples = JfrReader.executionSamples(now);
+        long inOther = nowSamples.stream().filter(e -> JfrReader.frames(e).stream()
+                .anyMatch(f -> (f.getMethod().getType().getName().replace('/', '.') + "." + f.getMethod().getName())
+                        .equals(other))).count();
+        assertTrue(inOther > 0, "the new recording has samples in " + other);
+
+        Path diff = dir.resolve("diff.html");
+        ChildJvm.Result r = new ChildJvm()
+                .jvmArgs("-jar", TestEnv.libJar().toString(), "convert", "--to", "html", "--diff",
+                        base.toString(), now.toString(), diff.toString())
+                .run(dir);
+        assertEquals(0, r.exitCode, r.describe());
+        String page = Files.readString(diff);
+        long baseWeight = JfrReader.executionSamples(base).stream().mapToLong(ConvertTest::weightOf).sum();
+        assertTrue(page.contains("\"base\":{\"total\":" + baseWeight + ","), "the base's total " + baseWeight);
+
+        String dom = browse(diff, "#icicle=1", "--dump-dom");
+        double otherDelta = delta(dom, other);
+        double chainDelta = delta(dom, CHAIN_C);
+        assertTrue(otherDelta > 0, other + " grew: " + otherDelta);
+        assertTrue(chainDelta < 0, CHAIN_C + " shrank: " + chainDelta);
+        int[] otherRgb = background(dom, other);
+        int[] chainRgb = background(dom, CHAIN_C);
+        assertTrue(otherRgb[0] == 255 && otherRgb[2] < 255, other + " is red: " + Arrays.toString(otherRgb));
+        assertTrue(chainRgb[2] == 255 && chainRgb[0] < 255, CHAIN_C + " is blue: " + Arrays.toString(chainRgb));
+
+        // diff=0: the frame-type colours again.
+        dom = browse(diff, "#icicle=1&diff=0", "--dump-dom");
+        int[] typed = background(dom, CHAIN_C);
+        assertFalse(typed[2] == 255 && typed[0] < 255, "frame-type colour with diff=0: " + Arrays.toString(typed));
+    }
+
+    /** The widest box named {@code name}: its opening tag in the dumped DOM. */
+    static String boxTag(String dom, String name) {
+        Matcher m = Pattern.compile("<div class=\"f[^\"]*\"([^>]*)>" + Pattern.quote(name) + "</div>").matcher(dom);
+        String best = null;
+        double widest = -1;
+        while (m.find()) {
+            Matcher w = Pattern.compile("width: ([0-9.]+)%").matcher(m.group(1));
+            double width = w.find() ? Double.parseDouble(w.group(1)) : 0;
+            if (width > widest) {
+                widest = width;
+                best = m.group(1);
+            }
+        }
+        assertTrue(best != null, "a box for " + name);
+        return best;
+    }
+
+    static double delta(String dom, String name) {
+        Matcher m = Pattern.compile("data-delta=\"(-?[0-9.]+)\"").matcher(boxTag(dom, name));
+        assertTrue(m.find(), "data-delta on " + name);
+        return Double.parseDouble(m.group(1));
+    }
+
+    static int[] background(String dom, String name) {
+        Matcher m = Pattern.compile("background: rgb\\((\\d+), (\\d+), (\\d+)\\)").matcher(boxTag(dom, name));
+        assertTrue(m.find(), "a background colour on " + name);
+        return new int[] {Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)), Integer.parseInt(m.group(3))};
+    }
 }

@@ -13,6 +13,7 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.time.Instant;
 import java.time.format.DateTimeParseException;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.EnumSet;
 import java.util.List;
@@ -21,15 +22,18 @@ import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import com.datadoghq.profiler.tools.RecordingCheck;
+
 /**
  * {@code convert --to collapsed|pprof|otlp|html [--event cpu|wall|alloc|live|malloc|socket] [--threads] [--leak]
- * [--raw-names] [--include RE] [--exclude RE] [--from T] [--to T] rec.jfr [out]}: see {@link #USAGE} and docs/converters.md.
+ * [--raw-names] [--include RE] [--exclude RE] [--from T] [--to T] [--diff BASE.jfr] rec.jfr [rec.jfr...] [out]}: see
+ * {@link #USAGE} and docs/converters.md.
  */
 public final class Convert {
     static final String USAGE = String.join("\n",
             "Usage: convert --to collapsed|pprof|otlp|html [--event " + EventKind.optionList("|") + "]",
             "               [--threads] [--leak] [--raw-names] [--include RE] [--exclude RE]",
-            "               [--from T] [--to T] rec.jfr [out]",
+            "               [--from T] [--to T] [--diff BASE.jfr] rec.jfr [rec.jfr...] [out]",
             "  --to FORMAT     collapsed: 'frame;frame;frame value' lines (flame-graph tools' input)",
             "                  pprof:     gzipped profile.proto",
             "                  otlp:      an OTLP ExportProfilesServiceRequest (protobuf); out may be an",
@@ -49,7 +53,10 @@ public final class Convert {
             "  --from T, --to T  keep events in [from, to): T is an ISO instant (2026-12-01T12:00:00Z)",
             "                  or an offset from the recording's start (30s, 1500ms, 2m; bare = seconds),",
             "                  negative from its end (-10s)",
-            "  out             default: rec.jfr with the extension .collapsed, .pb.gz, .otlp.pb or .html;",
+            "  --diff BASE.jfr html only: a differential flame graph, each box coloured by how its share of",
+            "                  the whole changed against BASE (red: larger now, blue: smaller)",
+            "  rec.jfr...      one or more recordings, read as one profile (e.g. a service's dumps)",
+            "  out             default: the first rec.jfr with the extension .collapsed, .pb.gz, .otlp.pb or .html;",
             "                  '-' writes to standard output",
             "Exit codes: 0 written; 1 unreadable, empty or truncated file, nothing of the asked kind, or a",
             "failed write or POST; 2 bad usage.");
@@ -104,8 +111,8 @@ public final class Convert {
         StackFilter filter = StackFilter.ALL;
         String from = null;
         String to = null;
-        String input = null;
-        String output = null;
+        List<String> positional = new ArrayList<>();
+        String diff = null;
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             switch (a) {
@@ -145,6 +152,12 @@ public final class Convert {
                 case "--raw-names":
                     rawNames = true;
                     break;
+                case "--diff":
+                    if (i + 1 >= args.length) {
+                        return usage(err, "--diff needs the recording to compare against");
+                    }
+                    diff = args[++i];
+                    break;
                 case "--include":
                 case "--exclude":
                     if (i + 1 >= args.length) {
@@ -159,20 +172,35 @@ public final class Convert {
                 default:
                     if (a.startsWith("--") || (a.startsWith("-") && a.length() > 1)) {
                         return usage(err, "unknown option '" + a + "'");
-                    } else if (input == null) {
-                        input = a;
-                    } else if (output == null) {
-                        output = a;
                     } else {
-                        return usage(err, "unexpected argument '" + a + "' (one recording, then the output)");
+                        positional.add(a);
                     }
             }
         }
         if (format == null) {
             return usage(err, "no output format: --to FORMAT is required (known: " + Format.names() + ")");
         }
-        if (input == null) {
+        if (positional.isEmpty()) {
             return usage(err, "no recording given");
+        }
+        // The recordings, then at most one output: an argument after the first is another recording
+        // when it is a file that starts as one, else the output, which must come last.
+        List<String> inputs = new ArrayList<>();
+        inputs.add(positional.get(0));
+        String output = null;
+        for (int p = 1; p < positional.size(); p++) {
+            String a = positional.get(p);
+            if (output != null) {
+                return usage(err, "unexpected argument '" + a + "' (recordings, then one output)");
+            }
+            if (RecordingCheck.startsAsRecording(Paths.get(a))) {
+                inputs.add(a);
+            } else if (a.toLowerCase(Locale.ROOT).endsWith(".jfr")) {
+                return usage(err, "'" + a + "' is not a recording to read (no such file?), and a converted profile"
+                        + " is not written to a .jfr name");
+            } else {
+                output = a;
+            }
         }
         if (leak) {
             if (kind != null && kind != EventKind.MALLOC) {
@@ -180,43 +208,52 @@ public final class Convert {
             }
             kind = EventKind.MALLOC;
         }
-        Path in = Paths.get(input);
-        if (!Files.isRegularFile(in)) {
-            err.println("No such file: " + in);
-            return 1;
+        if (diff != null && format != Format.HTML) {
+            return usage(err, "--diff draws a differential flame graph: it needs --to html");
         }
-        try {
-            String problem = com.datadoghq.profiler.tools.RecordingCheck.problem(in);
-            if (problem != null) {
-                err.println(problem);
-                return 1;
+        List<Path> in = new ArrayList<>();
+        for (String input : inputs) {
+            Path p = Paths.get(input);
+            int problem = checkRecording(p, err);
+            if (problem != 0) {
+                return problem;
             }
-        } catch (IOException e) {
-            err.println("Cannot read " + in + ": " + e.getMessage());
-            return 1;
+            in.add(p);
+        }
+        Path basePath = diff == null ? null : Paths.get(diff);
+        if (basePath != null) {
+            int problem = checkRecording(basePath, err);
+            if (problem != 0) {
+                return problem;
+            }
         }
         Profile profile;
+        Profile base = null;
         try {
             long[] span = recordingSpan(in);
-            Instant fromTime = from == null ? null : time(from, span);
-            Instant toTime = to == null ? null : time(to, span);
             Set<EventKind> kinds = kind == null ? Collections.emptySet() : EnumSet.of(kind);
-            JfrProfileReader reader = new JfrProfileReader(kinds, fromTime, toTime).rawNames(rawNames).filter(filter);
-            if (Progress.onTerminal()) {
-                reader.progress(err);
+            profile = reader(kinds, from, to, span, rawNames, filter, leak, err).read(in);
+            if (basePath != null) {
+                // The base's own span: an offset selects the same part of each run.
+                long[] baseSpan = recordingSpan(Collections.singletonList(basePath));
+                base = reader(kinds, from, to, baseSpan, rawNames, filter, leak, err).read(basePath);
             }
-            profile = (leak ? reader.leaksOnly() : reader).read(in);
         } catch (IllegalArgumentException e) {
             return usage(err, e.getMessage());
+        } catch (JfrProfileReader.FileFailure e) {
+            err.println(Recorded.cannotRead(e.file, e.cause));
+            return 1;
         } catch (IOException | RuntimeException e) {
-            err.println(Recorded.cannotRead(in, e));
+            err.println(Recorded.cannotRead(in.get(0), e));
             return 1;
         }
+        String input = inputs.get(0);
+        String names = in.size() == 1 ? input : in.size() + " recordings (" + String.join(", ", inputs) + ")";
         List<EventKind> present = profile.kinds();
         if (present.isEmpty()) {
             err.println("No " + (kind == null ? "sample" : kind.option + " sample") + " events"
                     + (filter.keepsEverything() ? "" : " that --include/--exclude keep")
-                    + (from != null || to != null ? " in the selected time range" : "") + " in " + in
+                    + (from != null || to != null ? " in the selected time range" : "") + " in " + names
                     + " (read: " + (kind == null ? EventKind.allEventTypeNames() : kind.eventTypeNames()) + ").");
             return 1;
         }
@@ -237,12 +274,12 @@ public final class Convert {
                 return 0;
             }
             if (target.equals("-")) {
-                write(profile, format, chosen, kind, threads, stdout);
+                write(profile, base, format, chosen, kind, threads, stdout);
                 stdout.flush();
             } else {
                 Path out = Paths.get(target);
                 try (OutputStream os = new BufferedOutputStream(Files.newOutputStream(out))) {
-                    write(profile, format, chosen, kind, threads, os);
+                    write(profile, base, format, chosen, kind, threads, os);
                 }
                 stdout.println("Wrote " + out + " (" + (format == Format.OTLP ? summary(profile, kind)
                         : summary(profile, chosen)) + ")");
@@ -254,7 +291,7 @@ public final class Convert {
         }
     }
 
-    private static void write(Profile profile, Format format, EventKind chosen, EventKind requested,
+    private static void write(Profile profile, Profile base, Format format, EventKind chosen, EventKind requested,
                               boolean threads, OutputStream os) throws IOException {
         switch (format) {
             case COLLAPSED: {
@@ -271,7 +308,7 @@ public final class Convert {
                 break;
             case HTML: {
                 Writer w = new OutputStreamWriter(os, StandardCharsets.UTF_8);
-                FlameGraph.write(profile, chosen, threads, w);
+                FlameGraph.write(profile, base, chosen, threads, w);
                 w.flush();
                 break;
             }
@@ -297,19 +334,47 @@ public final class Convert {
         return base + extension;
     }
 
-    /** {start, end} epoch nanoseconds of the recording, from its chunk headers. */
-    private static long[] recordingSpan(Path file) throws IOException {
-        List<long[]> chunks = Recorded.chunkTimes(file);
-        if (chunks.isEmpty()) {
-            return new long[] {0, 0};
+    /** {start, end} epoch nanoseconds of the recordings, from their chunk headers. */
+    private static long[] recordingSpan(List<Path> files) throws IOException {
+        long start = Long.MAX_VALUE;
+        long end = Long.MIN_VALUE;
+        for (Path file : files) {
+            for (long[] c : Recorded.chunkTimes(file)) {
+                start = Math.min(start, c[0]);
+                end = Math.max(end, c[0] + c[1]);
+            }
         }
-        long start = chunks.get(0)[0];
-        long end = start;
-        for (long[] c : chunks) {
-            start = Math.min(start, c[0]);
-            end = Math.max(end, c[0] + c[1]);
+        return end == Long.MIN_VALUE ? new long[] {0, 0} : new long[] {start, end};
+    }
+
+    /** 0 if {@code file} is a whole recording, else 1 after one line on {@code err} saying why not. */
+    private static int checkRecording(Path file, PrintStream err) {
+        if (!Files.isRegularFile(file)) {
+            err.println("No such file: " + file);
+            return 1;
         }
-        return new long[] {start, end};
+        try {
+            String problem = RecordingCheck.problem(file);
+            if (problem != null) {
+                err.println(problem);
+                return 1;
+            }
+        } catch (IOException e) {
+            err.println("Cannot read " + file + ": " + e.getMessage());
+            return 1;
+        }
+        return 0;
+    }
+
+    private static JfrProfileReader reader(Set<EventKind> kinds, String from, String to, long[] span, boolean rawNames,
+                                           StackFilter filter, boolean leak, PrintStream err) {
+        Instant fromTime = from == null ? null : time(from, span);
+        Instant toTime = to == null ? null : time(to, span);
+        JfrProfileReader reader = new JfrProfileReader(kinds, fromTime, toTime).rawNames(rawNames).filter(filter);
+        if (Progress.onTerminal()) {
+            reader.progress(err);
+        }
+        return leak ? reader.leaksOnly() : reader;
     }
 
     /** Whether a --to value is meant as a time (an offset or an ISO instant) rather than a format. */

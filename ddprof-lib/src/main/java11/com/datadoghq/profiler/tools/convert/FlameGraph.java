@@ -5,7 +5,9 @@ import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.io.Writer;
 import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * A self-contained HTML flame graph: the page ({@code flamegraph.html} beside this class: its
@@ -22,7 +24,12 @@ import java.util.List;
  * }
  * </pre>
  *
- * The values are {@link Collapsed}'s, so the page shows the same totals as {@code report} and
+ * With a base profile ({@code convert --diff BASE}) the data also holds
+ * {@code "base": {"total": N, "threads": [...], "stacks": [...]}} over the same names, types and frames,
+ * and the page colours each box by how its share of the whole changed against the base's same
+ * path (red: a larger share now, blue: a smaller one; white: unchanged) instead of by frame type.
+ *
+ * <p>The values are {@link Collapsed}'s, so the page shows the same totals as {@code report} and
  * the collapsed output. The page merges stacks into a tree (by thread first when "per thread"
  * is ticked), draws frames as boxes coloured by frame type (flame or icicle orientation),
  * zooms on click and highlights frames matching a search; the URL fragment
@@ -35,9 +42,19 @@ public final class FlameGraph {
     }
 
     public static void write(Profile profile, EventKind kind, boolean threads, Writer out) throws IOException {
+        write(profile, null, kind, threads, out);
+    }
+
+    /** The page; with {@code base} non-null, a differential flame graph against it. */
+    public static void write(Profile profile, Profile base, EventKind kind, boolean threads, Writer out)
+            throws IOException {
         String page = template();
         String title = title(profile, kind);
-        String json = json(profile, kind, threads, title);
+        if (base != null) {
+            title += "; base " + base.totalValue(kind) + " " + (kind.isTime() ? "samples" : kind.unit)
+                    + " (red: a larger share than in the base, blue: a smaller one)";
+        }
+        String json = json(profile, base, kind, threads, title);
         int at = page.indexOf("/*DATA*/");
         page = page.substring(0, at) + json + page.substring(at + "/*DATA*/".length());
         out.write(page.replace("/*TITLE*/", escapeHtml(title)));
@@ -56,13 +73,30 @@ public final class FlameGraph {
     }
 
     static String json(Profile profile, EventKind kind, boolean threads, String title) {
+        return json(profile, null, kind, threads, title);
+    }
+
+    /** The JSON frame table: one entry per (name, type), shared by the profile and its base. */
+    private static final class Frames {
+        final StringTable names = new StringTable();
+        final StringTable types = new StringTable();
+        final Map<Long, Integer> ids = new HashMap<>();
+        final StringBuilder list = new StringBuilder();
+
+        int id(String name, String type) {
+            int n = names.id(name);
+            int t = types.id(type);
+            return ids.computeIfAbsent(((long) n << 32) | t, k -> {
+                list.append(ids.isEmpty() ? "[" : ",[").append(n).append(',').append(t).append(']');
+                return ids.size();
+            });
+        }
+    }
+
+    /** Appends the samples of {@code kind} as JSON stacks (root first); returns their total. */
+    private static long stacks(Profile profile, EventKind kind, Frames table, StringBuilder stacks) {
         List<Profile.Frame> frames = profile.frames();
-        StringTable names = new StringTable();
-        StringTable types = new StringTable();
-        StringBuilder frameList = new StringBuilder();
         int[] frameIds = new int[frames.size()];
-        int nextFrame = 0;
-        StringBuilder stacks = new StringBuilder();
         long total = 0;
         for (Profile.Sample s : profile.samples(kind)) {
             stacks.append(stacks.length() == 0 ? "[" : ",[").append(s.thread).append(',').append(s.value);
@@ -71,25 +105,33 @@ public final class FlameGraph {
                 int f = s.stack[i];
                 if (frameIds[f] == 0) {
                     Profile.Frame frame = frames.get(f);
-                    frameIds[f] = ++nextFrame;
-                    frameList.append(nextFrame == 1 ? "[" : ",[").append(names.id(frame.name())).append(',')
-                            .append(types.id(frame.type)).append(']');
+                    frameIds[f] = table.id(frame.name(), frame.type) + 1;
                 }
                 stacks.append(',').append(frameIds[f] - 1);
             }
             if (s.stack.length == 0) {
-                // The JSON frame list is built as it goes: a no-stack marker needs its own entry.
-                int marker = names.id("[no stack]");
-                frameList.append(nextFrame == 0 ? "[" : ",[").append(marker).append(",0]");
-                stacks.append(',').append(nextFrame++);
+                stacks.append(',').append(table.id("[no stack]", ""));
             }
             stacks.append(']');
         }
+        return total;
+    }
+
+    private static String threadList(Profile profile) {
         StringBuilder threadList = new StringBuilder();
         for (int t = 0; t < profile.threads().size(); t++) {
             threadList.append(t == 0 ? "" : ",");
             string(threadList, Collapsed.threadFrame(profile, t).replaceAll("^\\[|\\]$", ""));
         }
+        return threadList.toString();
+    }
+
+    static String json(Profile profile, Profile base, EventKind kind, boolean threads, String title) {
+        Frames table = new Frames();
+        StringBuilder stacks = new StringBuilder();
+        long total = stacks(profile, kind, table, stacks);
+        StringBuilder baseStacks = new StringBuilder();
+        long baseTotal = base == null ? 0 : stacks(base, kind, table, baseStacks);
         StringBuilder b = new StringBuilder();
         b.append("{\"title\":");
         string(b, title);
@@ -100,13 +142,18 @@ public final class FlameGraph {
         b.append(",\"total\":").append(total);
         b.append(",\"threadsDefault\":").append(threads);
         b.append(",\"names\":[");
-        appendStrings(b, names.strings());
+        appendStrings(b, table.names.strings());
         b.append("],\"types\":[");
-        appendStrings(b, types.strings());
-        b.append("],\"frames\":[").append(frameList);
-        b.append("],\"threads\":[").append(threadList);
-        b.append("],\"stacks\":[").append(stacks).append("]}");
-        return b.toString();
+        appendStrings(b, table.types.strings());
+        b.append("],\"frames\":[").append(table.list);
+        b.append("],\"threads\":[").append(threadList(profile));
+        b.append("],\"stacks\":[").append(stacks).append("]");
+        if (base != null) {
+            b.append(",\"base\":{\"total\":").append(baseTotal);
+            b.append(",\"threads\":[").append(threadList(base));
+            b.append("],\"stacks\":[").append(baseStacks).append("]}");
+        }
+        return b.append("}").toString();
     }
 
     private static void appendStrings(StringBuilder b, List<String> strings) {

@@ -103,19 +103,59 @@ public final class JfrProfileReader {
     }
 
     public Profile read(Path file) throws IOException {
+        return read(Collections.singletonList(file));
+    }
+
+    /**
+     * The samples of several recordings in one profile (e.g. the files of one service's dumps):
+     * stacks, threads and attributes merged by name, the profile's span from the earliest chunk to
+     * the latest end.
+     */
+    public Profile read(List<Path> files) throws IOException {
         Profile profile = new Profile();
+        List<String> attributeNames = new ArrayList<>();
+        long start = Long.MAX_VALUE;
+        long end = 0;
+        for (Path file : files) {
+            for (long[] c : Recorded.chunkTimes(file)) {
+                start = Math.min(start, c[0]);
+                end = Math.max(end, c[0] + c[1]);
+            }
+        }
+        if (end > 0) {
+            profile.startNanos = start;
+            profile.endNanos = end;
+        }
+        for (Path file : files) {
+            try {
+                readInto(file, profile, attributeNames);
+            } catch (IOException | RuntimeException e) {
+                throw new FileFailure(file, e);
+            }
+        }
+        profile.setAttributeNames(attributeNames);
+        return profile;
+    }
+
+    /** A file of several that the parser could not read: which one, and what it threw. */
+    public static final class FileFailure extends IOException {
+        private static final long serialVersionUID = 1L;
+        public final Path file;
+        public final Exception cause;
+
+        FileFailure(Path file, Exception cause) {
+            super(file + ": " + cause, cause);
+            this.file = file;
+            this.cause = cause;
+        }
+    }
+
+    private void readInto(Path file, Profile profile, List<String> attributeNames) throws IOException {
         stacks.clear();
         methods.clear();
         threadIndex.clear();
         // The epochs may follow the samples they describe in a chunk: a pass of their own.
         epochs = kinds.contains(EventKind.WALL) ? WallEpochs.read(file) : WallEpochs.NONE;
-        List<long[]> chunks = Recorded.chunkTimes(file);
-        if (!chunks.isEmpty()) {
-            profile.startNanos = chunks.get(0)[0];
-            for (long[] c : chunks) {
-                profile.endNanos = Math.max(profile.endNanos, c[0] + c[1]);
-            }
-        }
         Map<Long, String> typeNames = new HashMap<>();
         boolean datadogCpu = false;
         // Which types the file declares: only needed to tell jdk.ExecutionSample copies of CPU
@@ -138,7 +178,7 @@ public final class JfrProfileReader {
         if (leaks) {
             wanted.add(NATIVE_MEMORY_FREE);
         }
-        Pass pass = new Pass(profile, typeNames);
+        Pass pass = new Pass(profile, typeNames, attributeNames);
         Progress progress = progressOut == null ? null
                 : new Progress(progressOut, "convert", profile.startNanos, profile.endNanos);
         try {
@@ -153,11 +193,9 @@ public final class JfrProfileReader {
         }
         if (leaks) {
             for (RecordedEvent event : live(pass.allocations, pass.frees)) {
-                addSample(profile, EventKind.MALLOC, event, pass.typeOf(event.getEventType()), pass.attributeNames.size());
+                addSample(profile, EventKind.MALLOC, event, pass.typeOf(event.getEventType()), attributeNames.size());
             }
         }
-        profile.setAttributeNames(pass.attributeNames);
-        return profile;
     }
 
     /** What a sample's event type holds, worked out at its first event. */
@@ -205,16 +243,17 @@ public final class JfrProfileReader {
     private final class Pass {
         final Profile profile;
         final Map<Long, String> typeNames;
-        final List<String> attributeNames = new ArrayList<>();
+        final List<String> attributeNames;
         /** Per event type object (one per chunk's metadata): null for the side events. */
         final Map<EventType, SampleType> types = new IdentityHashMap<>();
         /** --leak: native allocations and frees, matched once everything is read. */
         final List<RecordedEvent> allocations = new ArrayList<>();
         final List<RecordedEvent> frees = new ArrayList<>();
 
-        Pass(Profile profile, Map<Long, String> typeNames) {
+        Pass(Profile profile, Map<Long, String> typeNames, List<String> attributeNames) {
             this.profile = profile;
             this.typeNames = typeNames;
+            this.attributeNames = attributeNames;
         }
 
         SampleType typeOf(EventType type) {
