@@ -113,6 +113,18 @@ pub(super) fn write_settings(chunk: &mut ChunkBuilder, session: &Session, ticks:
         "interval",
         &cpu.unwrap_or(0).to_string(),
     );
+    if let Some(ns) = cpu.filter(|_| args.jdk_samples) {
+        // The copies' settings as the JDK writes its own (JMC's method profiling rule scales the
+        // samples it sees by the `period` in force, and is not applicable without one).
+        chunk.active_setting(ticks, tid, jfr::T_JDK_EXECUTION_SAMPLE, "enabled", "true");
+        chunk.active_setting(
+            ticks,
+            tid,
+            jfr::T_JDK_EXECUTION_SAMPLE,
+            "period",
+            &jdk_timespan(ns),
+        );
+    }
     chunk.active_setting(
         ticks,
         tid,
@@ -195,5 +207,27 @@ pub(super) fn write_memory_settings(
         chunk.active_setting(ticks, tid, live, "interval", &interval);
         chunk.active_setting(ticks, tid, live, "capacity", &capacity.to_string());
         chunk.active_setting(ticks, tid, live, "maximum capacity", &max.to_string());
+    }
+}
+
+/// A period as the JDK writes a timespan setting: the largest of s, ms, us, ns that divides it
+/// ("10 ms", "1500 us").
+fn jdk_timespan(ns: u64) -> String {
+    for (unit, size) in [("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)] {
+        if ns >= size && ns % size == 0 {
+            return format!("{} {unit}", ns / size);
+        }
+    }
+    format!("{ns} ns")
+}
+
+#[cfg(test)]
+mod timespan_tests {
+    #[test]
+    fn periods_are_written_as_the_jdk_writes_them() {
+        assert_eq!(super::jdk_timespan(10_000_000), "10 ms");
+        assert_eq!(super::jdk_timespan(1_500_000), "1500 us");
+        assert_eq!(super::jdk_timespan(2_000_000_000), "2 s");
+        assert_eq!(super::jdk_timespan(999), "999 ns");
     }
 }
