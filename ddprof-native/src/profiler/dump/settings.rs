@@ -214,7 +214,7 @@ pub(super) fn write_memory_settings(
 /// ("10 ms", "1500 us").
 fn jdk_timespan(ns: u64) -> String {
     for (unit, size) in [("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)] {
-        if ns >= size && ns % size == 0 {
+        if ns >= size && ns.is_multiple_of(size) {
             return format!("{} {unit}", ns / size);
         }
     }
