@@ -218,6 +218,13 @@ class ConvertTest {
         assertEquals(10_000_000L, p.getPeriod());
         assertEquals("cpu", st.get((int) p.getDefaultSampleType()));
 
+        // One mapping, the JVM, holding every location: pprof then has a main binary to name.
+        assertEquals(1, p.getMappingCount(), "mappings");
+        ProfileProto.Mapping jvm = p.getMapping(0);
+        assertFalse(st.get((int) jvm.getFilename()).isEmpty(), "the mapping names the JVM");
+        assertTrue(jvm.getHasFunctions(), "nothing to symbolize");
+        assertTrue(p.getLocationList().stream().allMatch(l -> l.getMappingId() == jvm.getId()), "every location in it");
+
         Map<Long, ProfileProto.Location> locations = new HashMap<>();
         p.getLocationList().forEach(l -> locations.put(l.getId(), l));
         Map<Long, ProfileProto.Function> functions = new HashMap<>();
@@ -301,6 +308,7 @@ class ConvertTest {
         assertEquals(0, p.exitValue(), raw);
         // -raw prints "PeriodType: cpu nanoseconds" and one "count nanos: @ loc ..." line per sample.
         assertTrue(raw.contains("PeriodType: cpu nanoseconds"), raw);
+        assertFalse(raw.contains("Main binary filename not available"), raw);
         long count = 0;
         long nanos = 0;
         boolean inSamples = false;

@@ -31,6 +31,7 @@ public final class Pprof {
     // profile.proto field numbers.
     private static final int PROFILE_SAMPLE_TYPE = 1;
     private static final int PROFILE_SAMPLE = 2;
+    private static final int PROFILE_MAPPING = 3;
     private static final int PROFILE_LOCATION = 4;
     private static final int PROFILE_FUNCTION = 5;
     private static final int PROFILE_STRING_TABLE = 6;
@@ -47,13 +48,21 @@ public final class Pprof {
     private static final int LABEL_KEY = 1;
     private static final int LABEL_STR = 2;
     private static final int LABEL_NUM = 3;
+    private static final int MAPPING_ID = 1;
+    private static final int MAPPING_FILENAME = 5;
+    private static final int MAPPING_HAS_FUNCTIONS = 7;
+    private static final int MAPPING_HAS_LINE_NUMBERS = 9;
     private static final int LOCATION_ID = 1;
+    private static final int LOCATION_MAPPING_ID = 2;
     private static final int LOCATION_LINE = 4;
     private static final int LINE_FUNCTION_ID = 1;
     private static final int LINE_LINE = 2;
     private static final int FUNCTION_ID = 1;
     private static final int FUNCTION_NAME = 2;
     private static final int FUNCTION_SYSTEM_NAME = 3;
+
+    /** The id of the one mapping (the JVM process). */
+    private static final long JVM_MAPPING = 1;
 
     public static final String LABEL_THREAD_NAME = "thread name";
     public static final String LABEL_THREAD_ID = "thread id";
@@ -109,7 +118,8 @@ public final class Pprof {
                         inner.reset();
                         inner.varint(LINE_FUNCTION_ID, fn).varint(LINE_LINE, frame.line);
                         m.reset();
-                        m.varint(LOCATION_ID, loc).message(LOCATION_LINE, inner);
+                        m.varint(LOCATION_ID, loc).varint(LOCATION_MAPPING_ID, JVM_MAPPING)
+                                .message(LOCATION_LINE, inner);
                         locationTable.message(PROFILE_LOCATION, m);
                     }
                     locationOf[f] = loc;
@@ -148,6 +158,16 @@ public final class Pprof {
         byte[] fn = functionTable.toByteArray();
         ProtoWriter whole = new ProtoWriter();
         whole.raw(out.toByteArray());
+        // One mapping, the JVM process: every location is in it, and its functions and lines are
+        // given (nothing for pprof to symbolize). Without one pprof says "Main binary filename not
+        // available"; the recording does not say which library a native frame came from, so there
+        // is no mapping per library.
+        m.reset();
+        m.varint(MAPPING_ID, JVM_MAPPING)
+                .varint(MAPPING_FILENAME, strings.id(profile.jvm == null || profile.jvm.isEmpty() ? "java" : profile.jvm))
+                .varint(MAPPING_HAS_FUNCTIONS, 1)
+                .varint(MAPPING_HAS_LINE_NUMBERS, 1);
+        whole.message(PROFILE_MAPPING, m);
         whole.raw(loc);
         whole.raw(fn);
         whole.varint(PROFILE_TIME_NANOS, profile.startNanos);
