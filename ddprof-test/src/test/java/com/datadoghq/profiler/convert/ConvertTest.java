@@ -183,6 +183,20 @@ class ConvertTest {
         assertTrue(r.stderr.contains("--diff draws a differential flame graph: it needs --to html"), r.describe());
     }
 
+    /** {@code --state}: the samples taken in the named thread states, as the recording names them. */
+    @Test
+    void stateKeepsTheSamplesInThoseThreadStates() throws Exception {
+        long runnable = samples.stream().filter(e -> "RUNNABLE".equals(String.valueOf((Object) e.getValue("state"))))
+                .mapToLong(ConvertTest::weightOf).sum();
+        assertTrue(runnable > 0, "the burn's samples are RUNNABLE");
+        Map<String, Long> lines = readCollapsed(convertOk("--to", "collapsed", "--state", "runnable", jfr.toString(),
+                "runnable.collapsed"));
+        assertEquals(runnable, lines.values().stream().mapToLong(Long::longValue).sum());
+        ChildJvm.Result r = convert("--to", "collapsed", "--state", "no-such-state", jfr.toString(), "none.collapsed");
+        assertEquals(1, r.exitCode, r.describe());
+        assertTrue(r.stderr.contains("in the thread states no-such-state"), r.describe());
+    }
+
     @Test
     void timeRangeKeepsTheEventsInside() throws Exception {
         List<Instant> times = new ArrayList<>();

@@ -32,7 +32,7 @@ import com.datadoghq.profiler.tools.RecordingCheck;
 public final class Convert {
     static final String USAGE = String.join("\n",
             "Usage: convert --to collapsed|pprof|otlp|html [--event " + EventKind.optionList("|") + "]",
-            "               [--threads] [--leak] [--raw-names] [--include RE] [--exclude RE]",
+            "               [--threads] [--leak] [--raw-names] [--include RE] [--exclude RE] [--state S[,S]]",
             "               [--from T] [--to T] [--diff BASE.jfr] rec.jfr [rec.jfr...] [out]",
             "  --to FORMAT     collapsed: 'frame;frame;frame value' lines (flame-graph tools' input)",
             "                  pprof:     gzipped profile.proto",
@@ -50,6 +50,8 @@ public final class Convert {
             "  --include RE    keep only samples with a frame whose name (pkg.Class.method, or a native",
             "                  symbol) contains a match of the regular expression RE; repeatable: all must match",
             "  --exclude RE    drop samples with any frame matching RE; repeatable",
+            "  --state S[,S]   cpu and wall: keep samples taken in these thread states (runnable, sleeping,",
+            "                  parked, ...: as recorded, case and a STATE_ prefix aside)",
             "  --from T, --to T  keep events in [from, to): T is an ISO instant (2026-12-01T12:00:00Z)",
             "                  or an offset from the recording's start (30s, 1500ms, 2m; bare = seconds),",
             "                  negative from its end (-10s)",
@@ -109,6 +111,7 @@ public final class Convert {
         boolean leak = false;
         boolean rawNames = false;
         StackFilter filter = StackFilter.ALL;
+        Set<String> states = null;
         String from = null;
         String to = null;
         List<String> positional = new ArrayList<>();
@@ -151,6 +154,12 @@ public final class Convert {
                     break;
                 case "--raw-names":
                     rawNames = true;
+                    break;
+                case "--state":
+                    if (i + 1 >= args.length || args[i + 1].trim().isEmpty()) {
+                        return usage(err, "--state needs thread states (e.g. runnable or runnable,sleeping)");
+                    }
+                    states = new java.util.HashSet<>(java.util.Arrays.asList(args[++i].split(",")));
                     break;
                 case "--diff":
                     if (i + 1 >= args.length) {
@@ -232,11 +241,11 @@ public final class Convert {
         try {
             long[] span = recordingSpan(in);
             Set<EventKind> kinds = kind == null ? Collections.emptySet() : EnumSet.of(kind);
-            profile = reader(kinds, from, to, span, rawNames, filter, leak, err).read(in);
+            profile = reader(kinds, from, to, span, rawNames, filter, states, leak, err).read(in);
             if (basePath != null) {
                 // The base's own span: an offset selects the same part of each run.
                 long[] baseSpan = recordingSpan(Collections.singletonList(basePath));
-                base = reader(kinds, from, to, baseSpan, rawNames, filter, leak, err).read(basePath);
+                base = reader(kinds, from, to, baseSpan, rawNames, filter, states, leak, err).read(basePath);
             }
         } catch (IllegalArgumentException e) {
             return usage(err, e.getMessage());
@@ -253,6 +262,7 @@ public final class Convert {
         if (present.isEmpty()) {
             err.println("No " + (kind == null ? "sample" : kind.option + " sample") + " events"
                     + (filter.keepsEverything() ? "" : " that --include/--exclude keep")
+                    + (states == null ? "" : " in the thread states " + String.join(",", states))
                     + (from != null || to != null ? " in the selected time range" : "") + " in " + names
                     + " (read: " + (kind == null ? EventKind.allEventTypeNames() : kind.eventTypeNames()) + ").");
             return 1;
@@ -367,12 +377,15 @@ public final class Convert {
     }
 
     private static JfrProfileReader reader(Set<EventKind> kinds, String from, String to, long[] span, boolean rawNames,
-                                           StackFilter filter, boolean leak, PrintStream err) {
+                                           StackFilter filter, Set<String> states, boolean leak, PrintStream err) {
         Instant fromTime = from == null ? null : time(from, span);
         Instant toTime = to == null ? null : time(to, span);
         JfrProfileReader reader = new JfrProfileReader(kinds, fromTime, toTime).rawNames(rawNames).filter(filter);
         if (Progress.onTerminal()) {
             reader.progress(err);
+        }
+        if (states != null) {
+            reader.states(states);
         }
         return leak ? reader.leaksOnly() : reader;
     }

@@ -52,6 +52,8 @@ public final class JfrProfileReader {
     private boolean leaks;
     private boolean rawNames;
     private StackFilter filter = StackFilter.ALL;
+    /** Thread states kept ({@link #states}), normalised by {@link #state}; null: all. */
+    private Set<String> states;
     private PrintStream progressOut;
     /** Read before the samples when wall samples are asked for. */
     private WallEpochs epochs = WallEpochs.NONE;
@@ -90,6 +92,26 @@ public final class JfrProfileReader {
     JfrProfileReader progress(PrintStream out) {
         this.progressOut = out;
         return this;
+    }
+
+    /**
+     * Keeps only the samples of events that carry a thread state (CPU and wall samples) in one of
+     * {@code states} ({@code --state}): names as recorded, case and a {@code STATE_} prefix aside
+     * ({@code runnable} matches ddprof's {@code RUNNABLE} and async-profiler's
+     * {@code STATE_RUNNABLE}). Events without a state field are kept.
+     */
+    JfrProfileReader states(Set<String> keep) {
+        Set<String> normalised = new HashSet<>();
+        for (String k : keep) {
+            normalised.add(state(k));
+        }
+        this.states = normalised;
+        return this;
+    }
+
+    static String state(String recorded) {
+        String s = recorded.trim().toUpperCase(Locale.ROOT);
+        return s.startsWith("STATE_") ? s.substring("STATE_".length()) : s;
     }
 
     /** Keeps only the samples {@code filter} keeps ({@code --include}, {@code --exclude}). */
@@ -208,6 +230,7 @@ public final class JfrProfileReader {
         final String threadField;
         final boolean spans;
         final boolean roots;
+        final boolean state;
 
         SampleType(EventKind kind, EventType type, List<String> attributeNames) {
             this.kind = kind;
@@ -236,6 +259,7 @@ public final class JfrProfileReader {
             threadField = thread;
             spans = type.getField("spanId") != null;
             roots = type.getField("localRootSpanId") != null;
+            state = type.getField("state") != null;
         }
     }
 
@@ -280,6 +304,12 @@ public final class JfrProfileReader {
             if (from != null || to != null) {
                 Instant time = event.getStartTime();
                 if ((from != null && time.isBefore(from)) || (to != null && !time.isBefore(to))) {
+                    return;
+                }
+            }
+            if (states != null && sample.state) {
+                Object v = event.getValue("state");
+                if (v == null || !states.contains(state(v.toString()))) {
                     return;
                 }
             }
