@@ -4,7 +4,7 @@
 # The recording is async-profiler's own (`event=cpu,interval=1ms,wall=1ms` on ConvertWorkload, its
 # library from the async-profiler jar ddprof-bench depends on), copied end to end until it is about
 # 200 MB (a JFR file is a sequence of chunks): jfrconv reads only the JDK's event types and
-# async-profiler's, and both read its jdk.ExecutionSample events. Each conversion runs in a fresh JVM,
+# async-profiler's, and both read its jdk.ExecutionSample (cpu) and profiler.WallClockSample (wall). Each conversion runs in a fresh JVM,
 # the converters in turn each round; /usr/bin/time gives the wall time, the CPU time (user + system)
 # and the peak RSS. Prints every run, then per conversion and converter the medians. Results:
 # docs/benchmarks.md, "Conversion".
@@ -65,6 +65,8 @@ main() {
     "cpu-html|--to html --event cpu|--cpu -o html"
     "cpu-collapsed|--to collapsed --event cpu|--cpu -o collapsed"
     "cpu-pprof|--to pprof --event cpu|--cpu -o pprof"
+    "wall-collapsed|--to collapsed --event wall|--wall -o collapsed"
+    "wall-pprof|--to pprof --event wall|--wall -o pprof"
   )
   local results="$BENCH_SNAP/results.txt"
   : > "$results"

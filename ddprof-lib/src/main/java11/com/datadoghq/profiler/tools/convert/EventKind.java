@@ -10,7 +10,9 @@ import java.util.Locale;
  *   <li>{@code cpu}: {@code datadog.ExecutionSample} and the JDK's {@code jdk.ExecutionSample};
  *       value = the event's {@code weight} (1 + timer overruns; 1 when the event has none), so
  *       values add up to sampling intervals of CPU time.</li>
- *   <li>{@code wall}: {@code datadog.MethodSample}; value = {@code weight} as for cpu.</li>
+ *   <li>{@code wall}: {@code datadog.MethodSample}, and async-profiler's {@code profiler.WallClockSample};
+ *       value = {@code weight} as for cpu (async-profiler's {@code samples}: the samples one event
+ *       stands for).</li>
  *   <li>{@code alloc}: {@code datadog.ObjectSample}; value = {@code size * weight}, the estimated
  *       bytes allocated that the sample stands for ({@code weight} is the float scaling factor).</li>
  *   <li>{@code live}: {@code datadog.HeapLiveObject}; value = {@code size * weight}, the estimated
@@ -24,7 +26,7 @@ import java.util.Locale;
  */
 public enum EventKind {
     CPU("cpu", "nanoseconds", "samples", "cpu", "datadog.ExecutionSample", "jdk.ExecutionSample"),
-    WALL("wall", "nanoseconds", "samples", "wall", "datadog.MethodSample"),
+    WALL("wall", "nanoseconds", "samples", "wall", "datadog.MethodSample", "profiler.WallClockSample"),
     ALLOC("alloc", "bytes", "alloc_samples", "alloc_space", "datadog.ObjectSample"),
     LIVE("live", "bytes", "inuse_objects", "inuse_space", "datadog.HeapLiveObject"),
     MALLOC("malloc", "bytes", "malloc_samples", "malloc_space", "datadog.NativeMemoryAllocation"),

@@ -506,10 +506,14 @@ public final class JfrProfileReader {
                 }
                 break;
             case ACTIVE_SETTING:
-                if ("period".equals(event.getString("name"))
-                        && JDK_EXECUTION_SAMPLE.equals(typeNames.get(event.getLong("id")))
-                        && !profile.intervalRecorded(EventKind.CPU)) {
-                    profile.interval(EventKind.CPU, parsePeriod(event.getString("value")));
+                if (JDK_EXECUTION_SAMPLE.equals(typeNames.get(event.getLong("id")))) {
+                    // The JDK's "period" ("10 ms"); async-profiler's "interval" and "wall" (nanoseconds).
+                    String name = event.getString("name");
+                    EventKind k = "wall".equals(name) ? EventKind.WALL
+                            : "period".equals(name) || "interval".equals(name) ? EventKind.CPU : null;
+                    if (k != null && !profile.intervalRecorded(k)) {
+                        profile.interval(k, parsePeriod(event.getString("value")));
+                    }
                 }
                 break;
             case TRACE_LINK:
@@ -530,10 +534,16 @@ public final class JfrProfileReader {
         }
     }
 
-    /** A JFR period setting ("10 ms", "20 ms", "1 s") in nanoseconds; 0 when it is not a time. */
+    /**
+     * A JFR period setting ("10 ms", "20 ms", "1 s"; a bare number is nanoseconds, as async-profiler
+     * writes its intervals) in nanoseconds; 0 when it is not a time.
+     */
     static long parsePeriod(String value) {
         if (value == null) {
             return 0;
+        }
+        if (value.trim().matches("\\d+")) {
+            return Long.parseLong(value.trim());
         }
         String[] parts = value.trim().split("\\s+");
         if (parts.length != 2) {

@@ -97,11 +97,16 @@ public final class Recorded {
         return raw ? cls : ClassNames.normalize(cls);
     }
 
-    /** The event's {@code weight} field, 1 if it has none or a non-positive one. */
+    /**
+     * The event's {@code weight} field (async-profiler's wall samples: {@code samples}), 1 if it has
+     * none or a non-positive one.
+     */
     public static long weightOf(RecordedEvent event) {
-        if (!event.hasField("weight")) {
+        String field = event.hasField("weight") ? "weight" : event.hasField("samples") ? "samples" : null;
+        if (field == null) {
             return 1;
-        }        long w = event.getLong("weight");
+        }
+        long w = event.getLong(field);
         return w > 0 ? w : 1;
     }
 }
