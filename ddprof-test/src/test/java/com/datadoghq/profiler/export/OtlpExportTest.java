@@ -45,11 +45,12 @@ class OtlpExportTest {
     @TempDir
     Path dir;
 
+    /** The README's one-line setup (docs/exporter.md), with a short interval. */
     @Test
     void exportsEachIntervalWithHeadersResourceLinksAndAFinalExportAtStop() throws Exception {
         try (OtlpCollector collector = new OtlpCollector(i -> 200)) {
             Path file = dir.resolve("app.jfr");
-            ChildJvm.Result r = child(collector, file, "cpu=10ms,wall=20ms,otlpinterval=1s", "otlp_exports", 2, "stop")
+            ChildJvm.Result r = child(collector, file, "cpu,wall,filter=,memory,otlpinterval=1s", "otlp_exports", 2, "stop")
                     .env("OTEL_SERVICE_NAME", "env-service")
                     .env("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=test%20env,service.version=1.2.3")
                     .env("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=s3cret,x-tenant=team%2Fa")
