@@ -219,12 +219,7 @@ public final class OtlpExporter implements OtlpExport.Exporter {
                     cutDone[0] = true;
                     String file = profiler.recordingFile();
                     if (file != null) {
-                        Path main = Paths.get(file);
-                        try (OutputStream out = Files.newOutputStream(main, StandardOpenOption.APPEND,
-                                LinkOption.NOFOLLOW_LINKS)) {
-                            Files.copy(chunk, out);
-                        }
-                        mainExported = Files.size(main);
+                        appendToMainFile(chunk, Paths.get(file));
                     }
                 } catch (IOException e) {
                     throw new java.io.UncheckedIOException(e);
@@ -236,6 +231,25 @@ public final class OtlpExporter implements OtlpExport.Exporter {
         } catch (RuntimeException e) {
             failures.incrementAndGet();
             warn("could not take this interval's recording: " + e);
+        }
+    }
+
+    /**
+     * Appends the cut chunk to the main file, so that it keeps the whole session. A failure
+     * (the file removed, a full disk) costs the main file that chunk, not the export: it is
+     * reported and the chunk is still sent.
+     */
+    private void appendToMainFile(Path chunk, Path main) {
+        try (OutputStream out = Files.newOutputStream(main, StandardOpenOption.APPEND, LinkOption.NOFOLLOW_LINKS)) {
+            Files.copy(chunk, out);
+            mainExported = Files.size(main);
+        } catch (IOException | RuntimeException e) {
+            warn("could not append this interval's chunk to " + main + ": " + e);
+            try {
+                mainExported = Files.size(main);
+            } catch (IOException | RuntimeException ignored) {
+                mainExported = 0;
+            }
         }
     }
 
