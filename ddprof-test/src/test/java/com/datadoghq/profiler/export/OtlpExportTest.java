@@ -218,7 +218,7 @@ class OtlpExportTest {
 
     // ---- helpers ----
 
-    private static ChildJvm child(OtlpCollector collector, Path file, String options, String counter, long until,
+    static ChildJvm child(OtlpCollector collector, Path file, String options, String counter, long until,
                                   String mode) {
         return new ChildJvm()
                 .jvmArgs("-javaagent:" + TestEnv.libJar() + "=start," + options + ",otlp=" + collector.url()
@@ -227,7 +227,7 @@ class OtlpExportTest {
                 .timeout(TIMEOUT);
     }
 
-    private static void assertRan(ChildJvm.Result r) {
+    static void assertRan(ChildJvm.Result r) {
         assertFalse(r.timedOut, "child JVM hung:\n" + r.describe());
         assertEquals(0, r.exitCode, "child JVM failed:\n" + r.describe());
         assertTrue(r.stdout.contains("workload done"), r.describe());
@@ -265,7 +265,7 @@ class OtlpExportTest {
     }
 
     /** The CPU sample count of a request's {@code cpu} profile (0 without one). */
-    private static long cpuSamples(ExportProfilesServiceRequest req) {
+    static long cpuSamples(ExportProfilesServiceRequest req) {
         List<String> st = req.getDictionary().getStringTableList();
         long n = 0;
         for (Profile p : req.getResourceProfiles(0).getScopeProfiles(0).getProfilesList()) {
@@ -282,7 +282,7 @@ class OtlpExportTest {
         return req.getResourceProfiles(0).getScopeProfiles(0).getProfiles(0).getTimeUnixNano();
     }
 
-    private static Map<String, String> resource(ExportProfilesServiceRequest req) {
+    static Map<String, String> resource(ExportProfilesServiceRequest req) {
         Map<String, String> out = new HashMap<>();
         for (KeyValue kv : req.getResourceProfiles(0).getResource().getAttributesList()) {
             out.put(kv.getKey(), kv.getValue().hasStringValue() ? kv.getValue().getStringValue()
