@@ -282,11 +282,20 @@ class OtlpExportTest {
         return req.getResourceProfiles(0).getScopeProfiles(0).getProfiles(0).getTimeUnixNano();
     }
 
+    /**
+     * The resource's attributes as strings. Keys and string values may be written inline (ours) or
+     * as indexes into the dictionary's string table (what the collector re-encodes to).
+     */
     static Map<String, String> resource(ExportProfilesServiceRequest req) {
+        List<String> st = req.getDictionary().getStringTableList();
         Map<String, String> out = new HashMap<>();
         for (KeyValue kv : req.getResourceProfiles(0).getResource().getAttributesList()) {
-            out.put(kv.getKey(), kv.getValue().hasStringValue() ? kv.getValue().getStringValue()
-                    : Long.toString(kv.getValue().getIntValue()));
+            String key = kv.getKey().isEmpty() ? st.get(kv.getKeyStrindex()) : kv.getKey();
+            var v = kv.getValue();
+            String value = v.hasStringValue() ? v.getStringValue()
+                    : v.hasStringValueStrindex() ? st.get(v.getStringValueStrindex())
+                    : Long.toString(v.getIntValue());
+            out.put(key, value);
         }
         return out;
     }
