@@ -73,7 +73,7 @@ class OtlpExportTest {
                 assertNotNull(resource.get("process.pid"));
             }
             Map<Long, Long> chunks = cpuSamplesByChunk(file);
-            assertEveryChunkExported(chunks, requests, 0, r);
+            assertEveryChunkExported(chunks, requests, r);
             // Span links and attributes on the workload's samples.
             long linked = 0;
             boolean threadNamed = false;
@@ -129,7 +129,7 @@ class OtlpExportTest {
             for (OtlpCollector.Request q : accepted) {
                 assertEquals("option-service", resource(q.decode()).get("service.name"), "the option wins");
             }
-            assertEveryChunkExported(cpuSamplesByChunk(file), accepted, 0, r);
+            assertEveryChunkExported(cpuSamplesByChunk(file), accepted, r);
             Map<String, Long> counters = counters(r);
             assertEquals(refused, counters.get("otlp_export_failures"), r.describe());
             assertEquals(accepted.size(), counters.get("otlp_exports"));
@@ -188,7 +188,29 @@ class OtlpExportTest {
             ChildJvm.Result r = child(collector, file, "cpu=10ms,otlpinterval=1s", "otlp_exports", 1, "exit")
                     .run(dir);
             assertRan(r);
-            assertEveryChunkExported(cpuSamplesByChunk(file), collector.requests(), 0, r);
+            assertEveryChunkExported(cpuSamplesByChunk(file), collector.requests(), r);
+        }
+    }
+
+    /** The README's line as written, without file=: the recording goes to java.io.tmpdir. */
+    @Test
+    void withoutFileTheRecordingGoesToTheTempDirectory() throws Exception {
+        try (OtlpCollector collector = new OtlpCollector(i -> 200)) {
+            Path tmp = Files.createDirectories(dir.resolve("tmp"));
+            ChildJvm.Result r = new ChildJvm()
+                    .jvmArgs("-Djava.io.tmpdir=" + tmp, "-javaagent:" + TestEnv.libJar()
+                            + "=start,cpu,wall,filter=,memory,otlp=" + collector.url() + ",otlpinterval=1s")
+                    .main(OtlpExportMain.class, "otlp_exports", "1", "stop")
+                    .timeout(TIMEOUT)
+                    .run(dir);
+            assertRan(r);
+            List<Path> recordings;
+            try (Stream<Path> s = Files.list(tmp)) {
+                recordings = s.filter(p -> p.getFileName().toString().matches("ddprof-otlp-\\d+\\.jfr"))
+                        .collect(Collectors.toList());
+            }
+            assertEquals(1, recordings.size(), "one ddprof-otlp-<pid>.jfr in " + tmp + ":\n" + r.describe());
+            assertEveryChunkExported(cpuSamplesByChunk(recordings.get(0)), collector.requests(), r);
         }
     }
 
@@ -238,7 +260,7 @@ class OtlpExportTest {
      * request, whose CPU profile counts as many samples as the chunk holds events.
      */
     private static void assertEveryChunkExported(Map<Long, Long> chunks, List<OtlpCollector.Request> requests,
-                                                 long dropped, ChildJvm.Result r) throws IOException {
+                                                 ChildJvm.Result r) throws IOException {
         Map<Long, Long> exported = new HashMap<>();
         for (OtlpCollector.Request q : requests) {
             if (q.answered / 100 != 2) {
