@@ -22,7 +22,9 @@ import io.opentelemetry.proto.collector.profiles.v1development.ExportProfilesSer
 /**
  * A fake OTLP/HTTP collector on 127.0.0.1 for the exporter's tests, on plain sockets (the JDK
  * 11 runtime of the test matrix has no jdk.httpserver). Answers request {@code i} (from 0)
- * with the status {@code statusOf(i)}, one request per connection, and keeps every request.
+ * with the status {@code statusOf(i)}, one request per connection, and keeps every request. A
+ * negative status never answers: the connection is held until the collector closes (a hung
+ * collector). {@link #touchOnRequest}, when set, is created at the first request.
  */
 final class OtlpCollector implements AutoCloseable {
     /** One request as received. */
@@ -56,6 +58,7 @@ final class OtlpCollector implements AutoCloseable {
     private final ServerSocket server;
     private final IntUnaryOperator statusOf;
     private final List<Request> requests = new ArrayList<>();
+    volatile java.nio.file.Path touchOnRequest;
 
     OtlpCollector(IntUnaryOperator statusOf) throws IOException {
         this.statusOf = statusOf;
@@ -88,6 +91,17 @@ final class OtlpCollector implements AutoCloseable {
                 synchronized (this) {
                     status = statusOf.applyAsInt(requests.size());
                     requests.add(new Request(requests.size(), path, headers, body, status));
+                }
+                java.nio.file.Path touch = touchOnRequest;
+                if (touch != null && !java.nio.file.Files.exists(touch)) {
+                    java.nio.file.Files.createFile(touch);
+                }
+                while (status < 0 && !server.isClosed()) {
+                    try {
+                        Thread.sleep(50);
+                    } catch (InterruptedException e) {
+                        return;
+                    }
                 }
                 OutputStream out = s.getOutputStream();
                 out.write(("HTTP/1.1 " + status + " X\r\nContent-Type: application/x-protobuf\r\n"

@@ -192,6 +192,37 @@ class OtlpExportTest {
         }
     }
 
+    /**
+     * A collector that takes the connection and never answers must not hold up the application:
+     * stop abandons the POST in flight, tries the final export within its budget (10 s), and
+     * keeps every request on disk.
+     */
+    @Test
+    void aHungCollectorDoesNotHoldUpStopAndNothingIsLost() throws Exception {
+        try (OtlpCollector hung = new OtlpCollector(i -> -1)) {
+            Path file = dir.resolve("hung.jfr");
+            Path inFlight = dir.resolve("request-in-flight");
+            hung.touchOnRequest = inFlight;
+            ChildJvm.Result r = new ChildJvm()
+                    .jvmArgs("-javaagent:" + TestEnv.libJar() + "=start,cpu,otlpinterval=1s,otlp=" + hung.url()
+                            + ",file=" + file)
+                    .main(OtlpExportMain.class, "otlp_exports", "0", "stop", inFlight.toString())
+                    .timeout(TIMEOUT)
+                    .run(dir);
+            assertRan(r);
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("stop took (\\d+) ms").matcher(r.stdout);
+            assertTrue(m.find(), r.describe());
+            // Abandoning the POST: at most 5 s; the final export: at most 10 s. Without the
+            // cut-off, stop waited for the 30 s read timeout.
+            assertTrue(Long.parseLong(m.group(1)) < 25_000, "stop took " + m.group(1) + " ms\n" + r.describe());
+            Map<String, Long> counters = counters(r);
+            assertEquals(0, counters.get("otlp_exports"));
+            assertEquals(0, counters.get("otlp_dropped"));
+            long withSamples = cpuSamplesByChunk(file).values().stream().filter(n -> n > 0).count();
+            assertEquals(withSamples, backlog(file).size(), "every chunk with samples is kept\n" + r.describe());
+        }
+    }
+
     /** The README's line as written, without file=: the recording goes to java.io.tmpdir. */
     @Test
     void withoutFileTheRecordingGoesToTheTempDirectory() throws Exception {

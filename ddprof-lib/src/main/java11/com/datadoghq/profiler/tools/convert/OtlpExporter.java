@@ -45,6 +45,10 @@ public final class OtlpExporter implements OtlpExport.Exporter {
     private static final long FIRST_BACKOFF_MILLIS = 1_000;
     /** How long {@link #finish} may try to send what is left. */
     private static final long FINISH_BUDGET_MILLIS = 10_000;
+    /** How long {@link #finish} waits for the exporter thread once its POST is cut off. */
+    private static final long JOIN_MILLIS = 5_000;
+    private static final int CONNECT_TIMEOUT_MILLIS = 10_000;
+    private static final int READ_TIMEOUT_MILLIS = 30_000;
 
     private final OtlpExport.Config config;
     private final OtlpExport.Profiler profiler;
@@ -57,6 +61,10 @@ public final class OtlpExporter implements OtlpExport.Exporter {
     private final AtomicLong dropped = OtlpExport.counter("otlp_dropped");
     private final Object wake = new Object();
     private volatile boolean stopping;
+    /** The POST in flight, cut off by {@link #finish} so that stop never waits for a hung collector. */
+    private volatile HttpURLConnection inFlight;
+    /** While {@link #finish} sends: no request may outlive this (epoch ms; 0: no limit). */
+    private volatile long sendDeadline;
     /** The main file's length after the exporter's last append (under the profiler's lock). */
     private long mainExported;
     private long sequence;
@@ -117,9 +125,19 @@ public final class OtlpExporter implements OtlpExport.Exporter {
             wake.notifyAll();
         }
         if (Thread.currentThread() != thread) {
+            // A POST in flight is abandoned (its request stays queued) rather than waited for:
+            // a collector that hangs must not hold up the application's stop or exit.
+            HttpURLConnection c = inFlight;
+            if (c != null) {
+                c.disconnect();
+            }
             try {
-                // The export in flight ends within its timeouts; after that, no new cut starts.
-                thread.join(60_000);
+                thread.join(JOIN_MILLIS);
+                if (thread.isAlive()) {
+                    // Not in a POST any more: converting a large interval. Its queue must not
+                    // race with the final export's.
+                    thread.join(60_000);
+                }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
@@ -158,6 +176,7 @@ public final class OtlpExporter implements OtlpExport.Exporter {
             }
         }
         long deadline = System.currentTimeMillis() + FINISH_BUDGET_MILLIS;
+        sendDeadline = deadline;
         retryAt = 0;
         while (!backlog().isEmpty() && System.currentTimeMillis() < deadline) {
             if (!sendBacklog()) {
@@ -313,6 +332,9 @@ public final class OtlpExporter implements OtlpExport.Exporter {
                 status = post(body);
                 reason = "HTTP " + status;
             } catch (IOException | RuntimeException e) {
+                if (stopping && Thread.currentThread() == thread) {
+                    return false; // cut off by finish: not a failure, the request stays queued
+                }
                 status = -1;
                 reason = e.toString();
             }
@@ -353,8 +375,16 @@ public final class OtlpExporter implements OtlpExport.Exporter {
         try {
             c.setRequestMethod("POST");
             c.setDoOutput(true);
-            c.setConnectTimeout(10_000);
-            c.setReadTimeout(30_000);
+            int connect = CONNECT_TIMEOUT_MILLIS;
+            int read = READ_TIMEOUT_MILLIS;
+            long deadline = sendDeadline;
+            if (deadline != 0) {
+                int left = (int) Math.max(1, Math.min(Integer.MAX_VALUE, deadline - System.currentTimeMillis()));
+                connect = Math.min(connect, left);
+                read = Math.min(read, left);
+            }
+            c.setConnectTimeout(connect);
+            c.setReadTimeout(read);
             c.setRequestProperty("Content-Type", "application/x-protobuf");
             c.setRequestProperty("Content-Encoding", "gzip");
             c.setRequestProperty("User-Agent", "ddprof/" + com.datadoghq.profiler.Main.version());
@@ -362,6 +392,10 @@ public final class OtlpExporter implements OtlpExport.Exporter {
                 c.setRequestProperty(h.getKey(), h.getValue());
             }
             c.setFixedLengthStreamingMode(gzipped.length);
+            inFlight = c;
+            if (stopping && Thread.currentThread() == thread) {
+                throw new IOException("stopping"); // finish may have looked before inFlight was set
+            }
             try (OutputStream out = c.getOutputStream()) {
                 out.write(gzipped);
             }
@@ -374,6 +408,7 @@ public final class OtlpExporter implements OtlpExport.Exporter {
             }
             return status;
         } finally {
+            inFlight = null;
             c.disconnect();
         }
     }
