@@ -88,6 +88,8 @@ public final class OtlpExporter implements OtlpExport.Exporter {
         for (Path p : backlog()) {
             sequence = Math.max(sequence, sequenceOf(p));
         }
+        // `resume` keeps what the file holds: only what comes after it is this exporter's.
+        mainExported = Files.isRegularFile(main, LinkOption.NOFOLLOW_LINKS) ? Files.size(main) : 0;
         thread = new Thread(this::loop, "ddprof-otlp-exporter");
         thread.setDaemon(true);
     }
