@@ -70,6 +70,33 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_dump0(
 }
 
 #[no_mangle]
+pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_exportChunk0(
+    mut env: JNIEnv,
+    _this: JObject,
+    path: JString,
+) {
+    guarded(&mut env, (), |env| {
+        let path = string_arg(env, &path, "export chunk path")?;
+        profiler::export_chunk_to(env.get_raw(), &PathBuf::from(path))
+    })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_recordingFile0(
+    mut env: JNIEnv,
+    _this: JObject,
+) -> jstring {
+    guarded(
+        &mut env,
+        std::ptr::null_mut(),
+        |env| match profiler::recording_file() {
+            Some(f) => new_string(env, &f.to_string_lossy()),
+            None => Ok(std::ptr::null_mut()),
+        },
+    )
+}
+
+#[no_mangle]
 pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_getStatus0(
     mut env: JNIEnv,
     _this: JObject,

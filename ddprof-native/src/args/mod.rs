@@ -22,6 +22,7 @@ mod cpu;
 mod derived;
 mod draft;
 mod error;
+mod exporter;
 mod memory;
 mod methods;
 mod native;

@@ -5,7 +5,7 @@
 use super::draft::{Draft, Handler};
 use super::values::Reason;
 use super::Action;
-use super::{context, cpu, memory, methods, native, output, stacks, wall};
+use super::{context, cpu, exporter, memory, methods, native, output, stacks, wall};
 
 /// Every option, by its lower-case key. Keys are matched exactly after lower-casing the token's
 /// key (no trimming, no prefixes), so a key missing here is reported as unknown.
@@ -61,6 +61,12 @@ const OPTIONS: &[(&str, Handler)] = &[
     ("perfmap", output::perfmap),
     ("jitdump", output::jitdump),
     ("jdksamples", output::jdksamples),
+    // The OTLP exporter (acted on in Java).
+    ("otlp", exporter::accept),
+    ("otlpinterval", exporter::accept),
+    ("otlpbacklog", exporter::accept),
+    ("otlpservice", exporter::accept),
+    ("otlpattr", exporter::accept),
 ];
 
 /// The handler of a lower-cased key, `None` for an unknown key.

@@ -1241,3 +1241,19 @@ fn every_option_key_is_known() {
         }
     }
 }
+
+#[test]
+fn exporter_keys_are_known_and_change_nothing() {
+    // The Java side validates and acts on them; here they must neither warn nor alter the rest.
+    let plain = parse("start,cpu,file=/tmp/x.jfr", &no_env, PID, NOW).unwrap();
+    let a = parse(
+        "start,cpu,file=/tmp/x.jfr,otlp=http://127.0.0.1:4318/v1development/profiles,\
+         otlpinterval=1s,otlpbacklog=4,otlpservice=shop,otlpattr=service.version=1.2",
+        &no_env,
+        PID,
+        NOW,
+    )
+    .unwrap();
+    assert!(a.unknown.is_empty(), "{:?}", a.unknown);
+    assert_eq!(a, plain);
+}

@@ -192,7 +192,7 @@ pub fn stop(jni: *mut JNIEnv) -> Result<(), Error> {
     let file = session.file.clone();
     // Appended: `start` emptied the file, `dump` restarted it, and `resume` keeps the
     // chunks written before it.
-    let result = write_chunk(jni, session, &file, true);
+    let result = write_chunk(jni, session, &file, ChunkTarget::Append);
     // The names that last chunk kept for a next dump: there is none in this session.
     crate::methods::lazy::kept::clear();
     *guard = None;
@@ -209,8 +209,44 @@ pub fn dump_to(jni: *mut JNIEnv, path: &Path) -> Result<(), Error> {
     if same_file(path, &session.file) {
         return Ok(());
     }
-    write_chunk(jni, session, path, false)?;
+    write_chunk(jni, session, path, ChunkTarget::Replace)?;
     open_output(&session.file.clone(), true)
+}
+
+/// The OTLP exporter's dump (`JavaProfiler.exportChunk0`): writes everything since the
+/// previous dump to `path` as one chunk, like `dump_to`, but leaves the main file as it is and
+/// numbers the chunk's pool ids past the main file's chunks, so that the caller can append
+/// `path`'s bytes to the main file and keep it one readable recording of the whole session.
+/// Idle: does nothing.
+pub fn export_chunk_to(jni: *mut JNIEnv, path: &Path) -> Result<(), Error> {
+    let mut guard = SESSION.lock();
+    let Some(session) = guard.as_mut() else {
+        return Ok(());
+    };
+    if same_file(path, &session.file) {
+        return Err(Error::State(
+            "the export chunk must not be the recording file".into(),
+        ));
+    }
+    write_chunk(jni, session, path, ChunkTarget::ForMainFile)
+}
+
+/// The running session's main file (as `file=` expanded), for the exporter, which appends its
+/// chunks to it; `None` while idle.
+pub fn recording_file() -> Option<std::path::PathBuf> {
+    SESSION.lock().as_ref().map(|s| s.file.clone())
+}
+
+/// Where `write_chunk` puts its chunk.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ChunkTarget {
+    /// Instead of what the file holds (a dump to another file).
+    Replace,
+    /// After what the file holds (`stop` into the main file).
+    Append,
+    /// Instead of what the file holds, with pool ids that continue the main file's, for the
+    /// caller to append to it (the exporter).
+    ForMainFile,
 }
 
 /// Whether `a` and `b` name one file (through symbolic or hard links too): by device and
@@ -223,14 +259,14 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// Retires the current generation and writes it as one chunk to `path`, after what the
-/// file holds (`append`) or instead of it.
+/// Retires the current generation and writes it as one chunk to `path` (see [`ChunkTarget`]).
 fn write_chunk(
     jni: *mut JNIEnv,
     session: &mut Session,
     path: &Path,
-    append: bool,
+    target: ChunkTarget,
 ) -> Result<(), Error> {
+    let append = target == ChunkTarget::Append;
     let t0 = Instant::now();
     let recorder =
         handler::recorder().ok_or_else(|| Error::State("profiler buffers missing".into()))?;
@@ -263,7 +299,7 @@ fn write_chunk(
     }
     // Chunks that wait for a successful write go first into this file: pool ids keep
     // counting past theirs.
-    let continues = append || output::has_unwritten();
+    let continues = target != ChunkTarget::Replace || output::has_unwritten();
     let id_base = if continues {
         NEXT_ID_BASE.load(Ordering::Relaxed)
     } else {

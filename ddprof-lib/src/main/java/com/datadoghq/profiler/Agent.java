@@ -11,7 +11,8 @@ import java.lang.instrument.Instrumentation;
  * application must start whether or not the profiler does.
  *
  * <p>No shutdown hook is needed: the native core completes the recording when the JVM dies
- * (JVMTI VMDeath).
+ * (JVMTI VMDeath). With {@code otlp=} the exporter adds one, for its final export
+ * (docs/exporter.md).
  */
 public final class Agent {
     private Agent() {

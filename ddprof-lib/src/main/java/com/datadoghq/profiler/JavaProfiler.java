@@ -9,6 +9,8 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
+import com.datadoghq.profiler.internal.OtlpExport;
+
 /**
  * The Java entry point of ddprof: a process-wide singleton wrapping the native profiler.
  *
@@ -142,11 +144,84 @@ public final class JavaProfiler {
         if (command == null) {
             throw new IllegalArgumentException("command must not be null");
         }
+        String action = OtlpExport.action(command);
+        // The exporter's options (docs/exporter.md) are checked before the core sees the
+        // command: a bad value refuses it with nothing started.
+        OtlpExport.Config otlp = OtlpExport.parse(command, System.getenv());
+        if (otlp != null && (action.equals("start") || action.equals("resume"))) {
+            if (!OtlpExport.available()) {
+                throw new IllegalArgumentException("Option 'otlp' needs JDK 11 or later (this is "
+                        + System.getProperty("java.version") + ")");
+            }
+            if (!OtlpExport.hasFile(command)) {
+                command = command + ",file=" + OtlpExport.defaultFile();
+            }
+        }
+        if (action.equals("stop") && exporting()) {
+            stop();
+            return ""; // the core's reply to stop
+        }
+        String reply;
         try {
-            return execute0(command);
+            reply = execute0(command);
         } finally {
             // A 'start' clears the native context dictionary; drop encodings cached here.
             refreshContextEpoch();
+        }
+        if (otlp != null && (action.equals("start") || action.equals("resume"))) {
+            startExporter(otlp);
+        }
+        return reply;
+    }
+
+    /** Guards {@link #exporter} and orders dumps, the exporter's chunks and stop. */
+    private final Object exportLock = new Object();
+    /** The running OTLP exporter, if {@code otlp=} started one. */
+    private OtlpExport.Exporter exporter;
+
+    private void startExporter(OtlpExport.Config config) throws IOException {
+        synchronized (exportLock) {
+            if (exporter != null) {
+                return; // a resume of a session that exports already
+            }
+            try {
+                exporter = OtlpExport.start(config, new OtlpExport.Profiler() {
+                    @Override
+                    public void exportChunk(Path path) {
+                        try {
+                            exportChunk0(path.toAbsolutePath().toString());
+                        } catch (IOException e) {
+                            throw new UncheckedIOException(e);
+                        }
+                    }
+
+                    @Override
+                    public String recordingFile() {
+                        return recordingFile0();
+                    }
+
+                    @Override
+                    public void stopSession() {
+                        stop();
+                    }
+
+                    @Override
+                    public void locked(Runnable action) {
+                        synchronized (exportLock) {
+                            action.run();
+                        }
+                    }
+                });
+            } catch (ReflectiveOperationException | RuntimeException e) {
+                // Nothing runs half-configured: the session goes with the exporter.
+                Throwable cause = e instanceof java.lang.reflect.InvocationTargetException ? e.getCause() : e;
+                try {
+                    stop0();
+                } catch (IOException | RuntimeException ignored) {
+                    // the start's error is the one to report
+                }
+                throw new IOException("Could not start the OTLP exporter: " + cause, cause);
+            }
         }
     }
 
@@ -158,6 +233,37 @@ public final class JavaProfiler {
      *                               kept for the next recording written)
      */
     public void stop() throws IllegalStateException {
+        OtlpExport.Exporter e;
+        synchronized (exportLock) {
+            e = exporter;
+            if (e == null) {
+                stopNative();
+                return;
+            }
+            exporter = null;
+        }
+        // The exporter runs stop itself (under exportLock), after its last interval and before
+        // the final export; not under the lock here, as its thread may be waiting for it.
+        RuntimeException[] failure = new RuntimeException[1];
+        e.finish(() -> {
+            try {
+                stopNative();
+            } catch (RuntimeException x) {
+                failure[0] = x;
+            }
+        });
+        if (failure[0] != null) {
+            throw failure[0];
+        }
+    }
+
+    private boolean exporting() {
+        synchronized (exportLock) {
+            return exporter != null;
+        }
+    }
+
+    private void stopNative() {
         try {
             stop0();
         } catch (IOException e) {
@@ -179,7 +285,12 @@ public final class JavaProfiler {
             throw new IllegalArgumentException("recording path must not be null");
         }
         try {
-            dump0(recording.toAbsolutePath().toString());
+            synchronized (exportLock) {
+                dump0(recording.toAbsolutePath().toString());
+                if (exporter != null) {
+                    exporter.mainFileRestarted();
+                }
+            }
         } catch (IOException e) {
             // Upstream's dump(Path) declares no checked exception; keep that signature.
             throw new UncheckedIOException("Failed to dump the recording to " + recording, e);
@@ -217,12 +328,14 @@ public final class JavaProfiler {
         if (names == null) {
             return Collections.emptyMap();
         }
+        // The OTLP exporter's counters (Java-side, docs/exporter.md) follow the core's.
         buffer = buffer.duplicate().order(ByteOrder.LITTLE_ENDIAN);
         Map<String, Long> counters = new LinkedHashMap<>();
         // One counter per 128-byte slot (a cache-line pair, so counters never share a line).
         for (int i = 0; i < names.length && (long) i * 128 + 8 <= buffer.capacity(); i++) {
             counters.put(names[i], buffer.getLong(i * 128));
         }
+        OtlpExport.addCounters(counters);
         return counters;
     }
 
@@ -575,6 +688,10 @@ public final class JavaProfiler {
     private native void stop0() throws IllegalStateException, IOException;
 
     private native void dump0(String path) throws IOException;
+
+    private native void exportChunk0(String path) throws IOException;
+
+    private native String recordingFile0();
 
     private native String getStatus0();
 

@@ -212,6 +212,15 @@ public final class Otlp {
 
     /** The request for every kind in the profile (or only {@code only}, when not null). */
     public static byte[] encode(Profile profile, EventKind only) {
+        return encode(profile, only, Map.of());
+    }
+
+    /**
+     * As {@link #encode(Profile, EventKind)}, with {@code resource} (string attributes, e.g.
+     * {@code service.name}) first among the resource's attributes; the recording's own
+     * {@code process.pid} and {@code process.runtime.description} follow unless given there.
+     */
+    public static byte[] encode(Profile profile, EventKind only, Map<String, String> resourceAttributes) {
         Dictionary dict = new Dictionary();
         ProtoWriter scope = new ProtoWriter();
         ProtoWriter m = new ProtoWriter();
@@ -226,10 +235,13 @@ public final class Otlp {
         }
 
         ProtoWriter resource = new ProtoWriter();
-        if (profile.pid > 0) {
+        for (Map.Entry<String, String> a : resourceAttributes.entrySet()) {
+            resource.message(RESOURCE_ATTRIBUTES, keyValue(new ProtoWriter(), a.getKey(), a.getValue(), 0));
+        }
+        if (profile.pid > 0 && !resourceAttributes.containsKey("process.pid")) {
             resource.message(RESOURCE_ATTRIBUTES, keyValue(new ProtoWriter(), "process.pid", null, profile.pid));
         }
-        if (!profile.jvm.isEmpty()) {
+        if (!profile.jvm.isEmpty() && !resourceAttributes.containsKey("process.runtime.description")) {
             resource.message(RESOURCE_ATTRIBUTES,
                     keyValue(new ProtoWriter(), "process.runtime.description", profile.jvm, 0));
         }
