@@ -42,6 +42,28 @@ public final class RecordingCheck {
         }
     }
 
+    /**
+     * A tool's check of a recording argument: 0 when {@code file} is a whole recording, else 1 after
+     * one line on {@code err} saying why not (no such file, unreadable, empty, foreign, cut short).
+     */
+    public static int checkOrSay(Path file, java.io.PrintStream err) {
+        if (!Files.isRegularFile(file)) {
+            err.println("No such file: " + file);
+            return 1;
+        }
+        try {
+            String problem = problem(file);
+            if (problem != null) {
+                err.println(problem);
+                return 1;
+            }
+        } catch (IOException e) {
+            err.println("Cannot read " + file + ": " + e.getMessage());
+            return 1;
+        }
+        return 0;
+    }
+
     /** Null when {@code file} is a sequence of whole chunks, else one line saying what is wrong. */
     public static String problem(Path file) throws IOException {
         long length = Files.size(file);

@@ -2,7 +2,6 @@ package com.datadoghq.profiler.tools;
 
 import java.io.IOException;
 import java.io.PrintStream;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.time.Instant;
@@ -168,16 +167,10 @@ public final class Report {
             return usageError(err, "--memory and --event do not go together");
         }
         Path file = Paths.get(path);
-        if (!Files.isRegularFile(file)) {
-            err.println("No such file: " + file);
+        if (RecordingCheck.checkOrSay(file, err) != 0) {
             return 1;
         }
         try {
-            String problem = RecordingCheck.problem(file);
-            if (problem != null) {
-                err.println(problem);
-                return 1;
-            }
             if (memory) {
                 return printMemory(file, out, err);
             }

@@ -9,7 +9,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.StandardCopyOption;
-import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.zip.GZIPInputStream;
@@ -17,6 +16,7 @@ import java.util.zip.ZipEntry;
 import java.util.zip.ZipFile;
 
 import com.datadoghq.profiler.testing.ChildJvm;
+import com.datadoghq.profiler.testing.TestEnv;
 import com.datadoghq.profiler.testing.CpuWorkloadMain;
 import com.datadoghq.profiler.testing.JfrReader;
 import com.datadoghq.profiler.convert.pprof.ProfileProto;
@@ -57,11 +57,7 @@ class AsyncProfilerRecordingTest {
 
     @AfterAll
     static void cleanUp() throws IOException {
-        if (dir != null) {
-            try (var files = Files.walk(dir)) {
-                files.sorted(Collections.reverseOrder()).forEach(p -> p.toFile().delete());
-            }
-        }
+        TestEnv.deleteTree(dir);
     }
 
     @Test
@@ -92,7 +88,7 @@ class AsyncProfilerRecordingTest {
     static Path convert(String... args) throws Exception {
         String[] cmd = new String[args.length + 3];
         cmd[0] = "-jar";
-        cmd[1] = com.datadoghq.profiler.testing.TestEnv.libJar().toString();
+        cmd[1] = TestEnv.libJar().toString();
         cmd[2] = "convert";
         System.arraycopy(args, 0, cmd, 3, args.length);
         ChildJvm.Result r = new ChildJvm().jvmArgs(cmd).run(dir);

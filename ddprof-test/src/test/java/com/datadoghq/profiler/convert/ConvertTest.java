@@ -87,11 +87,7 @@ class ConvertTest {
 
     @AfterAll
     static void cleanUp() throws IOException {
-        if (dir != null) {
-            try (var files = Files.walk(dir)) {
-                files.sorted(Collections.reverseOrder()).forEach(p -> p.toFile().delete());
-            }
-        }
+        TestEnv.deleteTree(dir);
     }
 
     static long weightOf(RecordedEvent e) {

@@ -12,7 +12,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
@@ -70,11 +69,7 @@ class FlameGraphHtmlTest {
 
     @AfterAll
     static void cleanUp() throws IOException {
-        if (dir != null) {
-            try (var files = Files.walk(dir)) {
-                files.sorted(Collections.reverseOrder()).forEach(p -> p.toFile().delete());
-            }
-        }
+        TestEnv.deleteTree(dir);
     }
 
     @Test

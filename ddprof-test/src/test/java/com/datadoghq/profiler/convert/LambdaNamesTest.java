@@ -8,7 +8,6 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Collections;
 import java.util.Set;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
@@ -53,11 +52,7 @@ class LambdaNamesTest {
 
     @AfterAll
     static void cleanUp() throws IOException {
-        if (dir != null) {
-            try (var files = Files.walk(dir)) {
-                files.sorted(Collections.reverseOrder()).forEach(p -> p.toFile().delete());
-            }
-        }
+        TestEnv.deleteTree(dir);
     }
 
     /** Runs {@code convert} in {@link #dir} (relative paths resolve there); returns the output file. */

@@ -1,6 +1,5 @@
 package com.datadoghq.profiler.convert;
 
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -11,6 +10,8 @@ import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.Locale;
 import java.util.Map;
+
+import com.datadoghq.profiler.testing.HttpLines;
 
 /**
  * A one-request HTTP/1.1 receiver on 127.0.0.1 for the OTLP/HTTP tests, on plain sockets (the
@@ -43,9 +44,9 @@ final class OtlpReceiver implements AutoCloseable {
     private void serve() {
         try (Socket s = server.accept()) {
             InputStream in = s.getInputStream();
-            String requestLine = line(in);
+            String requestLine = HttpLines.line(in);
             path = requestLine.split(" ")[1];
-            for (String h = line(in); !h.isEmpty(); h = line(in)) {
+            for (String h = HttpLines.line(in); !h.isEmpty(); h = HttpLines.line(in)) {
                 int colon = h.indexOf(':');
                 headers.put(h.substring(0, colon).trim().toLowerCase(Locale.ROOT), h.substring(colon + 1).trim());
             }
@@ -59,19 +60,6 @@ final class OtlpReceiver implements AutoCloseable {
         } catch (IOException e) {
             failure = e;
         }
-    }
-
-    private static String line(InputStream in) throws IOException {
-        ByteArrayOutputStream b = new ByteArrayOutputStream();
-        for (int c = in.read(); c != '\n'; c = in.read()) {
-            if (c < 0) {
-                throw new IOException("connection closed mid-request");
-            }
-            if (c != '\r') {
-                b.write(c);
-            }
-        }
-        return b.toString(StandardCharsets.US_ASCII);
     }
 
     @Override

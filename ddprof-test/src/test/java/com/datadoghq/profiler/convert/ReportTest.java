@@ -65,11 +65,7 @@ class ReportTest {
 
     @AfterAll
     static void cleanUp() throws IOException {
-        if (dir != null) {
-            try (var files = Files.walk(dir)) {
-                files.sorted(Collections.reverseOrder()).forEach(p -> p.toFile().delete());
-            }
-        }
+        TestEnv.deleteTree(dir);
     }
 
     static ChildJvm.Result jar(String... args) throws Exception {

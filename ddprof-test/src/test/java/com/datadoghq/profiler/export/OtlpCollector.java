@@ -1,7 +1,6 @@
 package com.datadoghq.profiler.export;
 
 import java.io.ByteArrayInputStream;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -16,6 +15,8 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.function.IntUnaryOperator;
 import java.util.zip.GZIPInputStream;
+
+import com.datadoghq.profiler.testing.HttpLines;
 
 import io.opentelemetry.proto.collector.profiles.v1development.ExportProfilesServiceRequest;
 
@@ -80,9 +81,9 @@ final class OtlpCollector implements AutoCloseable {
         while (!server.isClosed()) {
             try (Socket s = server.accept()) {
                 InputStream in = s.getInputStream();
-                String path = line(in).split(" ")[1];
+                String path = HttpLines.line(in).split(" ")[1];
                 Map<String, String> headers = new HashMap<>();
-                for (String h = line(in); !h.isEmpty(); h = line(in)) {
+                for (String h = HttpLines.line(in); !h.isEmpty(); h = HttpLines.line(in)) {
                     int colon = h.indexOf(':');
                     headers.put(h.substring(0, colon).trim().toLowerCase(Locale.ROOT), h.substring(colon + 1).trim());
                 }
@@ -111,19 +112,6 @@ final class OtlpCollector implements AutoCloseable {
                 // a closed server, or a client that went away mid-request: next one
             }
         }
-    }
-
-    private static String line(InputStream in) throws IOException {
-        ByteArrayOutputStream b = new ByteArrayOutputStream();
-        for (int c = in.read(); c != '\n'; c = in.read()) {
-            if (c < 0) {
-                throw new IOException("connection closed mid-request");
-            }
-            if (c != '\r') {
-                b.write(c);
-            }
-        }
-        return b.toString(StandardCharsets.US_ASCII);
     }
 
     @Override

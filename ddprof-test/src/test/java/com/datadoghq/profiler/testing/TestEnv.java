@@ -124,4 +124,14 @@ public final class TestEnv {
             throw new UncheckedIOException(e);
         }
     }
+
+    /** Deletes {@code dir} and everything under it (a test class's scratch folder); null: nothing. */
+    public static void deleteTree(java.nio.file.Path dir) throws java.io.IOException {
+        if (dir == null) {
+            return;
+        }
+        try (java.util.stream.Stream<java.nio.file.Path> files = java.nio.file.Files.walk(dir)) {
+            files.sorted(java.util.Collections.reverseOrder()).forEach(p -> p.toFile().delete());
+        }
+    }
 }

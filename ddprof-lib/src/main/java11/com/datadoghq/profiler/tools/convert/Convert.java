@@ -223,7 +223,7 @@ public final class Convert {
         List<Path> in = new ArrayList<>();
         for (String input : inputs) {
             Path p = Paths.get(input);
-            int problem = checkRecording(p, err);
+            int problem = RecordingCheck.checkOrSay(p, err);
             if (problem != 0) {
                 return problem;
             }
@@ -231,7 +231,7 @@ public final class Convert {
         }
         Path basePath = diff == null ? null : Paths.get(diff);
         if (basePath != null) {
-            int problem = checkRecording(basePath, err);
+            int problem = RecordingCheck.checkOrSay(basePath, err);
             if (problem != 0) {
                 return problem;
             }
@@ -355,25 +355,6 @@ public final class Convert {
             }
         }
         return end == Long.MIN_VALUE ? new long[] {0, 0} : new long[] {start, end};
-    }
-
-    /** 0 if {@code file} is a whole recording, else 1 after one line on {@code err} saying why not. */
-    private static int checkRecording(Path file, PrintStream err) {
-        if (!Files.isRegularFile(file)) {
-            err.println("No such file: " + file);
-            return 1;
-        }
-        try {
-            String problem = RecordingCheck.problem(file);
-            if (problem != null) {
-                err.println(problem);
-                return 1;
-            }
-        } catch (IOException e) {
-            err.println("Cannot read " + file + ": " + e.getMessage());
-            return 1;
-        }
-        return 0;
     }
 
     private static JfrProfileReader reader(Set<EventKind> kinds, String from, String to, long[] span, boolean rawNames,
