@@ -23,7 +23,7 @@ static BUILD: Mutex<()> = Mutex::new(());
 /// already covers exactly these. Not signal-safe (reads files, allocates). Returns the
 /// bytes of the published table.
 pub fn refresh() -> usize {
-    let _mem = crate::memory::scope(crate::memory::Category::NativeSymbols);
+    let _mem = crate::footprint::scope(crate::footprint::Category::NativeSymbols);
     let _guard = BUILD.lock().unwrap_or_else(|e| e.into_inner());
     let started = std::time::Instant::now();
     let snapshot = crate::mappings::current();

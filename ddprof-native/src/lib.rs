@@ -11,6 +11,7 @@ pub mod counters;
 pub mod eh_frame;
 pub mod elf;
 pub mod engine;
+pub mod footprint;
 pub mod hotspot;
 pub mod imports;
 pub mod jfr;
@@ -18,7 +19,6 @@ pub mod jvmti;
 pub mod kallsyms;
 pub mod log;
 pub mod mappings;
-pub mod memory;
 pub mod methods;
 pub mod nativemem;
 pub mod natsock;
@@ -33,6 +33,6 @@ pub mod tracing;
 pub mod vm;
 pub mod word_map;
 
-/// Every Rust allocation of the core is charged to a memory category (memory/).
+/// Every Rust allocation of the core is charged to a memory category (footprint/).
 #[global_allocator]
-static ALLOCATOR: memory::CountingAllocator = memory::CountingAllocator;
+static ALLOCATOR: footprint::CountingAllocator = footprint::CountingAllocator;

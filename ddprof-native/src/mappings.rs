@@ -33,7 +33,7 @@ pub fn current() -> Arc<Snapshot> {
             return snapshot.clone();
         }
     }
-    let _mem = crate::memory::scope(crate::memory::Category::NativeSymbols);
+    let _mem = crate::footprint::scope(crate::footprint::Category::NativeSymbols);
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
     let mappings = executable_mappings(&maps);
     let files = executable_files_of(&mappings);

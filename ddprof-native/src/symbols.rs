@@ -38,7 +38,7 @@ impl Default for Symbolizer {
 
 impl Symbolizer {
     pub fn new() -> Symbolizer {
-        let _mem = crate::memory::scope(crate::memory::Category::NativeSymbols);
+        let _mem = crate::footprint::scope(crate::footprint::Category::NativeSymbols);
         Symbolizer {
             maps: crate::mappings::current(),
         }
@@ -61,7 +61,7 @@ impl Symbolizer {
 
     /// The name of the function holding `pc`.
     pub fn name(&self, pc: u64) -> String {
-        let _mem = crate::memory::scope(crate::memory::Category::NativeSymbols);
+        let _mem = crate::footprint::scope(crate::footprint::Category::NativeSymbols);
         let Some(m) = self
             .maps
             .mappings
@@ -147,7 +147,7 @@ fn table_of(
 /// Reads the tables of every executable file mapped now that has not been read yet, so that
 /// a dump finds them ready (on the library watcher's thread).
 pub fn preload() {
-    let _mem = crate::memory::scope(crate::memory::Category::NativeSymbols);
+    let _mem = crate::footprint::scope(crate::footprint::Category::NativeSymbols);
     for f in &crate::mappings::current().files {
         table_of(&f.path, f.deleted, || f.open());
     }

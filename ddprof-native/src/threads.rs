@@ -11,7 +11,7 @@ use jni::sys::JNIEnv;
 use parking_lot::Mutex;
 
 use crate::counters::Counter;
-use crate::memory::{self, Category};
+use crate::footprint::{self, Category};
 use crate::sample::context::{self, ThreadContext};
 
 /// Creates the pthread key of the thread contexts. Once, at library load.
@@ -47,7 +47,7 @@ pub fn current_context() -> Option<&'static ThreadContext> {
         return Some(c);
     }
     let c = {
-        let _mem = memory::scope(Category::ThreadInfo);
+        let _mem = footprint::scope(Category::ThreadInfo);
         Box::<ThreadContext>::default()
     };
     let c = context::install(c)?;
@@ -94,7 +94,7 @@ fn java_thread(name: String, java_id: i64) -> ThreadName {
 
 /// Records the name of a Java thread (ThreadStart, or a thread calling into the API).
 pub fn register_java_thread(tid: i32, name: String, java_id: i64) {
-    let _mem = memory::scope(Category::ThreadInfo);
+    let _mem = footprint::scope(Category::ThreadInfo);
     let name = java_thread(name, java_id);
     let mut map = names().lock();
     match map.get_mut(&tid) {
@@ -164,7 +164,7 @@ pub fn refresh_java_threads(jni: *mut JNIEnv, tids: &[i64]) {
     if !crate::jvmti::push_local_frame(jni, 16) {
         return;
     }
-    let _mem = memory::scope(Category::ThreadInfo);
+    let _mem = footprint::scope(Category::ThreadInfo);
     let threads = jvmti.all_threads(jni);
     let mut found = Vec::new();
     {
@@ -252,7 +252,7 @@ impl Namer {
 /// it could not be read); its name stays until `prune`. A thread unknown so far (it existed
 /// before the library loaded) is recorded here, so that the samples it left are named.
 pub fn ended(tid: i32, epoch: u64, name: Option<(String, i64)>) {
-    let _mem = memory::scope(Category::ThreadInfo);
+    let _mem = footprint::scope(Category::ThreadInfo);
     let mut map = names().lock();
     match map.get_mut(&tid) {
         Some(e) if e.ended_at.is_none() => {

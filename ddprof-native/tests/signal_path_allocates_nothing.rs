@@ -1,12 +1,12 @@
 //! The recording half of the signal path (trace interning, sample append, counters)
 //! must not allocate: the library's counting global allocator proves it for this thread.
 
-use javaProfiler::memory::thread_allocations;
+use javaProfiler::footprint::thread_allocations;
 use javaProfiler::sample::frame::Frame;
 use javaProfiler::sample::record::{record, Context, Event, EventKind};
 use javaProfiler::sample::traces::Recorder;
 
-// The library's own counting allocator (memory/) counts per thread.
+// The library's own counting allocator (footprint/) counts per thread.
 
 #[test]
 fn recording_samples_and_traces_allocates_nothing() {

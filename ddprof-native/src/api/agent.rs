@@ -26,7 +26,7 @@ unsafe fn attach(vm: *mut JavaVM) -> Result<Jvmti, String> {
     // SAFETY: the caller guarantees `vm`.
     let (jvmti, first) = unsafe { vm::init(vm, &events::callbacks()) }?;
     if first {
-        crate::counters::name_gauges(crate::memory::gauge_names);
+        crate::counters::name_gauges(crate::footprint::gauge_names);
         crate::threads::init_contexts();
         crate::hotspot::init();
         crate::jvmti::redefine::install(jvmti);

@@ -103,7 +103,7 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_getDebugCounters
     _class: JClass,
 ) -> jobject {
     guarded(&mut env, std::ptr::null_mut(), |env| {
-        crate::memory::refresh(false);
+        crate::footprint::refresh(false);
         let (ptr, len) = counters::raw_buffer();
         // SAFETY: the counter slots are a static array that lives as long as the library;
         // Java only reads through the buffer.

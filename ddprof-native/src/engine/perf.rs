@@ -121,7 +121,7 @@ fn close(fd: c_int) {
 }
 
 fn ring_bytes() -> usize {
-    let n = slots::RING_PAGES * crate::memory::page_size();
+    let n = slots::RING_PAGES * crate::footprint::page_size();
     slots::set_ring_bytes(n);
     n
 }

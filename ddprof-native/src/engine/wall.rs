@@ -246,7 +246,7 @@ fn push_epoch(start_ticks: i64, duration_ms: i64, c: Counts) {
     if epochs.len() >= MAX_EPOCHS {
         return;
     }
-    let _mem = crate::memory::scope(crate::memory::Category::JfrBuffers);
+    let _mem = crate::footprint::scope(crate::footprint::Category::JfrBuffers);
     epochs.push(WallClockEpoch {
         ticks: start_ticks,
         duration_ms,

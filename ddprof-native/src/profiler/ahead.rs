@@ -34,7 +34,7 @@ impl Ahead {
         let Some(recorder) = handler::recorder() else {
             return 0;
         };
-        let _mem = crate::memory::scope(crate::memory::Category::NativeSymbols);
+        let _mem = crate::footprint::scope(crate::footprint::Category::NativeSymbols);
         if self.seen.len() > MAX_SEEN {
             self.seen = HashSet::new();
         }

@@ -110,7 +110,7 @@ impl Watcher {
                         .as_ref()
                         .is_some_and(|e| e.id() == crate::engine::EngineId::PerfEvents),
                 );
-                crate::memory::measure_resident();
+                crate::footprint::measure_resident();
             }
         });
         match spawned {

@@ -252,7 +252,7 @@ fn write_chunk(
     }
     let settings = std::mem::take(&mut *PENDING_SETTINGS.lock());
     let traced = crate::tracing::take();
-    let allocations = crate::memory::thread_allocations();
+    let allocations = crate::footprint::thread_allocations();
     // Libraries loaded since the last scan get their malloc and socket hooks.
     crate::nativemem::rescan();
     crate::natsock::rescan();
@@ -296,7 +296,7 @@ fn write_chunk(
     counters::Counter::DumpCount.inc();
     counters::Counter::DumpNanosLast.set(t0.elapsed().as_nanos() as i64);
     counters::Counter::DumpAllocationsLast
-        .set((crate::memory::thread_allocations() - allocations) as i64);
+        .set((crate::footprint::thread_allocations() - allocations) as i64);
     let written = output::write(path, &chunk.parts(), append);
     if written.is_err() {
         // The chunk now waits for the next write, into whatever file: ids after it.

@@ -119,7 +119,7 @@ pub(super) fn start(
     dump::prepare(refresh.symbols, refresh.kernel_symbols);
     if reset {
         // Peaks and averages start again once the start's own transient work is done.
-        crate::memory::on_start();
+        crate::footprint::on_start();
     }
     let watches_libraries = start_library_watcher(refresh, &mut sources);
     for w in &warnings {
@@ -260,7 +260,7 @@ fn start_code_maps(jvmti: Jvmti, args: &Args, warnings: &mut Vec<String>, source
 
 fn register_current_thread(jni: *mut JNIEnv) {
     let Some(jvmti) = vm::jvmti() else { return };
-    let _mem = crate::memory::scope(crate::memory::Category::ThreadInfo);
+    let _mem = crate::footprint::scope(crate::footprint::Category::ThreadInfo);
     if let Some((name, id)) = vm::describe_thread(jvmti, jni, std::ptr::null_mut()) {
         threads::register_java_thread(crate::sample::context::gettid(), name, id);
     }

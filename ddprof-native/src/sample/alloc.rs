@@ -20,7 +20,7 @@ use super::record::{self, Allocation, Context, Event, EventKind};
 use super::walk::arch::Regs;
 use super::walk::{agct::Agct, vm::VmWalker, SignalContext, StackWalker, Walk};
 use crate::counters::Counter;
-use crate::memory::{Category, Mapped, Zeroable};
+use crate::footprint::{Category, Mapped, Zeroable};
 
 /// Deepest allocation stack recorded (`jstackdepth` is clamped to it).
 pub const MAX_DEPTH: usize = 2048;

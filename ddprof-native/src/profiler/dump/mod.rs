@@ -91,7 +91,7 @@ pub fn build_chunk(
     end: &ChunkEnd,
 ) -> (crate::jfr::ChunkBytes, u32) {
     // Charged here unless a nested scope (pools, method resolution) claims it.
-    let _mem = crate::memory::scope(crate::memory::Category::JfrBuffers);
+    let _mem = crate::footprint::scope(crate::footprint::Category::JfrBuffers);
     // Live objects: the tracker's entries and the stacks they keep, which outlive the
     // generation's trace table (keys above every table id).
     let live_started = Instant::now();
@@ -287,7 +287,7 @@ fn write_chunk<N: FrameNamer>(
         recording_start_ms: session.started_epoch_ms,
         recording_duration_ms: end_nanos / 1_000_000 - session.started_epoch_ms,
     });
-    crate::memory::refresh(true);
+    crate::footprint::refresh(true);
     for (name, value) in counters::snapshot() {
         chunk.profiler_counter(end_ticks, name, value);
     }

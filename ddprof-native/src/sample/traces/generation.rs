@@ -17,7 +17,7 @@ use super::super::context::MAX_ATTRIBUTES;
 use super::table::TraceTable;
 use super::Frame;
 use crate::counters::Counter;
-use crate::memory::{Category, Mapped, Zeroable};
+use crate::footprint::{Category, Mapped, Zeroable};
 
 /// One sample as the handler records it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
