@@ -106,7 +106,7 @@ fn native_unwinding_allocates_nothing() {
     let mut frames = vec![Frame::default(); 16];
     native::set_record(native::Record::Mixed);
     // Rules of the libraries mapped now: the lookups run (heap "code" has none).
-    assert!(javaProfiler::eh_frame::refresh() > 0);
+    assert!(javaProfiler::libs::eh_frame::refresh() > 0);
     let before = thread_allocations();
     let mut ends = 0;
     for _ in 0..1000 {

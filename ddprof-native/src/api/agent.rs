@@ -37,7 +37,7 @@ unsafe fn attach(vm: *mut JavaVM) -> Result<Jvmti, String> {
 #[no_mangle]
 pub extern "system" fn JNI_OnLoad(vm: *mut JavaVM, _reserved: *mut c_void) -> jint {
     // Before anything else: the Java loader deletes an extracted copy once System.load returns.
-    crate::elf::keep_own_file();
+    crate::libs::elf::keep_own_file();
     // SAFETY: the JVM passes its valid JavaVM*.
     match catch_unwind(|| unsafe { attach(vm) }) {
         Ok(Ok(_)) => JNI_VERSION_1_6,
@@ -81,7 +81,7 @@ pub extern "system" fn Agent_OnLoad(
     opts: *const c_char,
     _reserved: *mut c_void,
 ) -> jint {
-    crate::elf::keep_own_file();
+    crate::libs::elf::keep_own_file();
     let result = catch_unwind(|| {
         // SAFETY: the JVM passes its valid JavaVM*.
         let jvmti = unsafe { attach(vm) }?;
@@ -107,7 +107,7 @@ pub extern "system" fn Agent_OnAttach(
     opts: *const c_char,
     _reserved: *mut c_void,
 ) -> jint {
-    crate::elf::keep_own_file();
+    crate::libs::elf::keep_own_file();
     let result = catch_unwind(|| {
         // SAFETY: the JVM passes its valid JavaVM*.
         unsafe { attach(vm) }?;

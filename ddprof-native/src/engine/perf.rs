@@ -310,7 +310,7 @@ impl PerfEvents {
         if ring == 0 {
             return Err("the kernel refused the ring buffer (perf_event_mlock_kb)".into());
         }
-        if !crate::kallsyms::readable() {
+        if !crate::libs::kallsyms::readable() {
             return Err("/proc/kallsyms shows no addresses (kptr_restrict)".into());
         }
         Ok(())

@@ -16,7 +16,7 @@
 
 use std::ffi::{c_void, CStr};
 
-use crate::elf::{
+use crate::libs::elf::{
     DT_JMPREL, DT_NULL, DT_PLTREL, DT_PLTRELSZ, DT_RELA, DT_RELASZ, DT_STRSZ, DT_STRTAB, DT_SYMTAB,
     PT_DYNAMIC, PT_GNU_RELRO, PT_LOAD,
 };

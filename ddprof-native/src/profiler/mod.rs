@@ -258,7 +258,7 @@ fn write_chunk(
     crate::natsock::rescan();
     if session.walker != Walker::Asgct || handler::native_top() {
         // Libraries loaded since the last check get their DWARF rules.
-        let bytes = crate::eh_frame::refresh();
+        let bytes = crate::libs::eh_frame::refresh();
         counters::Counter::NativeUnwindTableBytes.set(bytes as i64);
     }
     // Chunks that wait for a successful write go first into this file: pool ids keep

@@ -135,7 +135,7 @@ pub fn set_native_frames(args: &Args, walker: WalkerKind) -> NativeFrames {
     if frames.unwound(walker) {
         // DWARF rules for the libraries mapped now (rebuilt when they change, at starts
         // and dumps).
-        let bytes = crate::eh_frame::refresh();
+        let bytes = crate::libs::eh_frame::refresh();
         counters::Counter::NativeUnwindTableBytes.set(bytes as i64);
     }
     frames

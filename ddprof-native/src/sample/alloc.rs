@@ -55,7 +55,7 @@ pub fn arm(walker: WalkerKind, depth: usize) {
     DEPTH.store(depth.clamp(1, MAX_DEPTH), Ordering::Relaxed);
 }
 
-/// Where this library's code is mapped (`crate::mappings::own_code`), for the hooks' walks.
+/// Where this library's code is mapped (`crate::libs::mappings::own_code`), for the hooks' walks.
 /// Not called on the sampling path.
 pub fn set_own_code(lo: usize, hi: usize) {
     OWN_LO.store(lo, Ordering::Relaxed);

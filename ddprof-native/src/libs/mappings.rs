@@ -10,7 +10,7 @@
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
-use crate::elf::{executable_files_of, executable_mappings, MappedFile, Mapping};
+use crate::libs::elf::{executable_files_of, executable_mappings, MappedFile, Mapping};
 
 /// One reading of the maps file.
 pub struct Snapshot {
