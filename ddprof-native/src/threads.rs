@@ -30,10 +30,10 @@ unsafe extern "C" fn end_context(p: *mut libc::c_void) {
     let c = p as *mut ThreadContext;
     // SAFETY: p came from Box::into_raw in `current_context` and is freed only here.
     if unsafe { (*c).published.load(Ordering::Relaxed) } {
-        crate::otel_tls::publish(std::ptr::null());
+        crate::context::otel_tls::publish(std::ptr::null());
     }
     // SAFETY: as above.
-    crate::thread_filter::release(unsafe { &*c });
+    crate::context::thread_filter::release(unsafe { &*c });
     // SAFETY: as above; nothing reaches the context any more (key value cleared, TLS slot
     // cleared).
     drop(unsafe { Box::from_raw(c) });
@@ -51,7 +51,7 @@ pub fn current_context() -> Option<&'static ThreadContext> {
         Box::<ThreadContext>::default()
     };
     let c = context::install(c)?;
-    crate::otel_tls::publish(&c.record as *const _ as *const libc::c_void);
+    crate::context::otel_tls::publish(&c.record as *const _ as *const libc::c_void);
     c.published.store(true, Ordering::Relaxed);
     Some(c)
 }

@@ -162,7 +162,7 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_filterThread0(
 ) {
     quiet((), || {
         if let Some(c) = threads::current_context() {
-            crate::thread_filter::set(c, add != 0);
+            crate::context::thread_filter::set(c, add != 0);
         }
     })
 }
@@ -406,7 +406,7 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_registerConstant
         let Ok(value) = env.get_string(&value).map(String::from) else {
             return -1;
         };
-        crate::context::intern(&value).map_or(-1, |id| id as jint)
+        crate::context::dictionary::intern(&value).map_or(-1, |id| id as jint)
     })
 }
 
@@ -416,7 +416,7 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_contextEpoch0(
     _env: JNIEnv,
     _class: JClass,
 ) -> jint {
-    quiet(0, || crate::context::epoch() as jint)
+    quiet(0, || crate::context::dictionary::epoch() as jint)
 }
 
 /// Legacy `setContext(spanId, rootSpanId)` (java-profiler 1.34): ids only.
@@ -454,7 +454,7 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_setContextEncodi
         // One byte more than an entry holds: a longer value keeps its encoding, but its record
         // entry is left out (`set_encoding_legacy`).
         let mut buf = [0u8; MAX_VALUE_BYTES + 1];
-        let Some(n) = crate::context::with_value(encoding as u32, |v| {
+        let Some(n) = crate::context::dictionary::with_value(encoding as u32, |v| {
             let n = v.len().min(buf.len());
             buf[..n].copy_from_slice(&v.as_bytes()[..n]);
             n
@@ -584,7 +584,7 @@ pub extern "system" fn Java_com_datadoghq_profiler_internal_Diagnostics_readOtel
     mut env: JNIEnv,
     _class: JClass,
 ) -> jobject {
-    let Some(record) = crate::otel_tls::lookup_by_symbol() else {
+    let Some(record) = crate::context::otel_tls::lookup_by_symbol() else {
         return std::ptr::null_mut();
     };
     guarded(&mut env, std::ptr::null_mut(), |env| {

@@ -394,7 +394,7 @@ pub fn thread_ended(tid: i32, named: Option<(String, i64)>) {
     // A registered thread leaves the wall-clock filter when its Java life ends, not only when
     // its native thread exits later (the context's destructor frees the slot then).
     if let Some(c) = crate::sample::context::current() {
-        crate::thread_filter::set(c, false);
+        crate::context::thread_filter::set(c, false);
     }
     threads::ended(tid, EPOCH.load(Ordering::Acquire), named);
 }

@@ -220,7 +220,7 @@ fn reset_recording(recorder: &Recorder) {
     recorder.reset();
     counters::reset_all();
     // One context dictionary per recording (docs/context.md).
-    crate::context::clear();
+    crate::context::dictionary::clear();
     PENDING_SETTINGS.lock().clear();
 }
 

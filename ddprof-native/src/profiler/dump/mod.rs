@@ -530,7 +530,7 @@ fn attr_key(chunk: &mut ChunkBuilder, keys: &mut WordMap<u32, u32>, id: u32) -> 
     match id {
         0 => 0,
         id => *keys.entry(id).or_insert_with(|| {
-            crate::context::lookup(id).map_or(0, |v| chunk.intern_attribute_value(&v))
+            crate::context::dictionary::lookup(id).map_or(0, |v| chunk.intern_attribute_value(&v))
         }),
     }
 }

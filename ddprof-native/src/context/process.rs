@@ -645,5 +645,5 @@ pub fn publish_or_warn(ctx: &ProcessContext) {
 }
 
 #[cfg(test)]
-#[path = "process_context_tests.rs"]
+#[path = "process_tests.rs"]
 mod tests;
