@@ -22,7 +22,6 @@ pub mod profiler;
 pub mod sample;
 pub mod threads;
 pub mod tracing;
-pub mod vm;
 pub mod word_map;
 
 /// Every Rust allocation of the core is charged to a memory category (footprint/).

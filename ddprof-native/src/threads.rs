@@ -155,7 +155,7 @@ fn refresh(map: &mut HashMap<i32, Entry>, tid: i32, name: String, java_id: i64) 
 // A JNIEnv is an opaque token the JVM validates, as in `vm`.
 #[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn refresh_java_threads(jni: *mut JNIEnv, tids: &[i64]) {
-    let Some(jvmti) = crate::vm::jvmti() else {
+    let Some(jvmti) = crate::jvmti::jvm::jvmti() else {
         return;
     };
     if jni.is_null() || tids.is_empty() {
@@ -179,7 +179,7 @@ pub fn refresh_java_threads(jni: *mut JNIEnv, tids: &[i64]) {
                 if tids.binary_search(&i64::from(tid)).is_err() {
                     continue;
                 }
-                if let Some((name, id)) = crate::vm::describe_thread(jvmti, jni, t) {
+                if let Some((name, id)) = crate::jvmti::jvm::describe_thread(jvmti, jni, t) {
                     found.push((tid, name, id));
                 }
             }

@@ -41,7 +41,7 @@ pub fn id_of(class: jclass) -> u32 {
             return intern(name);
         }
     }
-    let Some(jvmti) = crate::vm::jvmti() else {
+    let Some(jvmti) = crate::jvmti::jvm::jvmti() else {
         return 0;
     };
     match jvmti.class_signature(class) {

@@ -20,7 +20,7 @@
 //! Everything here runs on JVM threads (the allocating thread's callback, the dump), never in
 //! a signal handler; one mutex guards the table, and its memory is charged to `live_heap`.
 
-// JNI handles are opaque tokens the JVM validates (as in crate::vm).
+// JNI handles are opaque tokens the JVM validates (as in crate::jvmti::jvm).
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use std::cell::Cell;

@@ -7,14 +7,14 @@ use std::panic::catch_unwind;
 use jni::sys::{jint, JavaVM, JNI_ERR, JNI_OK, JNI_VERSION_1_6};
 
 use super::events;
+use crate::jvmti::jvm;
 use crate::jvmti::Jvmti;
-use crate::vm;
 
 /// Property naming the library that `-agentpath` loaded, so the Java API loads this same
 /// copy instead of extracting a second one (two copies would fight over SIGPROF).
 const AGENT_LIB_PROPERTY: &str = "ddprof.agent.lib";
 
-/// The JVM handle (`vm::init`) and, the first time, what needs the VM before anything else
+/// The JVM handle (`jvm::init`) and, the first time, what needs the VM before anything else
 /// runs: the memory gauges' names, the thread contexts' key, HotSpot's VMStructs (libjvm's
 /// static initialisers fill them, so they are readable from `Agent_OnLoad` on) and the
 /// redefinition hooks (before any agent can redefine a class through us or others,
@@ -24,7 +24,7 @@ const AGENT_LIB_PROPERTY: &str = "ddprof.agent.lib";
 /// `vm` must be the process's valid `JavaVM*`.
 unsafe fn attach(vm: *mut JavaVM) -> Result<Jvmti, String> {
     // SAFETY: the caller guarantees `vm`.
-    let (jvmti, first) = unsafe { vm::init(vm, &events::callbacks()) }?;
+    let (jvmti, first) = unsafe { jvm::init(vm, &events::callbacks()) }?;
     if first {
         crate::counters::name_gauges(crate::footprint::gauge_names);
         crate::threads::init_contexts();

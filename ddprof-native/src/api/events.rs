@@ -8,14 +8,14 @@
 use jni::sys::{jclass, jlong, jobject, JNIEnv};
 use parking_lot::Mutex;
 
+use crate::jvmti::jvm::{describe_thread, jvmti};
 use crate::jvmti::{jthread, EventCallbacks, JvmtiEnvPtr};
-use crate::vm::{describe_thread, jvmti};
 use crate::{log, profiler, threads};
 
 /// Command to run at VMInit (from `-agentpath:...=<options>`).
 static AGENT_COMMAND: Mutex<Option<String>> = Mutex::new(None);
 
-/// The callbacks `crate::vm::init` registers (through `super::agent::attach`).
+/// The callbacks `crate::jvmti::jvm::init` registers (through `super::agent::attach`).
 pub fn callbacks() -> EventCallbacks {
     EventCallbacks {
         vm_init: Some(on_vm_init),

@@ -641,7 +641,7 @@ pub extern "system" fn Java_com_datadoghq_profiler_internal_Diagnostics_makeMeth
     of: JClass,
 ) -> jint {
     guarded(&mut env, -1, |_| {
-        let n = crate::vm::jvmti().and_then(|j| j.load_method_ids(of.as_raw()).ok());
+        let n = crate::jvmti::jvm::jvmti().and_then(|j| j.load_method_ids(of.as_raw()).ok());
         Ok(n.map_or(-1, |n| jint::try_from(n).unwrap_or(jint::MAX)))
     })
 }
@@ -680,13 +680,13 @@ pub extern "system" fn Java_com_datadoghq_profiler_internal_Diagnostics_compareM
     of: JClass,
 ) -> jobjectArray {
     guarded(&mut env, std::ptr::null_mut(), |env| {
-        let jvmti =
-            crate::vm::jvmti().ok_or_else(|| Error::State("JVMTI is not available".into()))?;
+        let jvmti = crate::jvmti::jvm::jvmti()
+            .ok_or_else(|| Error::State("JVMTI is not available".into()))?;
         let m = crate::sample::vm::layout::get()
             .and_then(|l| l.method.as_ref())
             .ok_or_else(|| Error::State("no VMStructs method group".into()))?;
         let encoding = crate::sample::vm::debuginfo::Encoding::for_feature_version(
-            crate::vm::java_feature_version(),
+            crate::jvmti::jvm::java_feature_version(),
         );
         let ids = jvmti
             .class_methods(of.as_raw())

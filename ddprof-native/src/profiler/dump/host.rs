@@ -7,10 +7,10 @@ use std::collections::HashMap;
 use super::{NO_NATIVE_LIBS, NO_SYSTEM_INFO, NO_SYSTEM_PROPS};
 use crate::args::Args;
 use crate::jfr::ChunkBuilder;
-use crate::vm;
+use crate::jvmti::jvm;
 
 pub(super) fn write_system_info(chunk: &mut ChunkBuilder, args: &Args, ticks: i64) {
-    let jvmti = vm::jvmti();
+    let jvmti = jvm::jvmti();
     let prop = |k: &str| jvmti.and_then(|j| j.system_property(k)).unwrap_or_default();
     if args.jfr_mask & NO_SYSTEM_INFO == 0 {
         let host = Host::get();

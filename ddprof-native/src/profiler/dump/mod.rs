@@ -24,13 +24,14 @@ use crate::jfr::{
     ActiveRecording, ChunkBuilder, ChunkStart, FrameRef, HeapLiveObject, NativeAllocation,
     NativeSocketSample, ObjectSample, ProfilerConfig, Sample,
 };
+use crate::jvmti::jvm;
 use crate::methods::namer::{DumpNamer, FrameNamer};
 use crate::sample::frame::{frame_type, kind, Frame};
 use crate::sample::handler::TICKS_PER_SECOND;
 use crate::sample::record::{EventKind, Socket};
 use crate::sample::traces::{Generation, SampleRecord};
+use crate::threads;
 use crate::word_map::WordMap;
-use crate::{threads, vm};
 
 const LOG_WARN: u8 = 3;
 // jfr mask bits (the `jfr=` option).
@@ -282,7 +283,7 @@ fn write_chunk<N: FrameNamer>(
         name: &format!("java-profiler {VERSION}"),
         destination: &session.file.to_string_lossy(),
         max_age_ms: 0,
-        flush_interval_ms: (vm::java_feature_version() >= 14).then_some(0),
+        flush_interval_ms: (jvm::java_feature_version() >= 14).then_some(0),
         max_size: 0,
         recording_start_ms: session.started_epoch_ms,
         recording_duration_ms: end_nanos / 1_000_000 - session.started_epoch_ms,
