@@ -9,12 +9,12 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::time::Instant;
 
-use javaProfiler::memory::{self, Category};
+use javaProfiler::footprint::{self, Category};
 
 const PAIRS: usize = 2_000_000;
 
 fn counted(size: usize) -> f64 {
-    let _s = memory::scope(Category::Dictionary);
+    let _s = footprint::scope(Category::Dictionary);
     let t = Instant::now();
     for _ in 0..PAIRS {
         black_box(Vec::<u8>::with_capacity(black_box(size)));

@@ -245,7 +245,7 @@ counters! {
     LiveHeapTraces => "live_heap_traces",
     LiveHeapWrittenLast => "live_heap_written_last",
     LiveHeapFlushNanosLast => "live_heap_flush_ns_last",
-    // Allocator facts (memory/malloc.rs); the arena figures are -1 when unknowable.
+    // Allocator facts (footprint/malloc.rs); the arena figures are -1 when unknowable.
     MallocIsGlibc => "malloc_is_glibc",
     MallocHeaderBytes => "malloc_chunk_header_bytes",
     MallocArenaBytes => "malloc_arena_bytes",
@@ -285,7 +285,7 @@ counters! {
 pub const COUNT: usize = NAMES.len();
 pub const SLOT_BYTES: usize = 128;
 /// Slots after the named counters, for gauges named elsewhere: the memory gauges, whose
-/// names `memory::gauge_names` gives and `crate::api::agent::attach` registers ([`name_gauges`]).
+/// names `footprint::gauge_names` gives and `crate::api::agent::attach` registers ([`name_gauges`]).
 /// Counters stay below memory accounting this way (memory publishes into them).
 pub const GAUGE_SLOTS: usize = 64;
 const SLOTS_LEN: usize = COUNT + GAUGE_SLOTS;
@@ -382,11 +382,11 @@ mod tests {
     #[test]
     fn slots_are_128_bytes_apart_and_names_unique() {
         assert_eq!(std::mem::size_of::<Slot>(), SLOT_BYTES);
-        name_gauges(crate::memory::gauge_names);
+        name_gauges(crate::footprint::gauge_names);
         let mut all = names().to_vec();
-        assert_eq!(all.len(), COUNT + crate::memory::GAUGES);
+        assert_eq!(all.len(), COUNT + crate::footprint::GAUGES);
         all.sort_unstable();
         all.dedup();
-        assert_eq!(all.len(), COUNT + crate::memory::GAUGES);
+        assert_eq!(all.len(), COUNT + crate::footprint::GAUGES);
     }
 }

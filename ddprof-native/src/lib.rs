@@ -7,32 +7,23 @@ pub mod api;
 pub mod args;
 pub mod context;
 pub mod counters;
-
-pub mod eh_frame;
-pub mod elf;
 pub mod engine;
+pub mod footprint;
 pub mod hotspot;
 pub mod imports;
 pub mod jfr;
 pub mod jvmti;
-pub mod kallsyms;
+pub mod libs;
 pub mod log;
-pub mod mappings;
-pub mod memory;
 pub mod methods;
 pub mod nativemem;
 pub mod natsock;
-pub mod otel_tls;
-pub mod process_context;
 pub mod profiler;
 pub mod sample;
-pub mod symbols;
-pub mod thread_filter;
 pub mod threads;
 pub mod tracing;
-pub mod vm;
 pub mod word_map;
 
-/// Every Rust allocation of the core is charged to a memory category (memory/).
+/// Every Rust allocation of the core is charged to a memory category (footprint/).
 #[global_allocator]
-static ALLOCATOR: memory::CountingAllocator = memory::CountingAllocator;
+static ALLOCATOR: footprint::CountingAllocator = footprint::CountingAllocator;

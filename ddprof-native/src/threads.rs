@@ -11,7 +11,7 @@ use jni::sys::JNIEnv;
 use parking_lot::Mutex;
 
 use crate::counters::Counter;
-use crate::memory::{self, Category};
+use crate::footprint::{self, Category};
 use crate::sample::context::{self, ThreadContext};
 
 /// Creates the pthread key of the thread contexts. Once, at library load.
@@ -30,10 +30,10 @@ unsafe extern "C" fn end_context(p: *mut libc::c_void) {
     let c = p as *mut ThreadContext;
     // SAFETY: p came from Box::into_raw in `current_context` and is freed only here.
     if unsafe { (*c).published.load(Ordering::Relaxed) } {
-        crate::otel_tls::publish(std::ptr::null());
+        crate::context::otel_tls::publish(std::ptr::null());
     }
     // SAFETY: as above.
-    crate::thread_filter::release(unsafe { &*c });
+    crate::context::thread_filter::release(unsafe { &*c });
     // SAFETY: as above; nothing reaches the context any more (key value cleared, TLS slot
     // cleared).
     drop(unsafe { Box::from_raw(c) });
@@ -47,11 +47,11 @@ pub fn current_context() -> Option<&'static ThreadContext> {
         return Some(c);
     }
     let c = {
-        let _mem = memory::scope(Category::ThreadInfo);
+        let _mem = footprint::scope(Category::ThreadInfo);
         Box::<ThreadContext>::default()
     };
     let c = context::install(c)?;
-    crate::otel_tls::publish(&c.record as *const _ as *const libc::c_void);
+    crate::context::otel_tls::publish(&c.record as *const _ as *const libc::c_void);
     c.published.store(true, Ordering::Relaxed);
     Some(c)
 }
@@ -94,7 +94,7 @@ fn java_thread(name: String, java_id: i64) -> ThreadName {
 
 /// Records the name of a Java thread (ThreadStart, or a thread calling into the API).
 pub fn register_java_thread(tid: i32, name: String, java_id: i64) {
-    let _mem = memory::scope(Category::ThreadInfo);
+    let _mem = footprint::scope(Category::ThreadInfo);
     let name = java_thread(name, java_id);
     let mut map = names().lock();
     match map.get_mut(&tid) {
@@ -155,7 +155,7 @@ fn refresh(map: &mut HashMap<i32, Entry>, tid: i32, name: String, java_id: i64) 
 // A JNIEnv is an opaque token the JVM validates, as in `vm`.
 #[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn refresh_java_threads(jni: *mut JNIEnv, tids: &[i64]) {
-    let Some(jvmti) = crate::vm::jvmti() else {
+    let Some(jvmti) = crate::jvmti::jvm::jvmti() else {
         return;
     };
     if jni.is_null() || tids.is_empty() {
@@ -164,7 +164,7 @@ pub fn refresh_java_threads(jni: *mut JNIEnv, tids: &[i64]) {
     if !crate::jvmti::push_local_frame(jni, 16) {
         return;
     }
-    let _mem = memory::scope(Category::ThreadInfo);
+    let _mem = footprint::scope(Category::ThreadInfo);
     let threads = jvmti.all_threads(jni);
     let mut found = Vec::new();
     {
@@ -179,7 +179,7 @@ pub fn refresh_java_threads(jni: *mut JNIEnv, tids: &[i64]) {
                 if tids.binary_search(&i64::from(tid)).is_err() {
                     continue;
                 }
-                if let Some((name, id)) = crate::vm::describe_thread(jvmti, jni, t) {
+                if let Some((name, id)) = crate::jvmti::jvm::describe_thread(jvmti, jni, t) {
                     found.push((tid, name, id));
                 }
             }
@@ -252,7 +252,7 @@ impl Namer {
 /// it could not be read); its name stays until `prune`. A thread unknown so far (it existed
 /// before the library loaded) is recorded here, so that the samples it left are named.
 pub fn ended(tid: i32, epoch: u64, name: Option<(String, i64)>) {
-    let _mem = memory::scope(Category::ThreadInfo);
+    let _mem = footprint::scope(Category::ThreadInfo);
     let mut map = names().lock();
     match map.get_mut(&tid) {
         Some(e) if e.ended_at.is_none() => {

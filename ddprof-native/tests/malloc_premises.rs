@@ -8,7 +8,7 @@
 
 use std::process::Command;
 
-use javaProfiler::memory::{self, Allocator, Category, LARGE};
+use javaProfiler::footprint::{self, Allocator, Category, LARGE};
 
 const JEMALLOC: &str = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
 const CHILD: &str = "DDPROF_MALLOC_PREMISES_CHILD";
@@ -26,12 +26,12 @@ fn mib(b: usize) -> f64 {
 /// Slack our tally records for one block vs what malloc_usable_size says directly.
 fn check_large_block(label: &str) -> usize {
     const SIZE: usize = 512 << 10;
-    let before = memory::of(Category::JfrBuffers);
+    let before = footprint::of(Category::JfrBuffers);
     let v: Vec<u8> = {
-        let _s = memory::scope(Category::JfrBuffers);
+        let _s = footprint::scope(Category::JfrBuffers);
         Vec::with_capacity(SIZE)
     };
-    let after = memory::of(Category::JfrBuffers);
+    let after = footprint::of(Category::JfrBuffers);
     // Large blocks are listed, not tagged: v's pointer is malloc's.
     const _: () = assert!(SIZE >= LARGE);
     // SAFETY: v's buffer is a live malloc block.
@@ -46,12 +46,12 @@ fn check_large_block(label: &str) -> usize {
 
 fn jemalloc_side() {
     assert!(
-        matches!(memory::allocator(), Allocator::Other(f) if f.contains("jemalloc")),
+        matches!(footprint::allocator(), Allocator::Other(f) if f.contains("jemalloc")),
         "{:?}",
-        memory::allocator()
+        footprint::allocator()
     );
-    assert_eq!(memory::header(), 0);
-    assert!(memory::arena().is_none());
+    assert_eq!(footprint::header(), 0);
+    assert!(footprint::arena().is_none());
     // Overhead is only the size-class rounding malloc_usable_size shows.
     check_large_block("jemalloc");
     println!("jemalloc: header 0, arena unavailable");
@@ -62,14 +62,14 @@ fn jemalloc_side() {
 fn churn(arena_name: &str, expect_shrink: bool) {
     const N: usize = 26_000;
     const BLOCK: usize = 6 << 10;
-    let a0 = memory::arena().unwrap();
+    let a0 = footprint::arena().unwrap();
     let mut blocks: Vec<Vec<u8>> = (0..N).map(|_| vec![1u8; BLOCK]).collect();
-    let a1 = memory::arena().unwrap();
+    let a1 = footprint::arena().unwrap();
     let grown = a1.arena + a1.hblkhd - a0.arena - a0.hblkhd;
     assert!(grown >= N * BLOCK * 9 / 10, "arena grew {grown}");
     blocks.clear();
     blocks.shrink_to_fit();
-    let a2 = memory::arena().unwrap();
+    let a2 = footprint::arena().unwrap();
     let rss_before = rss();
     // SAFETY: malloc_trim has no preconditions.
     unsafe { libc::malloc_trim(0) };
@@ -98,12 +98,12 @@ fn churn(arena_name: &str, expect_shrink: bool) {
     for b in blocks.iter_mut().step_by(2) {
         *b = None;
     }
-    let a3 = memory::arena().unwrap();
+    let a3 = footprint::arena().unwrap();
     let rss_before = rss();
     // SAFETY: as above.
     unsafe { libc::malloc_trim(0) };
     let reclaimed = rss_before.saturating_sub(rss());
-    let a4 = memory::arena().unwrap();
+    let a4 = footprint::arena().unwrap();
     // Free-held right after the first phase may be large (thread arenas keep it), but
     // the new blocks reuse that space first: what is free now is the holes.
     let stranded = a3.fordblks;
@@ -131,14 +131,14 @@ fn churn(arena_name: &str, expect_shrink: bool) {
 
 fn glibc_side() {
     assert!(matches!(
-        memory::allocator(),
+        footprint::allocator(),
         Allocator::Glibc { mallinfo2: Some(_) }
     ));
 
     // Header: 8 on glibc, probed; 96 B costs 112 B.
-    assert_eq!(memory::header(), 8);
-    assert_eq!(memory::probe_header(96), 8);
-    println!("glibc: header {} B", memory::header());
+    assert_eq!(footprint::header(), 8);
+    assert_eq!(footprint::probe_header(96), 8);
+    println!("glibc: header {} B", footprint::header());
 
     // Large blocks: glibc's mmap threshold moves when an mmapped block is freed, so the
     // same request is mmapped the first time and carved from the heap the next; both

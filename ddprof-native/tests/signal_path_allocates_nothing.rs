@@ -1,12 +1,12 @@
 //! The recording half of the signal path (trace interning, sample append, counters)
 //! must not allocate: the library's counting global allocator proves it for this thread.
 
-use javaProfiler::memory::thread_allocations;
+use javaProfiler::footprint::thread_allocations;
 use javaProfiler::sample::frame::Frame;
 use javaProfiler::sample::record::{record, Context, Event, EventKind};
 use javaProfiler::sample::traces::Recorder;
 
-// The library's own counting allocator (memory/) counts per thread.
+// The library's own counting allocator (footprint/) counts per thread.
 
 #[test]
 fn recording_samples_and_traces_allocates_nothing() {
@@ -106,7 +106,7 @@ fn native_unwinding_allocates_nothing() {
     let mut frames = vec![Frame::default(); 16];
     native::set_record(native::Record::Mixed);
     // Rules of the libraries mapped now: the lookups run (heap "code" has none).
-    assert!(javaProfiler::eh_frame::refresh() > 0);
+    assert!(javaProfiler::libs::eh_frame::refresh() > 0);
     let before = thread_allocations();
     let mut ends = 0;
     for _ in 0..1000 {

@@ -13,9 +13,9 @@ const ALLOWED: &[&str] = &[
     // Named counters and gauges: atomics in a static table.
     "crate::counters",
     // Memory mapped once at start, read and written in place by handlers.
-    "crate::memory::Mapped",
-    "crate::memory::Zeroable",
-    "crate::memory::Category",
+    "crate::footprint::Mapped",
+    "crate::footprint::Zeroable",
+    "crate::footprint::Category",
     "core::sync::atomic",
     "core::ffi",
     "core::mem",
@@ -313,7 +313,7 @@ fn the_signal_wing_imports_only_itself_and_the_basics() {
 #[test]
 fn a_planted_bad_import_is_found() {
     let planted = "use std::sync::atomic::{AtomicBool, Ordering};\n\
-                   use crate::memory::{Category, Mapped};\n\
+                   use crate::footprint::{Category, Mapped};\n\
                    use parking_lot::Mutex;\n\
                    use crate::{counters::Counter, log};\n\
                    fn f() { crate::jvmti::find_class(); let _ = std::collections::HashMap::<u8, u8>::new(); }\n\

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use jni::sys::jclass;
 use parking_lot::Mutex;
 
-use crate::memory::{self, Category};
+use crate::footprint::{self, Category};
 use crate::sample::safe_access::{load_u8, load_usize};
 use crate::sample::vm::codecache::load_field;
 use crate::sample::vm::{klass, layout};
@@ -41,7 +41,7 @@ pub fn id_of(class: jclass) -> u32 {
             return intern(name);
         }
     }
-    let Some(jvmti) = crate::vm::jvmti() else {
+    let Some(jvmti) = crate::jvmti::jvm::jvmti() else {
         return 0;
     };
     match jvmti.class_signature(class) {
@@ -87,7 +87,7 @@ fn intern(name: &str) -> u32 {
     if let Some(&id) = names.ids.get(name) {
         return id;
     }
-    let _mem = memory::scope(Category::LiveHeap);
+    let _mem = footprint::scope(Category::LiveHeap);
     let name: &str = if names.names.len() >= MAX_NAMES {
         if let Some(&id) = names.ids.get(OVERFLOW_NAME) {
             return id;

@@ -20,7 +20,7 @@
 //! Everything here runs on JVM threads (the allocating thread's callback, the dump), never in
 //! a signal handler; one mutex guards the table, and its memory is charged to `live_heap`.
 
-// JNI handles are opaque tokens the JVM validates (as in crate::vm).
+// JNI handles are opaque tokens the JVM validates (as in crate::jvmti::jvm).
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use std::cell::Cell;
@@ -32,7 +32,7 @@ use jni::sys::{jobject, JNIEnv};
 use parking_lot::Mutex;
 
 use crate::counters::Counter;
-use crate::memory::{self, Category};
+use crate::footprint::{self, Category};
 use crate::sample::frame::Frame;
 use crate::sample::record::Context;
 
@@ -159,7 +159,7 @@ pub fn enable(ratio: f64, max_heap: u64, interval: u64) {
             .unwrap_or(MAX_CAPACITY)
             .clamp(1, MAX_CAPACITY);
         let capacity = INITIAL_CAPACITY.min(max);
-        let _mem = memory::scope(Category::LiveHeap);
+        let _mem = footprint::scope(Category::LiveHeap);
         *guard = Some(Tracker {
             entries: Vec::with_capacity(capacity),
             capacity,
@@ -238,7 +238,7 @@ pub fn add(jni: *mut JNIEnv, object: jobject, s: &Sample) {
         delete_weak(jni, weak);
         return;
     };
-    let _mem = memory::scope(Category::LiveHeap);
+    let _mem = footprint::scope(Category::LiveHeap);
     if t.entries.len() >= t.capacity {
         t.cleanup(jni);
         if t.entries.len() >= t.capacity {

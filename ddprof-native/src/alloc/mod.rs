@@ -12,7 +12,7 @@
 //! taken, never below the configured interval (`DDPROF_TEST_DISABLE_RATE_LIMIT=1` turns it
 //! off, as upstream).
 
-// JNI handles are opaque tokens the JVM validates (as in crate::vm).
+// JNI handles are opaque tokens the JVM validates (as in crate::jvmti::jvm).
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 pub mod classes;
@@ -291,7 +291,7 @@ fn rate_tick() {
     let current = INTERVAL.load(Ordering::Relaxed);
     let next = retarget(current, rate, CONFIGURED.load(Ordering::Relaxed));
     if next != current {
-        if let Some(j) = crate::vm::jvmti() {
+        if let Some(j) = crate::jvmti::jvm::jvmti() {
             if j.set_heap_sampling_interval(i32::try_from(next).unwrap_or(i32::MAX))
                 .is_ok()
             {

@@ -7,14 +7,14 @@ use std::panic::catch_unwind;
 use jni::sys::{jint, JavaVM, JNI_ERR, JNI_OK, JNI_VERSION_1_6};
 
 use super::events;
+use crate::jvmti::jvm;
 use crate::jvmti::Jvmti;
-use crate::vm;
 
 /// Property naming the library that `-agentpath` loaded, so the Java API loads this same
 /// copy instead of extracting a second one (two copies would fight over SIGPROF).
 const AGENT_LIB_PROPERTY: &str = "ddprof.agent.lib";
 
-/// The JVM handle (`vm::init`) and, the first time, what needs the VM before anything else
+/// The JVM handle (`jvm::init`) and, the first time, what needs the VM before anything else
 /// runs: the memory gauges' names, the thread contexts' key, HotSpot's VMStructs (libjvm's
 /// static initialisers fill them, so they are readable from `Agent_OnLoad` on) and the
 /// redefinition hooks (before any agent can redefine a class through us or others,
@@ -24,9 +24,9 @@ const AGENT_LIB_PROPERTY: &str = "ddprof.agent.lib";
 /// `vm` must be the process's valid `JavaVM*`.
 unsafe fn attach(vm: *mut JavaVM) -> Result<Jvmti, String> {
     // SAFETY: the caller guarantees `vm`.
-    let (jvmti, first) = unsafe { vm::init(vm, &events::callbacks()) }?;
+    let (jvmti, first) = unsafe { jvm::init(vm, &events::callbacks()) }?;
     if first {
-        crate::counters::name_gauges(crate::memory::gauge_names);
+        crate::counters::name_gauges(crate::footprint::gauge_names);
         crate::threads::init_contexts();
         crate::hotspot::init();
         crate::jvmti::redefine::install(jvmti);
@@ -37,7 +37,7 @@ unsafe fn attach(vm: *mut JavaVM) -> Result<Jvmti, String> {
 #[no_mangle]
 pub extern "system" fn JNI_OnLoad(vm: *mut JavaVM, _reserved: *mut c_void) -> jint {
     // Before anything else: the Java loader deletes an extracted copy once System.load returns.
-    crate::elf::keep_own_file();
+    crate::libs::elf::keep_own_file();
     // SAFETY: the JVM passes its valid JavaVM*.
     match catch_unwind(|| unsafe { attach(vm) }) {
         Ok(Ok(_)) => JNI_VERSION_1_6,
@@ -81,7 +81,7 @@ pub extern "system" fn Agent_OnLoad(
     opts: *const c_char,
     _reserved: *mut c_void,
 ) -> jint {
-    crate::elf::keep_own_file();
+    crate::libs::elf::keep_own_file();
     let result = catch_unwind(|| {
         // SAFETY: the JVM passes its valid JavaVM*.
         let jvmti = unsafe { attach(vm) }?;
@@ -107,7 +107,7 @@ pub extern "system" fn Agent_OnAttach(
     opts: *const c_char,
     _reserved: *mut c_void,
 ) -> jint {
-    crate::elf::keep_own_file();
+    crate::libs::elf::keep_own_file();
     let result = catch_unwind(|| {
         // SAFETY: the JVM passes its valid JavaVM*.
         unsafe { attach(vm) }?;

@@ -81,7 +81,7 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_contextValueByte
         if encoding <= 0 {
             return std::ptr::null_mut();
         }
-        crate::context::with_value(encoding as u32, |v| {
+        crate::context::dictionary::with_value(encoding as u32, |v| {
             let n = v.len().min(context::MAX_VALUE_BYTES + 1);
             env.byte_array_from_slice(&v.as_bytes()[..n])
                 .map_or(std::ptr::null_mut(), |a| a.into_raw())

@@ -8,14 +8,14 @@
 use jni::sys::{jclass, jlong, jobject, JNIEnv};
 use parking_lot::Mutex;
 
+use crate::jvmti::jvm::{describe_thread, jvmti};
 use crate::jvmti::{jthread, EventCallbacks, JvmtiEnvPtr};
-use crate::vm::{describe_thread, jvmti};
 use crate::{log, profiler, threads};
 
 /// Command to run at VMInit (from `-agentpath:...=<options>`).
 static AGENT_COMMAND: Mutex<Option<String>> = Mutex::new(None);
 
-/// The callbacks `crate::vm::init` registers (through `super::agent::attach`).
+/// The callbacks `crate::jvmti::jvm::init` registers (through `super::agent::attach`).
 pub fn callbacks() -> EventCallbacks {
     EventCallbacks {
         vm_init: Some(on_vm_init),
@@ -69,7 +69,7 @@ unsafe extern "C" fn on_vm_death(_env: *mut JvmtiEnvPtr, jni: *mut JNIEnv) {
 
 unsafe extern "C" fn on_thread_start(_env: *mut JvmtiEnvPtr, jni: *mut JNIEnv, thread: jthread) {
     let _ = std::panic::catch_unwind(|| {
-        let _mem = crate::memory::scope(crate::memory::Category::ThreadInfo);
+        let _mem = crate::footprint::scope(crate::footprint::Category::ThreadInfo);
         let tid = crate::sample::context::gettid();
         if let Some(jvmti) = jvmti() {
             if let Some((name, id)) = describe_thread(jvmti, jni, thread) {
@@ -82,7 +82,7 @@ unsafe extern "C" fn on_thread_start(_env: *mut JvmtiEnvPtr, jni: *mut JNIEnv, t
 
 unsafe extern "C" fn on_thread_end(_env: *mut JvmtiEnvPtr, jni: *mut JNIEnv, thread: jthread) {
     let _ = std::panic::catch_unwind(|| {
-        let _mem = crate::memory::scope(crate::memory::Category::ThreadInfo);
+        let _mem = crate::footprint::scope(crate::footprint::Category::ThreadInfo);
         // Its name as it ends (renamed since, or never seen: it existed before we loaded).
         let named = jvmti().and_then(|j| describe_thread(j, jni, thread));
         profiler::thread_ended(crate::sample::context::gettid(), named);

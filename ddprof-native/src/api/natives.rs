@@ -130,7 +130,7 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_getDebugCounters
     _class: JClass,
 ) -> jobject {
     guarded(&mut env, std::ptr::null_mut(), |env| {
-        crate::memory::refresh(false);
+        crate::footprint::refresh(false);
         let (ptr, len) = counters::raw_buffer();
         // SAFETY: the counter slots are a static array that lives as long as the library;
         // Java only reads through the buffer.
@@ -189,7 +189,7 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_filterThread0(
 ) {
     quiet((), || {
         if let Some(c) = threads::current_context() {
-            crate::thread_filter::set(c, add != 0);
+            crate::context::thread_filter::set(c, add != 0);
         }
     })
 }
@@ -433,7 +433,7 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_registerConstant
         let Ok(value) = env.get_string(&value).map(String::from) else {
             return -1;
         };
-        crate::context::intern(&value).map_or(-1, |id| id as jint)
+        crate::context::dictionary::intern(&value).map_or(-1, |id| id as jint)
     })
 }
 
@@ -443,7 +443,7 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_contextEpoch0(
     _env: JNIEnv,
     _class: JClass,
 ) -> jint {
-    quiet(0, || crate::context::epoch() as jint)
+    quiet(0, || crate::context::dictionary::epoch() as jint)
 }
 
 /// Legacy `setContext(spanId, rootSpanId)` (java-profiler 1.34): ids only.
@@ -481,7 +481,7 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_setContextEncodi
         // One byte more than an entry holds: a longer value keeps its encoding, but its record
         // entry is left out (`set_encoding_legacy`).
         let mut buf = [0u8; MAX_VALUE_BYTES + 1];
-        let Some(n) = crate::context::with_value(encoding as u32, |v| {
+        let Some(n) = crate::context::dictionary::with_value(encoding as u32, |v| {
             let n = v.len().min(buf.len());
             buf[..n].copy_from_slice(&v.as_bytes()[..n]);
             n
@@ -611,7 +611,7 @@ pub extern "system" fn Java_com_datadoghq_profiler_internal_Diagnostics_readOtel
     mut env: JNIEnv,
     _class: JClass,
 ) -> jobject {
-    let Some(record) = crate::otel_tls::lookup_by_symbol() else {
+    let Some(record) = crate::context::otel_tls::lookup_by_symbol() else {
         return std::ptr::null_mut();
     };
     guarded(&mut env, std::ptr::null_mut(), |env| {
@@ -668,7 +668,7 @@ pub extern "system" fn Java_com_datadoghq_profiler_internal_Diagnostics_makeMeth
     of: JClass,
 ) -> jint {
     guarded(&mut env, -1, |_| {
-        let n = crate::vm::jvmti().and_then(|j| j.load_method_ids(of.as_raw()).ok());
+        let n = crate::jvmti::jvm::jvmti().and_then(|j| j.load_method_ids(of.as_raw()).ok());
         Ok(n.map_or(-1, |n| jint::try_from(n).unwrap_or(jint::MAX)))
     })
 }
@@ -707,13 +707,13 @@ pub extern "system" fn Java_com_datadoghq_profiler_internal_Diagnostics_compareM
     of: JClass,
 ) -> jobjectArray {
     guarded(&mut env, std::ptr::null_mut(), |env| {
-        let jvmti =
-            crate::vm::jvmti().ok_or_else(|| Error::State("JVMTI is not available".into()))?;
+        let jvmti = crate::jvmti::jvm::jvmti()
+            .ok_or_else(|| Error::State("JVMTI is not available".into()))?;
         let m = crate::sample::vm::layout::get()
             .and_then(|l| l.method.as_ref())
             .ok_or_else(|| Error::State("no VMStructs method group".into()))?;
         let encoding = crate::sample::vm::debuginfo::Encoding::for_feature_version(
-            crate::vm::java_feature_version(),
+            crate::jvmti::jvm::java_feature_version(),
         );
         let ids = jvmti
             .class_methods(of.as_raw())

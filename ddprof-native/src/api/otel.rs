@@ -1,5 +1,5 @@
 //! `com.datadoghq.profiler.OTelContext` natives: the OTel process context
-//! (`process_context.rs`, docs/context.md "The process context").
+//! (`context/process.rs`, docs/context.md "The process context").
 //!
 //! Names are upstream's. `setProcessCtx0` exists in two shapes: six strings (java-profiler
 //! 1.34, whose `OTelContext` released tracers ship) and six strings plus the attribute keys
@@ -14,8 +14,8 @@ use jni::objects::{JClass, JObject, JObjectArray, JString, JValue};
 use jni::sys::jobject;
 use jni::JNIEnv;
 
+use crate::context::process::{self, ProcessContext, MAX_ATTRIBUTE_KEYS};
 use crate::log;
-use crate::process_context::{self, ProcessContext, MAX_ATTRIBUTE_KEYS};
 
 const PROCESS_CONTEXT_CLASS: &str = "com/datadoghq/profiler/OTelContext$ProcessContext";
 const CTOR_CURRENT: &str = "(Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;[Ljava/lang/String;)V";
@@ -84,7 +84,7 @@ fn set(
             text(env, tracer_version),
             keys,
         );
-        process_context::publish_or_warn(&ctx);
+        process::publish_or_warn(&ctx);
     }));
     if outcome.is_err() {
         log::warn("setProcessContext: internal error (panic); the process context is unchanged");
@@ -195,7 +195,7 @@ pub extern "system" fn Java_com_datadoghq_profiler_OTelContext_readProcessCtx0(
     _class: JClass,
 ) -> jobject {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let ctx = process_context::read()?;
+        let ctx = process::read()?;
         new_process_context(&mut env, &ctx)
             .ok()
             .map(JObject::into_raw)

@@ -121,7 +121,7 @@ fn close(fd: c_int) {
 }
 
 fn ring_bytes() -> usize {
-    let n = slots::RING_PAGES * crate::memory::page_size();
+    let n = slots::RING_PAGES * crate::footprint::page_size();
     slots::set_ring_bytes(n);
     n
 }
@@ -310,7 +310,7 @@ impl PerfEvents {
         if ring == 0 {
             return Err("the kernel refused the ring buffer (perf_event_mlock_kb)".into());
         }
-        if !crate::kallsyms::readable() {
+        if !crate::libs::kallsyms::readable() {
             return Err("/proc/kallsyms shows no addresses (kptr_restrict)".into());
         }
         Ok(())

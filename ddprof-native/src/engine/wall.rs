@@ -1,6 +1,6 @@
 //! The wall-clock sampler thread ("WallClock (ASGCT)" as upstream names it; the stack is
 //! walked by whichever walker the session resolved). Every tick it
-//! 1. collects the candidates: the registered threads (`crate::thread_filter`) with the
+//! 1. collects the candidates: the registered threads (`crate::context::thread_filter`) with the
 //!    filter on, else every task of `/proc/self/task`, itself excepted;
 //! 2. picks `walltpt` of them by reservoir sampling (each is chosen with probability
 //!    min(1, walltpt / candidates));
@@ -246,7 +246,7 @@ fn push_epoch(start_ticks: i64, duration_ms: i64, c: Counts) {
     if epochs.len() >= MAX_EPOCHS {
         return;
     }
-    let _mem = crate::memory::scope(crate::memory::Category::JfrBuffers);
+    let _mem = crate::footprint::scope(crate::footprint::Category::JfrBuffers);
     epochs.push(WallClockEpoch {
         ticks: start_ticks,
         duration_ms,
@@ -274,7 +274,7 @@ fn run(config: Config, control: &Control) {
     loop {
         threads.clear();
         if config.filter {
-            crate::thread_filter::collect(&mut threads);
+            crate::context::thread_filter::collect(&mut threads);
         } else {
             threads.extend(crate::threads::all_tids().into_iter().map(|t| (t, None)));
         }

@@ -52,7 +52,7 @@ pub fn on_stub(name: &[u8], address: usize, length: jint) {
 }
 
 fn add(name: &str, start: usize, len: usize) {
-    let _mem = crate::memory::scope(crate::memory::Category::Dictionary);
+    let _mem = crate::footprint::scope(crate::footprint::Category::Dictionary);
     let mut guard = STUBS.lock();
     let t = guard.get_or_insert_with(Table::default);
     let i = match t.index.get(name) {

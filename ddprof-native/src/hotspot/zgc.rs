@@ -165,7 +165,7 @@ pub fn klass_of_class_ref(m: &MethodGroup, jni: *mut JNIEnv, class: jobject) -> 
         // primitive, or the object moved meanwhile; "cannot tell" stands.
         return None;
     }
-    let jvmti = crate::vm::jvmti()?;
+    let jvmti = crate::jvmti::jvm::jvmti()?;
     for c in jvmti.loaded_classes(jni) {
         crate::jvmti::delete_local_ref(jni, c);
     }

@@ -16,7 +16,7 @@
 
 use std::ffi::{c_void, CStr};
 
-use crate::elf::{
+use crate::libs::elf::{
     DT_JMPREL, DT_NULL, DT_PLTREL, DT_PLTRELSZ, DT_RELA, DT_RELASZ, DT_STRSZ, DT_STRTAB, DT_SYMTAB,
     PT_DYNAMIC, PT_GNU_RELRO, PT_LOAD,
 };
@@ -167,7 +167,7 @@ impl Object<'_> {
     /// The pages the dynamic linker made read-only after relocation (`PT_GNU_RELRO`,
     /// both ends rounded down to a page as the linker does).
     pub fn relro(&self) -> Option<(usize, usize)> {
-        let page = crate::memory::page_size();
+        let page = crate::footprint::page_size();
         self.headers
             .iter()
             .find(|h| h.0 == PT_GNU_RELRO)
@@ -258,7 +258,7 @@ pub unsafe fn write_slot(
     if !slot.is_multiple_of(std::mem::align_of::<usize>()) {
         return Err(WriteError::Misaligned);
     }
-    let page = crate::memory::page_size();
+    let page = crate::footprint::page_size();
     let page_start = slot & !(page - 1);
     let protected = relro.is_some_and(|(s, e)| page_start >= s && page_start < e);
     let protect = |prot| {

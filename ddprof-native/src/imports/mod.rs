@@ -56,7 +56,7 @@ pub struct HookSet {
 /// at the hook's caller: this library's own frames are dropped from their tops.
 pub fn arm_sampler(walker: crate::sample::handler::WalkerKind, depth: usize) {
     crate::sample::alloc::arm(walker, depth);
-    if let Some((lo, hi)) = crate::mappings::own_code() {
+    if let Some((lo, hi)) = crate::libs::mappings::own_code() {
         crate::sample::alloc::set_own_code(lo, hi);
     }
 }

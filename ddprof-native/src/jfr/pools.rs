@@ -13,7 +13,7 @@ use super::metadata::{
     T_PACKAGE, T_STACK_TRACE, T_STRING, T_SYMBOL, T_THREAD, T_THREAD_STATE,
 };
 use super::FrameRef;
-use crate::memory::{self, Category};
+use crate::footprint::{self, Category};
 use crate::word_map::{WordMap, WordSet};
 use std::collections::BTreeMap;
 
@@ -46,7 +46,7 @@ pub struct Interner {
 
 impl Interner {
     pub fn intern(&mut self, s: &str) -> u32 {
-        let _mem = memory::scope(Category::Dictionary);
+        let _mem = footprint::scope(Category::Dictionary);
         if let Some(&id) = self.ids.get(s) {
             return id;
         }
@@ -172,7 +172,7 @@ impl Pools {
     }
 
     pub fn intern_class(&mut self, class_name: &str) -> u32 {
-        let _mem = memory::scope(Category::Dictionary);
+        let _mem = footprint::scope(Category::Dictionary);
         let name = self.symbols.intern(class_name);
         if let Some(&id) = self.class_ids.get(&name) {
             return id;
@@ -208,7 +208,7 @@ impl Pools {
         modifiers: i32,
         hidden: bool,
     ) -> u32 {
-        let _mem = memory::scope(Category::Dictionary);
+        let _mem = footprint::scope(Category::Dictionary);
         let class = self.intern_class(class_name);
         let name = self.symbols.intern(name);
         let descriptor = self.symbols.intern(descriptor);
@@ -230,7 +230,7 @@ impl Pools {
 
     /// Returns false (and writes nothing) if the key is already present.
     pub fn add_stack_trace(&mut self, key: u64, truncated: bool, frames: &[FrameRef]) -> bool {
-        let _mem = memory::scope(Category::Dictionary);
+        let _mem = footprint::scope(Category::Dictionary);
         if !self.trace_keys.insert(key) {
             return false;
         }
@@ -281,7 +281,7 @@ impl Pools {
         java_name: Option<&str>,
         java_thread_id: i64,
     ) {
-        let _mem = memory::scope(Category::Dictionary);
+        let _mem = footprint::scope(Category::Dictionary);
         let entry = ThreadEntry {
             os_name: os_name.to_owned(),
             java_name: java_name.map(str::to_owned),
@@ -295,7 +295,7 @@ impl Pools {
     }
 
     pub fn note_thread(&mut self, tid: i64) {
-        let _mem = memory::scope(Category::Dictionary);
+        let _mem = footprint::scope(Category::Dictionary);
         // Key 0 is the conventional "no value" reference; never invent it.
         if tid != 0 && !self.threads.contains_key(&tid) {
             self.referenced_tids.insert(tid);
@@ -306,7 +306,7 @@ impl Pools {
     /// Room for `traces` stack traces of `frames` frames in all, so that the encoded
     /// traces are not copied at each doubling (fresh pages are much of a first dump's cost).
     pub fn reserve_traces(&mut self, traces: usize, frames: usize) {
-        let _mem = memory::scope(Category::Dictionary);
+        let _mem = footprint::scope(Category::Dictionary);
         // About 7 bytes a frame (method key, line, bci, type as varints), 4 a trace.
         self.traces.reserve(frames * 7 + traces * 4);
         self.trace_keys.reserve(traces);
@@ -315,7 +315,7 @@ impl Pools {
     /// Room for `methods` distinct methods. Only tables whose size is known: a hash table
     /// sized past its use is faulted in whole all the same, its entries spread over it.
     pub fn reserve_methods(&mut self, methods: usize) {
-        let _mem = memory::scope(Category::Dictionary);
+        let _mem = footprint::scope(Category::Dictionary);
         self.method_ids.reserve(methods);
         self.methods.reserve(methods);
     }

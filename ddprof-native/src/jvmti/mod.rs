@@ -13,6 +13,8 @@ use std::ptr;
 
 use jni::sys::{jclass, jint, jlong, jmethodID, jobject, JNIEnv, JavaVM};
 
+/// The JVM we live in: the `JavaVM*`, our JVMTI environment, what they tell.
+pub mod jvm;
 pub mod redefine;
 
 /// JVMTI's `jthread` is a `jobject` referring to a java.lang.Thread.

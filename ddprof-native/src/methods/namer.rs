@@ -55,7 +55,7 @@ impl DumpNamer {
     /// `None` without JVMTI (no JVM to name Java frames with). `remotesym`: native frames in a
     /// library with a build id are left to the backend.
     pub fn new(jni: *mut JNIEnv, remotesym: bool) -> Option<DumpNamer> {
-        let jvmti = crate::vm::jvmti()?;
+        let jvmti = crate::jvmti::jvm::jvmti()?;
         Some(DumpNamer {
             java: JavaNames::new(Resolver::new(jvmti, jni)),
             natives: NativeNames::new(remotesym),

@@ -14,7 +14,7 @@ use crate::word_map::WordMap;
 /// every pc of a function shares it. The symbolizer (reading `/proc/self/maps`) is made
 /// on the first native frame of the dump.
 pub struct NativeNames {
-    symbols: Option<crate::symbols::Symbolizer>,
+    symbols: Option<crate::libs::symbols::Symbolizer>,
     by_pc: WordMap<u64, u32>,
     by_name: WordMap<String, u32>,
     /// `remotesym`: frames in a library with a build id are left to the backend.
@@ -59,7 +59,7 @@ impl NativeNames {
             return *k;
         }
         let unnamed;
-        let name = match crate::kallsyms::get().and_then(|t| t.name(pc)) {
+        let name = match crate::libs::kallsyms::get().and_then(|t| t.name(pc)) {
             Some(n) => n,
             None => {
                 unnamed = format!("[kernel] 0x{pc:x}");
@@ -80,7 +80,7 @@ impl NativeNames {
         }
         let symbols = self
             .symbols
-            .get_or_insert_with(crate::symbols::Symbolizer::new);
+            .get_or_insert_with(crate::libs::symbols::Symbolizer::new);
         let (mapping, vaddr) = symbols.locate(pc)?;
         let id = self
             .build_ids
@@ -112,7 +112,7 @@ impl NativeNames {
         // symbols): the stub's name, as a stub frame would get.
         let name = crate::hotspot::stubs::name_of(pc as usize).unwrap_or_else(|| {
             self.symbols
-                .get_or_insert_with(crate::symbols::Symbolizer::new)
+                .get_or_insert_with(crate::libs::symbols::Symbolizer::new)
                 .name(pc)
         });
         let k = match self.by_name.get(&name) {

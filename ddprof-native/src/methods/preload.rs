@@ -19,8 +19,8 @@ use parking_lot::Mutex;
 use super::lazy;
 use crate::args::FjMethodId;
 use crate::counters::Counter;
+use crate::footprint::{self, Category};
 use crate::jvmti::{self, Jvmti};
-use crate::memory::{self, Category};
 
 /// The `FjMethodId` in force for the last session started, or `IDLE` before the first one.
 static MODE: AtomicU8 = AtomicU8::new(IDLE);
@@ -62,7 +62,7 @@ pub fn apply(mode: FjMethodId, jvmti: Jvmti, jni: *mut JNIEnv) {
         }
         FjMethodId::Lazy => {
             ALL_LOADED.store(false, Ordering::Release);
-            let _mem = memory::scope(Category::ClassRegistry);
+            let _mem = footprint::scope(Category::ClassRegistry);
             lazy::register_loaded(jvmti, jni)
         }
     }
@@ -101,7 +101,7 @@ pub fn on_class_prepare(jvmti: Jvmti, jni: *mut JNIEnv, class: jclass) {
         Some(FjMethodId::True) => true,
         Some(FjMethodId::False) => can_unload(class),
         Some(FjMethodId::Lazy) => {
-            let _mem = memory::scope(Category::ClassRegistry);
+            let _mem = footprint::scope(Category::ClassRegistry);
             lazy::register_class(jvmti, jni, class);
             lazy::publish_gauges();
             false

@@ -79,7 +79,7 @@ pub fn method_parts(m: &MethodGroup, method: usize, encoding: Encoding) -> Optio
     let modifiers = load_field(method, m.method.access_flags).unwrap_or(0) as i32 & 0xffff;
     let flags = load_field(const_method, m.const_method.flags).unwrap_or(0);
     let mut lines: Vec<BciLine> = if flags & m.const_method.has_linenumber_table != 0 {
-        let _mem = crate::memory::scope(crate::memory::Category::LineTables);
+        let _mem = crate::footprint::scope(crate::footprint::Category::LineTables);
         let code_size = load_field(const_method, m.const_method.code_size).unwrap_or(0) as usize;
         // The compressed table starts right after the bytecodes.
         let table = const_method + m.const_method.size + code_size;

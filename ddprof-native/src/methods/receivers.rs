@@ -64,7 +64,7 @@ pub fn remember_class(jni: *mut JNIEnv, class: jclass) {
     if id == 0 {
         return;
     }
-    let _mem = crate::memory::scope(crate::memory::Category::ClassRegistry);
+    let _mem = crate::footprint::scope(crate::footprint::Category::ClassRegistry);
     REMEMBERED
         .lock()
         .get_or_insert_with(HashMap::new)
@@ -87,7 +87,7 @@ fn remembered(klass: usize, id: u64) -> Option<String> {
 pub fn forget_unloaded() {
     static ROUND: AtomicU64 = AtomicU64::new(0);
     let round = ROUND.fetch_add(1, Ordering::Relaxed) % SWEEP_SLICES;
-    let _mem = crate::memory::scope(crate::memory::Category::ClassRegistry);
+    let _mem = crate::footprint::scope(crate::footprint::Category::ClassRegistry);
     if let Some(map) = REMEMBERED.lock().as_mut() {
         map.retain(|&id, &mut (klass, _)| slice_of(id) != round || is_same_class(klass, id));
     }

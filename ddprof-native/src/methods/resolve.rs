@@ -10,8 +10,8 @@ use super::info::{internal_class_name, is_entry_point, MethodInfo};
 use super::lazy::resolve::{LazyResolver, Refused, NO_ID_KEY, SCAN_CAP};
 use super::raw::{MethodParts, RawRefusal};
 use crate::counters::Counter;
+use crate::footprint::{self, Category};
 use crate::jvmti::{self, Jvmti};
-use crate::memory::{self, Category};
 use crate::sample::frame::{kind, Frame};
 use crate::sample::safe_access::load_usize;
 use crate::sample::tags;
@@ -63,7 +63,7 @@ impl Resolver {
     }
 
     pub fn resolve(&mut self, method_id: u64) -> &MethodInfo {
-        let _mem = memory::scope(Category::MethodMap);
+        let _mem = footprint::scope(Category::MethodMap);
         if !self.cache.contains_key(&method_id) {
             let info = self.lookup(method_id).unwrap_or_else(|| {
                 Counter::JmethodidSkipped.inc();
@@ -84,7 +84,7 @@ impl Resolver {
     /// answer is the same in a trace of any `since` (its holder was never redefined), so that
     /// the dump may keep it by the frame's own words.
     pub fn key_of(&mut self, frame: &Frame, since: i64) -> (u8, u64, bool, bool) {
-        let _mem = memory::scope(Category::MethodMap);
+        let _mem = footprint::scope(Category::MethodMap);
         let u = tags::untag(frame);
         let Some(tag) = u.tag else {
             return (frame.kind, frame.method, true, true);
@@ -147,7 +147,7 @@ impl Resolver {
     /// ([`super::raw::resolve_checked`]). Cached apart from jmethodIDs (the key spaces could
     /// collide).
     pub fn resolve_raw(&mut self, frame: &Frame, since: i64) -> &MethodInfo {
-        let _mem = memory::scope(Category::MethodMap);
+        let _mem = footprint::scope(Category::MethodMap);
         let u = tags::untag(frame);
         if let Some(tag) = u.tag {
             return match self.lazy.refusal(u.method, tag, u.idnum, since) {
@@ -283,7 +283,7 @@ impl Resolver {
         let (name, descriptor) = self.jvmti.method_name(m).ok()?;
         let modifiers = self.jvmti.method_modifiers(m).unwrap_or(0);
         let lines = {
-            let _mem = memory::scope(Category::LineTables);
+            let _mem = footprint::scope(Category::LineTables);
             self.jvmti.line_number_table(m)
         };
         if !lines.is_empty() {
@@ -316,7 +316,7 @@ impl Drop for Resolver {
     fn drop(&mut self) {
         // The names the next dump may reuse (`lazy/kept.rs`); the rest are dropped here.
         {
-            let _mem = memory::scope(Category::MethodMap);
+            let _mem = footprint::scope(Category::MethodMap);
             let named = std::mem::take(&mut self.cache);
             self.lazy.keep(named);
         }

@@ -1,6 +1,6 @@
 //! Naming ahead of the dump: the library watcher's thread reads the traces handlers published
 //! since its last poll and names their native pcs, so that the names are in the symbol
-//! tables' caches (`crate::symbols`, kept per function for the process) when the dump meets
+//! tables' caches (`crate::libs::symbols`, kept per function for the process) when the dump meets
 //! them. A first dump otherwise reads each new function's name from its file, one `pread`
 //! of 2-3 µs each on this kind of host, for the tens of JIT compiler and VM functions its
 //! samples hold: that cost moves off the dump's latency (the tracer's dumping thread waits
@@ -34,7 +34,7 @@ impl Ahead {
         let Some(recorder) = handler::recorder() else {
             return 0;
         };
-        let _mem = crate::memory::scope(crate::memory::Category::NativeSymbols);
+        let _mem = crate::footprint::scope(crate::footprint::Category::NativeSymbols);
         if self.seen.len() > MAX_SEEN {
             self.seen = HashSet::new();
         }
@@ -56,7 +56,7 @@ impl Ahead {
         if pcs.is_empty() {
             return 0;
         }
-        let symbols = crate::symbols::Symbolizer::new();
+        let symbols = crate::libs::symbols::Symbolizer::new();
         for &pc in &pcs {
             let _ = symbols.name(pc);
         }

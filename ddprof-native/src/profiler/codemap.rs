@@ -89,7 +89,7 @@ pub unsafe extern "C" fn on_compiled_method_load(
         if !(perfmap::is_active() || dump) || env.is_null() {
             return;
         }
-        let Some(jvmti) = crate::vm::jvmti() else {
+        let Some(jvmti) = crate::jvmti::jvm::jvmti() else {
             return;
         };
         let name = (|| {

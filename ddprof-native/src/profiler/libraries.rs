@@ -27,9 +27,9 @@ pub const ADOPT_EVERY: u32 = 5;
 /// What the watcher keeps current.
 #[derive(Clone)]
 pub struct Refresh {
-    /// The native unwinder's DWARF rules (`crate::eh_frame`): with the VM walker.
+    /// The native unwinder's DWARF rules (`crate::libs::eh_frame`): with the VM walker.
     pub unwind_rules: bool,
-    /// The symbol tables native frames are named from (`crate::symbols`), read here rather
+    /// The symbol tables native frames are named from (`crate::libs::symbols`), read here rather
     /// than by the first dump that meets a library's frame: libjvm's takes milliseconds. (The
     /// build ids and host facts every dump writes are read here in any mode: `dump::prepare`.)
     pub symbols: bool,
@@ -37,7 +37,7 @@ pub struct Refresh {
     /// frames are recorded and the dump names them itself (not under `remotesym`, which
     /// leaves most of them to the backend).
     pub names_ahead: bool,
-    /// `/proc/kallsyms`, for the kernel frames of perf_events samples (`crate::kallsyms`).
+    /// `/proc/kallsyms`, for the kernel frames of perf_events samples (`crate::libs::kallsyms`).
     pub kernel_symbols: bool,
     /// The CPU engine, whose `adopt` arms threads started without a ThreadStart.
     pub engine: Option<Arc<dyn crate::engine::Engine>>,
@@ -58,7 +58,7 @@ pub struct Watcher {
 fn refresh(what: &Refresh) {
     Counter::LibraryRefreshes.inc();
     if what.unwind_rules {
-        let bytes = crate::eh_frame::refresh();
+        let bytes = crate::libs::eh_frame::refresh();
         Counter::NativeUnwindTableBytes.set(bytes as i64);
     }
     crate::nativemem::rescan();
@@ -70,7 +70,7 @@ impl Watcher {
     /// Starts the thread; None (logged) where the loader gives no counts or no thread can be made,
     /// and the dumps alone refresh (and threads never attached are not sampled).
     pub fn start(what: Refresh) -> Option<Watcher> {
-        let mut seen = crate::mappings::loader_changes()?;
+        let mut seen = crate::libs::mappings::loader_changes()?;
         let control = Arc::new(Control {
             running: Mutex::new(true),
             wake: Condvar::new(),
@@ -89,7 +89,7 @@ impl Watcher {
                 return;
             }
             drop(running);
-            if let Some(now) = crate::mappings::loader_changes() {
+            if let Some(now) = crate::libs::mappings::loader_changes() {
                 if now != seen {
                     seen = now;
                     refresh(&what);
@@ -110,7 +110,7 @@ impl Watcher {
                         .as_ref()
                         .is_some_and(|e| e.id() == crate::engine::EngineId::PerfEvents),
                 );
-                crate::memory::measure_resident();
+                crate::footprint::measure_resident();
             }
         });
         match spawned {

@@ -288,13 +288,13 @@ fn write_chunk(
     }
     let settings = std::mem::take(&mut *PENDING_SETTINGS.lock());
     let traced = crate::tracing::take();
-    let allocations = crate::memory::thread_allocations();
+    let allocations = crate::footprint::thread_allocations();
     // Libraries loaded since the last scan get their malloc and socket hooks.
     crate::nativemem::rescan();
     crate::natsock::rescan();
     if session.walker != Walker::Asgct || handler::native_top() {
         // Libraries loaded since the last check get their DWARF rules.
-        let bytes = crate::eh_frame::refresh();
+        let bytes = crate::libs::eh_frame::refresh();
         counters::Counter::NativeUnwindTableBytes.set(bytes as i64);
     }
     // Chunks that wait for a successful write go first into this file: pool ids keep
@@ -332,7 +332,7 @@ fn write_chunk(
     counters::Counter::DumpCount.inc();
     counters::Counter::DumpNanosLast.set(t0.elapsed().as_nanos() as i64);
     counters::Counter::DumpAllocationsLast
-        .set((crate::memory::thread_allocations() - allocations) as i64);
+        .set((crate::footprint::thread_allocations() - allocations) as i64);
     let written = output::write(path, &chunk.parts(), append);
     if written.is_err() {
         // The chunk now waits for the next write, into whatever file: ids after it.
@@ -430,7 +430,7 @@ pub fn thread_ended(tid: i32, named: Option<(String, i64)>) {
     // A registered thread leaves the wall-clock filter when its Java life ends, not only when
     // its native thread exits later (the context's destructor frees the slot then).
     if let Some(c) = crate::sample::context::current() {
-        crate::thread_filter::set(c, false);
+        crate::context::thread_filter::set(c, false);
     }
     threads::ended(tid, EPOCH.load(Ordering::Acquire), named);
 }

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 
 use crate::counters::Counter;
-use crate::memory::{self, Category};
+use crate::footprint::{self, Category};
 
 /// Unwritten chunks kept at most; older ones are dropped (and counted) past it.
 const MAX_UNWRITTEN_BYTES: usize = 64 << 20;
@@ -66,7 +66,7 @@ pub fn create_empty(path: &Path) -> std::io::Result<()> {
 /// Writes `chunk` (its parts in order) to `path`, after the file's current content when
 /// `append`, with any unwritten chunks first. On failure the chunk joins the unwritten ones.
 pub fn write(path: &Path, chunk: &[&[u8]], append: bool) -> std::io::Result<()> {
-    let _mem = memory::scope(Category::JfrBuffers);
+    let _mem = footprint::scope(Category::JfrBuffers);
     let mut unwritten = UNWRITTEN.lock();
     let result = check_target(path).and_then(|()| {
         let mut head = Vec::new();

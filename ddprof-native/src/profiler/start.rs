@@ -24,6 +24,7 @@ use crate::counters;
 use crate::engine::wall::{self, WallClock};
 use crate::engine::{ctimer::CTimer, itimer::ITimer, none::NoCpu, perf::PerfEvents, Engine};
 use crate::hotspot::trace_id;
+use crate::jvmti::jvm;
 use crate::jvmti::Jvmti;
 use crate::methods::preload;
 use crate::sample::handler::{self, SignalSource, WalkerKind};
@@ -31,7 +32,7 @@ use crate::sample::safe_access;
 use crate::sample::traces::Recorder;
 use crate::sample::vm::current_thread;
 use crate::sample::walk::agct::Agct;
-use crate::{log, threads, vm};
+use crate::{log, threads};
 
 /// `start` (a new recording: `reset`) or `resume` (appending to the file): see the module
 /// comment for its shape.
@@ -44,7 +45,7 @@ pub(super) fn start(
     if session.is_some() {
         return Err(Error::State("Profiler already started".into()));
     }
-    let jvmti = vm::jvmti().ok_or_else(|| Error::State("JVMTI is not available".into()))?;
+    let jvmti = jvm::jvmti().ok_or_else(|| Error::State("JVMTI is not available".into()))?;
     let file = PathBuf::from(args.file.clone().unwrap_or_default());
     let reset = args.action == Action::Start;
     let interval = args.cpu_interval_ns;
@@ -119,7 +120,7 @@ pub(super) fn start(
     dump::prepare(refresh.symbols, refresh.kernel_symbols);
     if reset {
         // Peaks and averages start again once the start's own transient work is done.
-        crate::memory::on_start();
+        crate::footprint::on_start();
     }
     let watches_libraries = start_library_watcher(refresh, &mut sources);
     for w in &warnings {
@@ -220,7 +221,7 @@ fn reset_recording(recorder: &Recorder) {
     recorder.reset();
     counters::reset_all();
     // One context dictionary per recording (docs/context.md).
-    crate::context::clear();
+    crate::context::dictionary::clear();
     PENDING_SETTINGS.lock().clear();
 }
 
@@ -259,9 +260,9 @@ fn start_code_maps(jvmti: Jvmti, args: &Args, warnings: &mut Vec<String>, source
 }
 
 fn register_current_thread(jni: *mut JNIEnv) {
-    let Some(jvmti) = vm::jvmti() else { return };
-    let _mem = crate::memory::scope(crate::memory::Category::ThreadInfo);
-    if let Some((name, id)) = vm::describe_thread(jvmti, jni, std::ptr::null_mut()) {
+    let Some(jvmti) = jvm::jvmti() else { return };
+    let _mem = crate::footprint::scope(crate::footprint::Category::ThreadInfo);
+    if let Some((name, id)) = jvm::describe_thread(jvmti, jni, std::ptr::null_mut()) {
         threads::register_java_thread(crate::sample::context::gettid(), name, id);
     }
 }

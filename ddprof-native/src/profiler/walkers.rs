@@ -8,13 +8,13 @@ use super::sigaction_message;
 use crate::args::{Args, CStack, FjMethodId};
 use crate::counters;
 use crate::hotspot::vmstructs;
+use crate::jvmti::jvm;
 use crate::methods::lazy;
 use crate::sample::handler::{self, WalkerKind};
 use crate::sample::safe_access;
 use crate::sample::vm::current_thread;
 use crate::sample::walk::native::{set_record, Record};
 use crate::sample::walk::vm::VmWalker;
-use crate::vm;
 
 /// The stack walker `cstack` resolves to: `vm`/`vmx` (and `default`) take our VMStructs
 /// walker when this JVM's layout, the current-thread lookup and the crash protection are
@@ -68,7 +68,7 @@ fn init_vm_walker() -> Option<&'static VmWalker> {
     crate::sample::walk::own_stack::set_guard_zones(crate::sample::walk::own_stack::GuardZones(
         crate::hotspot::vmstructs::flags::stack_guard_bytes(),
     ));
-    VmWalker::init(vm::java_feature_version())
+    VmWalker::init(jvm::java_feature_version())
 }
 
 /// The walker of allocation stacks: ours whenever it can run, whatever `cstack` chose for CPU
@@ -135,7 +135,7 @@ pub fn set_native_frames(args: &Args, walker: WalkerKind) -> NativeFrames {
     if frames.unwound(walker) {
         // DWARF rules for the libraries mapped now (rebuilt when they change, at starts
         // and dumps).
-        let bytes = crate::eh_frame::refresh();
+        let bytes = crate::libs::eh_frame::refresh();
         counters::Counter::NativeUnwindTableBytes.set(bytes as i64);
     }
     frames
@@ -162,7 +162,7 @@ pub fn resolve_id_mode(
             FjMethodId::True
         }
         (FjMethodId::Lazy, WalkerKind::Vm) => {
-            match lazy::prerequisites(jni, vm::java_feature_version()) {
+            match lazy::prerequisites(jni, jvm::java_feature_version()) {
                 Ok(()) => FjMethodId::Lazy,
                 Err(e) => {
                     warnings.push(format!("fjmethodid=lazy is unavailable: {e}; using fjmethodid=false (jmethodIDs only for classes that can unload)"));

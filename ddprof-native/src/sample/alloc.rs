@@ -20,7 +20,7 @@ use super::record::{self, Allocation, Context, Event, EventKind};
 use super::walk::arch::Regs;
 use super::walk::{agct::Agct, vm::VmWalker, SignalContext, StackWalker, Walk};
 use crate::counters::Counter;
-use crate::memory::{Category, Mapped, Zeroable};
+use crate::footprint::{Category, Mapped, Zeroable};
 
 /// Deepest allocation stack recorded (`jstackdepth` is clamped to it).
 pub const MAX_DEPTH: usize = 2048;
@@ -55,7 +55,7 @@ pub fn arm(walker: WalkerKind, depth: usize) {
     DEPTH.store(depth.clamp(1, MAX_DEPTH), Ordering::Relaxed);
 }
 
-/// Where this library's code is mapped (`crate::mappings::own_code`), for the hooks' walks.
+/// Where this library's code is mapped (`crate::libs::mappings::own_code`), for the hooks' walks.
 /// Not called on the sampling path.
 pub fn set_own_code(lo: usize, hi: usize) {
     OWN_LO.store(lo, Ordering::Relaxed);

@@ -8,7 +8,7 @@
 //! and `numSuppressedSampledRun` of the epoch events). Threads without a span only, as
 //! upstream: a traced thread's wait is part of its request's latency.
 //!
-//! A cell belongs to the wall-clock thread filter (`crate::thread_filter` allocates them in
+//! A cell belongs to the wall-clock thread filter (`crate::context::thread_filter` allocates them in
 //! pages that are never freed); it lives here because the handler reads it.
 
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};

@@ -6,9 +6,9 @@
 //! - the OTel thread-context record ([`OtelRecord`], OTEP #4947 layout: trace and span id
 //!   big-endian, a valid flag, `{key, len, utf8}` attribute entries), whose address the owner
 //!   also publishes in the exported thread-local `otel_thread_ctx_v1` for out-of-process
-//!   readers (`crate::otel_tls`, outside this wing);
+//!   readers (`crate::context::otel_tls`, outside this wing);
 //! - the sidecar the handler copies into every event: the local root span id and one
-//!   dictionary encoding per attribute slot (`crate::context`), tagged with the dictionary's
+//!   dictionary encoding per attribute slot (`crate::context::dictionary`), tagged with the dictionary's
 //!   epoch so that an encoding from an earlier recording reads as unset.
 //!
 //! Only the owning thread writes (JNI calls); the handler runs on that same thread, so it sees
@@ -41,7 +41,7 @@ pub const LRS_KEY: u8 = 0;
 pub const MAX_VALUE_BYTES: usize = 255;
 
 /// The dictionary's generation: bumped when a recording starts and the dictionary is cleared
-/// (`crate::context::clear`). A slot stores the epoch it was written in beside its encoding.
+/// (`crate::context::dictionary::clear`). A slot stores the epoch it was written in beside its encoding.
 static DICTIONARY_EPOCH: AtomicU32 = AtomicU32::new(1);
 
 /// The current dictionary epoch.
@@ -223,9 +223,9 @@ pub struct ThreadContext {
     pub record: OtelRecord,
     /// Sidecar: the local root span id (the record carries it only as hex text).
     pub root_span_id: AtomicU64,
-    /// Sidecar: per slot, `epoch << 32 | encoding` (`crate::context` dictionary id, 0 = unset).
+    /// Sidecar: per slot, `epoch << 32 | encoding` (`crate::context::dictionary` id, 0 = unset).
     attrs: [AtomicU64; MAX_ATTRIBUTES],
-    /// The thread's cell in the wall-clock thread filter (`crate::thread_filter`, which never
+    /// The thread's cell in the wall-clock thread filter (`crate::context::thread_filter`, which never
     /// frees cells); null: none yet.
     pub filter_cell: AtomicPtr<FilterCell>,
     /// `otel_thread_ctx_v1` of this thread points at `record` (set by `crate::threads`).

@@ -17,7 +17,7 @@ use super::signal::{self, ErrnoGuard, TIMER_SIGNAL_MAGIC};
 use super::traces::Recorder;
 use super::walk::{agct::Agct, compare, vm::VmWalker, SignalContext, StackWalker, Walk};
 use crate::counters::Counter;
-use crate::memory::{Category, Mapped, Zeroable};
+use crate::footprint::{Category, Mapped, Zeroable};
 
 /// Deepest stack a walk records; `jstackdepth` is clamped to it.
 pub const MAX_DEPTH: usize = 4096;

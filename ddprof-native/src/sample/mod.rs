@@ -10,7 +10,7 @@
 //! Construction (`init`, `new`) may allocate: it runs once, outside any handler.
 //!
 //! The wing imports only itself and the no-allocation basics `crate::counters` and
-//! `crate::memory::{Mapped, Zeroable, Category}` (memory mapped once at start); the test
+//! `crate::footprint::{Mapped, Zeroable, Category}` (memory mapped once at start); the test
 //! `tests/signal_wing_imports.rs` fails on anything else, so the rule is kept by the build.
 
 pub mod alloc;

@@ -35,7 +35,7 @@ use super::context::gettid;
 use super::handler;
 use super::record::{self, Allocation, Context, Event, EventKind};
 use crate::counters::Counter;
-use crate::memory::{Category, Mapped, Zeroable};
+use crate::footprint::{Category, Mapped, Zeroable};
 
 /// The functions we hook, in slot-name order ([`NAMES`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -31,7 +31,7 @@ use super::rate_window::RateWindow;
 use super::real_fns::RealFns;
 use super::record::{EventKind, Socket};
 use crate::counters::Counter;
-use crate::memory::{Category, Mapped, Zeroable};
+use crate::footprint::{Category, Mapped, Zeroable};
 
 /// The functions we hook, in [`NAMES`] order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

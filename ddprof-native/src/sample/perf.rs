@@ -28,7 +28,7 @@ use std::sync::OnceLock;
 
 use super::signal::{POLL_HUP, POLL_IN};
 use crate::counters::Counter;
-use crate::memory::{Category, Mapped, Zeroable};
+use crate::footprint::{Category, Mapped, Zeroable};
 
 /// `PERF_EVENT_IOC_ENABLE`: `_IO('$', 0)`, the same number on every architecture.
 pub const IOC_ENABLE: libc::c_ulong = 0x2400;

@@ -103,7 +103,7 @@ pub struct Context {
     /// The 128-bit trace id (high, low); zero when the tracer set none. Written once per
     /// local root span into the chunk (`datadog.TraceLink`), not into each sample event.
     pub trace: (u64, u64),
-    /// Context attribute ids (`crate::context` dictionary), 0 = unset.
+    /// Context attribute ids (`crate::context::dictionary`), 0 = unset.
     pub attrs: [u32; MAX_ATTRIBUTES],
 }
 

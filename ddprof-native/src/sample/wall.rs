@@ -38,7 +38,7 @@ use super::record::{Context, EventKind};
 use super::signal::{self, ErrnoGuard, WALL_SIGNAL_COOKIE};
 use super::walk::SignalContext;
 use crate::counters::Counter;
-use crate::memory::{Category, Mapped, Zeroable};
+use crate::footprint::{Category, Mapped, Zeroable};
 
 /// Slots, by tid modulo this (a power of two).
 const SLOTS: usize = 1 << 14;

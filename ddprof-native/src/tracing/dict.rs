@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::memory::Category;
+use crate::footprint::Category;
 
 pub struct BoundedNames {
     names: HashSet<Arc<str>>,
@@ -37,7 +37,7 @@ impl BoundedNames {
         if (self.names.len() as i64) >= limit {
             return None;
         }
-        let _mem = crate::memory::scope(self.category);
+        let _mem = crate::footprint::scope(self.category);
         let n: Arc<str> = Arc::from(s);
         self.names.insert(n.clone());
         Some(n)

@@ -46,7 +46,7 @@ pub struct Endpoints {
 impl Default for Endpoints {
     fn default() -> Endpoints {
         Endpoints {
-            names: BoundedNames::charged_to(crate::memory::Category::Endpoints),
+            names: BoundedNames::charged_to(crate::footprint::Category::Endpoints),
             operations: BoundedNames::default(),
             pending: Vec::new(),
             added: (0, 0),
@@ -83,7 +83,7 @@ impl Endpoints {
             return true;
         }
         let operation = operation.and_then(|o| self.operations.lookup(o, MAX_OPERATIONS));
-        let _mem = crate::memory::scope(crate::memory::Category::JfrBuffers);
+        let _mem = crate::footprint::scope(crate::footprint::Category::JfrBuffers);
         self.pending.push(EndpointEvent {
             ticks: at.ticks,
             tid: at.tid,

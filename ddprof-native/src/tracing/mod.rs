@@ -108,11 +108,11 @@ fn publish_endpoints(e: &Endpoints) {
     // Measured by the counting allocator: the names, their table and the allocator's tags.
     // Only the dictionary's holder changes it, and it publishes right after (`of` flushes
     // the caller's batch first).
-    let held = crate::memory::of(crate::memory::Category::Endpoints)
+    let held = crate::footprint::of(crate::footprint::Category::Endpoints)
         .live
         .max(0) as usize;
     Counter::DictionaryEndpointsBytes.set(held as i64);
-    Counter::DictionaryEndpointsPages.set(held.div_ceil(crate::memory::page_size()) as i64);
+    Counter::DictionaryEndpointsPages.set(held.div_ceil(crate::footprint::page_size()) as i64);
 }
 
 /// A recording starts (`reset`: `start`, else `resume`): events from before it are

@@ -67,7 +67,7 @@ impl QueueTimes {
             self.dropped += 1;
             return false;
         };
-        let _mem = crate::memory::scope(crate::memory::Category::JfrBuffers);
+        let _mem = crate::footprint::scope(crate::footprint::Category::JfrBuffers);
         self.pending.push(QueueTimeEvent {
             start_ticks: a.start_ticks,
             end_ticks: a.end_ticks,

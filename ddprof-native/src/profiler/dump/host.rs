@@ -7,10 +7,10 @@ use std::collections::HashMap;
 use super::{NO_NATIVE_LIBS, NO_SYSTEM_INFO, NO_SYSTEM_PROPS};
 use crate::args::Args;
 use crate::jfr::ChunkBuilder;
-use crate::vm;
+use crate::jvmti::jvm;
 
 pub(super) fn write_system_info(chunk: &mut ChunkBuilder, args: &Args, ticks: i64) {
-    let jvmti = vm::jvmti();
+    let jvmti = jvm::jvmti();
     let prop = |k: &str| jvmti.and_then(|j| j.system_property(k)).unwrap_or_default();
     if args.jfr_mask & NO_SYSTEM_INFO == 0 {
         let host = Host::get();
@@ -36,7 +36,7 @@ pub(super) fn write_system_info(chunk: &mut ChunkBuilder, args: &Args, ticks: i6
         }
     }
     if args.jfr_mask & NO_NATIVE_LIBS == 0 {
-        for f in crate::mappings::current().files.iter() {
+        for f in crate::libs::mappings::current().files.iter() {
             let build_id = build_id_of(f);
             chunk.native_library(ticks, &f.path, f.start, f.end, &build_id, f.start);
         }
@@ -49,15 +49,15 @@ pub(super) fn write_system_info(chunk: &mut ChunkBuilder, args: &Args, ticks: i6
 /// where kernel frames are).
 pub fn prepare(symbols: bool, kernel_symbols: bool) {
     if kernel_symbols {
-        crate::kallsyms::get();
+        crate::libs::kallsyms::get();
     }
     Host::get();
     crate::profiler::cpu_load::prepare();
-    for f in &crate::mappings::current().files {
+    for f in &crate::libs::mappings::current().files {
         build_id_of(f);
     }
     if symbols {
-        crate::symbols::preload();
+        crate::libs::symbols::preload();
     }
 }
 
@@ -146,7 +146,7 @@ fn jvm_start_ms() -> i64 {
 
 /// The build id of the library mapped as `f` (`""` without one), read from its file once per
 /// mapping: every chunk lists every library again.
-fn build_id_of(f: &crate::elf::MappedFile) -> String {
+fn build_id_of(f: &crate::libs::elf::MappedFile) -> String {
     static IDS: parking_lot::Mutex<Option<HashMap<(String, u64), String>>> =
         parking_lot::Mutex::new(None);
     let mut ids = IDS.lock();

@@ -24,13 +24,14 @@ use crate::jfr::{
     ActiveRecording, ChunkBuilder, ChunkStart, FrameRef, HeapLiveObject, NativeAllocation,
     NativeSocketSample, ObjectSample, ProfilerConfig, Sample,
 };
+use crate::jvmti::jvm;
 use crate::methods::namer::{DumpNamer, FrameNamer};
 use crate::sample::frame::{frame_type, kind, Frame};
 use crate::sample::handler::TICKS_PER_SECOND;
 use crate::sample::record::{EventKind, Socket};
 use crate::sample::traces::{Generation, SampleRecord};
+use crate::threads;
 use crate::word_map::WordMap;
-use crate::{threads, vm};
 
 const LOG_WARN: u8 = 3;
 // jfr mask bits (the `jfr=` option).
@@ -91,7 +92,7 @@ pub fn build_chunk(
     end: &ChunkEnd,
 ) -> (crate::jfr::ChunkBytes, u32) {
     // Charged here unless a nested scope (pools, method resolution) claims it.
-    let _mem = crate::memory::scope(crate::memory::Category::JfrBuffers);
+    let _mem = crate::footprint::scope(crate::footprint::Category::JfrBuffers);
     // Live objects: the tracker's entries and the stacks they keep, which outlive the
     // generation's trace table (keys above every table id).
     let live_started = Instant::now();
@@ -282,12 +283,12 @@ fn write_chunk<N: FrameNamer>(
         name: &format!("java-profiler {VERSION}"),
         destination: &session.file.to_string_lossy(),
         max_age_ms: 0,
-        flush_interval_ms: (vm::java_feature_version() >= 14).then_some(0),
+        flush_interval_ms: (jvm::java_feature_version() >= 14).then_some(0),
         max_size: 0,
         recording_start_ms: session.started_epoch_ms,
         recording_duration_ms: end_nanos / 1_000_000 - session.started_epoch_ms,
     });
-    crate::memory::refresh(true);
+    crate::footprint::refresh(true);
     for (name, value) in counters::snapshot() {
         chunk.profiler_counter(end_ticks, name, value);
     }
@@ -530,7 +531,7 @@ fn attr_key(chunk: &mut ChunkBuilder, keys: &mut WordMap<u32, u32>, id: u32) -> 
     match id {
         0 => 0,
         id => *keys.entry(id).or_insert_with(|| {
-            crate::context::lookup(id).map_or(0, |v| chunk.intern_attribute_value(&v))
+            crate::context::dictionary::lookup(id).map_or(0, |v| chunk.intern_attribute_value(&v))
         }),
     }
 }

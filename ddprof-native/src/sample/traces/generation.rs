@@ -17,7 +17,7 @@ use super::super::context::MAX_ATTRIBUTES;
 use super::table::TraceTable;
 use super::Frame;
 use crate::counters::Counter;
-use crate::memory::{Category, Mapped, Zeroable};
+use crate::footprint::{Category, Mapped, Zeroable};
 
 /// One sample as the handler records it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -34,7 +34,7 @@ pub struct SampleRecord {
     pub tid: i32,
     /// 0 when the trace could not be stored.
     pub trace_id: u32,
-    /// Context attribute ids (`crate::context`), 0 = unset.
+    /// Context attribute ids (`crate::context::dictionary`), 0 = unset.
     pub attrs: [u32; MAX_ATTRIBUTES],
     /// `crate::sample::record::EventKind` as a byte: every bit pattern stays a valid record.
     pub event: u8,

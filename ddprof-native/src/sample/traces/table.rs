@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use super::Frame;
 use crate::counters::Counter;
-use crate::memory::{Category, Mapped, Zeroable};
+use crate::footprint::{Category, Mapped, Zeroable};
 
 const EMPTY: u32 = 0;
 const READY: u32 = 1;

@@ -9,7 +9,7 @@
 //! and how a row is applied is the architecture's (`arch::DWARF`, `arch::caller_by_rule`):
 //! x86_64 (rsp, rbp, the return address at `CFA - 8`), aarch64 (sp, x29, the return address
 //! in x30 or saved). The rows are built off the signal path from `.eh_frame`
-//! (`crate::eh_frame`, at every start and dump whose mapped libraries changed). The handler
+//! (`crate::libs::eh_frame`, at every start and dump whose mapped libraries changed). The handler
 //! finds a row with two binary searches over a table that never changes once published;
 //! a replaced table is freed once no handler can still hold it (see [`read`]).
 //!
@@ -64,7 +64,7 @@ impl Row {
 }
 
 /// The DWARF register numbers an architecture's rows are read for (`arch::DWARF`), used
-/// off the signal path by `crate::eh_frame`.
+/// off the signal path by `crate::libs::eh_frame`.
 #[derive(Clone, Copy, Debug)]
 pub struct Registers {
     /// The stack pointer and the frame-pointer register.

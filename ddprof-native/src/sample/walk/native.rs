@@ -2,7 +2,7 @@
 //! libraries) back to the Java frames, for the VM walker (`vm.rs`).
 //!
 //! Each step takes the first rule that gives a plausible caller: the function's DWARF row
-//! (`dwarf.rs`, built at start from `.eh_frame` by `crate::eh_frame`: libc, zlib and other code without
+//! (`dwarf.rs`, built at start from `.eh_frame` by `crate::libs::eh_frame`: libc, zlib and other code without
 //! frame pointers), then the frame-pointer chain (HotSpot's own code, libjvm.so, is built
 //! with frame pointers on x86_64 Linux and has no rows), then, for the interrupted frame
 //! only, a short scan above sp for a return address into Java (a function caught in its
@@ -12,7 +12,7 @@
 //! as it did before this module existed.
 //!
 //! `cstack=vmx` also records the native pcs walked (one `traces::kind::NATIVE_PC` frame
-//! each, named at dump time by `crate::symbols`), and gives threads without any Java frame
+//! each, named at dump time by `crate::libs::symbols`), and gives threads without any Java frame
 //! (compiler, GC, attached native threads) their native stack. `cstack=vm` records none.
 //!
 //! Rules of the chain (each step, before a frame is trusted):

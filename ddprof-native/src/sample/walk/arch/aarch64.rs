@@ -423,7 +423,7 @@ pub fn at_syscall<M: Memory>(mem: &M, pc: usize) -> bool {
 // Native frames (`native.rs`): DWARF rows, frame records, the link register.
 // ---------------------------------------------------------------------------------------
 
-/// The DWARF registers of the unwind rows (`crate::eh_frame`): sp (31), x29 (29), and the
+/// The DWARF registers of the unwind rows (`crate::libs::eh_frame`): sp (31), x29 (29), and the
 /// return address in x30 (30), which stays in the register until the prologue saves it.
 /// The CIE sets the CFA (GCC's: sp + 0). Code built with pointer authentication marks
 /// where it signs x30 (`DW_CFA_AARCH64_negate_ra_state`); [`strip_pc`] clears the code.

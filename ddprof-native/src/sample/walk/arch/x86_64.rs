@@ -249,7 +249,7 @@ fn is_syscall<M: Memory>(mem: &M, at: usize) -> bool {
 // Native frames (`native.rs`): DWARF rows, frame pointers, return addresses.
 // ---------------------------------------------------------------------------------------
 
-/// The DWARF registers of the unwind rows (`crate::eh_frame`): rsp (7), rbp (6); the
+/// The DWARF registers of the unwind rows (`crate::libs::eh_frame`): rsp (7), rbp (6); the
 /// return address is always at `CFA - 8` (the call pushed it), so the rows keep no rule for
 /// it (16, the return-address column). Before a CIE's instructions, CFA = rsp + 8.
 pub const DWARF: dwarf::Registers = dwarf::Registers {

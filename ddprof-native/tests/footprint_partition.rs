@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use javaProfiler::memory::{self, Category, Figures, Kind};
+use javaProfiler::footprint::{self, Category, Figures, Kind};
 
 fn heap_categories() -> impl Iterator<Item = Category> {
     Category::ALL
@@ -17,7 +17,7 @@ fn heap_categories() -> impl Iterator<Item = Category> {
 
 fn sum() -> Figures {
     Category::ALL.iter().fold(Figures::default(), |a, c| {
-        let f = memory::of(*c);
+        let f = footprint::of(*c);
         Figures {
             live: a.live + f.live,
             peak: 0,
@@ -28,14 +28,14 @@ fn sum() -> Figures {
 }
 
 fn assert_partition() {
-    let (s, t) = (sum(), memory::total());
+    let (s, t) = (sum(), footprint::total());
     assert_eq!((s.live, s.slack, s.blocks), (t.live, t.slack, t.blocks));
 }
 
 #[test]
 fn categories_partition_the_total_under_concurrency() {
     assert_partition();
-    let before: Vec<Figures> = Category::ALL.iter().map(|c| memory::of(*c)).collect();
+    let before: Vec<Figures> = Category::ALL.iter().map(|c| footprint::of(*c)).collect();
 
     // A reader takes snapshots all along: each must add up while the writers run.
     static STOP: AtomicBool = AtomicBool::new(false);
@@ -47,7 +47,7 @@ fn categories_partition_the_total_under_concurrency() {
         std::thread::spawn(move || {
             let mut n = 0u64;
             while !STOP.load(Ordering::Relaxed) {
-                let (t, per) = memory::snapshot();
+                let (t, per) = footprint::snapshot();
                 let live: i64 = per.iter().map(|f| f.live).sum();
                 let blocks: i64 = per.iter().map(|f| f.blocks).sum();
                 assert_eq!(
@@ -73,12 +73,12 @@ fn categories_partition_the_total_under_concurrency() {
                     x ^= x << 13;
                     x ^= x >> 7;
                     x ^= x << 17;
-                    let _s = memory::scope(cats[(x % cats.len() as u64) as usize]);
+                    let _s = footprint::scope(cats[(x % cats.len() as u64) as usize]);
                     let size = [8usize, 24, 96, 600, 6 << 10, 512 << 10][(x >> 8) as usize % 6];
                     let mut v = Vec::<u8>::with_capacity(size);
                     if i.is_multiple_of(3) {
                         // Grown under another scope: stays with its first category.
-                        let _o = memory::scope(cats[((x >> 16) % cats.len() as u64) as usize]);
+                        let _o = footprint::scope(cats[((x >> 16) % cats.len() as u64) as usize]);
                         v.reserve(size * 2);
                     }
                     v.push(1);
@@ -104,18 +104,18 @@ fn categories_partition_the_total_under_concurrency() {
     // Everything the threads took came back, category by category. Other allocations of
     // this test (the Vecs above) are misc and freed too.
     for (c, b) in Category::ALL.iter().zip(&before) {
-        let now = memory::of(*c);
+        let now = footprint::of(*c);
         assert_eq!((now.live, now.blocks), (b.live, b.blocks), "{c:?}");
     }
 
     // Peaks: above live after the burst; back to live on start.
-    let t = memory::total();
+    let t = footprint::total();
     assert!(t.peak > t.live);
-    memory::on_start();
-    let t = memory::total();
+    footprint::on_start();
+    let t = footprint::total();
     assert_eq!(t.peak, t.live);
     for c in Category::ALL {
-        let f = memory::of(*c);
+        let f = footprint::of(*c);
         assert_eq!(f.peak, f.live, "{c:?}");
     }
 }

@@ -21,13 +21,13 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::{Arc, Mutex};
 
-use crate::elf::{u16_at, u32_at, u64_at, Elf, Load, Mapping, SHT_DYNSYM, SHT_SYMTAB};
+use crate::libs::elf::{u16_at, u32_at, u64_at, Elf, Load, Mapping, SHT_DYNSYM, SHT_SYMTAB};
 use crate::word_map::WordMap;
 
 /// Names of pcs over one snapshot of the mappings (a dump's). Names are not kept per pc
 /// here: the dump keeps its keys by pc, and the demangled names are kept per function.
 pub struct Symbolizer {
-    maps: std::sync::Arc<crate::mappings::Snapshot>,
+    maps: std::sync::Arc<crate::libs::mappings::Snapshot>,
 }
 
 impl Default for Symbolizer {
@@ -38,9 +38,9 @@ impl Default for Symbolizer {
 
 impl Symbolizer {
     pub fn new() -> Symbolizer {
-        let _mem = crate::memory::scope(crate::memory::Category::NativeSymbols);
+        let _mem = crate::footprint::scope(crate::footprint::Category::NativeSymbols);
         Symbolizer {
-            maps: crate::mappings::current(),
+            maps: crate::libs::mappings::current(),
         }
     }
 
@@ -61,7 +61,7 @@ impl Symbolizer {
 
     /// The name of the function holding `pc`.
     pub fn name(&self, pc: u64) -> String {
-        let _mem = crate::memory::scope(crate::memory::Category::NativeSymbols);
+        let _mem = crate::footprint::scope(crate::footprint::Category::NativeSymbols);
         let Some(m) = self
             .maps
             .mappings
@@ -147,8 +147,8 @@ fn table_of(
 /// Reads the tables of every executable file mapped now that has not been read yet, so that
 /// a dump finds them ready (on the library watcher's thread).
 pub fn preload() {
-    let _mem = crate::memory::scope(crate::memory::Category::NativeSymbols);
-    for f in &crate::mappings::current().files {
+    let _mem = crate::footprint::scope(crate::footprint::Category::NativeSymbols);
+    for f in &crate::libs::mappings::current().files {
         table_of(&f.path, f.deleted, || f.open());
     }
 }
@@ -168,7 +168,7 @@ impl Table {
         Table::of_elf(Elf::open(path)?)
     }
 
-    /// [`Self::read`] of a file opened (or an object read in memory: `crate::elf::loaded_image`).
+    /// [`Self::read`] of a file opened (or an object read in memory: `crate::libs::elf::loaded_image`).
     pub fn of_elf(elf: Elf) -> Option<Table> {
         // .symtab when the file has one (every function), else .dynsym (exports only).
         let pick = |want: u32| elf.sections.iter().copied().find(|s| s.kind == want);

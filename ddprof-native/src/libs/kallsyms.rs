@@ -18,7 +18,7 @@ static TABLE: OnceLock<Option<Kallsyms>> = OnceLock::new();
 pub fn get() -> Option<&'static Kallsyms> {
     TABLE
         .get_or_init(|| {
-            let _mem = crate::memory::scope(crate::memory::Category::NativeSymbols);
+            let _mem = crate::footprint::scope(crate::footprint::Category::NativeSymbols);
             let text = std::fs::read_to_string("/proc/kallsyms").ok()?;
             let k = Kallsyms::parse(&text);
             (!k.syms.is_empty()).then_some(k)

@@ -10,7 +10,7 @@
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
-use crate::elf::{executable_files_of, executable_mappings, MappedFile, Mapping};
+use crate::libs::elf::{executable_files_of, executable_mappings, MappedFile, Mapping};
 
 /// One reading of the maps file.
 pub struct Snapshot {
@@ -33,7 +33,7 @@ pub fn current() -> Arc<Snapshot> {
             return snapshot.clone();
         }
     }
-    let _mem = crate::memory::scope(crate::memory::Category::NativeSymbols);
+    let _mem = crate::footprint::scope(crate::footprint::Category::NativeSymbols);
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
     let mappings = executable_mappings(&maps);
     let files = executable_files_of(&mappings);

@@ -320,11 +320,11 @@ impl CountingAllocator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::scope::scope;
+    use crate::footprint::scope::scope;
 
     // The test binary runs under this allocator too (lib.rs sets it for every build),
     // so these go through the real path. Tallies are process-wide and other tests run
-    // in parallel, so these check each block's record; tests/memory_partition.rs
+    // in parallel, so these check each block's record; tests/footprint_partition.rs
     // checks the tallies.
 
     /// The category a live block (align <= 16) is recorded under.

@@ -424,7 +424,7 @@ impl Elf {
 
     /// The segment that a mapping at (page-aligned) file offset `offset` maps.
     pub fn load_of_mapping(&self, offset: u64) -> Option<Load> {
-        segment_of_mapping(&self.loads, offset, crate::memory::page_size() as u64)
+        segment_of_mapping(&self.loads, offset, crate::footprint::page_size() as u64)
     }
 }
 

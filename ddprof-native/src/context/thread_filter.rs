@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use parking_lot::Mutex;
 
 use crate::counters::Counter;
-use crate::memory::{self, Category};
+use crate::footprint::{self, Category};
 use crate::sample::block_run::FilterCell;
 use crate::sample::context::{gettid, ThreadContext};
 
@@ -42,7 +42,7 @@ fn allocate() -> Option<&'static FilterCell> {
     let entry = PAGES.get(slot / PAGE)?;
     let mut page = entry.load(Ordering::Acquire);
     if page.is_null() {
-        let _mem = memory::scope(Category::ThreadInfo);
+        let _mem = footprint::scope(Category::ThreadInfo);
         let p: Box<Page> = Box::new(std::array::from_fn(|_| FilterCell::default()));
         page = Box::into_raw(p);
         entry.store(page, Ordering::Release);
@@ -97,7 +97,7 @@ pub fn release(c: &ThreadContext) {
         REGISTERED.fetch_sub(1, Ordering::Relaxed);
     }
     cell.clear();
-    let _mem = memory::scope(Category::ThreadInfo);
+    let _mem = footprint::scope(Category::ThreadInfo);
     FREE.lock().push(cell);
 }
 

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::elf::{u32_at, Elf, MappedFile};
+use crate::libs::elf::{u32_at, Elf, MappedFile};
 use crate::sample::walk::arch;
 use crate::sample::walk::dwarf::{
     self, Lib, Registers, Row, Table, CFA_RBP, CFA_RSP, CFA_UNKNOWN, FP_SAME, RA_BELOW_CFA,
@@ -23,10 +23,10 @@ static BUILD: Mutex<()> = Mutex::new(());
 /// already covers exactly these. Not signal-safe (reads files, allocates). Returns the
 /// bytes of the published table.
 pub fn refresh() -> usize {
-    let _mem = crate::memory::scope(crate::memory::Category::NativeSymbols);
+    let _mem = crate::footprint::scope(crate::footprint::Category::NativeSymbols);
     let _guard = BUILD.lock().unwrap_or_else(|e| e.into_inner());
     let started = std::time::Instant::now();
-    let snapshot = crate::mappings::current();
+    let snapshot = crate::libs::mappings::current();
     let libs = &snapshot.files;
     let key: Vec<(String, u64)> = libs.iter().map(|l| (l.path.clone(), l.start)).collect();
     {

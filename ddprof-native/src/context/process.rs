@@ -561,7 +561,7 @@ pub fn publish(ctx: &ProcessContext) -> Result<(), &'static str> {
             p.previous = Some(old);
         }
         None => {
-            let len = crate::memory::page_size();
+            let len = crate::footprint::page_size();
             let header = map_page(len)?;
             // SAFETY: a fresh zeroed page of ours, large enough for the header; nobody reads
             // it before published_at_ns is non-zero.
@@ -645,5 +645,5 @@ pub fn publish_or_warn(ctx: &ProcessContext) {
 }
 
 #[cfg(test)]
-#[path = "process_context_tests.rs"]
+#[path = "process_tests.rs"]
 mod tests;

@@ -1,5 +1,5 @@
 use super::*;
-use crate::elf::executable_files;
+use crate::libs::elf::executable_files;
 use crate::sample::walk::dwarf::{publish, read};
 use std::sync::atomic::Ordering;
 
@@ -172,7 +172,7 @@ fn libc_rows_say_where_the_return_address_is_at_function_entry() {
     let rows = rows_of_file(libc).expect("libc .eh_frame");
     assert!(rows.len() > 1000, "rows: {}", rows.len());
     // The same rows from libc as loaded (how a deleted library's are read).
-    let image = crate::elf::loaded_image::open(libc.exec_start).expect("libc in memory");
+    let image = crate::libs::elf::loaded_image::open(libc.exec_start).expect("libc in memory");
     let from_memory = rows_of_elf(&image, libc.exec_start, libc.exec_offset).expect("in memory");
     assert!(
         rows == from_memory,
@@ -229,10 +229,10 @@ fn rule_at(t: &Table, pc: u64) -> Option<Rule> {
 fn aarch64_rows_follow_the_prologues_of_gcc_code() {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/src/fixtures/aarch64_unwind.so"
+        "/src/libs/fixtures/aarch64_unwind.so"
     );
     let t = aarch64_rows(path);
-    let syms = crate::symbols::Table::read(path).expect("symbols");
+    let syms = crate::libs::symbols::Table::read(path).expect("symbols");
     for (addr, name) in [
         (0x350, "fixture_leaf"),
         (0x360, "fixture_calls"),
@@ -279,10 +279,10 @@ fn aarch64_rows_follow_the_prologues_of_gcc_code() {
 fn aarch64_rows_of_pointer_authenticated_code_read_through_negate_ra_state() {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/src/fixtures/aarch64_unwind_pac.so"
+        "/src/libs/fixtures/aarch64_unwind_pac.so"
     );
     let t = aarch64_rows(path);
-    let syms = crate::symbols::Table::read(path).expect("symbols");
+    let syms = crate::libs::symbols::Table::read(path).expect("symbols");
     for (addr, name) in [
         (0x3c0, "fixture_leaf"),
         (0x3d4, "fixture_calls"),
@@ -344,7 +344,7 @@ fn aarch64_libc_rows_keep_the_return_address_in_lr_until_it_is_saved() {
                 let at = u32_at(e, 0).unwrap() as usize;
                 names.get(at..at + name.len() + 1) == Some(&[name.as_bytes(), b"\0"].concat())
             })
-            .and_then(|e| crate::elf::u64_at(e, 8))
+            .and_then(|e| crate::libs::elf::u64_at(e, 8))
             .unwrap_or_else(|| panic!("{name}"))
     };
     let leaf = (CFA_SP, 0, FP_SAME, RA_IN_LR);

@@ -296,7 +296,7 @@ fn object_at(addr: u64) -> Option<(u64, Vec<Phdr>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::elf::executable_mappings;
+    use crate::libs::elf::executable_mappings;
 
     /// libc read in memory names its exported functions as libc read from its file does, and
     /// has the same build id and `.eh_frame`.
@@ -330,10 +330,10 @@ mod tests {
             let load = elf.load_of_mapping(libc.offset).unwrap();
             malloc - libc.start + libc.offset - load.offset + load.vaddr
         };
-        let from_memory = crate::symbols::Table::of_elf(image).unwrap();
+        let from_memory = crate::libs::symbols::Table::of_elf(image).unwrap();
         let file = Elf::open(&libc.path).unwrap();
         let at = vaddr(&file);
-        let from_file = crate::symbols::Table::of_elf(file).unwrap();
+        let from_file = crate::libs::symbols::Table::of_elf(file).unwrap();
         // (Aliases of one address may differ between .symtab and .dynsym.)
         assert!(from_file.symbol_at(at).is_some_and(|n| n.contains("alloc")));
         assert!(from_memory

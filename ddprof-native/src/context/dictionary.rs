@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use parking_lot::Mutex;
 
 use crate::counters::Counter;
-use crate::memory::{self, Category};
+use crate::footprint::{self, Category};
 
 /// Most distinct values in one recording (the limit released tracers' `ContextSetter` cache
 /// also has).
@@ -38,7 +38,7 @@ pub fn intern(value: &str) -> Option<u32> {
     if d.values.len() >= MAX_VALUES {
         return None;
     }
-    let _mem = memory::scope(Category::Dictionary);
+    let _mem = footprint::scope(Category::Dictionary);
     d.values.push(value.to_string());
     let id = d.values.len() as u32;
     d.ids.insert(value.to_string(), id);

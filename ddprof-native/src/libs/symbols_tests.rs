@@ -70,7 +70,7 @@ fn names_a_function_of_this_process_from_its_symbol_table() {
 #[test]
 fn a_pc_in_no_file_is_an_address() {
     let s = Symbolizer {
-        maps: std::sync::Arc::new(crate::mappings::Snapshot {
+        maps: std::sync::Arc::new(crate::libs::mappings::Snapshot {
             mappings: Vec::new(),
             files: Vec::new(),
         }),
@@ -183,7 +183,7 @@ fn a_library_deleted_once_loaded_is_named() {
     assert_eq!(mapping.open().and_then(|e| e.build_id()), build_id);
 
     // The loaded object alone (what a process without CAP_SYS_ADMIN reads) names it too.
-    let image = crate::elf::loaded_image::open(cbrt).expect("the copy in memory");
+    let image = crate::libs::elf::loaded_image::open(cbrt).expect("the copy in memory");
     let table = Table::of_elf(image).expect("its dynamic symbols");
     assert!(table
         .symbol_at(table.vaddr_of(cbrt, mapping))
