@@ -141,19 +141,35 @@ pub fn init() -> HeapOops {
 /// The load-good mask at the last refresh ([`klass_of_class_ref`]); 0 before any.
 static REFRESHED_AT: AtomicUsize = AtomicUsize::new(0);
 
-/// `klass::of_class_ref`, with one more chance under generational ZGC. There a relocation
-/// flips the good color and leaves OopStorage slots, `Klass::_java_mirror` among them,
-/// holding the old color and the old address until something loads them through the
-/// barrier (which heals the slot) or the next marking remaps them: a class whose mirror
-/// moved since then fails the round trip, possibly for a whole GC cycle. JVMTI
-/// GetLoadedClasses loads every class's mirror through the barrier; it is called at most
-/// once per good-mask value (once per relocation), counted in `zgc_mirror_refreshes`, and
-/// the read is tried again. On a JVM thread (`jni` is its env).
+/// `klass::of_class_ref`, with more chances under ZGC, whose relocation leaves pointers to an
+/// object's old address in two kinds of places until something loads them through the barrier:
+/// - the caller's own handle (under non-generational ZGC every JNI handle holds a colored
+///   pointer; a relocation while the caller sits in native code leaves it stale): the read is
+///   tried again through a fresh local reference, which JNI makes by a barrier load;
+/// - under generational ZGC, OopStorage slots, `Klass::_java_mirror` among them, which keep the
+///   old color and address until loaded through the barrier (which heals the slot) or the next
+///   marking remaps them: a class whose mirror moved since then fails the round trip, possibly
+///   for a whole GC cycle. JVMTI GetLoadedClasses loads every class's mirror through the
+///   barrier; it is called at most once per good-mask value (once per relocation), counted in
+///   `zgc_mirror_refreshes`, and the read is tried again.
+///
+/// On a JVM thread (`jni` is its env).
 pub fn klass_of_class_ref(m: &MethodGroup, jni: *mut JNIEnv, class: jobject) -> Option<usize> {
     if let Some(k) = klass::of_class_ref(m, class) {
         return Some(k);
     }
-    if !matches!(oop::encoding(), HeapOops::ZColored { .. }) || jni.is_null() {
+    let encoding = oop::encoding();
+    if !matches!(
+        encoding,
+        HeapOops::ZColored { .. } | HeapOops::ZMultiMapped { .. }
+    ) || jni.is_null()
+    {
+        return None;
+    }
+    if let Some(k) = through_fresh_ref(m, jni, class) {
+        return Some(k);
+    }
+    if !matches!(encoding, HeapOops::ZColored { .. }) {
         return None;
     }
     let good = STATICS
@@ -173,7 +189,18 @@ pub fn klass_of_class_ref(m: &MethodGroup, jni: *mut JNIEnv, class: jobject) -> 
     // before this refresh healed its slot.
     REFRESHED_AT.store(good, Ordering::Release);
     Counter::ZgcMirrorRefreshes.inc();
-    klass::of_class_ref(m, class)
+    through_fresh_ref(m, jni, class)
+}
+
+/// `klass::of_class_ref` through a new local reference to `class` (deleted after).
+fn through_fresh_ref(m: &MethodGroup, jni: *mut JNIEnv, class: jobject) -> Option<usize> {
+    let fresh = crate::jvmti::new_local_ref(jni, class);
+    if fresh.is_null() {
+        return None;
+    }
+    let k = klass::of_class_ref(m, fresh);
+    crate::jvmti::delete_local_ref(jni, fresh);
+    k
 }
 
 enum Settled {

@@ -673,6 +673,21 @@ pub fn is_same_object(jni: *mut JNIEnv, a: jobject, b: jobject) -> bool {
     unsafe { (**jni).IsSameObject.is_some_and(|f| f(jni, a, b) != 0) }
 }
 
+/// JNI NewLocalRef: a new local reference to what `obj` refers to, read through the
+/// collector's load barrier (so under ZGC it holds the object's current address); null when
+/// `obj` is null or no reference could be made.
+pub fn new_local_ref(jni: *mut JNIEnv, obj: jobject) -> jobject {
+    if jni.is_null() || obj.is_null() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: `jni` is the current thread's JNIEnv and `obj` a live reference on it.
+    unsafe {
+        (**jni)
+            .NewLocalRef
+            .map_or(std::ptr::null_mut(), |f| f(jni, obj))
+    }
+}
+
 /// Deletes a JNI local ref (null-safe).
 pub fn delete_local_ref(jni: *mut JNIEnv, obj: jobject) {
     if jni.is_null() || obj.is_null() {
