@@ -18,7 +18,7 @@
 //!
 //! Otherwise the encoding is `Unknown` with the reason, and the lazy mode falls back.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use jni::sys::{jobject, JNIEnv};
@@ -146,12 +146,12 @@ static REFRESHED_AT: AtomicUsize = AtomicUsize::new(0);
 /// - the caller's own handle (under non-generational ZGC every JNI handle holds a colored
 ///   pointer; a relocation while the caller sits in native code leaves it stale): the read is
 ///   tried again through a fresh local reference, which JNI makes by a barrier load;
-/// - under generational ZGC, OopStorage slots, `Klass::_java_mirror` among them, which keep the
-///   old color and address until loaded through the barrier (which heals the slot) or the next
-///   marking remaps them: a class whose mirror moved since then fails the round trip, possibly
-///   for a whole GC cycle. JVMTI GetLoadedClasses loads every class's mirror through the
-///   barrier; it is called at most once per good-mask value (once per relocation), counted in
-///   `zgc_mirror_refreshes`, and the read is tried again.
+/// - OopStorage slots, `Klass::_java_mirror` among them, which keep the old color and address
+///   until loaded through the barrier (which heals the slot) or the next marking remaps them: a
+///   class whose mirror moved since then fails the round trip, possibly for a whole GC cycle.
+///   JVMTI GetLoadedClasses loads every class's mirror through the barrier; it is called at
+///   most once per relocation ([`refresh_due`]), counted in `zgc_mirror_refreshes`, and the read
+///   is tried again.
 ///
 /// On a JVM thread (`jni` is its env).
 pub fn klass_of_class_ref(m: &MethodGroup, jni: *mut JNIEnv, class: jobject) -> Option<usize> {
@@ -169,15 +169,8 @@ pub fn klass_of_class_ref(m: &MethodGroup, jni: *mut JNIEnv, class: jobject) -> 
     if let Some(k) = through_fresh_ref(m, jni, class) {
         return Some(k);
     }
-    if !matches!(encoding, HeapOops::ZColored { .. }) {
-        return None;
-    }
-    let good = STATICS
-        .get()
-        .and_then(|s| s.z.as_ref())
-        .and_then(|z| z.read("_ZPointerLoadGoodMask"))?;
-    if REFRESHED_AT.load(Ordering::Acquire) == good {
-        // Already refreshed since the last flip: the slot is not stale, the class is
+    if !refresh_due(encoding) {
+        // Already refreshed since the last relocation: the slot is not stale, the class is
         // primitive, or the object moved meanwhile; "cannot tell" stands.
         return None;
     }
@@ -185,12 +178,54 @@ pub fn klass_of_class_ref(m: &MethodGroup, jni: *mut JNIEnv, class: jobject) -> 
     for c in jvmti.loaded_classes(jni) {
         crate::jvmti::delete_local_ref(jni, c);
     }
-    // Published once done: a thread failing meanwhile refreshes too rather than give up
-    // before this refresh healed its slot.
-    REFRESHED_AT.store(good, Ordering::Release);
     Counter::ZgcMirrorRefreshes.inc();
     through_fresh_ref(m, jni, class)
 }
+
+/// Whether a mirror refresh may run now, noting it: once per good-mask value under generational
+/// ZGC (a relocation flips it, so it is an epoch); under non-generational ZGC, whose exported
+/// masks give no such epoch here, at most once per [`MULTI_MAPPED_REFRESH_NS`]. Published
+/// before the refresh: a thread failing meanwhile takes the answer "cannot tell" rather than
+/// refresh again.
+fn refresh_due(encoding: HeapOops) -> bool {
+    match encoding {
+        HeapOops::ZColored { .. } => {
+            let Some(good) = STATICS
+                .get()
+                .and_then(|s| s.z.as_ref())
+                .and_then(|z| z.read("_ZPointerLoadGoodMask"))
+            else {
+                return false;
+            };
+            REFRESHED_AT.swap(good, Ordering::AcqRel) != good
+        }
+        HeapOops::ZMultiMapped { .. } => {
+            let now = since_load_nanos();
+            let last = LAST_MULTI_MAPPED_REFRESH.load(Ordering::Acquire);
+            (last == 0 || now.saturating_sub(last) >= MULTI_MAPPED_REFRESH_NS)
+                && LAST_MULTI_MAPPED_REFRESH
+                    .compare_exchange(last, now.max(1), Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+        }
+        _ => false,
+    }
+}
+
+/// Nanoseconds since the first call (a monotonic clock for [`refresh_due`]).
+fn since_load_nanos() -> u64 {
+    static BASE: OnceLock<std::time::Instant> = OnceLock::new();
+    u64::try_from(
+        BASE.get_or_init(std::time::Instant::now)
+            .elapsed()
+            .as_nanos(),
+    )
+    .unwrap_or(u64::MAX)
+}
+
+/// The shortest time between two mirror refreshes under non-generational ZGC (a GetLoadedClasses
+/// costs a local reference per class; reads that fail are rare, during a relocation).
+const MULTI_MAPPED_REFRESH_NS: u64 = 10_000_000;
+static LAST_MULTI_MAPPED_REFRESH: AtomicU64 = AtomicU64::new(0);
 
 /// `klass::of_class_ref` through a new local reference to `class` (deleted after).
 fn through_fresh_ref(m: &MethodGroup, jni: *mut JNIEnv, class: jobject) -> Option<usize> {
