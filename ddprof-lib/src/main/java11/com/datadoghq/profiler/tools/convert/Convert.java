@@ -239,18 +239,18 @@ public final class Convert {
         Profile profile;
         Profile base = null;
         try {
-            long[] span = recordingSpan(in);
+            long[] span = Recorded.span(in);
             Set<EventKind> kinds = kind == null ? Collections.emptySet() : EnumSet.of(kind);
             profile = reader(kinds, from, to, span, rawNames, filter, states, leak, err).read(in);
             if (basePath != null) {
                 // The base's own span: an offset selects the same part of each run.
-                long[] baseSpan = recordingSpan(Collections.singletonList(basePath));
+                long[] baseSpan = Recorded.span(Collections.singletonList(basePath));
                 base = reader(kinds, from, to, baseSpan, rawNames, filter, states, leak, err).read(basePath);
             }
         } catch (IllegalArgumentException e) {
             return usage(err, e.getMessage());
         } catch (JfrProfileReader.FileFailure e) {
-            err.println(Recorded.cannotRead(e.file, e.cause));
+            err.println(Recorded.cannotRead(e.file, (Exception) e.getCause()));
             return 1;
         } catch (IOException | RuntimeException e) {
             err.println(Recorded.cannotRead(in.get(0), e));
@@ -342,19 +342,6 @@ public final class Convert {
     static String defaultOutput(String input, String extension) {
         String base = input.toLowerCase(Locale.ROOT).endsWith(".jfr") ? input.substring(0, input.length() - 4) : input;
         return base + extension;
-    }
-
-    /** {start, end} epoch nanoseconds of the recordings, from their chunk headers. */
-    private static long[] recordingSpan(List<Path> files) throws IOException {
-        long start = Long.MAX_VALUE;
-        long end = Long.MIN_VALUE;
-        for (Path file : files) {
-            for (long[] c : Recorded.chunkTimes(file)) {
-                start = Math.min(start, c[0]);
-                end = Math.max(end, c[0] + c[1]);
-            }
-        }
-        return end == Long.MIN_VALUE ? new long[] {0, 0} : new long[] {start, end};
     }
 
     private static JfrProfileReader reader(Set<EventKind> kinds, String from, String to, long[] span, boolean rawNames,

@@ -72,10 +72,6 @@ public final class FlameGraph {
         return kind.option + " profile: " + value + " " + unit + (count == value ? "" : " (" + count + " events)");
     }
 
-    static String json(Profile profile, EventKind kind, boolean threads, String title) {
-        return json(profile, null, kind, threads, title);
-    }
-
     /** The JSON frame table: one entry per (name, type), shared by the profile and its base. */
     private static final class Frames {
         final StringTable names = new StringTable();

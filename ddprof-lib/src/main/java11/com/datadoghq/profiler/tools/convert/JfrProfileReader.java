@@ -136,18 +136,9 @@ public final class JfrProfileReader {
     public Profile read(List<Path> files) throws IOException {
         Profile profile = new Profile();
         List<String> attributeNames = new ArrayList<>();
-        long start = Long.MAX_VALUE;
-        long end = 0;
-        for (Path file : files) {
-            for (long[] c : Recorded.chunkTimes(file)) {
-                start = Math.min(start, c[0]);
-                end = Math.max(end, c[0] + c[1]);
-            }
-        }
-        if (end > 0) {
-            profile.startNanos = start;
-            profile.endNanos = end;
-        }
+        long[] span = Recorded.span(files);
+        profile.startNanos = span[0];
+        profile.endNanos = span[1];
         for (Path file : files) {
             try {
                 readInto(file, profile, attributeNames);
@@ -163,12 +154,10 @@ public final class JfrProfileReader {
     public static final class FileFailure extends IOException {
         private static final long serialVersionUID = 1L;
         public final Path file;
-        public final Exception cause;
 
         FileFailure(Path file, Exception cause) {
             super(file + ": " + cause, cause);
             this.file = file;
-            this.cause = cause;
         }
     }
 

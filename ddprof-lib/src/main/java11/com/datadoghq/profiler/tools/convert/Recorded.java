@@ -72,6 +72,22 @@ public final class Recorded {
     }
 
     /** One line for a recording the JDK's parser refused. */
+    /**
+     * {start, end} epoch nanoseconds of the recordings, from the earliest chunk's start to the
+     * latest chunk's end ({0, 0} when no chunk header reads).
+     */
+    public static long[] span(List<Path> files) throws IOException {
+        long start = Long.MAX_VALUE;
+        long end = Long.MIN_VALUE;
+        for (Path file : files) {
+            for (long[] c : chunkTimes(file)) {
+                start = Math.min(start, c[0]);
+                end = Math.max(end, c[0] + c[1]);
+            }
+        }
+        return end == Long.MIN_VALUE ? new long[] {0, 0} : new long[] {start, end};
+    }
+
     public static String cannotRead(Path file, Exception e) {
         String message = e.getMessage() == null ? "" : e.getMessage().replace('\n', ' ');
         return "Cannot read " + file + " as a JFR recording: " + e.getClass().getSimpleName()
