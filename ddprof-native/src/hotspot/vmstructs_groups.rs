@@ -315,6 +315,7 @@ vm_group!(nmethod_group -> NMethodGroup {
     verified_entry: shape(verified_entry),
     method: offset "nmethod::_method" | "CompiledMethod::_method",
     comp_level: scalar(INT) "nmethod::_comp_level",
+    compile_id: scalar(INT) "nmethod::_compile_id",
     debug: shape(debug_info),
 });
 

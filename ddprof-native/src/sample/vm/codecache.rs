@@ -497,6 +497,11 @@ impl NMethodGroup {
         i32::try_from(header_field(blob.addr, self.comp_level)?).ok()
     }
 
+    /// `nmethod::_compile_id`. Signal-safe.
+    pub fn compile_id(&self, blob: Blob) -> Option<i32> {
+        i32::try_from(header_field(blob.addr, self.compile_id)?).ok()
+    }
+
     /// The verified entry point (after the inline-cache check). Signal-safe.
     pub fn verified_entry_point(&self, code_blob: &CodeBlobGroup, blob: Blob) -> Option<usize> {
         match self.verified_entry {

@@ -314,6 +314,10 @@ pub fn check_pc_desc<M: Memory>(
     })
 }
 
+/// Pairs a [`PcDescCache`] holds: 64 KiB, sized like the `Method*` cache for the pcs that
+/// deep stacks of a large program return to.
+const PC_DESC_SLOTS: usize = 4096;
+
 /// Remembers which PcDesc answered a pc, across walks: a stack samples the same return
 /// addresses again and again, and the binary search over an nmethod's PcDescs costs
 /// about ten reads where a check costs three (HotSpot keeps a similar cache in each
@@ -329,7 +333,7 @@ impl PcDescCache {
     /// An empty cache (allocates; not signal-safe).
     pub fn new() -> PcDescCache {
         PcDescCache {
-            pairs: HintCache::new(),
+            pairs: HintCache::with_slots(PC_DESC_SLOTS),
         }
     }
 

@@ -184,6 +184,10 @@ pub struct NMethodGroup {
     pub method: usize,
     /// `nmethod::_comp_level` (int; CompLevel, one signed byte, on 21+).
     pub comp_level: Field,
+    /// `nmethod::_compile_id`: unique per compilation for the life of the process (a
+    /// counter, never reused), so an nmethod's address and compile id together name one
+    /// nmethod even after its memory was freed and reused for another.
+    pub compile_id: Field,
     pub verified_entry: EntryAddr,
     pub debug: DebugInfo,
 }

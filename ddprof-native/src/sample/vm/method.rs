@@ -77,6 +77,11 @@ pub fn jmethod_id(m: &MethodGroup, method: usize) -> Option<usize> {
     (id != 0 && load_usize(id)? == method).then_some(id)
 }
 
+/// Pairs an [`IdCache`] holds: 128 KiB. A large program's sampled stacks meet thousands
+/// of distinct methods (the Kotlin compiler, docs/benchmarks.md "Loads per sample"); at
+/// 1024 pairs about half the lookups missed and cost the eight loads again.
+const ID_SLOTS: usize = 4096;
+
 /// `Method*` -> jmethodID pairs found by [`jmethod_id`], shared by every walk of one
 /// layout: the walker owns it. A hit costs one protected load instead of eight, and
 /// touches one line of metadata instead of six.
@@ -97,7 +102,7 @@ impl IdCache {
     /// An empty cache (allocates; not signal-safe).
     pub fn new() -> IdCache {
         IdCache {
-            pairs: HintCache::new(),
+            pairs: HintCache::with_slots(ID_SLOTS),
         }
     }
 

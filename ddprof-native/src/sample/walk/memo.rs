@@ -81,6 +81,9 @@ pub(super) type InterpretedMethods = WalkMemo<InterpretedMethod, 16>;
 pub(super) struct NmethodFacts {
     /// The blob's address; 0: an empty slot.
     pub(super) blob: usize,
+    /// `nmethod::_compile_id`: with the address, what tells this nmethod from a later one
+    /// at the same address (the cross-walk cache, `super::nmethod_cache`, checks it).
+    pub(super) compile_id: i32,
     pub(super) code_begin: usize,
     pub(super) frame_bytes: usize,
     pub(super) method: usize,

@@ -8,6 +8,7 @@ pub mod compare;
 pub mod dwarf;
 mod memo;
 pub mod native;
+mod nmethod_cache;
 pub mod own_stack;
 pub mod stack;
 pub mod vm;

@@ -11,6 +11,7 @@ use std::sync::OnceLock;
 use super::arch::{self, Regs, Top};
 use super::memo::{InterpretedMethod, InterpretedMethods, Keyed, NmethodFacts, Nmethods, WalkMemo};
 use super::native::Cursor;
+use super::nmethod_cache::NmethodCache;
 use super::stack::MAX_FRAME_BYTES;
 use super::{native, SignalContext, StackWalker, Walk};
 use crate::counters::Counter;
@@ -61,6 +62,8 @@ pub struct VmWalker {
     ids: method::IdCache,
     /// PcDescs found by earlier walks (validated on every use).
     pc_descs: PcDescCache,
+    /// nmethod headers read by earlier walks (checked by compile id on every use).
+    nmethods: NmethodCache,
     /// The code heaps, interpreter and call stub, read once (they never move); None if
     /// that read came up short, and then each walk reads them.
     code: Option<CodeCacheView>,
@@ -97,6 +100,7 @@ impl VmWalker {
                     nmethod_names: NmethodNames::default(),
                     ids: method::IdCache::new(),
                     pc_descs: PcDescCache::new(),
+                    nmethods: NmethodCache::new(),
                     code: layout
                         .code_cache
                         .as_ref()
@@ -670,14 +674,7 @@ impl VmWalker {
         let Some(mg) = self.layout.method.as_ref() else {
             return;
         };
-        let kind = match out.methods.get(m) {
-            Some(cached) => cached.kind,
-            None => {
-                let kind = self.method_kind(mg, m);
-                out.methods.put(CachedMethod { method: m, kind });
-                kind
-            }
-        };
+        let kind = self.kind_in_walk(out, mg, m);
         let frame = match kind {
             MethodKind::Id(id) => Some(Frame::java(id as u64, bci, frame_type)),
             MethodKind::Raw => Some(Frame::raw(m as u64, bci, frame_type)),
@@ -697,6 +694,18 @@ impl VmWalker {
             (None, _) => {
                 out.untaggable += 1;
                 out.push(Frame::error(reason::UNTAGGABLE));
+            }
+        }
+    }
+
+    /// How `m` is recorded, asked once per walk. Signal-safe.
+    fn kind_in_walk(&self, out: &mut Out, mg: &layout::MethodGroup, m: usize) -> MethodKind {
+        match out.methods.get(m) {
+            Some(cached) => cached.kind,
+            None => {
+                let kind = self.method_kind(mg, m);
+                out.methods.put(CachedMethod { method: m, kind });
+                kind
             }
         }
     }
@@ -761,7 +770,11 @@ impl VmWalker {
         let facts = match out.interpreted.get(m) {
             Some(facts) => facts,
             None => {
-                if !method::is_plausible(mg, m) {
+                // A jmethodID that still points at `m` proves it a live method (the check
+                // `method_kind` ends with): one load where the holder chain costs three.
+                // The kind is kept for the frame's push below.
+                let proven = matches!(self.kind_in_walk(out, mg, m), MethodKind::Id(_));
+                if !proven && !method::is_plausible(mg, m) {
                     return Step::Fail(reason::BAD_FRAME);
                 }
                 let native = method::is_native(mg, m);
@@ -798,6 +811,37 @@ impl VmWalker {
         }
     }
 
+    /// What a compiled frame needs of its nmethod's header, read from the blob (about six
+    /// protected loads; the debug info's ranges are read when a frame first needs them).
+    /// Signal-safe.
+    fn read_nmethod(
+        cb: &layout::CodeBlobGroup,
+        nm: &layout::NMethodGroup,
+        blob: Blob,
+        compile_id: i32,
+    ) -> Option<NmethodFacts> {
+        let code_begin = cb.code_begin(blob)?;
+        let frame_words = cb.frame_size_words(blob)?;
+        let method = nm.method(blob)?;
+        let frame_type = match nm.comp_level(blob) {
+            Some(4) | None => frame_type::JIT_COMPILED,
+            Some(_) => frame_type::C1_COMPILED,
+        };
+        let complete = cb
+            .frame_complete_offset(blob)
+            .map_or(code_begin, |o| code_begin.wrapping_add(o as usize));
+        Some(NmethodFacts {
+            blob: blob.addr,
+            compile_id,
+            code_begin,
+            frame_bytes: frame_words * 8,
+            method,
+            frame_type,
+            complete,
+            debug: None,
+        })
+    }
+
     /// C1/C2 nmethod or native wrapper (docs/hotspot.md 3.5-3.7, 4.3, 4.5).
     #[allow(clippy::too_many_arguments)]
     fn compiled_frame(
@@ -818,29 +862,18 @@ impl VmWalker {
         let facts = match out.nmethods.get(blob.addr) {
             Some(facts) => facts,
             None => {
-                let (Some(code_begin), Some(frame_words)) =
-                    (cb.code_begin(blob), cb.frame_size_words(blob))
-                else {
+                let Some(compile_id) = nm.compile_id(blob) else {
                     return Step::Fail(reason::BAD_FRAME);
                 };
-                let Some(m) = nm.method(blob) else {
-                    return Step::Fail(reason::BAD_FRAME);
-                };
-                let frame_type = match nm.comp_level(blob) {
-                    Some(4) | None => frame_type::JIT_COMPILED,
-                    Some(_) => frame_type::C1_COMPILED,
-                };
-                let complete = cb
-                    .frame_complete_offset(blob)
-                    .map_or(code_begin, |o| code_begin.wrapping_add(o as usize));
-                let facts = NmethodFacts {
-                    blob: blob.addr,
-                    code_begin,
-                    frame_bytes: frame_words * 8,
-                    method: m,
-                    frame_type,
-                    complete,
-                    debug: None,
+                let facts = match self.nmethods.get(blob.addr, compile_id) {
+                    Some(facts) => facts,
+                    None => {
+                        let Some(facts) = Self::read_nmethod(cb, nm, blob, compile_id) else {
+                            return Step::Fail(reason::BAD_FRAME);
+                        };
+                        self.nmethods.put(&facts);
+                        facts
+                    }
                 };
                 out.nmethods.put(facts);
                 facts
@@ -928,6 +961,7 @@ impl VmWalker {
         if known.is_none() {
             if let Some(facts) = out.nmethods.get_mut(blob.addr) {
                 facts.debug = Some(debug);
+                self.nmethods.put(facts);
             }
         }
         let mut scopes = [ScopeFrame { method: 0, bci: 0 }; MAX_SCOPES];

@@ -31,7 +31,8 @@ import java.util.Map;
  * Prints {@code RESULT mode=.. Class=<KB> Internal=<KB> Total_minus_heap=<KB> classes=.. first_dump_ms=..
  * later_dump_ms=.. compile_ms=.. first_dump_cpu_ms=.. later_dump_cpu_ms=.. first_dump_minflt=..} (the dumping
  * thread's CPU time and minor page faults)
- * and the profiler's counters.
+ * and the profiler's counters. {@code -Dkt.keepDumps=true} keeps the working directory with the dumps
+ * ({@code dumpN.jfr}) and prints its path.
  */
 public final class KotlinCompileWorker {
     private KotlinCompileWorker() {
@@ -149,7 +150,12 @@ public final class KotlinCompileWorker {
             profiler.stop();
         }
         loader.close();
-        BenchSupport.deleteTree(dir);
+        if (Boolean.getBoolean("kt.keepDumps")) {
+            // For reading the recordings afterwards (event counts by type, stack depths).
+            System.out.println("KEPT " + dir);
+        } else {
+            BenchSupport.deleteTree(dir);
+        }
     }
 
     /**
