@@ -7,6 +7,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.zip.GZIPOutputStream;
 
+import com.datadoghq.profiler.export.EventKind;
+import com.datadoghq.profiler.export.Profile;
+import com.datadoghq.profiler.export.ProtoWriter;
+import com.datadoghq.profiler.export.StringTable;
+
 /**
  * pprof's {@code perftools.profiles.Profile} (profile.proto), gzipped, for one event kind.
  *
