@@ -143,7 +143,7 @@ public final class Main {
     /**
      * The top-level help: every command. The event kinds and formats are listed here by hand,
      * because this class is Java 8 and cannot load the tools' Java 11 classes that define them;
-     * MainHelpTest checks the lists against them.
+     * CliUsageTest checks the lists against them.
      */
     static void usage(PrintStream s) {
         s.println("Usage: java -jar ddprof-tools.jar <command>");
