@@ -50,14 +50,16 @@ cd "$WORK/app"
 
 # Plugin versions are the build's own (root pom.xml), so that -o finds them in the local repository.
 plugin_version() { sed -n "s|^ *<$1.version>\(.*\)</$1.version>$|\1|p" "$ROOT/pom.xml" | sed -n 1p; }
-cat >pom.xml <<EOF
+# A scratch project's pom up to its plugins: pom_head ARTIFACT_ID DEPENDENCY (com.datadoghq's, this version).
+pom_head() {
+  cat <<EOF
 <?xml version="1.0" encoding="UTF-8"?>
 <project xmlns="http://maven.apache.org/POM/4.0.0"
          xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
          xsi:schemaLocation="http://maven.apache.org/POM/4.0.0 https://maven.apache.org/xsd/maven-4.0.0.xsd">
   <modelVersion>4.0.0</modelVersion>
   <groupId>example</groupId>
-  <artifactId>ddprof-consumer</artifactId>
+  <artifactId>$1</artifactId>
   <version>1</version>
   <properties>
     <project.build.sourceEncoding>UTF-8</project.build.sourceEncoding>
@@ -66,12 +68,15 @@ cat >pom.xml <<EOF
   <dependencies>
     <dependency>
       <groupId>com.datadoghq</groupId>
-      <artifactId>ddprof</artifactId>
+      <artifactId>$2</artifactId>
       <version>$VERSION</version>
     </dependency>
   </dependencies>
   <build>
     <plugins>
+EOF
+}
+{ pom_head ddprof-consumer ddprof; cat <<EOF; } >pom.xml
       <plugin>
         <groupId>org.apache.maven.plugins</groupId>
         <artifactId>maven-resources-plugin</artifactId>
@@ -296,24 +301,7 @@ done
 # 5. The tools: a project that depends on com.datadoghq:ddprof-tools gets it and the library, and
 # the two jars in one directory run (the tools jar's manifest: Main-Class, Class-Path ddprof-VERSION.jar).
 mkdir -p "$WORK/tools-app"
-cat >"$WORK/tools-app/pom.xml" <<EOF
-<?xml version="1.0" encoding="UTF-8"?>
-<project xmlns="http://maven.apache.org/POM/4.0.0"
-         xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
-         xsi:schemaLocation="http://maven.apache.org/POM/4.0.0 https://maven.apache.org/xsd/maven-4.0.0.xsd">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>example</groupId>
-  <artifactId>ddprof-tools-consumer</artifactId>
-  <version>1</version>
-  <dependencies>
-    <dependency>
-      <groupId>com.datadoghq</groupId>
-      <artifactId>ddprof-tools</artifactId>
-      <version>$VERSION</version>
-    </dependency>
-  </dependencies>
-  <build>
-    <plugins>
+{ pom_head ddprof-tools-consumer ddprof-tools; cat <<EOF; } >"$WORK/tools-app/pom.xml"
       <plugin>
         <groupId>org.apache.maven.plugins</groupId>
         <artifactId>maven-dependency-plugin</artifactId>
