@@ -80,7 +80,7 @@ main() {
         rm -f "$out"
         if [ "$tool" = ours ]; then
           # shellcheck disable=SC2206
-          cmd=("$JAVA" "${heap[@]}" -jar "$BENCH_SNAP/ddprof.jar" convert $ours "$recording" "$out")
+          cmd=("$JAVA" "${heap[@]}" -cp "$BENCH_TOOLS_CP" com.datadoghq.profiler.Main convert $ours "$recording" "$out")
         else
           # shellcheck disable=SC2206
           cmd=("$JAVA" "${heap[@]}" -jar "$jfrconv" $theirs "$recording" "$out")

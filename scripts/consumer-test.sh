@@ -13,6 +13,11 @@
 #     debuginfo artifact carries with the same build id, and which turns an address of the
 #     stripped library into a source line (how a crash report is read: docs/debugging.md);
 #   - the sources and javadoc artifacts resolve and hold the API;
+#   - the jar holds the profiler, not the command-line tools: no com.datadoghq.profiler.tools class,
+#     only the OTLP exporter's converting classes (com.datadoghq.profiler.export), and
+#     `java -jar ddprof.jar convert` names the tools jar;
+#   - the tools artifact (com.datadoghq:ddprof-tools) resolves to itself and the library, and
+#     `java -jar` on it, the library beside it, converts the consumer's recording;
 #   - the project's own main profiles itself with fjmethodid=lazy, reads its recording back with
 #     jdk.jfr.consumer and finds samples of its own method, and getVersion() is the artifact's
 #     version; on JDK 24+ (when given) with --enable-native-access=ALL-UNNAMED and no warning.
@@ -45,14 +50,16 @@ cd "$WORK/app"
 
 # Plugin versions are the build's own (root pom.xml), so that -o finds them in the local repository.
 plugin_version() { sed -n "s|^ *<$1.version>\(.*\)</$1.version>$|\1|p" "$ROOT/pom.xml" | sed -n 1p; }
-cat >pom.xml <<EOF
+# A scratch project's pom up to its plugins: pom_head ARTIFACT_ID DEPENDENCY (com.datadoghq's, this version).
+pom_head() {
+  cat <<EOF
 <?xml version="1.0" encoding="UTF-8"?>
 <project xmlns="http://maven.apache.org/POM/4.0.0"
          xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
          xsi:schemaLocation="http://maven.apache.org/POM/4.0.0 https://maven.apache.org/xsd/maven-4.0.0.xsd">
   <modelVersion>4.0.0</modelVersion>
   <groupId>example</groupId>
-  <artifactId>ddprof-consumer</artifactId>
+  <artifactId>$1</artifactId>
   <version>1</version>
   <properties>
     <project.build.sourceEncoding>UTF-8</project.build.sourceEncoding>
@@ -61,12 +68,15 @@ cat >pom.xml <<EOF
   <dependencies>
     <dependency>
       <groupId>com.datadoghq</groupId>
-      <artifactId>ddprof</artifactId>
+      <artifactId>$2</artifactId>
       <version>$VERSION</version>
     </dependency>
   </dependencies>
   <build>
     <plugins>
+EOF
+}
+{ pom_head ddprof-consumer ddprof; cat <<EOF; } >pom.xml
       <plugin>
         <groupId>org.apache.maven.plugins</groupId>
         <artifactId>maven-resources-plugin</artifactId>
@@ -252,8 +262,14 @@ if command -v gdb >/dev/null 2>&1; then
   note "gdb, .debug beside the library: ${linked%% starts at*}"
 fi
 grep -q 'com/datadoghq/profiler/JavaProfiler.java' <<< "$(unzip -l "$WORK/companions/ddprof-$VERSION-sources.jar")" || fail "sources jar lacks JavaProfiler.java"
-grep -q 'com/datadoghq/profiler/tools/convert/Convert.java' <<< "$(unzip -l "$WORK/companions/ddprof-$VERSION-sources.jar")" || fail "sources jar lacks the java11 sources"
+grep -q 'com/datadoghq/profiler/export/OtlpExporter.java' <<< "$(unzip -l "$WORK/companions/ddprof-$VERSION-sources.jar")" || fail "sources jar lacks the java11 sources"
 grep -q 'com/datadoghq/profiler/JavaProfiler.html' <<< "$(unzip -l "$WORK/companions/ddprof-$VERSION-javadoc.jar")" || fail "javadoc jar lacks JavaProfiler.html"
+
+# The profiler only: the tools are their own artifact (checked in 5.); the exporter's classes stay.
+tools_in_jar="$(unzip -Z1 "$JAR" | grep -E '^com/datadoghq/profiler/tools/|flamegraph\.html$' || true)"
+[ -z "$tools_in_jar" ] || fail "the library jar carries tools classes: $(echo "$tools_in_jar" | paste -sd' ' -)"
+[ -f "$WORK/jar/com/datadoghq/profiler/export/OtlpExporter.class" ] || fail "the library jar lacks the OTLP exporter (com/datadoghq/profiler/export/OtlpExporter.class)"
+note "library jar: no com/datadoghq/profiler/tools/ classes; $(unzip -Z1 "$JAR" | grep -c '^com/datadoghq/profiler/export/.*\.class$') exporter classes (com/datadoghq/profiler/export/)"
 
 # 4. The user's program, on each JDK.
 cp="target/classes:$(cat "$WORK/cp.txt")"
@@ -281,4 +297,47 @@ for home in "${javas[@]}"; do
     note "JDK $feature java -jar ddprof.jar start: $(head -1 "$out-jar.out"), no native-access warning"
   fi
 done
-note "OK: com.datadoghq:ddprof:$VERSION as a consumer sees it"
+
+# 5. The tools: a project that depends on com.datadoghq:ddprof-tools gets it and the library, and
+# the two jars in one directory run (the tools jar's manifest: Main-Class, Class-Path ddprof-VERSION.jar).
+mkdir -p "$WORK/tools-app"
+{ pom_head ddprof-tools-consumer ddprof-tools; cat <<EOF; } >"$WORK/tools-app/pom.xml"
+      <plugin>
+        <groupId>org.apache.maven.plugins</groupId>
+        <artifactId>maven-dependency-plugin</artifactId>
+        <version>$(plugin_version maven-dependency-plugin)</version>
+        <configuration>
+          <includeScope>runtime</includeScope>
+          <outputDirectory>$WORK/tools</outputDirectory>
+        </configuration>
+      </plugin>
+    </plugins>
+  </build>
+</project>
+EOF
+note "mvn -o dependency:list dependency:copy-dependencies for com.datadoghq:ddprof-tools (log: $WORK/tools-mvn.log)"
+if ! (cd "$WORK/tools-app" && mvn -o -B -Dstyle.color=never dependency:list dependency:copy-dependencies \
+    -DoutputFile="$WORK/tools-deps.txt" >"$WORK/tools-mvn.log" 2>&1); then
+  tail -30 "$WORK/tools-mvn.log" >&2
+  fail "com.datadoghq:ddprof-tools:$VERSION does not resolve offline: is it installed (mvn install)?"
+fi
+tools_deps="$(grep -E '^ +[^ ]+:[^ ]+:' "$WORK/tools-deps.txt" | sed 's/^ *//; s/ -- .*//' | LC_ALL=C sort | paste -sd' ' -)"
+note "ddprof-tools resolves to: $tools_deps"
+[ "$tools_deps" = "com.datadoghq:ddprof-tools:jar:$VERSION:compile com.datadoghq:ddprof:jar:$VERSION:compile" ] \
+  || fail "com.datadoghq:ddprof-tools should bring itself and com.datadoghq:ddprof only: $tools_deps"
+TOOLS_JAR="$WORK/tools/ddprof-tools-$VERSION.jar"
+cmp -s "$TOOLS_JAR" "$ROOT/ddprof-tools/target/ddprof-tools-$VERSION.jar" \
+  || fail "$TOOLS_JAR is not the one just built: the local repository holds another build (run mvn install again)"
+cmp -s "$WORK/tools/ddprof-$VERSION.jar" "$BUILT" || fail "ddprof-tools brought another ddprof-$VERSION.jar than $BUILT"
+java="${javas[0]}/bin/java"
+recording="$(ls "$WORK"/jdk*.jfr | head -1)"
+timeout 300 "$java" -jar "$TOOLS_JAR" convert --to collapsed "$recording" "$WORK/tools/app.collapsed" >"$WORK/tools/convert.out" 2>&1 \
+  || { cat "$WORK/tools/convert.out" >&2; fail "java -jar ddprof-tools-$VERSION.jar convert failed"; }
+grep -q 'App\.burn' "$WORK/tools/app.collapsed" || fail "the converted stacks lack App.burn: $(head -3 "$WORK/tools/app.collapsed")"
+note "java -jar ddprof-tools-$VERSION.jar convert --to collapsed: $(wc -l <"$WORK/tools/app.collapsed") stacks, App.burn among them"
+rc=0
+"$java" -jar "$JAR" convert --to collapsed "$recording" >"$WORK/lib-convert.out" 2>"$WORK/lib-convert.err" || rc=$?
+[ "$rc" = 2 ] && grep -q "ddprof-tools-$VERSION.jar" "$WORK/lib-convert.err" \
+  || fail "java -jar ddprof.jar convert: expected exit 2 naming the tools jar, got $rc: $(cat "$WORK/lib-convert.err")"
+note "java -jar ddprof.jar convert: exit 2, $(cat "$WORK/lib-convert.err")"
+note "OK: com.datadoghq:ddprof:$VERSION and com.datadoghq:ddprof-tools:$VERSION as a consumer sees them"

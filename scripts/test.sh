@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command: builds everything and runs every test suite,
-# the end-to-end JUnit tests once per JDK of the matrix (11, 17, 21, 25), installs the artifact
-# (com.datadoghq:ddprof) into the local Maven repository and checks it as a consumer's project
-# sees it (scripts/consumer-test.sh, offline, on JDK 17 and 25), and runs the aarch64 suite: the jar's
+# the end-to-end JUnit tests once per JDK of the matrix (11, 17, 21, 25), installs the artifacts
+# (com.datadoghq:ddprof and the tools' com.datadoghq:ddprof-tools) into the local Maven repository
+# and checks them as a consumer's project sees them (scripts/consumer-test.sh, offline, on JDK 17 and 25), and runs the aarch64 suite: the jar's
 # linux-arm64 library on aarch64 JDKs 17, 21 and 25 under qemu-user (scripts/arm64-smoke.sh; its
 # JDK 17 comes from Debian's arm64 packages, which scripts/install-arm64-jdk.sh fetches as root).
 #

@@ -39,7 +39,7 @@ public final class Agent {
     }
 
     /**
-     * What {@code java -jar ddprof.jar attach} passes: {@code ATTACH_PREFIX + id + ":" +
+     * What {@code java -jar ddprof-tools.jar attach} passes: {@code ATTACH_PREFIX + id + ":" +
      * command}. The outcome goes to the system property {@code RESULT_PROPERTY + id}, which the
      * attacher reads back through the attach connection: {@code ok:REPLY}, {@code usage:MESSAGE}
      * (the command was refused) or {@code error:MESSAGE}.

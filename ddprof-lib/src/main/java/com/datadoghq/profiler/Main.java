@@ -11,7 +11,8 @@ import java.util.Properties;
 import java.util.Set;
 
 /**
- * {@code java -jar ddprof.jar <command>}: small tools shipped with the library.
+ * The command line of {@code java -jar ddprof-tools.jar <command>} and, for the commands that need
+ * no tools, of {@code java -jar ddprof.jar <command>}:
  *
  * <pre>
  *   demo [seconds] [jfr-path]   profile a bundled CPU-bound workload, then print its report
@@ -29,9 +30,11 @@ import java.util.Set;
  * {@link JavaProfiler#execute}. A session it starts is stopped before exiting, which completes its
  * {@code file=} recording.
  *
- * <p>This class is compiled for Java 8; {@code demo} and {@code report} live in
- * {@code com.datadoghq.profiler.tools} (Java 11, they read JFR with {@code jdk.jfr}) and are
- * reached reflectively, so {@code Main} itself loads everywhere.
+ * <p>{@code demo}, {@code report}, {@code convert} and {@code attach} live in the tools jar
+ * (com.datadoghq:ddprof-tools, package {@code com.datadoghq.profiler.tools}, Java 11), whose
+ * manifest names this class as its main class and the library jar as its class path; they are
+ * reached reflectively, so {@code Main} itself is compiled for Java 8 and loads everywhere. Run
+ * from the library jar alone, a tool command exits 2 with one line naming the tools jar.
  *
  * <p>Exit codes: 0 success, 1 the command failed, 2 bad usage (an invalid profiler command too).
  */
@@ -48,6 +51,8 @@ public final class Main {
 
     /** The tool commands, as the help and the unknown-command error list them. */
     static final String COMMANDS = "demo, report, convert, attach, version, help";
+    /** The tools jar's name, as the messages give it. */
+    static final String TOOLS_JAR = "ddprof-tools-" + version() + ".jar";
 
     private Main() {
     }
@@ -65,13 +70,13 @@ public final class Main {
         String[] rest = Arrays.copyOfRange(args, 1, args.length);
         switch (command) {
             case "demo":
-                return runTool("com.datadoghq.profiler.tools.Demo", rest, err);
+                return runTool(command, "com.datadoghq.profiler.tools.Demo", rest, err);
             case "report":
-                return runTool("com.datadoghq.profiler.tools.Report", rest, err);
+                return runTool(command, "com.datadoghq.profiler.tools.Report", rest, err);
             case "convert":
-                return runTool("com.datadoghq.profiler.tools.convert.Convert", rest, err);
+                return runTool(command, "com.datadoghq.profiler.tools.convert.Convert", rest, err);
             case "attach":
-                return runTool("com.datadoghq.profiler.tools.Attach", rest, err);
+                return runTool(command, "com.datadoghq.profiler.tools.Attach", rest, err);
             case "version":
             case "--version":
                 out.println(version());
@@ -138,10 +143,10 @@ public final class Main {
     /**
      * The top-level help: every command. The event kinds and formats are listed here by hand,
      * because this class is Java 8 and cannot load the tools' Java 11 classes that define them;
-     * MainHelpTest checks the lists against them.
+     * CliUsageTest checks the lists against them.
      */
     static void usage(PrintStream s) {
-        s.println("Usage: java -jar ddprof.jar <command>");
+        s.println("Usage: java -jar ddprof-tools.jar <command>");
         s.println();
         s.println("Commands (COMMAND --help prints a command's own help):");
         s.println("  demo [seconds] [jfr-path]   profile a bundled CPU-bound workload (default 5 s),");
@@ -164,7 +169,9 @@ public final class Main {
         s.println("                              e.g. start,cpu=10ms,file=out.jfr (stopped again before");
         s.println("                              exiting, which completes the recording), status, check");
         s.println();
-        s.println("demo, report, convert and attach need Java 11 or newer.");
+        s.println("demo, report, convert and attach are in the tools jar (" + TOOLS_JAR + ", with");
+        s.println("ddprof-" + version() + ".jar beside it) and need Java 11 or newer; the library jar");
+        s.println("(java -jar ddprof.jar) runs version, help and profiler commands.");
         s.println("Exit codes: 0 success (help included), 1 the command failed, 2 bad usage or an invalid");
         s.println("profiler command (one line on stderr says what is wrong).");
     }
@@ -183,10 +190,15 @@ public final class Main {
         return "unknown";
     }
 
-    private static int runTool(String className, String[] args, PrintStream err) {
+    private static int runTool(String command, String className, String[] args, PrintStream err) {
         Method run;
         try {
             run = Class.forName(className).getMethod("run", String[].class);
+        } catch (ClassNotFoundException e) {
+            // The library jar alone: the tools are a separate artifact.
+            err.println("'" + command + "' is in the tools jar, not the library: java -jar " + TOOLS_JAR + " "
+                    + command + " (com.datadoghq:ddprof-tools; ddprof-" + version() + ".jar beside it)");
+            return USAGE;
         } catch (UnsupportedClassVersionError e) {
             err.println("This command needs Java 11 or newer (running " + System.getProperty("java.version") + ").");
             return FAILED;

@@ -17,11 +17,11 @@ import java.util.regex.Pattern;
  * command makes the profiler push its recording to an OpenTelemetry Collector every
  * {@code otlpinterval} (docs/exporter.md). The options are checked here, in Java, before the
  * command reaches the core, so a bad value refuses the whole command with nothing started; the
- * exporter itself ({@code tools.convert.OtlpExporter}) needs JDK 11 and is loaded by name.
+ * exporter itself ({@code export.OtlpExporter}) needs JDK 11 and is loaded by name.
  * Not API: public only for {@code JavaProfiler} and that exporter.
  */
 public final class OtlpExport {
-    static final String EXPORTER_CLASS = "com.datadoghq.profiler.tools.convert.OtlpExporter";
+    static final String EXPORTER_CLASS = "com.datadoghq.profiler.export.OtlpExporter";
     static final long DEFAULT_INTERVAL_MILLIS = 60_000;
     static final long MIN_INTERVAL_MILLIS = 1_000;
     static final long MAX_INTERVAL_MILLIS = 24 * 3_600_000L;
@@ -295,7 +295,7 @@ public final class OtlpExport {
         return new IllegalArgumentException("Invalid value '" + value + "' for option '" + option + "': " + reason);
     }
 
-    /** Whether this runtime can run the exporter (JDK 11 or later, with the tools classes). */
+    /** Whether this runtime can run the exporter (JDK 11 or later: its classes are Java 11). */
     public static boolean available() {
         try {
             Class.forName(EXPORTER_CLASS, false, OtlpExport.class.getClassLoader());

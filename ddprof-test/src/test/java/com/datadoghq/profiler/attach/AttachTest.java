@@ -59,7 +59,7 @@ class AttachTest {
 
     ChildJvm.Result attach(String command) throws Exception {
         return new ChildJvm()
-                .jvmArgs("-jar", TestEnv.libJar().toString(), "attach", String.valueOf(target.pid()), command)
+                .jvmArgs("-jar", TestEnv.toolsJar().toString(), "attach", String.valueOf(target.pid()), command)
                 .timeout(Duration.ofMinutes(2)).run(dir);
     }
 
@@ -141,10 +141,10 @@ class AttachTest {
 
         // No such JVM.
         ChildJvm.Result none = new ChildJvm()
-                .jvmArgs("-jar", TestEnv.libJar().toString(), "attach", "999999999", "status").run(dir);
+                .jvmArgs("-jar", TestEnv.toolsJar().toString(), "attach", "999999999", "status").run(dir);
         assertEquals(1, none.exitCode, none.describe());
         ChildJvm.Result usage = new ChildJvm()
-                .jvmArgs("-jar", TestEnv.libJar().toString(), "attach", String.valueOf(target.pid())).run(dir);
+                .jvmArgs("-jar", TestEnv.toolsJar().toString(), "attach", String.valueOf(target.pid())).run(dir);
         assertEquals(2, usage.exitCode, usage.describe());
         assertTrue(target.isAlive());
     }

@@ -88,7 +88,7 @@ class AsyncProfilerRecordingTest {
     static Path convert(String... args) throws Exception {
         String[] cmd = new String[args.length + 3];
         cmd[0] = "-jar";
-        cmd[1] = TestEnv.libJar().toString();
+        cmd[1] = TestEnv.toolsJar().toString();
         cmd[2] = "convert";
         System.arraycopy(args, 0, cmd, 3, args.length);
         ChildJvm.Result r = new ChildJvm().jvmArgs(cmd).run(dir);

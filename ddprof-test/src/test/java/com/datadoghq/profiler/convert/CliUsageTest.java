@@ -12,7 +12,7 @@ import java.util.List;
 
 import com.datadoghq.profiler.testing.ChildJvm;
 import com.datadoghq.profiler.testing.TestEnv;
-import com.datadoghq.profiler.tools.convert.EventKind;
+import com.datadoghq.profiler.export.EventKind;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -29,7 +29,7 @@ class CliUsageTest {
     Path dir;
 
     private ChildJvm.Result jar(String... args) throws Exception {
-        List<String> cmd = new ArrayList<>(Arrays.asList("-jar", TestEnv.libJar().toString()));
+        List<String> cmd = new ArrayList<>(Arrays.asList("-jar", TestEnv.toolsJar().toString()));
         cmd.addAll(Arrays.asList(args));
         ChildJvm.Result r = new ChildJvm().jvmArgs(cmd.toArray(new String[0])).timeout(Duration.ofMinutes(1)).run(dir);
         assertFalse(r.timedOut, r.describe());

@@ -100,7 +100,7 @@ class ConvertTest {
     }
 
     static ChildJvm.Result convert(String... args) throws Exception {
-        List<String> cmd = new ArrayList<>(Arrays.asList("-jar", TestEnv.libJar().toString(), "convert"));
+        List<String> cmd = new ArrayList<>(Arrays.asList("-jar", TestEnv.toolsJar().toString(), "convert"));
         cmd.addAll(Arrays.asList(args));
         return new ChildJvm().jvmArgs(cmd.toArray(new String[0])).timeout(Duration.ofMinutes(3)).run(dir);
     }

@@ -83,7 +83,7 @@ class EventKindsTest {
 
     ProfileProto.Profile pprof(Path jfr, String kind) throws Exception {
         Path out = dir.resolve(kind + ".pb.gz");
-        ChildJvm.Result r = new ChildJvm().jvmArgs("-jar", TestEnv.libJar().toString(), "convert", "--to", "pprof",
+        ChildJvm.Result r = new ChildJvm().jvmArgs("-jar", TestEnv.toolsJar().toString(), "convert", "--to", "pprof",
                 "--event", kind, jfr.toString(), out.toString()).timeout(Duration.ofMinutes(3)).run(dir);
         assertEquals(0, r.exitCode, r.describe());
         try (InputStream in = new GZIPInputStream(Files.newInputStream(out))) {
@@ -163,7 +163,7 @@ class EventKindsTest {
 
         // OTLP: one profile per kind in one request.
         Path otlp = dir.resolve("kinds.otlp.pb");
-        ChildJvm.Result r = new ChildJvm().jvmArgs("-jar", TestEnv.libJar().toString(), "convert", "--to", "otlp",
+        ChildJvm.Result r = new ChildJvm().jvmArgs("-jar", TestEnv.toolsJar().toString(), "convert", "--to", "otlp",
                 jfr.toString(), otlp.toString()).timeout(Duration.ofMinutes(3)).run(dir);
         assertEquals(0, r.exitCode, r.describe());
         ExportProfilesServiceRequest request = ExportProfilesServiceRequest.parseFrom(Files.readAllBytes(otlp));
@@ -178,7 +178,7 @@ class EventKindsTest {
 
         // Collapsed: the default kind of this file is wall (no cpu samples).
         Path collapsed = dir.resolve("kinds.collapsed");
-        r = new ChildJvm().jvmArgs("-jar", TestEnv.libJar().toString(), "convert", "--to", "collapsed",
+        r = new ChildJvm().jvmArgs("-jar", TestEnv.toolsJar().toString(), "convert", "--to", "collapsed",
                 jfr.toString(), collapsed.toString()).run(dir);
         assertEquals(0, r.exitCode, r.describe());
         long lines = 0;

@@ -62,7 +62,7 @@ class FlameGraphHtmlTest {
         samples = JfrReader.executionSamples(jfr);
         html = dir.resolve("flame.html");
         ChildJvm.Result r = new ChildJvm()
-                .jvmArgs("-jar", TestEnv.libJar().toString(), "convert", "--to", "html", jfr.toString(), html.toString())
+                .jvmArgs("-jar", TestEnv.toolsJar().toString(), "convert", "--to", "html", jfr.toString(), html.toString())
                 .run(dir);
         assertEquals(0, r.exitCode, r.describe());
     }
@@ -308,7 +308,7 @@ class FlameGraphHtmlTest {
 
         Path diff = dir.resolve("diff.html");
         ChildJvm.Result r = new ChildJvm()
-                .jvmArgs("-jar", TestEnv.libJar().toString(), "convert", "--to", "html", "--diff",
+                .jvmArgs("-jar", TestEnv.toolsJar().toString(), "convert", "--to", "html", "--diff",
                         base.toString(), now.toString(), diff.toString())
                 .run(dir);
         assertEquals(0, r.exitCode, r.describe());

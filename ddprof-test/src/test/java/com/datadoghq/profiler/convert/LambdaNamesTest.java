@@ -13,8 +13,8 @@ import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
 import com.datadoghq.profiler.JavaProfiler;
+import com.datadoghq.profiler.export.EventKind;
 import com.datadoghq.profiler.tools.Report;
-import com.datadoghq.profiler.tools.convert.EventKind;
 import com.datadoghq.profiler.testing.ChildJvm;
 import com.datadoghq.profiler.testing.CpuBurner;
 import com.datadoghq.profiler.testing.TestEnv;
@@ -58,7 +58,7 @@ class LambdaNamesTest {
     /** Runs {@code convert} in {@link #dir} (relative paths resolve there); returns the output file. */
     static Path convert(String... args) throws Exception {
         java.util.List<String> cmd = new java.util.ArrayList<>(
-                java.util.Arrays.asList("-jar", TestEnv.libJar().toString(), "convert"));
+                java.util.Arrays.asList("-jar", TestEnv.toolsJar().toString(), "convert"));
         cmd.addAll(java.util.Arrays.asList(args));
         ChildJvm.Result r = new ChildJvm().jvmArgs(cmd.toArray(new String[0])).timeout(Duration.ofMinutes(3)).run(dir);
         assertEquals(0, r.exitCode, r.describe());
@@ -68,7 +68,7 @@ class LambdaNamesTest {
     /** {@code report}'s output on {@link #dir}'s recording. */
     static String report(String... options) throws Exception {
         java.util.List<String> cmd = new java.util.ArrayList<>(
-                java.util.Arrays.asList("-jar", TestEnv.libJar().toString(), "report", "rec.jfr"));
+                java.util.Arrays.asList("-jar", TestEnv.toolsJar().toString(), "report", "rec.jfr"));
         cmd.addAll(java.util.Arrays.asList(options));
         ChildJvm.Result r = new ChildJvm().jvmArgs(cmd.toArray(new String[0])).timeout(Duration.ofMinutes(3)).run(dir);
         assertEquals(0, r.exitCode, r.describe());

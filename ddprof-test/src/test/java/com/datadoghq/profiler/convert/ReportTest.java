@@ -69,7 +69,7 @@ class ReportTest {
     }
 
     static ChildJvm.Result jar(String... args) throws Exception {
-        List<String> cmd = new ArrayList<>(Arrays.asList("-jar", TestEnv.libJar().toString()));
+        List<String> cmd = new ArrayList<>(Arrays.asList("-jar", TestEnv.toolsJar().toString()));
         cmd.addAll(Arrays.asList(args));
         ChildJvm.Result r = new ChildJvm().jvmArgs(cmd.toArray(new String[0])).timeout(Duration.ofMinutes(2)).run(dir);
         assertFalse(r.timedOut, r.describe());

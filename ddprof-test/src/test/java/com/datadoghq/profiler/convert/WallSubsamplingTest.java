@@ -41,7 +41,7 @@ class WallSubsamplingTest {
         assertTrue(child.stdout.contains("workload done"), child.describe());
 
         Path out = dir.resolve("wall.pb.gz");
-        ChildJvm.Result r = new ChildJvm().jvmArgs("-jar", TestEnv.libJar().toString(), "convert", "--to", "pprof",
+        ChildJvm.Result r = new ChildJvm().jvmArgs("-jar", TestEnv.toolsJar().toString(), "convert", "--to", "pprof",
                 "--event", "wall", jfr.toString(), out.toString()).timeout(Duration.ofMinutes(3)).run(dir);
         assertEquals(0, r.exitCode, r.describe());
         ProfileProto.Profile p;

@@ -125,7 +125,7 @@ class JdkSamplesTest {
         // Our converters count each sample once.
         long weight = ours.stream().mapToLong(e -> Math.max(1, e.getLong("weight"))).sum();
         Path collapsed = dir.resolve("rec.collapsed");
-        ChildJvm.Result r = new ChildJvm().jvmArgs("-jar", TestEnv.libJar().toString(), "convert", "--to", "collapsed",
+        ChildJvm.Result r = new ChildJvm().jvmArgs("-jar", TestEnv.toolsJar().toString(), "convert", "--to", "collapsed",
                 "--event", "cpu", jfr.toString(), collapsed.toString()).timeout(Duration.ofMinutes(3)).run(dir);
         assertEquals(0, r.exitCode, r.describe());
         long total = 0;

@@ -23,7 +23,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * {@code java -jar ddprof.jar <profiler command>}, as with upstream's jar: the command runs
  * through {@code execute} in that JVM, its reply is printed, and the exit code says how it went
- * (0 ok, 1 failed, 2 invalid); the tool verbs keep their meaning.
+ * (0 ok, 1 failed, 2 invalid); the tool verbs keep their meaning, and name the tools jar, which
+ * holds them.
  */
 class MainCommandTest {
     @TempDir
@@ -77,6 +78,28 @@ class MainCommandTest {
         assertTrue(unknown.stderr.contains("Unknown command: frobnicate"), unknown.describe());
         ChildJvm.Result extra = jar("status", "now");
         assertEquals(2, extra.exitCode, extra.describe());
+    }
+
+    /**
+     * The library jar a service depends on carries the profiler, not the tools: a tool verb run
+     * from it is a usage error whose one line names the tools jar; the tools jar runs it.
+     */
+    @Test
+    void toolVerbsNameTheToolsJar() throws Exception {
+        for (String verb : new String[] {"demo", "report", "convert", "attach"}) {
+            ChildJvm.Result r = jar(verb, "--help");
+            assertEquals(2, r.exitCode, r.describe());
+            assertEquals(1, r.stderr.strip().lines().count(), "one line: " + r.describe());
+            assertTrue(r.stderr.contains("'" + verb + "' is in the tools jar")
+                    && r.stderr.contains("java -jar ddprof-tools-") && r.stderr.contains(verb + " (com.datadoghq:ddprof-tools"),
+                    r.describe());
+            assertTrue(r.stdout.isEmpty(), r.describe());
+        }
+        ChildJvm.Result viaTools = new ChildJvm()
+                .jvmArgs("-jar", TestEnv.toolsJar().toString(), "demo", "--help")
+                .timeout(Duration.ofSeconds(60)).run(dir);
+        assertEquals(0, viaTools.exitCode, viaTools.describe());
+        assertTrue(viaTools.stdout.startsWith("Usage: "), viaTools.describe());
     }
 
     /**

@@ -167,7 +167,7 @@ class ReportMemoryTest {
                 "precondition: the two chunks' thread_info rows would read the same");
 
         ChildJvm.Result r = new ChildJvm()
-                .jvmArgs("-jar", TestEnv.libJar().toString(), "report", file.toString(), "--memory")
+                .jvmArgs("-jar", TestEnv.toolsJar().toString(), "report", file.toString(), "--memory")
                 .timeout(Duration.ofSeconds(60))
                 .run(dir);
         assertEquals(0, r.exitCode, r.describe());

@@ -118,7 +118,7 @@ class NativeMemTest {
         // The converter reads them as the malloc kind: the Java caller appears in the collapsed stacks.
         Path collapsed = dir.resolve("zip" + cstack.replaceAll("[^a-z]", "") + ".collapsed");
         ChildJvm.Result r = new ChildJvm()
-                .jvmArgs("-jar", TestEnv.libJar().toString(), "convert", "--to", "collapsed", "--event", "malloc",
+                .jvmArgs("-jar", TestEnv.toolsJar().toString(), "convert", "--to", "collapsed", "--event", "malloc",
                         file.toString(), collapsed.toString())
                 .timeout(Duration.ofMinutes(3)).run(dir);
         assertEquals(0, r.exitCode, r.describe());
@@ -262,7 +262,7 @@ class NativeMemTest {
         }
         Path collapsed = dir.resolve("leak.collapsed");
         ChildJvm.Result r = new ChildJvm()
-                .jvmArgs("-jar", TestEnv.libJar().toString(), "convert", "--to", "collapsed", "--leak",
+                .jvmArgs("-jar", TestEnv.toolsJar().toString(), "convert", "--to", "collapsed", "--leak",
                         file.toString(), collapsed.toString())
                 .timeout(Duration.ofMinutes(3)).run(dir);
         assertEquals(0, r.exitCode, r.describe());

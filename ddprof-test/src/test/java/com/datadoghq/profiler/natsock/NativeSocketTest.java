@@ -176,7 +176,7 @@ class NativeSocketTest {
         // The converter reads them as the socket kind, worth their estimated call time.
         Path collapsed = dir.resolve("echo.collapsed");
         ChildJvm.Result r = new ChildJvm()
-                .jvmArgs("-jar", TestEnv.libJar().toString(), "convert", "--to", "collapsed", "--event", "socket",
+                .jvmArgs("-jar", TestEnv.toolsJar().toString(), "convert", "--to", "collapsed", "--event", "socket",
                         file.toString(), collapsed.toString())
                 .timeout(Duration.ofMinutes(3)).run(dir);
         assertEquals(0, r.exitCode, r.describe());

@@ -16,6 +16,8 @@ import com.datadoghq.profiler.JavaProfiler;
  * <ul>
  *   <li>{@code ddprof.test.jdk}: the feature release of the JDK running the tests (11, 17, 21, 25)</li>
  *   <li>{@code ddprof.lib.jar}: the built jar (com.datadoghq:ddprof) (carries the native library)</li>
+ *   <li>{@code ddprof.tools.jar}: the built tools jar (com.datadoghq:ddprof-tools), the library jar
+ *       beside it (its manifest's class path): {@code java -jar} it for demo, report, convert, attach</li>
  *   <li>{@code ddprof.native.lib}: the libjavaProfiler.so that jar carries (stripped; its DWARF is in
  *       the debuginfo jar)</li>
  *   <li>{@code ddprof.test.java}: the java executable of the running JDK, for child JVMs</li>
@@ -49,6 +51,10 @@ public final class TestEnv {
 
     public static Path libJar() {
         return requiredFile("ddprof.lib.jar");
+    }
+
+    public static Path toolsJar() {
+        return requiredFile("ddprof.tools.jar");
     }
 
     private static Path requiredFile(String property) {

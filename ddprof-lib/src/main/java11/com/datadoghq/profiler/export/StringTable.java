@@ -1,4 +1,4 @@
-package com.datadoghq.profiler.tools.convert;
+package com.datadoghq.profiler.export;
 
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -6,15 +6,15 @@ import java.util.List;
 import java.util.Map;
 
 /** An interned string table whose entry 0 is "", as both pprof and OTLP require. */
-final class StringTable {
+public final class StringTable {
     private final List<String> strings = new ArrayList<>();
     private final Map<String, Integer> ids = new HashMap<>();
 
-    StringTable() {
+    public StringTable() {
         id("");
     }
 
-    int id(String s) {
+    public int id(String s) {
         Integer id = ids.get(s);
         if (id == null) {
             id = strings.size();
@@ -24,7 +24,7 @@ final class StringTable {
         return id;
     }
 
-    List<String> strings() {
+    public List<String> strings() {
         return strings;
     }
 }

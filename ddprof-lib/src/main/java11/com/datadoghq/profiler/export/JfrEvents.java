@@ -1,4 +1,4 @@
-package com.datadoghq.profiler.tools.convert;
+package com.datadoghq.profiler.export;
 
 import java.io.IOException;
 import java.lang.reflect.InvocationTargetException;
@@ -21,7 +21,7 @@ import jdk.jfr.consumer.RecordingFile;
  * <p>Events come in file order, not sorted by time (no reader here needs the order). An event is
  * valid only during the consumer's call unless {@code keep} is set (the stream reuses one event
  * object per type otherwise). A file the parser cannot read throws {@link IOException}; callers
- * check a recording first ({@code RecordingCheck}), as the stream stops quietly at a cut.
+ * check a recording first (the tools' {@code RecordingCheck}), as the stream stops quietly at a cut.
  */
 final class JfrEvents {
     /** {@code EventStream}'s methods, or null before JDK 14. */

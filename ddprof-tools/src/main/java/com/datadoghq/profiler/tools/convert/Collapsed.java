@@ -6,6 +6,9 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
+import com.datadoghq.profiler.export.EventKind;
+import com.datadoghq.profiler.export.Profile;
+
 /**
  * Collapsed stacks, the input format of flame-graph tools: one line per distinct stack,
  * {@code root;caller;...;leaf value}, where value is the sum of the samples' values

@@ -7,13 +7,16 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.UUID;
 
+import com.datadoghq.profiler.Agent;
+
 import com.sun.tools.attach.AgentInitializationException;
 import com.sun.tools.attach.AgentLoadException;
 import com.sun.tools.attach.AttachNotSupportedException;
 import com.sun.tools.attach.VirtualMachine;
 
 /**
- * {@code attach PID COMMAND}: loads this jar as a Java agent into the running JVM {@code PID}
+ * {@code attach PID COMMAND}: loads the library's jar (ddprof-VERSION.jar, the one holding
+ * {@link Agent}) as a Java agent into the running JVM {@code PID}
  * ({@code jdk.attach}, {@link VirtualMachine#loadAgent(String, String)}) and runs
  * {@code COMMAND} there, passed as one string, unchanged: {@code start,cpu=10ms,file=out.jfr},
  * {@code stop}, {@code status}, {@code dump,file=snapshot.jfr}, or any other profiler command.
@@ -60,13 +63,14 @@ public final class Attach {
         }
         Path jar;
         try {
-            jar = Paths.get(Attach.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+            jar = Paths.get(Agent.class.getProtectionDomain().getCodeSource().getLocation().toURI());
         } catch (URISyntaxException | RuntimeException e) {
-            System.err.println("Cannot tell where this jar is: " + e);
+            System.err.println("Cannot tell where the ddprof jar is: " + e);
             return 1;
         }
         if (!jar.toString().endsWith(".jar") || !new File(jar.toString()).isFile()) {
-            System.err.println("attach must run from the ddprof jar (java -jar ddprof.jar attach ...), not from " + jar);
+            System.err.println("attach must load the profiler from the ddprof jar (java -jar ddprof-tools.jar attach ..."
+                    + " with ddprof.jar on its class path), not from " + jar);
             return 1;
         }
         String id = UUID.randomUUID().toString();

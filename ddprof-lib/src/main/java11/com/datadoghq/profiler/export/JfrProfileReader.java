@@ -1,4 +1,4 @@
-package com.datadoghq.profiler.tools.convert;
+package com.datadoghq.profiler.export;
 
 import java.io.IOException;
 import java.io.PrintStream;
@@ -30,7 +30,7 @@ import jdk.jfr.consumer.RecordingFile;
 /**
  * Reads a JFR recording (ddprof's or the JDK's own) into a {@link Profile}, with the JDK's
  * parser ({@code jdk.jfr.consumer}). Which events are samples of which kind, and what each is
- * worth, is {@link EventKind}'s; frame and class naming is {@link Report}'s.
+ * worth, is {@link EventKind}'s; class naming is {@link Recorded}'s.
  */
 public final class JfrProfileReader {
     /**
@@ -89,7 +89,7 @@ public final class JfrProfileReader {
      * Prints a progress line on {@code out} during a long read ({@link Progress}); for a terminal
      * only: the line is rewritten in place.
      */
-    JfrProfileReader progress(PrintStream out) {
+    public JfrProfileReader progress(PrintStream out) {
         this.progressOut = out;
         return this;
     }
@@ -100,7 +100,7 @@ public final class JfrProfileReader {
      * ({@code runnable} matches ddprof's {@code RUNNABLE} and async-profiler's
      * {@code STATE_RUNNABLE}). Events without a state field are kept.
      */
-    JfrProfileReader states(Set<String> keep) {
+    public JfrProfileReader states(Set<String> keep) {
         Set<String> normalised = new HashSet<>();
         for (String k : keep) {
             normalised.add(state(k));
@@ -115,7 +115,7 @@ public final class JfrProfileReader {
     }
 
     /** Keeps only the samples {@code filter} keeps ({@code --include}, {@code --exclude}). */
-    JfrProfileReader filter(StackFilter filter) {
+    public JfrProfileReader filter(StackFilter filter) {
         this.filter = filter;
         return this;
     }

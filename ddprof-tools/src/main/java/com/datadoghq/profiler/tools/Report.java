@@ -17,9 +17,9 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 
-import com.datadoghq.profiler.tools.convert.EventKind;
-import com.datadoghq.profiler.tools.convert.JfrProfileReader;
-import com.datadoghq.profiler.tools.convert.Recorded;
+import com.datadoghq.profiler.export.EventKind;
+import com.datadoghq.profiler.export.JfrProfileReader;
+import com.datadoghq.profiler.export.Recorded;
 
 import jdk.jfr.consumer.RecordedEvent;
 import jdk.jfr.consumer.RecordedFrame;

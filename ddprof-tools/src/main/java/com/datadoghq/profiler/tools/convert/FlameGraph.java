@@ -9,6 +9,10 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
+import com.datadoghq.profiler.export.EventKind;
+import com.datadoghq.profiler.export.Profile;
+import com.datadoghq.profiler.export.StringTable;
+
 /**
  * A self-contained HTML flame graph: the page ({@code flamegraph.html} beside this class: its
  * CSS and script, no network fetches) with the profile embedded as JSON in

@@ -23,6 +23,13 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import com.datadoghq.profiler.tools.RecordingCheck;
+import com.datadoghq.profiler.export.EventKind;
+import com.datadoghq.profiler.export.JfrProfileReader;
+import com.datadoghq.profiler.export.Otlp;
+import com.datadoghq.profiler.export.Profile;
+import com.datadoghq.profiler.export.Progress;
+import com.datadoghq.profiler.export.Recorded;
+import com.datadoghq.profiler.export.StackFilter;
 
 /**
  * {@code convert --to collapsed|pprof|otlp|html [--event cpu|wall|alloc|live|malloc|socket] [--threads] [--leak]

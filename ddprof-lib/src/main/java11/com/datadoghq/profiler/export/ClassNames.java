@@ -1,4 +1,4 @@
-package com.datadoghq.profiler.tools.convert;
+package com.datadoghq.profiler.export;
 
 import java.util.regex.Pattern;
 

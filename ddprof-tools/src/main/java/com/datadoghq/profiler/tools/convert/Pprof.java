@@ -7,6 +7,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.zip.GZIPOutputStream;
 
+import com.datadoghq.profiler.export.EventKind;
+import com.datadoghq.profiler.export.Profile;
+import com.datadoghq.profiler.export.ProtoWriter;
+import com.datadoghq.profiler.export.StringTable;
+
 /**
  * pprof's {@code perftools.profiles.Profile} (profile.proto), gzipped, for one event kind.
  *
@@ -14,7 +19,7 @@ import java.util.zip.GZIPOutputStream;
  *   <li>sample types: {@code [<countType>/count, <valueType>/<unit>]}, e.g. {@code samples/count}
  *       and {@code cpu/nanoseconds}; the second is the default. For cpu and wall the value is
  *       weight &times; the sampling interval (wall: also &times; the threads each tick chose from,
- *       {@link WallEpochs}), for alloc and live the estimated bytes.</li>
+ *       {@code export.WallEpochs}), for alloc and live the estimated bytes.</li>
  *   <li>{@code period_type} = the value type, {@code period} = the sampling interval (time
  *       kinds; 0 for memory kinds).</li>
  *   <li>one Function per method ({@code name} = {@code pkg.Class.method}, {@code system_name} =

@@ -1,4 +1,4 @@
-package com.datadoghq.profiler.tools.convert;
+package com.datadoghq.profiler.export;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -12,8 +12,8 @@ import java.util.regex.PatternSyntaxException;
  * in a frame's name as the outputs print it: {@code java.util.HashMap.get} for a Java frame (class names
  * as {@code --raw-names} says), the symbol for a native one. Both may be given several times.
  */
-final class StackFilter {
-    static final StackFilter ALL = new StackFilter(List.of(), List.of());
+public final class StackFilter {
+    public static final StackFilter ALL = new StackFilter(List.of(), List.of());
 
     private final List<Pattern> include;
     private final List<Pattern> exclude;
@@ -24,14 +24,14 @@ final class StackFilter {
     }
 
     /** A copy that also requires a frame matching {@code regex}; IllegalArgumentException if it is not one. */
-    StackFilter including(String regex) {
+    public StackFilter including(String regex) {
         List<Pattern> in = new ArrayList<>(include);
         in.add(compile("--include", regex));
         return new StackFilter(List.copyOf(in), exclude);
     }
 
     /** A copy that also drops samples with a frame matching {@code regex}. */
-    StackFilter excluding(String regex) {
+    public StackFilter excluding(String regex) {
         List<Pattern> ex = new ArrayList<>(exclude);
         ex.add(compile("--exclude", regex));
         return new StackFilter(include, List.copyOf(ex));
@@ -46,12 +46,12 @@ final class StackFilter {
         }
     }
 
-    boolean keepsEverything() {
+    public boolean keepsEverything() {
         return include.isEmpty() && exclude.isEmpty();
     }
 
     /** Whether a sample whose frames have these names (any order) is kept. */
-    boolean keeps(List<String> frameNames) {
+    public boolean keeps(List<String> frameNames) {
         for (Pattern p : exclude) {
             for (String name : frameNames) {
                 if (p.matcher(name).find()) {

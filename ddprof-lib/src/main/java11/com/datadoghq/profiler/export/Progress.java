@@ -1,4 +1,4 @@
-package com.datadoghq.profiler.tools.convert;
+package com.datadoghq.profiler.export;
 
 import java.io.PrintStream;
 
@@ -8,7 +8,7 @@ import java.io.PrintStream;
  * (a short conversion prints nothing). The share is the events' time against the recording's span:
  * chunks are written in time order, so it grows as the file is read.
  */
-final class Progress {
+public final class Progress {
     private static final long QUIET_NANOS = 2_000_000_000L;
     private static final long EVERY_NANOS = 500_000_000L;
 
@@ -26,7 +26,7 @@ final class Progress {
      * 21; from JDK 22 it returns a console also when they are redirected, and {@code
      * Console.isTerminal()} says whether it is one.
      */
-    static boolean onTerminal() {
+    public static boolean onTerminal() {
         java.io.Console console = System.console();
         if (console == null) {
             return false;
@@ -39,7 +39,7 @@ final class Progress {
     }
 
     /** {@code startNanos} and {@code endNanos}: the recording's span (epoch nanoseconds). */
-    Progress(PrintStream out, String what, long startNanos, long endNanos) {
+    public Progress(PrintStream out, String what, long startNanos, long endNanos) {
         this.out = out;
         this.what = what;
         this.startNanos = startNanos;
@@ -47,7 +47,7 @@ final class Progress {
     }
 
     /** Counts one event at {@code nanos}; looks at the clock once every 65,536 events. */
-    void event(long nanos) {
+    public void event(long nanos) {
         if ((++events & 0xffff) != 0) {
             return;
         }
@@ -63,7 +63,7 @@ final class Progress {
     }
 
     /** Clears the line, if one was printed. */
-    void done() {
+    public void done() {
         if (printed) {
             out.print("\r\033[K");
             out.flush();
