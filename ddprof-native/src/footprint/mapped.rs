@@ -168,7 +168,7 @@ static LAST_RESIDENT: parking_lot::Mutex<Option<(std::time::Instant, [i64; COUNT
     parking_lot::Mutex::new(None);
 
 /// [`resident`], measured now and kept for [`resident_recent`] (the library watcher's thread
-/// calls this about once a second).
+/// calls this about every five seconds).
 pub fn measure_resident() -> [i64; COUNT] {
     let r = resident();
     *LAST_RESIDENT.lock() = Some((std::time::Instant::now(), r));

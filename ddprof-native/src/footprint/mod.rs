@@ -32,7 +32,7 @@ const FAMILIES: [&str; 4] = [
 ];
 const RESIDENT: &str = "native_mem_resident_bytes";
 /// Oldest resident-page figures a chunk reports (see `refresh`).
-const RESIDENT_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(2);
+const RESIDENT_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(6);
 
 const fn mapped_categories() -> usize {
     let mut n = 0;
@@ -138,8 +138,8 @@ pub fn refresh(sample: bool) {
         counters::set_gauge(2 * n + i, avg);
         counters::set_gauge(3 * n + i, overhead(*cat, f, &per));
     }
-    // A chunk's figures may be a moment old (the library watcher measures about once a
-    // second); a caller of getDebugCounters gets them measured now.
+    // A chunk's figures may be a few seconds old (the library watcher measures about every
+    // five seconds, `RESIDENT_EVERY`); a caller of getDebugCounters gets them measured now.
     let resident = if sample {
         mapped::resident_recent(RESIDENT_MAX_AGE)
     } else {

@@ -23,6 +23,11 @@ pub const PERIOD: Duration = Duration::from_millis(200);
 /// Polls between two looks for threads to adopt (about a second: listing /proc/self/task
 /// costs more than reading the loader's counts).
 pub const ADOPT_EVERY: u32 = 5;
+/// Polls between two measures of our mappings' resident pages (about five seconds): the
+/// page-table walk over ~100 MB of reserved buffers was a third of this thread's CPU when
+/// done every second (`perf record` on the Kotlin compiler with the tracer's options,
+/// docs/benchmarks.md), and a gauge some seconds old says the same.
+pub const RESIDENT_EVERY: u32 = 25;
 
 /// What the watcher keeps current.
 #[derive(Clone)]
@@ -110,6 +115,8 @@ impl Watcher {
                         .as_ref()
                         .is_some_and(|e| e.id() == crate::engine::EngineId::PerfEvents),
                 );
+            }
+            if polls.is_multiple_of(RESIDENT_EVERY) {
                 crate::footprint::measure_resident();
             }
         });
