@@ -4,6 +4,7 @@
 
 pub mod agct;
 pub mod arch;
+mod chain_cache;
 pub mod compare;
 pub mod dwarf;
 mod memo;

@@ -9,6 +9,7 @@
 use std::sync::OnceLock;
 
 use super::arch::{self, Regs, Top};
+use super::chain_cache::ChainCache;
 use super::memo::{InterpretedMethod, InterpretedMethods, Keyed, NmethodFacts, Nmethods, WalkMemo};
 use super::native::Cursor;
 use super::nmethod_cache::NmethodCache;
@@ -64,6 +65,8 @@ pub struct VmWalker {
     pc_descs: PcDescCache,
     /// nmethod headers read by earlier walks (checked by compile id on every use).
     nmethods: NmethodCache,
+    /// Inline chains decoded by earlier walks (keyed by pc and compile id).
+    chains: ChainCache,
     /// The code heaps, interpreter and call stub, read once (they never move); None if
     /// that read came up short, and then each walk reads them.
     code: Option<CodeCacheView>,
@@ -101,6 +104,7 @@ impl VmWalker {
                     ids: method::IdCache::new(),
                     pc_descs: PcDescCache::new(),
                     nmethods: NmethodCache::new(),
+                    chains: ChainCache::new(),
                     code: layout
                         .code_cache
                         .as_ref()
@@ -929,9 +933,6 @@ impl VmWalker {
         frame_type: u8,
         out: &mut Out,
     ) {
-        let Some(nm) = self.layout.nmethod.as_ref() else {
-            return;
-        };
         // The top frame's pc is arbitrary: like AsyncGetCallTrace, take the first PcDesc
         // after it. Return addresses have an exact PcDesc.
         let offset = pc
@@ -942,50 +943,22 @@ impl VmWalker {
             return;
         }
         let before = out.counts();
-        let known = out.nmethods.get(blob.addr).and_then(|f| f.debug);
-        let debug = known.unwrap_or_else(|| {
-            let (pcs_begin, pcs_end) = nm.pc_desc_range(blob)?;
-            let data = nm.scopes_data_begin(blob)?;
-            let (meta_begin, meta_end) = nm.metadata_range(blob)?;
-            Some(debuginfo::NmethodDebugInfo {
-                pcs_begin,
-                pcs_end,
-                scopes: NmethodScopes {
-                    data,
-                    data_len: usize::MAX / 4,
-                    metadata: meta_begin,
-                    metadata_len: meta_end.saturating_sub(meta_begin) / 8,
-                },
-            })
-        });
-        if known.is_none() {
-            if let Some(facts) = out.nmethods.get_mut(blob.addr) {
-                facts.debug = Some(debug);
-                self.nmethods.put(facts);
-            }
-        }
         let mut scopes = [ScopeFrame { method: 0, bci: 0 }; MAX_SCOPES];
-        let pc_desc = debug.as_ref().and_then(|d| {
-            self.pc_descs.find(
-                &SiteMemory(Site::PcDesc),
-                &self.pc_desc,
-                d,
-                code_begin,
-                offset,
-            )
-        });
-        let chain = match (debug, pc_desc) {
-            (Some(d), Some(pd)) => debuginfo::decode_scopes(
-                &SiteMemory(Site::Scope),
-                &self.format,
-                &d.scopes,
-                pd.scope_decode_offset,
-                &mut scopes,
-            ),
-            _ => debuginfo::ScopeChain {
-                count: 0,
-                end: ChainEnd::NoPcDesc,
+        // The compile id read for this nmethod in this walk (compiled_frame keeps its facts).
+        let compile_id = out.nmethods.get(blob.addr).map(|f| f.compile_id);
+        let chain = match compile_id.and_then(|id| self.chains.get(key, id, &mut scopes)) {
+            Some(count) => debuginfo::ScopeChain {
+                count,
+                end: ChainEnd::Complete,
             },
+            None => {
+                let chain = self.decode_chain(blob, code_begin, offset, out, &mut scopes);
+                if let (Some(id), ChainEnd::Complete) = (compile_id, chain.end) {
+                    self.chains
+                        .put(key, id, scopes.get(..chain.count).unwrap_or(&[]));
+                }
+                chain
+            }
         };
         if chain.count == 0 || !matches!(chain.end, ChainEnd::Complete | ChainEnd::Truncated) {
             if self
@@ -1013,6 +986,68 @@ impl VmWalker {
             self.push_method(out, sm, s.bci.max(0), t);
         }
         out.remember_chain(key, before);
+    }
+
+    /// The inline chain at `offset` of the nmethod at `blob`, from its PcDescs and scopes
+    /// (read once per walk where this walk met the nmethod before). Signal-safe.
+    fn decode_chain(
+        &self,
+        blob: Blob,
+        code_begin: usize,
+        offset: usize,
+        out: &mut Out,
+        scopes: &mut [ScopeFrame],
+    ) -> debuginfo::ScopeChain {
+        let Some(nm) = self.layout.nmethod.as_ref() else {
+            return debuginfo::ScopeChain {
+                count: 0,
+                end: ChainEnd::NoPcDesc,
+            };
+        };
+        let known = out.nmethods.get(blob.addr).and_then(|f| f.debug);
+        let debug = known.unwrap_or_else(|| {
+            let (pcs_begin, pcs_end) = nm.pc_desc_range(blob)?;
+            let data = nm.scopes_data_begin(blob)?;
+            let (meta_begin, meta_end) = nm.metadata_range(blob)?;
+            Some(debuginfo::NmethodDebugInfo {
+                pcs_begin,
+                pcs_end,
+                scopes: NmethodScopes {
+                    data,
+                    data_len: usize::MAX / 4,
+                    metadata: meta_begin,
+                    metadata_len: meta_end.saturating_sub(meta_begin) / 8,
+                },
+            })
+        });
+        if known.is_none() {
+            if let Some(facts) = out.nmethods.get_mut(blob.addr) {
+                facts.debug = Some(debug);
+                self.nmethods.put(facts);
+            }
+        }
+        let pc_desc = debug.as_ref().and_then(|d| {
+            self.pc_descs.find(
+                &SiteMemory(Site::PcDesc),
+                &self.pc_desc,
+                d,
+                code_begin,
+                offset,
+            )
+        });
+        match (debug, pc_desc) {
+            (Some(d), Some(pd)) => debuginfo::decode_scopes(
+                &SiteMemory(Site::Scope),
+                &self.format,
+                &d.scopes,
+                pd.scope_decode_offset,
+                scopes,
+            ),
+            _ => debuginfo::ScopeChain {
+                count: 0,
+                end: ChainEnd::NoPcDesc,
+            },
+        }
     }
 
     /// A sample whose leaf is a vtable/itable stub, with receiver frames on: the receiver's
