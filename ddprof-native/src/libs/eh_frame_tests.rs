@@ -1,5 +1,5 @@
 use super::*;
-use crate::libs::elf::executable_files;
+use crate::libs::elf::{executable_files, u32_at};
 use crate::sample::walk::dwarf::{publish, read};
 use std::sync::atomic::Ordering;
 
@@ -12,6 +12,19 @@ fn x86_rows(data: &[u8], vaddr: u64, bias: u64) -> Vec<Row> {
 /// and one FDE of a classic `push rbp; mov rbp, rsp; ... leave; ret` function at ELF
 /// address 0x1000, size 0x40, in a section at address 0x2000.
 fn section() -> Vec<u8> {
+    section_with(&[
+        0x41, // advance 1 (after push rbp)
+        0x0e, 16, // def_cfa_offset 16
+        0x86, 2,    // rbp at cfa-16
+        0x43, // advance 3 (after mov rbp, rsp)
+        0x0d, 6, // def_cfa_register rbp
+        0x02, 0x30, // advance1 0x30 (at leave+1... ret)
+        0x0c, 7, 8, // def_cfa rsp+8
+    ])
+}
+
+/// [`section`]'s CIE and an FDE of the same function running `program`.
+fn section_with(program: &[u8]) -> Vec<u8> {
     let mut d = Vec::new();
     // CIE
     let cie: Vec<u8> = [
@@ -37,15 +50,7 @@ fn section() -> Vec<u8> {
     fde.extend_from_slice(&((0x1000 - field_vaddr) as i32).to_le_bytes());
     fde.extend_from_slice(&0x40u32.to_le_bytes());
     fde.push(0); // augmentation data length
-    fde.extend_from_slice(&[
-        0x41, // advance 1 (after push rbp)
-        0x0e, 16, // def_cfa_offset 16
-        0x86, 2,    // rbp at cfa-16
-        0x43, // advance 3 (after mov rbp, rsp)
-        0x0d, 6, // def_cfa_register rbp
-        0x02, 0x30, // advance1 0x30 (at leave+1... ret)
-        0x0c, 7, 8, // def_cfa rsp+8
-    ]);
+    fde.extend_from_slice(program);
     while (fde.len() + 4) % 8 != 0 {
         fde.push(0);
     }
@@ -71,6 +76,34 @@ fn a_frame_pointer_function_gives_four_rules_and_an_end() {
         .map(|r| (r.pc, r.cfa_reg, r.cfa_off, r.fp_off))
         .collect();
     assert_eq!(got, want);
+}
+
+/// A program that cannot be run on keeps the rows before the failing instruction and has
+/// no rule from there to the function's end. Before gimli, an unknown opcode left the whole
+/// function without a rule, and `DW_CFA_def_cfa_register` after `DW_CFA_def_cfa_expression`
+/// (which DWARF forbids: it needs a register-and-offset rule; libgcrypt's assembly has one,
+/// in an epilogue) was read as the register plus the offset before the expression.
+#[test]
+fn a_program_that_cannot_go_on_keeps_its_rows_before_the_failure() {
+    let b = 0x10_0000u64;
+    let rows_of = |program: &[u8]| -> Vec<_> {
+        x86_rows(&section_with(program), 0x2000, b)
+            .iter()
+            .map(|r| (r.pc, r.cfa_reg, r.cfa_off))
+            .collect()
+    };
+    let after_push = [0x41, 0x0e, 16, 0x86, 2]; // advance 1; rsp+16; rbp at cfa-16
+    let unknown_opcode = [&after_push[..], &[0x43, 0x3f, 0x43, 0x0e, 8]].concat();
+    let want = [
+        (b + 0x1000, CFA_RSP, 8),
+        (b + 0x1001, CFA_RSP, 16),
+        (b + 0x1004, CFA_UNKNOWN, 0),
+    ];
+    assert_eq!(rows_of(&unknown_opcode), want);
+    // def_cfa_expression (DW_OP_breg7 0), advance 3, def_cfa_register rsp.
+    let register_after_expression =
+        [&after_push[..], &[0x43, 0x0f, 2, 0x77, 0, 0x43, 0x0d, 7]].concat();
+    assert_eq!(rows_of(&register_after_expression), want);
 }
 
 #[test]
