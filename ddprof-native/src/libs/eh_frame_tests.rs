@@ -1,5 +1,5 @@
 use super::*;
-use crate::libs::elf::{executable_files, u32_at};
+use crate::libs::elf::{executable_files, LE};
 use crate::sample::walk::dwarf::{publish, read};
 use std::sync::atomic::Ordering;
 
@@ -372,12 +372,14 @@ fn aarch64_libc_rows_keep_the_return_address_in_lr_until_it_is_saved() {
         let strs = elf.sections[s.link as usize];
         let data = elf.read(s.offset, s.size).unwrap();
         let names = elf.read(strs.offset, strs.size).unwrap();
-        data.chunks_exact(24)
+        let syms = object::pod::slice_from_all_bytes::<object::elf::Sym64<LE>>(&data).unwrap();
+        syms.iter()
             .find(|e| {
-                let at = u32_at(e, 0).unwrap() as usize;
+                use object::read::elf::Sym;
+                let at = e.st_name(LE) as usize;
                 names.get(at..at + name.len() + 1) == Some(&[name.as_bytes(), b"\0"].concat())
             })
-            .and_then(|e| crate::libs::elf::u64_at(e, 8))
+            .map(|e| object::read::elf::Sym::st_value(e, LE))
             .unwrap_or_else(|| panic!("{name}"))
     };
     let leaf = (CFA_SP, 0, FP_SAME, RA_IN_LR);
