@@ -1,7 +1,7 @@
 //! Building the walker's DWARF unwind rows from `.eh_frame` (never in a signal): every
 //! executable file mapped into the process except libjvm (whose frame pointers are
 //! reliable, and whose `.eh_frame` is the largest) has its call-frame information
-//! interpreted into rows (`crate::sample::walk::dwarf::Row`), sorted by runtime address,
+//! interpreted (by `gimli`, which the signal path never sees) into rows (`crate::sample::walk::dwarf::Row`), sorted by runtime address,
 //! rows with an equal rule merged, and published for the handler. Every start and every
 //! dump checks the mapped libraries again; libraries loaded after a start or dump have no
 //! rows until the next one.

@@ -1,5 +1,6 @@
 //! The executable files of this process, read from disk: `/proc/self/maps` lines and
-//! 64-bit little-endian ELF headers (loadable segments, section headers). Used at start
+//! 64-bit little-endian ELF headers (loadable segments, section headers, notes), parsed by the
+//! `object` crate into the small tables below. Used at start
 //! and dump time by the DWARF rows (`eh_frame.rs`) and the native-frame namer
 //! (`symbols.rs`); never in a signal handler.
 //!
