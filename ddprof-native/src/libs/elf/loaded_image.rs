@@ -9,7 +9,8 @@
 //! [`open`] presents these as an [`Elf`] whose file is `/proc/self/mem`, each section's
 //! `offset` its address: the readers of files read it unchanged. Reading through
 //! `/proc/self/mem` fails cleanly (EIO) where the object was unmapped meanwhile, where a
-//! plain load would fault.
+//! plain load would fault: `object` and `gimli` parse the copies read so, never a slice over
+//! the mapping itself.
 
 use std::ffi::c_void;
 use std::fs::File;
