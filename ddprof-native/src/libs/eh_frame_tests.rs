@@ -25,19 +25,24 @@ fn section() -> Vec<u8> {
 
 /// [`section`]'s CIE and an FDE of the same function running `program`.
 fn section_with(program: &[u8]) -> Vec<u8> {
+    section_of(&[0x0c, 7, 8], program)
+}
+
+/// [`section_with`], the CIE defining the CFA by `cie_cfa` (three bytes: nops for none).
+fn section_of(cie_cfa: &[u8; 3], program: &[u8]) -> Vec<u8> {
     let mut d = Vec::new();
     // CIE
     let cie: Vec<u8> = [
         &0u32.to_le_bytes()[..],
-        &[1],          // version
-        b"zR\0",       // augmentation
-        &[1],          // code align
-        &[0x78],       // data align -8
-        &[16],         // return address register
-        &[1, 0x1b],    // augmentation data: R = pcrel|sdata4
-        &[0x0c, 7, 8], // def_cfa rsp+8
-        &[0x90, 1],    // offset r16 (ra) at cfa-8
-        &[0, 0],       // padding
+        &[1],       // version
+        b"zR\0",    // augmentation
+        &[1],       // code align
+        &[0x78],    // data align -8
+        &[16],      // return address register
+        &[1, 0x1b], // augmentation data: R = pcrel|sdata4
+        cie_cfa,    // def_cfa rsp+8 (in section())
+        &[0x90, 1], // offset r16 (ra) at cfa-8
+        &[0, 0],    // padding
     ]
     .concat();
     d.extend_from_slice(&(cie.len() as u32).to_le_bytes());
@@ -104,6 +109,24 @@ fn a_program_that_cannot_go_on_keeps_its_rows_before_the_failure() {
     let register_after_expression =
         [&after_push[..], &[0x43, 0x0f, 2, 0x77, 0, 0x43, 0x0d, 7]].concat();
     assert_eq!(rows_of(&register_after_expression), want);
+}
+
+/// A CIE that does not define the CFA leaves it where a call leaves it (x86_64: rsp + 8), as
+/// the architecture says: gimli alone would start it at register 0 (rax), which no row can use.
+#[test]
+fn a_cie_without_a_cfa_rule_starts_from_the_call() {
+    let b = 0x10_0000u64;
+    let program = [0x41, 0x0e, 16]; // advance 1; def_cfa_offset 16
+    let rows: Vec<_> = x86_rows(&section_of(&[0, 0, 0], &program), 0x2000, b)
+        .iter()
+        .map(|r| (r.pc, r.cfa_reg, r.cfa_off))
+        .collect();
+    let want = [
+        (b + 0x1000, CFA_RSP, 8),
+        (b + 0x1001, CFA_RSP, 16),
+        (b + 0x1040, CFA_UNKNOWN, 0),
+    ];
+    assert_eq!(rows, want);
 }
 
 #[test]
