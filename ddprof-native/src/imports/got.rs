@@ -66,7 +66,9 @@ pub fn absolute(ptr: u64, bias: u64) -> u64 {
     }
 }
 
-/// Reads `(tag, value)` pairs until `DT_NULL`.
+/// Reads `(tag, value)` pairs until `DT_NULL`. In place, not through `object` (as `libs/elf/`
+/// reads files): the array's length is known only by its terminator, and the loader's lock
+/// keeps it mapped while we read.
 ///
 /// # Safety
 /// `dynamic` must point at a readable, `DT_NULL`-terminated `Elf64_Dyn` array.

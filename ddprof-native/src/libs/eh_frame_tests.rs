@@ -1,5 +1,5 @@
 use super::*;
-use crate::libs::elf::executable_files;
+use crate::libs::elf::{executable_files, LE};
 use crate::sample::walk::dwarf::{publish, read};
 use std::sync::atomic::Ordering;
 
@@ -12,19 +12,37 @@ fn x86_rows(data: &[u8], vaddr: u64, bias: u64) -> Vec<Row> {
 /// and one FDE of a classic `push rbp; mov rbp, rsp; ... leave; ret` function at ELF
 /// address 0x1000, size 0x40, in a section at address 0x2000.
 fn section() -> Vec<u8> {
+    section_with(&[
+        0x41, // advance 1 (after push rbp)
+        0x0e, 16, // def_cfa_offset 16
+        0x86, 2,    // rbp at cfa-16
+        0x43, // advance 3 (after mov rbp, rsp)
+        0x0d, 6, // def_cfa_register rbp
+        0x02, 0x30, // advance1 0x30 (at leave+1... ret)
+        0x0c, 7, 8, // def_cfa rsp+8
+    ])
+}
+
+/// [`section`]'s CIE and an FDE of the same function running `program`.
+fn section_with(program: &[u8]) -> Vec<u8> {
+    section_of(&[0x0c, 7, 8], program)
+}
+
+/// [`section_with`], the CIE defining the CFA by `cie_cfa` (three bytes: nops for none).
+fn section_of(cie_cfa: &[u8; 3], program: &[u8]) -> Vec<u8> {
     let mut d = Vec::new();
     // CIE
     let cie: Vec<u8> = [
         &0u32.to_le_bytes()[..],
-        &[1],          // version
-        b"zR\0",       // augmentation
-        &[1],          // code align
-        &[0x78],       // data align -8
-        &[16],         // return address register
-        &[1, 0x1b],    // augmentation data: R = pcrel|sdata4
-        &[0x0c, 7, 8], // def_cfa rsp+8
-        &[0x90, 1],    // offset r16 (ra) at cfa-8
-        &[0, 0],       // padding
+        &[1],       // version
+        b"zR\0",    // augmentation
+        &[1],       // code align
+        &[0x78],    // data align -8
+        &[16],      // return address register
+        &[1, 0x1b], // augmentation data: R = pcrel|sdata4
+        cie_cfa,    // def_cfa rsp+8 (in section())
+        &[0x90, 1], // offset r16 (ra) at cfa-8
+        &[0, 0],    // padding
     ]
     .concat();
     d.extend_from_slice(&(cie.len() as u32).to_le_bytes());
@@ -37,15 +55,7 @@ fn section() -> Vec<u8> {
     fde.extend_from_slice(&((0x1000 - field_vaddr) as i32).to_le_bytes());
     fde.extend_from_slice(&0x40u32.to_le_bytes());
     fde.push(0); // augmentation data length
-    fde.extend_from_slice(&[
-        0x41, // advance 1 (after push rbp)
-        0x0e, 16, // def_cfa_offset 16
-        0x86, 2,    // rbp at cfa-16
-        0x43, // advance 3 (after mov rbp, rsp)
-        0x0d, 6, // def_cfa_register rbp
-        0x02, 0x30, // advance1 0x30 (at leave+1... ret)
-        0x0c, 7, 8, // def_cfa rsp+8
-    ]);
+    fde.extend_from_slice(program);
     while (fde.len() + 4) % 8 != 0 {
         fde.push(0);
     }
@@ -71,6 +81,52 @@ fn a_frame_pointer_function_gives_four_rules_and_an_end() {
         .map(|r| (r.pc, r.cfa_reg, r.cfa_off, r.fp_off))
         .collect();
     assert_eq!(got, want);
+}
+
+/// A program that cannot be run on keeps the rows before the failing instruction and has
+/// no rule from there to the function's end. Before gimli, an unknown opcode left the whole
+/// function without a rule, and `DW_CFA_def_cfa_register` after `DW_CFA_def_cfa_expression`
+/// (which DWARF forbids: it needs a register-and-offset rule; libgcrypt's assembly has one,
+/// in an epilogue) was read as the register plus the offset before the expression.
+#[test]
+fn a_program_that_cannot_go_on_keeps_its_rows_before_the_failure() {
+    let b = 0x10_0000u64;
+    let rows_of = |program: &[u8]| -> Vec<_> {
+        x86_rows(&section_with(program), 0x2000, b)
+            .iter()
+            .map(|r| (r.pc, r.cfa_reg, r.cfa_off))
+            .collect()
+    };
+    let after_push = [0x41, 0x0e, 16, 0x86, 2]; // advance 1; rsp+16; rbp at cfa-16
+    let unknown_opcode = [&after_push[..], &[0x43, 0x3f, 0x43, 0x0e, 8]].concat();
+    let want = [
+        (b + 0x1000, CFA_RSP, 8),
+        (b + 0x1001, CFA_RSP, 16),
+        (b + 0x1004, CFA_UNKNOWN, 0),
+    ];
+    assert_eq!(rows_of(&unknown_opcode), want);
+    // def_cfa_expression (DW_OP_breg7 0), advance 3, def_cfa_register rsp.
+    let register_after_expression =
+        [&after_push[..], &[0x43, 0x0f, 2, 0x77, 0, 0x43, 0x0d, 7]].concat();
+    assert_eq!(rows_of(&register_after_expression), want);
+}
+
+/// A CIE that does not define the CFA leaves it where a call leaves it (x86_64: rsp + 8), as
+/// the architecture says: gimli alone would start it at register 0 (rax), which no row can use.
+#[test]
+fn a_cie_without_a_cfa_rule_starts_from_the_call() {
+    let b = 0x10_0000u64;
+    let program = [0x41, 0x0e, 16]; // advance 1; def_cfa_offset 16
+    let rows: Vec<_> = x86_rows(&section_of(&[0, 0, 0], &program), 0x2000, b)
+        .iter()
+        .map(|r| (r.pc, r.cfa_reg, r.cfa_off))
+        .collect();
+    let want = [
+        (b + 0x1000, CFA_RSP, 8),
+        (b + 0x1001, CFA_RSP, 16),
+        (b + 0x1040, CFA_UNKNOWN, 0),
+    ];
+    assert_eq!(rows, want);
 }
 
 #[test]
@@ -339,12 +395,14 @@ fn aarch64_libc_rows_keep_the_return_address_in_lr_until_it_is_saved() {
         let strs = elf.sections[s.link as usize];
         let data = elf.read(s.offset, s.size).unwrap();
         let names = elf.read(strs.offset, strs.size).unwrap();
-        data.chunks_exact(24)
+        let syms = object::pod::slice_from_all_bytes::<object::elf::Sym64<LE>>(&data).unwrap();
+        syms.iter()
             .find(|e| {
-                let at = u32_at(e, 0).unwrap() as usize;
+                use object::read::elf::Sym;
+                let at = e.st_name(LE) as usize;
                 names.get(at..at + name.len() + 1) == Some(&[name.as_bytes(), b"\0"].concat())
             })
-            .and_then(|e| crate::libs::elf::u64_at(e, 8))
+            .map(|e| object::read::elf::Sym::st_value(e, LE))
             .unwrap_or_else(|| panic!("{name}"))
     };
     let leaf = (CFA_SP, 0, FP_SAME, RA_IN_LR);

@@ -21,7 +21,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::{Arc, Mutex};
 
-use crate::libs::elf::{u16_at, u32_at, u64_at, Elf, Load, Mapping, SHT_DYNSYM, SHT_SYMTAB};
+use crate::libs::elf::{Elf, Load, Mapping, LE, SHT_DYNSYM, SHT_SYMTAB};
 use crate::word_map::WordMap;
 
 /// Names of pcs over one snapshot of the mappings (a dump's). Names are not kept per pc
@@ -183,14 +183,13 @@ impl Table {
         let mut syms: Vec<(u64, u32, u32)> = data
             .chunks_exact(entsize as usize)
             .filter_map(|e| {
-                let name = u32_at(e, 0)?;
-                let info = *e.get(4)?;
-                let shndx = u16_at(e, 6)?;
-                let value = u64_at(e, 8)?;
-                let size = u64_at(e, 16)?;
-                let t = info & 0xf;
+                use object::read::elf::Sym;
+                let (sym, _) = object::pod::from_bytes::<object::elf::Sym64<LE>>(e).ok()?;
+                let (name, value, size) = (sym.st_name(LE), sym.st_value(LE), sym.st_size(LE));
+                let t = sym.st_type().0;
                 let func = t == STT_FUNC || t == STT_GNU_IFUNC;
-                (func && shndx != 0 && value != 0 && size != 0 && name != 0).then_some((
+                let defined = sym.st_shndx(LE).0 != 0;
+                (func && defined && value != 0 && size != 0 && name != 0).then_some((
                     value,
                     size.min(u32::MAX as u64) as u32,
                     name,

@@ -9,20 +9,21 @@
 //! [`open`] presents these as an [`Elf`] whose file is `/proc/self/mem`, each section's
 //! `offset` its address: the readers of files read it unchanged. Reading through
 //! `/proc/self/mem` fails cleanly (EIO) where the object was unmapped meanwhile, where a
-//! plain load would fault.
+//! plain load would fault: `object` and `gimli` parse the copies read so, never a slice over
+//! the mapping itself.
 
 use std::ffi::c_void;
 use std::fs::File;
 
+use object::elf::{Dyn64, GnuHashHeader};
+use object::read::elf::Dyn;
+
 use super::{
-    read_at, u32_at, u64_at, Elf, Load, Section, SectionNames, DT_GNU_HASH, DT_HASH, DT_NULL,
-    DT_STRSZ, DT_STRTAB, DT_SYMENT, DT_SYMTAB, PT_DYNAMIC, PT_GNU_EH_FRAME, PT_LOAD, PT_NOTE,
-    SHT_DYNSYM, SHT_NOTE, SHT_PROGBITS, SHT_STRTAB,
+    read_at, u32_at, Elf, Load, Section, SectionNames, DT_GNU_HASH, DT_HASH, DT_NULL, DT_STRSZ,
+    DT_STRTAB, DT_SYMENT, DT_SYMTAB, LE, PT_DYNAMIC, PT_GNU_EH_FRAME, PT_LOAD, PT_NOTE, SHT_DYNSYM,
+    SHT_NOTE, SHT_PROGBITS, SHT_STRTAB,
 };
 
-/// `.eh_frame_hdr`'s encoding of its pointer to `.eh_frame`: pc-relative, signed 4 bytes
-/// (what GNU ld, gold and lld write).
-const DW_EH_PE_PCREL_SDATA4: u8 = 0x1b;
 /// More dynamic symbols than any library has: a larger count is a misread table.
 const MAX_SYMBOLS: u64 = 1 << 22;
 
@@ -139,8 +140,11 @@ impl Image {
         let data = self.read(self.at(dynamic.vaddr), dynamic.filesz)?;
         let (mut symtab, mut strtab, mut strsz, mut syment) = (None, None, None, 24);
         let (mut hash, mut gnu_hash) = (None, None);
-        for entry in data.chunks_exact(16) {
-            let (tag, value) = (u64_at(entry, 0)? as i64, u64_at(entry, 8)?);
+        let entries = object::pod::slice_from_bytes::<Dyn64<LE>>(&data, data.len() / 16)
+            .ok()?
+            .0;
+        for entry in entries {
+            let (tag, value) = (entry.d_tag(LE).0, entry.d_val(LE));
             match tag {
                 DT_NULL => break,
                 DT_SYMTAB => symtab = Some(self.pointer(value)),
@@ -187,9 +191,10 @@ impl Image {
     /// of the longest-indexed chain (the symbols before `symoffset` are not hashed).
     fn gnu_hash_symbols(&self, at: u64) -> Option<u64> {
         let header = self.read(at, 16)?;
-        let nbuckets = u64::from(u32_at(&header, 0)?);
-        let symoffset = u64::from(u32_at(&header, 4)?);
-        let bloom_words = u64::from(u32_at(&header, 8)?);
+        let (header, _) = object::pod::from_bytes::<GnuHashHeader<LE>>(&header).ok()?;
+        let nbuckets = u64::from(header.bucket_count.get(LE));
+        let symoffset = u64::from(header.symbol_base.get(LE));
+        let bloom_words = u64::from(header.bloom_count.get(LE));
         if nbuckets > MAX_SYMBOLS || bloom_words > MAX_SYMBOLS {
             return None;
         }
@@ -216,16 +221,19 @@ impl Image {
         None
     }
 
-    /// `.eh_frame`, through `.eh_frame_hdr` (PT_GNU_EH_FRAME); it runs to the end of its
-    /// segment at most (the reader stops at its terminator).
+    /// `.eh_frame`, through `.eh_frame_hdr` (PT_GNU_EH_FRAME, read by gimli: any pointer
+    /// encoding); it runs to the end of its segment at most (the reader stops at its
+    /// terminator).
     fn eh_frame(&self) -> Option<Section> {
         let hdr = self.phdrs.iter().find(|p| p.kind == PT_GNU_EH_FRAME)?;
-        let head = self.read(self.at(hdr.vaddr), 8)?;
-        if head.first() != Some(&1) || head.get(1) != Some(&DW_EH_PE_PCREL_SDATA4) {
+        let data = self.read(self.at(hdr.vaddr), hdr.filesz)?;
+        let bases = gimli::BaseAddresses::default().set_eh_frame_hdr(hdr.vaddr);
+        let parsed = gimli::EhFrameHdr::new(&data, gimli::LittleEndian)
+            .parse(&bases, 8)
+            .ok()?;
+        let gimli::Pointer::Direct(vaddr) = parsed.eh_frame_ptr() else {
             return None;
-        }
-        let delta = u32_at(&head, 4)? as i32;
-        let vaddr = (hdr.vaddr + 4).wrapping_add_signed(i64::from(delta));
+        };
         let end = self
             .phdrs
             .iter()

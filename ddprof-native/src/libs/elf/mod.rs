@@ -1,5 +1,6 @@
 //! The executable files of this process, read from disk: `/proc/self/maps` lines and
-//! 64-bit little-endian ELF headers (loadable segments, section headers). Used at start
+//! 64-bit little-endian ELF headers (loadable segments, section headers, notes), parsed by the
+//! `object` crate into the small tables below. Used at start
 //! and dump time by the DWARF rows (`eh_frame.rs`) and the native-frame namer
 //! (`symbols.rs`); never in a signal handler.
 //!
@@ -74,21 +75,9 @@ fn own_file() -> Option<&'static OwnFile> {
     OWN_FILE.get().and_then(Option::as_ref)
 }
 
-pub fn u16_at(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(
-        b.get(at..at.checked_add(2)?)?.try_into().ok()?,
-    ))
-}
-
 pub fn u32_at(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_le_bytes(
         b.get(at..at.checked_add(4)?)?.try_into().ok()?,
-    ))
-}
-
-pub fn u64_at(b: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(
-        b.get(at..at.checked_add(8)?)?.try_into().ok()?,
     ))
 }
 
@@ -281,6 +270,9 @@ pub const DT_JMPREL: i64 = 23;
 pub const DT_GNU_HASH: i64 = 0x6fff_fef5;
 /// Note type of the GNU build id (owner `GNU`).
 const NT_GNU_BUILD_ID: u32 = 3;
+/// The byte order of every ELF file read here (64-bit little-endian only).
+pub(crate) type LE = object::LittleEndian;
+pub(crate) const LE: LE = object::LittleEndian;
 
 /// A loadable segment: file offset, virtual address, size in the file.
 #[derive(Clone, Copy, Debug)]
@@ -333,52 +325,44 @@ impl Elf {
         Elf::of_file(file)
     }
 
-    /// None unless `file` is a 64-bit little-endian ELF file.
+    /// None unless `file` is a 64-bit little-endian ELF file whose headers `object` reads
+    /// (through a cache of the parts it reads: the file is not read whole).
     pub fn of_file(file: File) -> Option<Elf> {
-        let h = read_at(&file, 0, 64)?;
-        // ELF magic, 64-bit class, little-endian.
-        if h.get(..6)? != b"\x7fELF\x02\x01" {
-            return None;
-        }
-        let phoff = u64_at(&h, 0x20)?;
-        let shoff = u64_at(&h, 0x28)?;
-        let phentsize = u64::from(u16_at(&h, 0x36)?);
-        let phnum = u64::from(u16_at(&h, 0x38)?);
-        let shentsize = u64::from(u16_at(&h, 0x3a)?);
-        let shnum = u64::from(u16_at(&h, 0x3c)?);
-        let shstrndx = usize::from(u16_at(&h, 0x3e)?);
-        if phentsize < 56 || shentsize < 64 {
-            return None;
-        }
-        let ph = read_at(&file, phoff, phentsize * phnum)?;
-        let loads = ph
-            .chunks_exact(phentsize as usize)
-            .filter(|p| u32_at(p, 0) == Some(PT_LOAD))
-            .filter_map(|p| {
-                Some(Load {
-                    offset: u64_at(p, 8)?,
-                    vaddr: u64_at(p, 16)?,
-                    filesz: u64_at(p, 32)?,
+        use object::read::elf::{FileHeader, ProgramHeader, SectionHeader};
+        let cache = object::read::ReadCache::new(file);
+        let (loads, sections, shstrndx) = {
+            let header = object::elf::FileHeader64::<LE>::parse(&cache).ok()?;
+            let endian = header.endian().ok()?;
+            let loads = header
+                .program_headers(endian, &cache)
+                .ok()?
+                .iter()
+                .filter(|p| p.p_type(endian).0 == PT_LOAD)
+                .map(|p| Load {
+                    offset: p.p_offset(endian),
+                    vaddr: p.p_vaddr(endian),
+                    filesz: p.p_filesz(endian),
                 })
-            })
-            .collect();
-        let sh = read_at(&file, shoff, shentsize * shnum)?;
-        let sections = sh
-            .chunks_exact(shentsize as usize)
-            .filter_map(|s| {
-                Some(Section {
-                    name: u32_at(s, 0)?,
-                    kind: u32_at(s, 4)?,
-                    addr: u64_at(s, 16)?,
-                    offset: u64_at(s, 24)?,
-                    size: u64_at(s, 32)?,
-                    link: u32_at(s, 40)?,
-                    entsize: u64_at(s, 56)?,
+                .collect();
+            let sections = header
+                .section_headers(endian, &cache)
+                .ok()?
+                .iter()
+                .map(|s| Section {
+                    name: s.sh_name(endian),
+                    kind: s.sh_type(endian).0,
+                    addr: s.sh_addr(endian),
+                    offset: s.sh_offset(endian),
+                    size: s.sh_size(endian),
+                    link: s.sh_link(endian),
+                    entsize: s.sh_entsize(endian),
                 })
-            })
-            .collect();
+                .collect();
+            let shstrndx = header.shstrndx(endian, &cache).ok()? as usize;
+            (loads, sections, shstrndx)
+        };
         Some(Elf {
-            file,
+            file: cache.into_inner(),
             loads,
             sections,
             names: SectionNames::Table(shstrndx),
@@ -442,23 +426,17 @@ pub fn segment_of_mapping(loads: &[Load], offset: u64, page: u64) -> Option<Load
         .copied()
 }
 
-/// The descriptor of the GNU build-id note among `notes` (a note section's bytes: each note is
-/// namesz, descsz, type as u32, then the name and the descriptor, each padded to 4 bytes).
+/// The descriptor of the GNU build-id note among `notes` (a note section's bytes), read as
+/// 4-byte aligned notes: the build id's is, and the 8-aligned ones beside it
+/// (`.note.gnu.property`) have sizes that read alike.
 fn build_id_note(notes: &[u8]) -> Option<&[u8]> {
-    let pad = |n: usize| n.checked_add(3).map(|n| n & !3);
-    let mut at = 0usize;
-    while at.checked_add(12)? <= notes.len() {
-        let namesz = u32_at(notes, at)? as usize;
-        let descsz = u32_at(notes, at + 4)? as usize;
-        let kind = u32_at(notes, at + 8)?;
-        let name_at = at + 12;
-        let desc_at = name_at.checked_add(pad(namesz)?)?;
-        let end = desc_at.checked_add(pad(descsz)?)?;
-        let name = notes.get(name_at..name_at.checked_add(namesz)?)?;
-        if kind == NT_GNU_BUILD_ID && name == b"GNU\0" && descsz > 0 {
-            return notes.get(desc_at..desc_at + descsz);
+    let mut iter =
+        object::read::elf::NoteIterator::<object::elf::FileHeader64<LE>>::new(LE, 4, notes).ok()?;
+    while let Ok(Some(note)) = iter.next() {
+        if note.n_type(LE).0 == NT_GNU_BUILD_ID && note.name() == b"GNU" && !note.desc().is_empty()
+        {
+            return Some(note.desc());
         }
-        at = end;
     }
     None
 }
