@@ -77,9 +77,9 @@ pub fn jmethod_id(m: &MethodGroup, method: usize) -> Option<usize> {
     (id != 0 && load_usize(id)? == method).then_some(id)
 }
 
-/// Pairs an [`IdCache`] holds: 128 KiB. A large program's sampled stacks meet thousands
-/// of distinct methods (the Kotlin compiler, docs/benchmarks.md "Loads per sample"); at
-/// 1024 pairs about half the lookups missed and cost the eight loads again.
+/// Pairs an [`IdCache`] holds: 64 KiB. A large program's sampled stacks meet thousands of
+/// distinct methods (the Kotlin compiler: docs/benchmarks.md, "Loads per sample"), more
+/// than the 1,024 pairs a hint cache holds by default; 32,768 measured no better.
 const ID_SLOTS: usize = 4096;
 
 /// `Method*` -> jmethodID pairs found by [`jmethod_id`], shared by every walk of one
