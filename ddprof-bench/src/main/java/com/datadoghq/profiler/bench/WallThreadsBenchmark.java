@@ -1,0 +1,265 @@
+package com.datadoghq.profiler.bench;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.LockSupport;
+
+import com.datadoghq.profiler.JavaProfiler;
+import jdk.jfr.consumer.RecordedEvent;
+import jdk.jfr.consumer.RecordingFile;
+
+/**
+ * The wall sampler's CPU per sample and per registered thread, ours beside upstream java-profiler, as
+ * the tracer runs it ({@code wall=~50m,filter=0}: only threads that called {@code addThread()} are
+ * sampled), with nothing else enabled (no CPU, no allocation sampling).
+ *
+ * <p>Workload per child JVM: {@code N} threads, each registered with {@link JavaProfiler#addThread()}
+ * from itself (the call both libraries have). Half are parked for good (a pool's idle workers); half
+ * run short bursts ({@code burst} {@link CpuWorkload} ops, about 50 µs each) then sleep, the sleep
+ * scaled with N so that the bursts add up to about {@code load} CPUs whatever N is. The work done is
+ * fixed, so a mode's process CPU above {@code none}'s in the same round is what the profiler costs.
+ *
+ * <p>Per child: process CPU over a window of {@code seconds} after {@code warmup} seconds, and the
+ * {@code datadog.MethodSample} events of the recording that fall in the window (both libraries write
+ * a wall sample as that event; read with jdk.jfr.consumer). The three threads with the most CPU in the
+ * window that are not workload threads are printed too (the sampler's own thread among them).
+ *
+ * <p>Modes {@code none}, {@code ours}, {@code upstream} (needs {@code -Dupstream=}, its jar) at each
+ * thread count of {@code threads} (10,100,1000): every pair is one child per round, all shuffled in a
+ * round. Options: {@code rounds} (3), {@code seconds} (10), {@code warmup} (3), {@code burst} (2),
+ * {@code load} (0.4), {@code wall.modes}, {@code seed}, {@code jvmArgs}, the quiet-host wait of
+ * {@link BenchSupport.Rounds}. {@code scripts/bench-wall-threads.sh} sets them.
+ */
+public final class WallThreadsBenchmark {
+    static final String OPTIONS = "wall=~50m,filter=0";
+
+    private WallThreadsBenchmark() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length > 0 && args[0].equals("child")) {
+            child(args[1], Integer.parseInt(args[2]), Integer.parseInt(args[3]), Integer.parseInt(args[4]));
+            return;
+        }
+        String upstream = System.getProperty("upstream", "");
+        List<String> modes = BenchSupport.modes("wall.modes", upstream.isEmpty() ? "none,ours" : "none,ours,upstream");
+        if (!modes.contains("none")) {
+            modes.add(0, "none");
+        }
+        for (String m : modes) {
+            if (!m.equals("none") && !m.equals("ours") && !m.equals("upstream")) {
+                throw new IllegalArgumentException("unknown mode " + m + "; modes: none, ours, upstream");
+            }
+            if (m.equals("upstream") && upstream.isEmpty()) {
+                throw new IllegalArgumentException("mode upstream needs -Dupstream=/path/ddprof-X.jar");
+            }
+        }
+        List<Integer> counts = new ArrayList<>();
+        for (String s : System.getProperty("threads", "10,100,1000").split(",")) {
+            counts.add(Integer.parseInt(s.trim()));
+        }
+        int seconds = Integer.getInteger("seconds", 10);
+        int warmup = Integer.getInteger("warmup", 3);
+        String upstreamCp = upstream.isEmpty() ? "" : BenchSupport.classPathWith(upstream);
+        BenchSupport.Rounds rounds = new BenchSupport.Rounds("WallThreadsBenchmark");
+        List<String> jvm = rounds.jvmArgs("-Xms256m", "-Xmx256m",
+                "-Dburst=" + Integer.getInteger("burst", 2), "-Dload=" + System.getProperty("load", "0.4"));
+        List<String> pairs = new ArrayList<>();
+        for (int n : counts) {
+            for (String m : modes) {
+                pairs.add(m + "@" + n);
+            }
+        }
+        List<BenchSupport.Run> runs = rounds.run(pairs, pair -> {
+            String mode = pair.substring(0, pair.indexOf('@'));
+            String n = pair.substring(pair.indexOf('@') + 1);
+            return mode.equals("upstream")
+                    ? rounds.child(upstreamCp, jvm, WallThreadsBenchmark.class, "child", mode, n, warmup, seconds)
+                    : rounds.child(jvm, WallThreadsBenchmark.class, "child", mode, n, warmup, seconds);
+        });
+
+        System.out.println();
+        System.out.printf(Locale.ROOT, "%s, N registered threads (half parked, half %d-op bursts adding up to ~%s CPU),"
+                + " %d s window after %d s; %d rounds, all (mode, N) shuffled in each; %s%n", OPTIONS,
+                Integer.getInteger("burst", 2), System.getProperty("load", "0.4"), seconds, warmup, rounds.rounds,
+                rounds.loadSummary());
+        System.out.println();
+        System.out.println("| N | mode | wall samples/s | process CPU ms/s (none's) | CPU above none, ms/s"
+                + " | **µs CPU per wall sample**, each round | µs CPU per registered thread-second | top other threads, CPU ms/s |");
+        System.out.println("|---|---|---|---|---|---|---|---|");
+        for (int n : counts) {
+            for (String mode : modes) {
+                if (mode.equals("none")) {
+                    continue;
+                }
+                List<Double> rate = new ArrayList<>();
+                List<Double> cpu = new ArrayList<>();
+                List<Double> base = new ArrayList<>();
+                List<Double> delta = new ArrayList<>();
+                List<Double> perSample = new ArrayList<>();
+                List<Double> perThread = new ArrayList<>();
+                List<String> each = new ArrayList<>();
+                String top = "";
+                for (BenchSupport.Run r : BenchSupport.of(runs, mode + "@" + n)) {
+                    BenchSupport.Run b = BenchSupport.find(runs, "none@" + n, r.round);
+                    double d = r.d("cpu_ms_s") - b.d("cpu_ms_s");
+                    rate.add(r.d("samples_s"));
+                    cpu.add(r.d("cpu_ms_s"));
+                    base.add(b.d("cpu_ms_s"));
+                    delta.add(d);
+                    double ps = r.d("samples_s") > 0 ? d * 1000 / r.d("samples_s") : Double.NaN;
+                    perSample.add(ps);
+                    each.add(String.format(Locale.ROOT, "%.1f", ps));
+                    perThread.add(d * 1000 / n);
+                    top = r.values.getOrDefault("top", "");
+                }
+                System.out.printf(Locale.ROOT, "| %d | %s | %.0f | %.1f (%.1f) | %.2f | **%.1f** (%s) | %.2f | %s |%n", n, mode,
+                        BenchSupport.median(rate), BenchSupport.median(cpu), BenchSupport.median(base),
+                        BenchSupport.median(delta), BenchSupport.median(perSample), String.join(" / ", each),
+                        BenchSupport.median(perThread), top.replace(',', ' '));
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ child
+
+    static void child(String mode, int n, int warmup, int seconds) throws Exception {
+        int burst = Integer.getInteger("burst", 2);
+        double load = Double.parseDouble(System.getProperty("load", "0.4"));
+        Path dir = Files.createTempDirectory("wall-threads");
+        // Loaded before the threads start, so that addThread() reaches a live library.
+        JavaProfiler prof = mode.equals("none") ? null : JavaProfiler.getInstance();
+        int bursty = n / 2;
+        // Sleep after each burst so that the bursts add up to about `load` CPUs (50 µs an op).
+        long sleepNs = Math.max(1_000_000L, (long) (bursty * burst * 50_000L / load));
+        CountDownLatch ready = new CountDownLatch(n);
+        AtomicBoolean stop = new AtomicBoolean();
+        for (int i = 0; i < n; i++) {
+            boolean busy = i < bursty;
+            Thread t = new Thread(() -> {
+                if (prof != null) {
+                    prof.addThread();
+                }
+                ready.countDown();
+                if (!busy) {
+                    while (!stop.get()) {
+                        LockSupport.park();
+                    }
+                    return;
+                }
+                long seed = Thread.currentThread().getId();
+                while (!stop.get()) {
+                    for (int k = 0; k < burst; k++) {
+                        seed = CpuWorkload.op(seed);
+                    }
+                    LockSupport.parkNanos(sleepNs);
+                }
+                if (seed == 42) {
+                    System.out.println();
+                }
+            }, (busy ? "wt-busy-" : "wt-idle-") + i);
+            t.setDaemon(true);
+            t.start();
+        }
+        ready.await();
+        if (prof != null) {
+            BenchSupport.startProfiler(mode.equals("ours") ? "default" : "upstream", OPTIONS, dir);
+        }
+        Thread.sleep(warmup * 1000L);
+        Map<String, Long> tasks0 = taskCpuNs();
+        Map<String, Long> c0 = mode.equals("ours") ? BenchSupport.counters(prof) : null;
+        Instant w0 = Instant.now();
+        long cpu0 = BenchSupport.processCpuNs();
+        long t0 = System.nanoTime();
+        Thread.sleep(seconds * 1000L);
+        long t1 = System.nanoTime();
+        long cpu1 = BenchSupport.processCpuNs();
+        Instant w1 = Instant.now();
+        Map<String, Long> c1 = mode.equals("ours") ? BenchSupport.counters(prof) : null;
+        Map<String, Long> tasks1 = taskCpuNs();
+        double secs = (t1 - t0) / 1e9;
+        BenchSupport.Result res = new BenchSupport.Result();
+        res.put("cpu_ms_s", String.format(Locale.ROOT, "%.3f", (cpu1 - cpu0) / 1e6 / secs));
+        if (prof != null) {
+            prof.stop();
+            long samples = 0;
+            try (RecordingFile rf = new RecordingFile(dir.resolve("profile.jfr"))) {
+                while (rf.hasMoreEvents()) {
+                    RecordedEvent e = rf.readEvent();
+                    if (e.getEventType().getName().equals("datadog.MethodSample")) {
+                        Instant at = e.getStartTime();
+                        if (!at.isBefore(w0) && !at.isAfter(w1)) {
+                            samples++;
+                        }
+                    }
+                }
+            }
+            res.put("samples_s", String.format(Locale.ROOT, "%.1f", samples / secs));
+            if (c1 != null) {
+                res.put("signals_s", String.format(Locale.ROOT, "%.1f",
+                        (c1.getOrDefault("wallclock_signals_sent", 0L) - c0.getOrDefault("wallclock_signals_sent", 0L)) / secs));
+            }
+        }
+        res.put("top", topOthers(tasks0, tasks1, secs));
+        res.print();
+        stop.set(true);
+        BenchSupport.deleteTree(dir);
+        System.exit(0);
+    }
+
+    /**
+     * CPU ns of each thread of this process by "name/tid" (from /proc/self/task/TID/stat: utime +
+     * stime in clock ticks, taken as 100 Hz, the Linux USER_HZ).
+     */
+    static Map<String, Long> taskCpuNs() throws IOException {
+        Map<String, Long> m = new HashMap<>();
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(Path.of("/proc/self/task"))) {
+            for (Path task : ds) {
+                String stat;
+                try {
+                    stat = new String(Files.readAllBytes(task.resolve("stat")), StandardCharsets.UTF_8);
+                } catch (IOException e) {
+                    continue; // the thread ended
+                }
+                int open = stat.indexOf('(');
+                int close = stat.lastIndexOf(')');
+                String name = stat.substring(open + 1, close).replace(' ', '_');
+                String[] f = stat.substring(close + 2).split(" ");
+                // Fields after the name: state is [0], utime [11], stime [12].
+                long ticks = Long.parseLong(f[11]) + Long.parseLong(f[12]);
+                m.put(name + "/" + task.getFileName(), ticks * 10_000_000L);
+            }
+        }
+        return m;
+    }
+
+    /** The three threads with the most CPU between the snapshots, workload threads left out. */
+    static String topOthers(Map<String, Long> a, Map<String, Long> b, double secs) {
+        List<Map.Entry<String, Long>> d = new ArrayList<>();
+        for (Map.Entry<String, Long> e : b.entrySet()) {
+            if (e.getKey().startsWith("wt-")) {
+                continue;
+            }
+            d.add(Map.entry(e.getKey(), e.getValue() - a.getOrDefault(e.getKey(), 0L)));
+        }
+        d.sort((x, y) -> Long.compare(y.getValue(), x.getValue()));
+        StringBuilder sb = new StringBuilder();
+        for (int i = 0; i < Math.min(3, d.size()); i++) {
+            String name = d.get(i).getKey();
+            sb.append(i == 0 ? "" : ",").append(name, 0, name.lastIndexOf('/')).append(':')
+                    .append(String.format(Locale.ROOT, "%.1f", d.get(i).getValue() / 1e6 / secs));
+        }
+        return sb.toString();
+    }
+}
