@@ -16,8 +16,14 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
 
 import com.datadoghq.profiler.JavaProfiler;
-import jdk.jfr.consumer.RecordedEvent;
-import jdk.jfr.consumer.RecordingFile;
+import org.openjdk.jmc.common.item.IItem;
+import org.openjdk.jmc.common.item.IItemCollection;
+import org.openjdk.jmc.common.item.IItemIterable;
+import org.openjdk.jmc.common.item.IMemberAccessor;
+import org.openjdk.jmc.common.unit.IQuantity;
+import org.openjdk.jmc.common.unit.UnitLookup;
+import org.openjdk.jmc.flightrecorder.JfrAttributes;
+import org.openjdk.jmc.flightrecorder.JfrLoaderToolkit;
 
 /**
  * The wall sampler's CPU per sample and per registered thread, ours beside upstream java-profiler, as
@@ -32,13 +38,15 @@ import jdk.jfr.consumer.RecordingFile;
  *
  * <p>Per child: process CPU over a window of {@code seconds} after {@code warmup} seconds, and the
  * {@code datadog.MethodSample} events of the recording that fall in the window (both libraries write
- * a wall sample as that event; read with jdk.jfr.consumer). The three threads with the most CPU in the
- * window that are not workload threads are printed too (the sampler's own thread among them).
+ * a wall sample as that event; read with JMC's parser). The window's CPU is also split by thread
+ * (schedstat): the bursting threads (work plus the handler when signalled: noisy), the parked ones
+ * (nothing but signal handling: none's is ~0) and all others (the JVM's and the profiler's own
+ * threads), each against {@code none}; the three other threads with the most CPU are named.
  *
  * <p>Modes {@code none}, {@code ours}, {@code upstream} (needs {@code -Dupstream=}, its jar) at each
  * thread count of {@code threads} (10,100,1000): every pair is one child per round, all shuffled in a
  * round. Options: {@code rounds} (3), {@code seconds} (10), {@code warmup} (3), {@code burst} (2),
- * {@code load} (0.4), {@code wall.modes}, {@code seed}, {@code jvmArgs}, the quiet-host wait of
+ * {@code load} (0.2), {@code wall.modes}, {@code seed}, {@code jvmArgs}, the quiet-host wait of
  * {@link BenchSupport.Rounds}. {@code scripts/bench-wall-threads.sh} sets them.
  */
 public final class WallThreadsBenchmark {
@@ -74,7 +82,7 @@ public final class WallThreadsBenchmark {
         String upstreamCp = upstream.isEmpty() ? "" : BenchSupport.classPathWith(upstream);
         BenchSupport.Rounds rounds = new BenchSupport.Rounds("WallThreadsBenchmark");
         List<String> jvm = rounds.jvmArgs("-Xms256m", "-Xmx256m",
-                "-Dburst=" + Integer.getInteger("burst", 2), "-Dload=" + System.getProperty("load", "0.4"));
+                "-Dburst=" + Integer.getInteger("burst", 2), "-Dload=" + System.getProperty("load", "0.2"));
         List<String> pairs = new ArrayList<>();
         for (int n : counts) {
             for (String m : modes) {
@@ -92,12 +100,13 @@ public final class WallThreadsBenchmark {
         System.out.println();
         System.out.printf(Locale.ROOT, "%s, N registered threads (half parked, half %d-op bursts adding up to ~%s CPU),"
                 + " %d s window after %d s; %d rounds, all (mode, N) shuffled in each; %s%n", OPTIONS,
-                Integer.getInteger("burst", 2), System.getProperty("load", "0.4"), seconds, warmup, rounds.rounds,
+                Integer.getInteger("burst", 2), System.getProperty("load", "0.2"), seconds, warmup, rounds.rounds,
                 rounds.loadSummary());
         System.out.println();
         System.out.println("| N | mode | wall samples/s | process CPU ms/s (none's) | CPU above none, ms/s"
-                + " | **µs CPU per wall sample**, each round | µs CPU per registered thread-second | top other threads, CPU ms/s |");
-        System.out.println("|---|---|---|---|---|---|---|---|");
+                + " | **µs CPU per wall sample**, each round | µs CPU per registered thread-second"
+                + " | above none, ms/s: bursting / parked / other threads | top other threads, CPU ms/s |");
+        System.out.println("|---|---|---|---|---|---|---|---|---|");
         for (int n : counts) {
             for (String mode : modes) {
                 if (mode.equals("none")) {
@@ -110,6 +119,9 @@ public final class WallThreadsBenchmark {
                 List<Double> perSample = new ArrayList<>();
                 List<Double> perThread = new ArrayList<>();
                 List<String> each = new ArrayList<>();
+                List<Double> busyD = new ArrayList<>();
+                List<Double> idleD = new ArrayList<>();
+                List<Double> otherD = new ArrayList<>();
                 String top = "";
                 for (BenchSupport.Run r : BenchSupport.of(runs, mode + "@" + n)) {
                     BenchSupport.Run b = BenchSupport.find(runs, "none@" + n, r.round);
@@ -122,12 +134,16 @@ public final class WallThreadsBenchmark {
                     perSample.add(ps);
                     each.add(String.format(Locale.ROOT, "%.1f", ps));
                     perThread.add(d * 1000 / n);
+                    busyD.add(r.d("busy_ms_s") - b.d("busy_ms_s"));
+                    idleD.add(r.d("idle_ms_s") - b.d("idle_ms_s"));
+                    otherD.add(r.d("other_ms_s") - b.d("other_ms_s"));
                     top = r.values.getOrDefault("top", "");
                 }
-                System.out.printf(Locale.ROOT, "| %d | %s | %.0f | %.1f (%.1f) | %.2f | **%.1f** (%s) | %.2f | %s |%n", n, mode,
-                        BenchSupport.median(rate), BenchSupport.median(cpu), BenchSupport.median(base),
+                System.out.printf(Locale.ROOT, "| %d | %s | %.0f | %.1f (%.1f) | %.2f | **%.1f** (%s) | %.2f | %.2f / %.2f / %.2f | %s |%n",
+                        n, mode, BenchSupport.median(rate), BenchSupport.median(cpu), BenchSupport.median(base),
                         BenchSupport.median(delta), BenchSupport.median(perSample), String.join(" / ", each),
-                        BenchSupport.median(perThread), top.replace(',', ' '));
+                        BenchSupport.median(perThread), BenchSupport.median(busyD), BenchSupport.median(idleD),
+                        BenchSupport.median(otherD), top.replace(',', ' '));
             }
         }
     }
@@ -136,7 +152,7 @@ public final class WallThreadsBenchmark {
 
     static void child(String mode, int n, int warmup, int seconds) throws Exception {
         int burst = Integer.getInteger("burst", 2);
-        double load = Double.parseDouble(System.getProperty("load", "0.4"));
+        double load = Double.parseDouble(System.getProperty("load", "0.2"));
         Path dir = Files.createTempDirectory("wall-threads");
         // Loaded before the threads start, so that addThread() reaches a live library.
         JavaProfiler prof = mode.equals("none") ? null : JavaProfiler.getInstance();
@@ -193,24 +209,16 @@ public final class WallThreadsBenchmark {
         res.put("cpu_ms_s", String.format(Locale.ROOT, "%.3f", (cpu1 - cpu0) / 1e6 / secs));
         if (prof != null) {
             prof.stop();
-            long samples = 0;
-            try (RecordingFile rf = new RecordingFile(dir.resolve("profile.jfr"))) {
-                while (rf.hasMoreEvents()) {
-                    RecordedEvent e = rf.readEvent();
-                    if (e.getEventType().getName().equals("datadog.MethodSample")) {
-                        Instant at = e.getStartTime();
-                        if (!at.isBefore(w0) && !at.isAfter(w1)) {
-                            samples++;
-                        }
-                    }
-                }
-            }
+            long samples = countWallSamples(dir.resolve("profile.jfr"), w0, w1);
             res.put("samples_s", String.format(Locale.ROOT, "%.1f", samples / secs));
             if (c1 != null) {
                 res.put("signals_s", String.format(Locale.ROOT, "%.1f",
                         (c1.getOrDefault("wallclock_signals_sent", 0L) - c0.getOrDefault("wallclock_signals_sent", 0L)) / secs));
             }
         }
+        res.put("busy_ms_s", groupMsPerS(tasks0, tasks1, "wt-busy-", secs));
+        res.put("idle_ms_s", groupMsPerS(tasks0, tasks1, "wt-idle-", secs));
+        res.put("other_ms_s", groupMsPerS(tasks0, tasks1, null, secs));
         res.put("top", topOthers(tasks0, tasks1, secs));
         res.print();
         stop.set(true);
@@ -219,29 +227,60 @@ public final class WallThreadsBenchmark {
     }
 
     /**
-     * CPU ns of each thread of this process by "name/tid" (from /proc/self/task/TID/stat: utime +
-     * stime in clock ticks, taken as 100 Hz, the Linux USER_HZ).
+     * The {@code datadog.MethodSample} events of a recording that start in [from, to], read with JMC's
+     * parser (jdk.jfr.consumer rejects upstream 1.22.0's recordings: a constant pool it writes empty).
+     */
+    static long countWallSamples(Path jfr, Instant from, Instant to) throws Exception {
+        long fromNs = from.getEpochSecond() * 1_000_000_000L + from.getNano();
+        long toNs = to.getEpochSecond() * 1_000_000_000L + to.getNano();
+        IItemCollection events = JfrLoaderToolkit.loadEvents(jfr.toFile());
+        long n = 0;
+        for (IItemIterable items : events) {
+            if (!items.getType().getIdentifier().equals("datadog.MethodSample")) {
+                continue;
+            }
+            IMemberAccessor<IQuantity, IItem> start = JfrAttributes.START_TIME.getAccessor(items.getType());
+            for (IItem item : items) {
+                long t = start.getMember(item).clampedLongValueIn(UnitLookup.EPOCH_NS);
+                if (t >= fromNs && t <= toNs) {
+                    n++;
+                }
+            }
+        }
+        return n;
+    }
+
+    /**
+     * On-CPU ns of each thread of this process by "name/tid": the first field of
+     * /proc/self/task/TID/schedstat (nanoseconds; /proc's stat counts 10 ms ticks, too coarse here).
      */
     static Map<String, Long> taskCpuNs() throws IOException {
         Map<String, Long> m = new HashMap<>();
         try (DirectoryStream<Path> ds = Files.newDirectoryStream(Path.of("/proc/self/task"))) {
             for (Path task : ds) {
-                String stat;
                 try {
-                    stat = new String(Files.readAllBytes(task.resolve("stat")), StandardCharsets.UTF_8);
+                    String name = new String(Files.readAllBytes(task.resolve("comm")), StandardCharsets.UTF_8)
+                            .trim().replace(' ', '_');
+                    String sched = new String(Files.readAllBytes(task.resolve("schedstat")), StandardCharsets.UTF_8);
+                    m.put(name + "/" + task.getFileName(), Long.parseLong(sched.substring(0, sched.indexOf(' '))));
                 } catch (IOException e) {
-                    continue; // the thread ended
+                    // the thread ended
                 }
-                int open = stat.indexOf('(');
-                int close = stat.lastIndexOf(')');
-                String name = stat.substring(open + 1, close).replace(' ', '_');
-                String[] f = stat.substring(close + 2).split(" ");
-                // Fields after the name: state is [0], utime [11], stime [12].
-                long ticks = Long.parseLong(f[11]) + Long.parseLong(f[12]);
-                m.put(name + "/" + task.getFileName(), ticks * 10_000_000L);
             }
         }
         return m;
+    }
+
+    /** CPU ms per second between the snapshots of the threads whose name starts with prefix (null: the others). */
+    static String groupMsPerS(Map<String, Long> a, Map<String, Long> b, String prefix, double secs) {
+        long ns = 0;
+        for (Map.Entry<String, Long> e : b.entrySet()) {
+            boolean work = e.getKey().startsWith("wt-");
+            if (prefix == null ? !work : e.getKey().startsWith(prefix)) {
+                ns += e.getValue() - a.getOrDefault(e.getKey(), 0L);
+            }
+        }
+        return String.format(Locale.ROOT, "%.3f", ns / 1e6 / secs);
     }
 
     /** The three threads with the most CPU between the snapshots, workload threads left out. */
