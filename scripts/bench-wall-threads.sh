@@ -10,7 +10,7 @@
 #   bash scripts/bench-wall-threads.sh [--no-build] [--upstream=VERSION|none] [-Dkey=value ...]
 #
 # Options (system properties): -Drounds=3 -Dseconds=10 -Dwarmup=3 -Dthreads=10,100,1000
-# -Dwall.modes=none,ours,upstream -Dburst=2 -Dload=0.2 -DjvmArgs="..." -Dseed=N, and the quiet-host
+# -Dwall.modes=none,ours,upstream -Dburst=2 -Dload=0.05 -DjvmArgs="..." -Dseed=N, and the quiet-host
 # wait (-DquietWait=20 -DquietBudget=60 -DquietCpu=0.3). About 9 fresh JVMs of ~15 s a round.
 set -euo pipefail
 case "${1:-}" in -h|--help) sed -n '2,14p' "$0"; exit 0 ;; esac
