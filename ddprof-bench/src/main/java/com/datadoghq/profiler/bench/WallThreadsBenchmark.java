@@ -15,6 +15,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Predicate;
 
 import com.datadoghq.profiler.JavaProfiler;
 import org.openjdk.jmc.common.item.IItem;
@@ -43,7 +44,9 @@ import org.openjdk.jmc.flightrecorder.JfrLoaderToolkit;
  * a wall sample as that event; read with JMC's parser). The window's CPU is also split by thread
  * (schedstat): the bursting threads (work plus the handler when signalled: noisy), the parked ones
  * (nothing but signal handling: none's is ~0) and all others (the JVM's and the profiler's own
- * threads), each against {@code none}; the three other threads with the most CPU are named. A mode's
+ * threads; the JIT's compiler threads and the main thread, which takes the snapshots, left out: their
+ * CPU moves from run to run by more than the profiler costs), each against {@code none}; the three
+ * other threads with the most CPU are named. A mode's
  * cost is the sum of the three excesses, the bursting threads' taken per burst (their CPU less as many
  * bursts at none's CPU per burst): on a busy host the whole process's CPU above none's moves with the
  * bursts the host let run, far more than the profiler costs.
@@ -203,6 +206,8 @@ public final class WallThreadsBenchmark {
             BenchSupport.startProfiler(mode.equals("ours") ? "default" : "upstream", OPTIONS, dir);
         }
         Thread.sleep(warmup * 1000L);
+        // This thread reads the snapshots, the same work in every mode: left out of "other".
+        String mainTid = "/" + Files.readSymbolicLink(Path.of("/proc/thread-self")).getFileName();
         Map<String, Long> tasks0 = taskCpuNs();
         Map<String, Long> c0 = mode.equals("ours") ? BenchSupport.counters(prof) : null;
         long bursts0 = bursts.sum();
@@ -229,10 +234,13 @@ public final class WallThreadsBenchmark {
             }
         }
         res.put("bursts_s", String.format(Locale.ROOT, "%.1f", (bursts1 - bursts0) / secs));
-        res.put("busy_ms_s", groupMsPerS(tasks0, tasks1, "wt-busy-", secs));
-        res.put("idle_ms_s", groupMsPerS(tasks0, tasks1, "wt-idle-", secs));
-        res.put("other_ms_s", groupMsPerS(tasks0, tasks1, null, secs));
-        res.put("top", topOthers(tasks0, tasks1, secs));
+        res.put("busy_ms_s", groupMsPerS(tasks0, tasks1, k -> k.startsWith("wt-busy-"), secs));
+        res.put("idle_ms_s", groupMsPerS(tasks0, tasks1, k -> k.startsWith("wt-idle-"), secs));
+        res.put("jit_ms_s", groupMsPerS(tasks0, tasks1, WallThreadsBenchmark::jit, secs));
+        res.put("main_ms_s", groupMsPerS(tasks0, tasks1, k -> k.endsWith(mainTid), secs));
+        res.put("other_ms_s", groupMsPerS(tasks0, tasks1,
+                k -> !k.startsWith("wt-") && !jit(k) && !k.endsWith(mainTid), secs));
+        res.put("top", topOthers(tasks0, tasks1, mainTid, secs));
         res.print();
         stop.set(true);
         BenchSupport.deleteTree(dir);
@@ -284,23 +292,30 @@ public final class WallThreadsBenchmark {
         return m;
     }
 
-    /** CPU ms per second between the snapshots of the threads whose name starts with prefix (null: the others). */
-    static String groupMsPerS(Map<String, Long> a, Map<String, Long> b, String prefix, double secs) {
+    /** CPU ms per second between the snapshots of the threads ("name/tid") that {@code which} takes. */
+    static String groupMsPerS(Map<String, Long> a, Map<String, Long> b, Predicate<String> which, double secs) {
         long ns = 0;
         for (Map.Entry<String, Long> e : b.entrySet()) {
-            boolean work = e.getKey().startsWith("wt-");
-            if (prefix == null ? !work : e.getKey().startsWith(prefix)) {
+            if (which.test(e.getKey())) {
                 ns += e.getValue() - a.getOrDefault(e.getKey(), 0L);
             }
         }
         return String.format(Locale.ROOT, "%.3f", ns / 1e6 / secs);
     }
 
-    /** The three threads with the most CPU between the snapshots, workload threads left out. */
-    static String topOthers(Map<String, Long> a, Map<String, Long> b, double secs) {
+    /** The JIT's compiler threads (their work varies from run to run and is not the profiler's). */
+    static boolean jit(String key) {
+        return key.startsWith("C1_CompilerThre") || key.startsWith("C2_CompilerThre");
+    }
+
+    /**
+     * The three threads with the most CPU between the snapshots, workload, JIT and main threads left
+     * out (upstream's sampler thread keeps the launcher's name, "java").
+     */
+    static String topOthers(Map<String, Long> a, Map<String, Long> b, String mainTid, double secs) {
         List<Map.Entry<String, Long>> d = new ArrayList<>();
         for (Map.Entry<String, Long> e : b.entrySet()) {
-            if (e.getKey().startsWith("wt-")) {
+            if (e.getKey().startsWith("wt-") || jit(e.getKey()) || e.getKey().endsWith(mainTid)) {
                 continue;
             }
             d.add(Map.entry(e.getKey(), e.getValue() - a.getOrDefault(e.getKey(), 0L)));
