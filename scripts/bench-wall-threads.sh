@@ -17,7 +17,7 @@ case "${1:-}" in -h|--help) sed -n '2,14p' "$0"; exit 0 ;; esac
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-# shellcheck source=bench-common.sh
+# shellcheck source=bench-common.sh disable=SC1091
 . "$ROOT/scripts/bench-common.sh"
 
 build=1
