@@ -4,8 +4,8 @@
 # with the thread filter as the tracer does (addThread() from each), half parked, half in short CPU
 # bursts, the profiler started with `wall=~50m,filter=0` only, at N = 10, 100 and 1,000
 # (com.datadoghq.profiler.bench.WallThreadsBenchmark). Every (mode, N) is a fresh JVM, all shuffled in
-# each round. Prints every run, then a markdown table (docs/benchmarks.md, "Wall clock: CPU per sample
-# and per registered thread").
+# each round. Prints every run, then a markdown table (docs/benchmarks.md, "CPU per sample and per
+# registered thread, beside upstream").
 #
 #   bash scripts/bench-wall-threads.sh [--no-build] [--upstream=VERSION|none] [-Dkey=value ...]
 #
