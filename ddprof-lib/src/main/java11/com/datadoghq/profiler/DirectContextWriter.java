@@ -22,6 +22,13 @@ import java.nio.ByteOrder;
  * <p>The attribute entries are rebuilt from this writer's own view of them on every change
  * (the local root span id as 16 hex digits under key 0, then each set slot in slot order); a few
  * dozen bytes, cheaper than searching the record.
+ *
+ * <p>The writer mirrors every field it stores (ids, sidecar words, {@code valid}), so a call
+ * stores only what changes. A call that changes nothing stores nothing; one that changes only
+ * the span id of a published record (a new span under the same root, trace and attributes: most
+ * activations within a request) is one aligned 8-byte store, which a reader sees whole or not at
+ * all, and either way beside the root and attributes it belongs with, so it needs no
+ * {@code valid} round trip.
  */
 final class DirectContextWriter extends ContextWriter {
 
@@ -136,6 +143,13 @@ final class DirectContextWriter extends ContextWriter {
     private long rootHexLo = hex8(0);
     /** The span id as last written (0 = none). */
     private long span;
+    /** The trace id as last written. */
+    private long traceHi;
+    private long traceLo;
+    /** The {@code valid} byte as last written. */
+    private boolean valid;
+    /** Per slot, the sidecar word as last written ({@link #putEncoding}). */
+    private final long[] sidecar;
     /** Bytes of attribute entries, the local root span's included, as last stored. */
     private int attrsBytes;
     /** The root span id whose entry is at the start of the record's entries, if {@link #lrsWritten}. */
@@ -147,10 +161,20 @@ final class DirectContextWriter extends ContextWriter {
         this.values = new ContextValueCache.Entry[SLOTS];
         this.stored = new ContextValueCache.Entry[SLOTS];
         this.storedAt = new int[SLOTS];
+        this.sidecar = new long[SLOTS];
         // The record may hold what an earlier Java thread on the same native thread wrote
-        // (a native thread that attached again): start from nothing, as a new thread does.
-        used = (1 << SLOTS) - 1;
-        clearTrace();
+        // (a native thread that attached again): start from nothing, as a new thread does,
+        // storing every field this writer mirrors, whatever the mirrors say.
+        buf.put(VALID, (byte) 0);
+        VarHandle.storeStoreFence();
+        buf.putLong(TRACE_ID, 0L);
+        buf.putLong(TRACE_ID + 8, 0L);
+        buf.putLong(SPAN_ID, 0L);
+        buf.putLong(ROOT_SPAN_ID, 0L);
+        for (int s = 0; s < SLOTS; s++) {
+            buf.putLong(ENCODINGS + 8 * s, 0L);
+        }
+        buf.putShort(ATTRS_SIZE, (short) 0);
     }
 
     @Override
@@ -161,13 +185,17 @@ final class DirectContextWriter extends ContextWriter {
     // ---- the publication protocol
 
     private void detach() {
-        buf.put(VALID, (byte) 0);
-        VarHandle.storeStoreFence();
+        if (valid) {
+            buf.put(VALID, (byte) 0);
+            valid = false;
+            VarHandle.storeStoreFence();
+        }
     }
 
     private void attach() {
         VarHandle.storeStoreFence();
         buf.put(VALID, (byte) 1);
+        valid = true;
     }
 
     // ---- fields
@@ -176,22 +204,44 @@ final class DirectContextWriter extends ContextWriter {
         buf.putLong(at, LITTLE_ENDIAN ? Long.reverseBytes(v) : v);
     }
 
+    /** Stores the ids that differ from what the record holds (inside a detach/attach). */
     private void putIds(long traceHi, long traceLo, long span, long root) {
-        putBigEndian(TRACE_ID, traceHi);
-        putBigEndian(TRACE_ID + 8, traceLo);
-        putBigEndian(SPAN_ID, span);
-        buf.putLong(ROOT_SPAN_ID, root);
-        this.span = span;
+        if (traceHi != this.traceHi) {
+            putBigEndian(TRACE_ID, traceHi);
+            this.traceHi = traceHi;
+        }
+        if (traceLo != this.traceLo) {
+            putBigEndian(TRACE_ID + 8, traceLo);
+            this.traceLo = traceLo;
+        }
+        putSpan(span);
         if (root != this.root) {
+            buf.putLong(ROOT_SPAN_ID, root);
             this.root = root;
             rootHexHi = hex8((int) (root >>> 32));
             rootHexLo = hex8((int) root);
         }
     }
 
-    /** Slot {@code slot}'s sidecar word: {@code epoch << 32 | encoding}, 0 for none. */
+    private void putSpan(long span) {
+        if (span != this.span) {
+            putBigEndian(SPAN_ID, span);
+            this.span = span;
+        }
+    }
+
+    /** The sidecar word of {@code encoding} in {@code epoch}: {@code epoch << 32 | encoding}, 0 for none. */
+    private static long word(int encoding, int epoch) {
+        return encoding == 0 ? 0L : ((long) epoch << 32) | (encoding & 0xFFFF_FFFFL);
+    }
+
+    /** Slot {@code slot}'s sidecar word ({@link #word}), stored if it changed. */
     private void putEncoding(int slot, int encoding, int epoch) {
-        buf.putLong(ENCODINGS + 8 * slot, encoding == 0 ? 0L : ((long) epoch << 32) | (encoding & 0xFFFF_FFFFL));
+        long w = word(encoding, epoch);
+        if (w != sidecar[slot]) {
+            buf.putLong(ENCODINGS + 8 * slot, w);
+            sidecar[slot] = w;
+        }
         markUsed(slot, encoding != 0 || values[slot] != null);
     }
 
@@ -201,7 +251,7 @@ final class DirectContextWriter extends ContextWriter {
 
     /** Slot {@code slot}'s encoding in dictionary epoch {@code epoch}, 0 if unset or stale. */
     private int encoding(int slot, int epoch) {
-        long w = buf.getLong(ENCODINGS + 8 * slot);
+        long w = sidecar[slot];
         return (int) (w >>> 32) == epoch ? (int) w : 0;
     }
 
@@ -223,7 +273,10 @@ final class DirectContextWriter extends ContextWriter {
     private void resetSlots() {
         for (int m = used; m != 0; m &= m - 1) {
             int s = Integer.numberOfTrailingZeros(m);
-            buf.putLong(ENCODINGS + 8 * s, 0L);
+            if (sidecar[s] != 0) {
+                buf.putLong(ENCODINGS + 8 * s, 0L);
+                sidecar[s] = 0;
+            }
             values[s] = null;
         }
         used = 0;
@@ -242,9 +295,12 @@ final class DirectContextWriter extends ContextWriter {
         int p = ATTRS;
         if (hasRoot) {
             if (!lrsWritten || lrsRoot != root) {
-                forgetStored(p, p + LRS_ENTRY);
-                buf.put(p, LRS_KEY);
-                buf.put(p + 1, (byte) 16);
+                if (!lrsWritten) {
+                    // While the entry is there nothing else is stored over it: only its digits change.
+                    forgetStored(p, p + LRS_ENTRY);
+                    buf.put(p, LRS_KEY);
+                    buf.put(p + 1, (byte) 16);
+                }
                 putBigEndian(p + 2, rootHexHi);
                 putBigEndian(p + 10, rootHexLo);
                 lrsRoot = root;
@@ -340,6 +396,11 @@ final class DirectContextWriter extends ContextWriter {
     @Override
     void setTrace(long root, long span, long traceHi, long traceLo,
                   int slot0, ContextValueCache.Entry e0, int slot1, ContextValueCache.Entry e1) {
+        if (valid && hasRoot && root == this.root && traceHi == this.traceHi && traceLo == this.traceLo
+                && holdsOnly(slot0, e0, slot1, e1)) {
+            putSpan(span); // a new span under the same root, trace and attributes: one store
+            return;
+        }
         detach();
         putIds(traceHi, traceLo, span, root);
         resetSlots();
@@ -357,19 +418,51 @@ final class DirectContextWriter extends ContextWriter {
         attach();
     }
 
+    /**
+     * Whether the slots hold exactly what an activation with these values leaves (each slot reset,
+     * then {@code e0} at {@code slot0} and {@code e1} at {@code slot1}, the second winning).
+     */
+    private boolean holdsOnly(int slot0, ContextValueCache.Entry e0, int slot1, ContextValueCache.Entry e1) {
+        int want = 0;
+        if (e0 != null) {
+            if (e1 == null || slot1 != slot0) {
+                if (values[slot0] != e0 || sidecar[slot0] != word(e0.encoding, e0.epoch)) {
+                    return false;
+                }
+                want = 1 << slot0;
+            }
+        }
+        if (e1 != null) {
+            if (values[slot1] != e1 || sidecar[slot1] != word(e1.encoding, e1.epoch)) {
+                return false;
+            }
+            want |= 1 << slot1;
+        }
+        return used == want;
+    }
+
     @Override
     void clearTrace() {
+        if (!valid && span == 0 && root == 0 && traceHi == 0 && traceLo == 0 && used == 0 && !hasRoot
+                && !lrsWritten && attrsBytes == 0) {
+            return; // already clear
+        }
         detach();
         putIds(0, 0, 0, 0);
         resetSlots();
         hasRoot = false;
         lrsWritten = false;
-        attrsBytes = 0;
-        buf.putShort(ATTRS_SIZE, (short) 0);
+        if (attrsBytes != 0) {
+            attrsBytes = 0;
+            buf.putShort(ATTRS_SIZE, (short) 0);
+        }
     }
 
     @Override
     boolean setValue(int slot, ContextValueCache.Entry e) {
+        if (valid && values[slot] == e && sidecar[slot] == word(e.encoding, e.epoch)) {
+            return true; // already there, and published
+        }
         detach();
         boolean ok = fits(slot, e.utf8.length);
         values[slot] = ok ? e : null;
@@ -381,7 +474,7 @@ final class DirectContextWriter extends ContextWriter {
 
     @Override
     int setValues(int[] slots, CharSequence[] vs, int count, ContextValueCache cache) {
-        boolean publish = buf.get(VALID) == 1;
+        boolean publish = valid;
         detach();
         int written = 0;
         for (int i = 0; i < count; i++) {
@@ -406,7 +499,10 @@ final class DirectContextWriter extends ContextWriter {
 
     @Override
     void clearValue(int slot) {
-        boolean wasValid = buf.get(VALID) == 1;
+        if (values[slot] == null && sidecar[slot] == 0) {
+            return; // nothing to clear: valid stays as it is
+        }
+        boolean wasValid = valid;
         detach();
         values[slot] = null;
         putEncoding(slot, 0, 0);
@@ -418,6 +514,14 @@ final class DirectContextWriter extends ContextWriter {
 
     @Override
     void setSpanLegacy(long span, long root) {
+        if (span != 0 && valid && hasRoot && root == this.root && traceHi == 0 && traceLo == 0) {
+            putSpan(span); // a new span under the same root, attributes kept: one store
+            return;
+        }
+        if (span == 0 && root == 0 && this.span == 0 && this.root == 0 && traceHi == 0 && traceLo == 0
+                && !hasRoot && !lrsWritten && valid == hasAttrs()) {
+            return; // already cleared, and published exactly while an attribute is set
+        }
         detach();
         putIds(0, 0, span, root);
         int others = attrsBytes - (hasRoot ? LRS_ENTRY : 0);
@@ -441,10 +545,14 @@ final class DirectContextWriter extends ContextWriter {
                 return; // unknown encoding: ignored
             }
         }
+        int epoch = epoch();
+        if (e != null && valid && values[offset] == e && sidecar[offset] == word(encoding, epoch)) {
+            return; // already there, and published
+        }
         detach();
         // A value too long for the record keeps its encoding; only its entry is left out.
         values[offset] = e != null && fits(offset, e.utf8.length) ? e : null;
-        putEncoding(offset, encoding > 0 ? encoding : 0, epoch());
+        putEncoding(offset, encoding > 0 ? encoding : 0, epoch);
         writeAttrs();
         if (span != 0 || hasAttrs()) {
             attach();
