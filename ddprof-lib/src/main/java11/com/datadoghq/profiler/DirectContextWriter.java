@@ -13,11 +13,12 @@ import java.nio.ByteOrder;
  * (docs/context.md, "Writing from Java"; docs/benchmarks.md, "Context writes").
  *
  * <p>The record is the thread's own and only this thread writes it; a signal handler that
- * interrupts the thread reads it, and so may a profiler in another process. Every write clears
- * the {@code valid} byte first and sets it again last, with a store-store fence after the first
- * and before the last store, so neither reader ever takes a half-written context: while
- * {@code valid} is 0 an event gets no context. The same protocol as the native writers
- * ({@code sample::context::ThreadContext}), with the same semantics call for call.
+ * interrupts the thread reads it, and so may a profiler in another process. A write of more than
+ * one field clears the {@code valid} byte first and sets it again last, with a store-store fence
+ * after the first and before the last store, so neither reader ever takes a half-written context:
+ * while {@code valid} is 0 an event gets no context. The same protocol as the native writers
+ * ({@code sample::context::ThreadContext}), with the same semantics call for call (the same bytes
+ * after every call: ContextWriterEquivalenceTest).
  *
  * <p>The attribute entries are rebuilt from this writer's own view of them on every change
  * (the local root span id as 16 hex digits under key 0, then each set slot in slot order); a few
@@ -28,7 +29,8 @@ import java.nio.ByteOrder;
  * the span id of a published record (a new span under the same root, trace and attributes: most
  * activations within a request) is one aligned 8-byte store, which a reader sees whole or not at
  * all, and either way beside the root and attributes it belongs with, so it needs no
- * {@code valid} round trip.
+ * {@code valid} round trip (ContextTornWriteTest). The mirrors hold because nothing else writes
+ * this thread's record while the thread runs Java code on it with this writer.
  */
 final class DirectContextWriter extends ContextWriter {
 
@@ -130,6 +132,8 @@ final class DirectContextWriter extends ContextWriter {
      */
     private final ContextValueCache.Entry[] stored;
     private final int[] storedAt;
+    /** The slots whose {@link #stored} entry is not null. */
+    private int storedMask;
     /**
      * Slots with an entry in {@link #values} or a non-zero word in the sidecar: the only ones a
      * reset has to clear, and the only ones whose encodings can be current.
@@ -138,9 +142,10 @@ final class DirectContextWriter extends ContextWriter {
     /** Whether the record holds the local root span entry, and its value. */
     private boolean hasRoot;
     private long root;
-    /** {@link #root} as 16 hex digits, two ASCII words ({@link #hex8}). */
+    /** {@link #rootHexFor} as 16 hex digits, two ASCII words ({@link #hex8}). */
     private long rootHexHi = hex8(0);
     private long rootHexLo = hex8(0);
+    private long rootHexFor;
     /** The span id as last written (0 = none). */
     private long span;
     /** The trace id as last written. */
@@ -218,8 +223,6 @@ final class DirectContextWriter extends ContextWriter {
         if (root != this.root) {
             buf.putLong(ROOT_SPAN_ID, root);
             this.root = root;
-            rootHexHi = hex8((int) (root >>> 32));
-            rootHexLo = hex8((int) root);
         }
     }
 
@@ -271,7 +274,15 @@ final class DirectContextWriter extends ContextWriter {
 
     /** Every slot empty: no entry, sidecar word 0. */
     private void resetSlots() {
-        for (int m = used; m != 0; m &= m - 1) {
+        resetSlotsBut(0);
+    }
+
+    /**
+     * Every slot but those of {@code keep} (a bit per slot) empty; the kept ones are about to be
+     * set again, so their sidecar words are not zeroed in between.
+     */
+    private void resetSlotsBut(int keep) {
+        for (int m = used & ~keep; m != 0; m &= m - 1) {
             int s = Integer.numberOfTrailingZeros(m);
             if (sidecar[s] != 0) {
                 buf.putLong(ENCODINGS + 8 * s, 0L);
@@ -279,7 +290,7 @@ final class DirectContextWriter extends ContextWriter {
             }
             values[s] = null;
         }
-        used = 0;
+        used &= keep;
     }
 
     /**
@@ -294,18 +305,13 @@ final class DirectContextWriter extends ContextWriter {
     private void writeAttrs(boolean sizeUnknown) {
         int p = ATTRS;
         if (hasRoot) {
-            if (!lrsWritten || lrsRoot != root) {
-                if (!lrsWritten) {
-                    // While the entry is there nothing else is stored over it: only its digits change.
-                    forgetStored(p, p + LRS_ENTRY);
-                    buf.put(p, LRS_KEY);
-                    buf.put(p + 1, (byte) 16);
-                }
-                putBigEndian(p + 2, rootHexHi);
-                putBigEndian(p + 10, rootHexLo);
-                lrsRoot = root;
+            if (!lrsWritten) {
+                forgetStored(p, p + LRS_ENTRY);
+                putHeader(p, LRS_KEY, 16);
                 lrsWritten = true;
+                lrsRoot = ~root; // the digits are not there yet
             }
+            putRootDigits();
             p += LRS_ENTRY;
         } else {
             lrsWritten = false;
@@ -320,7 +326,13 @@ final class DirectContextWriter extends ContextWriter {
                 p += ENTRY_HEADER + e.utf8.length;
             } else {
                 int end = putEntry(p, s + 1, e);
-                stored[s] = end == p ? null : e;
+                if (end == p) {
+                    stored[s] = null;
+                    storedMask &= ~(1 << s);
+                } else {
+                    stored[s] = e;
+                    storedMask |= 1 << s;
+                }
                 storedAt[s] = p;
                 p = end;
             }
@@ -331,14 +343,40 @@ final class DirectContextWriter extends ContextWriter {
         }
     }
 
+    /**
+     * The root span entry's digits, if they are not {@link #root}'s already: while the entry is
+     * there ({@link #lrsWritten}) nothing else is stored over it, so only its digits change.
+     */
+    private void putRootDigits() {
+        if (lrsRoot != root) {
+            if (rootHexFor != root) {
+                rootHexHi = hex8((int) (root >>> 32));
+                rootHexLo = hex8((int) root);
+                rootHexFor = root;
+            }
+            putBigEndian(ATTRS + ENTRY_HEADER, rootHexHi);
+            putBigEndian(ATTRS + ENTRY_HEADER + 8, rootHexLo);
+            lrsRoot = root;
+        }
+    }
+
     /** Forgets the stored entries whose bytes overlap {@code [from, to)}, about to be overwritten. */
     private void forgetStored(int from, int to) {
-        for (int s = 0; s < SLOTS; s++) {
+        for (int m = storedMask; m != 0; m &= m - 1) {
+            int s = Integer.numberOfTrailingZeros(m);
             ContextValueCache.Entry e = stored[s];
-            if (e != null && storedAt[s] < to && storedAt[s] + ENTRY_HEADER + e.utf8.length > from) {
+            if (storedAt[s] < to && storedAt[s] + ENTRY_HEADER + e.utf8.length > from) {
                 stored[s] = null;
+                storedMask &= ~(1 << s);
             }
         }
+    }
+
+    /** An entry's key and length bytes, in one store. */
+    private void putHeader(int p, int key, int len) {
+        int k = key & 0xFF;
+        int l = len & 0xFF;
+        buf.putShort(p, (short) (LITTLE_ENDIAN ? k | l << 8 : k << 8 | l));
     }
 
     /** Stores {@code e}'s entry under {@code key} at {@code p}; returns where the next one goes. */
@@ -356,8 +394,7 @@ final class DirectContextWriter extends ContextWriter {
         // the entries are free space that no reader looks at, or the next entries' place).
         int whole = Math.min(words.length, (ATTRS + ATTRS_CAPACITY - at) / 8);
         forgetStored(p, Math.max(end, at + 8 * whole));
-        buf.put(p, (byte) key);
-        buf.put(p + 1, (byte) len);
+        putHeader(p, key, len);
         for (int i = 0; i < whole; i++) {
             buf.putLong(at + 8 * i, words[i]);
         }
@@ -401,9 +438,22 @@ final class DirectContextWriter extends ContextWriter {
             putSpan(span); // a new span under the same root, trace and attributes: one store
             return;
         }
+        setTraceSlow(root, span, traceHi, traceLo, slot0, e0, slot1, e1);
+    }
+
+    private void setTraceSlow(long root, long span, long traceHi, long traceLo,
+                              int slot0, ContextValueCache.Entry e0, int slot1, ContextValueCache.Entry e1) {
+        if (valid && hasRoot && lrsWritten && holdsOnly(slot0, e0, slot1, e1)) {
+            // A new root or trace beside the same attributes: the ids and the root's digits.
+            detach();
+            putIds(traceHi, traceLo, span, root);
+            putRootDigits();
+            attach();
+            return;
+        }
         detach();
         putIds(traceHi, traceLo, span, root);
-        resetSlots();
+        resetSlotsBut((e0 == null ? 0 : 1 << slot0) | (e1 == null ? 0 : 1 << slot1));
         hasRoot = true;
         // Two values of at most 255 bytes always fit beside the root span's entry.
         if (e0 != null) {
@@ -514,8 +564,21 @@ final class DirectContextWriter extends ContextWriter {
 
     @Override
     void setSpanLegacy(long span, long root) {
-        if (span != 0 && valid && hasRoot && root == this.root && traceHi == 0 && traceLo == 0) {
+        // The shortcut stays small enough to be inlined into the caller; the rest is a call.
+        if (span != 0 && valid && hasRoot && root == this.root && (traceHi | traceLo) == 0) {
             putSpan(span); // a new span under the same root, attributes kept: one store
+            return;
+        }
+        setSpanLegacySlow(span, root);
+    }
+
+    private void setSpanLegacySlow(long span, long root) {
+        if (span != 0 && valid && hasRoot && lrsWritten) {
+            // A new root (or trace) beside the same attributes: the ids and the root's digits.
+            detach();
+            putIds(0, 0, span, root);
+            putRootDigits();
+            attach();
             return;
         }
         if (span == 0 && root == 0 && this.span == 0 && this.root == 0 && traceHi == 0 && traceLo == 0
