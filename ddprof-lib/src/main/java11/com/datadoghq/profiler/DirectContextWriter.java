@@ -601,14 +601,14 @@ final class DirectContextWriter extends ContextWriter {
         if (offset < 0 || offset >= SLOTS) {
             return;
         }
+        int epoch = epoch();
         ContextValueCache.Entry e = null;
         if (encoding > 0) {
-            e = ContextValueCache.byEncoding(encoding);
+            e = ContextValueCache.byEncoding(encoding, epoch);
             if (e == null) {
                 return; // unknown encoding: ignored
             }
         }
-        int epoch = epoch();
         if (e != null && valid && values[offset] == e && sidecar[offset] == word(encoding, epoch)) {
             return; // already there, and published
         }
