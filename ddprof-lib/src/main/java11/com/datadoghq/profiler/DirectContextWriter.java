@@ -29,8 +29,14 @@ import java.nio.ByteOrder;
  * the span id of a published record (a new span under the same root, trace and attributes: most
  * activations within a request) is one aligned 8-byte store, which a reader sees whole or not at
  * all, and either way beside the root and attributes it belongs with, so it needs no
- * {@code valid} round trip (ContextTornWriteTest). The mirrors hold because nothing else writes
- * this thread's record while the thread runs Java code on it with this writer.
+ * {@code valid} round trip (ContextTornWriteTest).
+ *
+ * <p>The mirrors hold while no one else writes the record; but the JNI writer can: a virtual
+ * thread mounted on this (carrier) thread writes the carrier's record. Every native write counts
+ * itself in the sidecar ({@code native_writes}; this writer never stores it), and every call here
+ * first compares that count with the one it saw after its last call: on a difference it stores
+ * the whole of what the mirrors say before going on ({@link #restore}), so the record is this
+ * thread's context again and the mirrors true again (ContextForeignWriteTest).
  */
 final class DirectContextWriter extends ContextWriter {
 
@@ -47,6 +53,8 @@ final class DirectContextWriter extends ContextWriter {
     private static final int SLOTS;
     private static final int MAX_VALUE_BYTES;
     private static final byte LRS_KEY;
+    /** The sidecar's count of native writes (8 bytes, native order). */
+    private static final int NATIVE_WRITES;
 
     /** An entry's header: key and length bytes. */
     private static final int ENTRY_HEADER = 2;
@@ -72,6 +80,7 @@ final class DirectContextWriter extends ContextWriter {
         SLOTS = l[9];
         MAX_VALUE_BYTES = l[10];
         LRS_KEY = (byte) l[11];
+        NATIVE_WRITES = l[12];
         MethodHandle isVirtual = null;
         // Looked up only where it exists: a failed lookup throws, and exception profilers count it.
         if (Runtime.version().feature() >= 19) {
@@ -160,6 +169,8 @@ final class DirectContextWriter extends ContextWriter {
     /** The root span id whose entry is at the start of the record's entries, if {@link #lrsWritten}. */
     private long lrsRoot;
     private boolean lrsWritten;
+    /** The sidecar's native write count after this writer's last call ({@link #sync}). */
+    private long nativeWrites;
 
     private DirectContextWriter(ByteBuffer b) {
         this.buf = b.order(ByteOrder.nativeOrder());
@@ -180,6 +191,7 @@ final class DirectContextWriter extends ContextWriter {
             buf.putLong(ENCODINGS + 8 * s, 0L);
         }
         buf.putShort(ATTRS_SIZE, (short) 0);
+        nativeWrites = buf.getLong(NATIVE_WRITES);
     }
 
     @Override
@@ -188,6 +200,44 @@ final class DirectContextWriter extends ContextWriter {
     }
 
     // ---- the publication protocol
+
+    /**
+     * Called first by every operation: if a native writer wrote the record since this writer's
+     * last call (a virtual thread on this carrier), makes the record what the mirrors say again.
+     * One load and a compare when nothing else wrote.
+     */
+    private void sync() {
+        long n = buf.getLong(NATIVE_WRITES);
+        if (n != nativeWrites) {
+            restore(n);
+        }
+    }
+
+    /**
+     * Stores every field the mirrors hold (whatever the record holds now), with the usual
+     * protocol: {@code valid} cleared first and set last, if the mirror says it is set.
+     */
+    private void restore(long n) {
+        nativeWrites = n;
+        buf.put(VALID, (byte) 0);
+        VarHandle.storeStoreFence();
+        putBigEndian(TRACE_ID, traceHi);
+        putBigEndian(TRACE_ID + 8, traceLo);
+        putBigEndian(SPAN_ID, span);
+        buf.putLong(ROOT_SPAN_ID, root);
+        for (int s = 0; s < SLOTS; s++) {
+            buf.putLong(ENCODINGS + 8 * s, sidecar[s]);
+        }
+        for (int m = storedMask; m != 0; m &= m - 1) {
+            stored[Integer.numberOfTrailingZeros(m)] = null;
+        }
+        storedMask = 0;
+        lrsWritten = false;
+        writeAttrs(true);
+        if (valid) {
+            attach();
+        }
+    }
 
     private void detach() {
         if (valid) {
@@ -433,6 +483,7 @@ final class DirectContextWriter extends ContextWriter {
     @Override
     void setTrace(long root, long span, long traceHi, long traceLo,
                   int slot0, ContextValueCache.Entry e0, int slot1, ContextValueCache.Entry e1) {
+        sync();
         if (valid && hasRoot && root == this.root && traceHi == this.traceHi && traceLo == this.traceLo
                 && holdsOnly(slot0, e0, slot1, e1)) {
             putSpan(span); // a new span under the same root, trace and attributes: one store
@@ -493,6 +544,7 @@ final class DirectContextWriter extends ContextWriter {
 
     @Override
     void clearTrace() {
+        sync();
         if (!valid && span == 0 && root == 0 && traceHi == 0 && traceLo == 0 && used == 0 && !hasRoot
                 && !lrsWritten && attrsBytes == 0) {
             return; // already clear
@@ -510,6 +562,7 @@ final class DirectContextWriter extends ContextWriter {
 
     @Override
     boolean setValue(int slot, ContextValueCache.Entry e) {
+        sync();
         if (valid && values[slot] == e && sidecar[slot] == word(e.encoding, e.epoch)) {
             return true; // already there, and published
         }
@@ -524,6 +577,7 @@ final class DirectContextWriter extends ContextWriter {
 
     @Override
     int setValues(int[] slots, CharSequence[] vs, int count, ContextValueCache cache) {
+        sync();
         boolean publish = valid;
         detach();
         int written = 0;
@@ -549,6 +603,7 @@ final class DirectContextWriter extends ContextWriter {
 
     @Override
     void clearValue(int slot) {
+        sync();
         if (values[slot] == null && sidecar[slot] == 0) {
             return; // nothing to clear: valid stays as it is
         }
@@ -564,6 +619,7 @@ final class DirectContextWriter extends ContextWriter {
 
     @Override
     void setSpanLegacy(long span, long root) {
+        sync();
         // The shortcut stays small enough to be inlined into the caller; the rest is a call.
         if (span != 0 && valid && hasRoot && root == this.root && (traceHi | traceLo) == 0) {
             putSpan(span); // a new span under the same root, attributes kept: one store
@@ -598,6 +654,7 @@ final class DirectContextWriter extends ContextWriter {
 
     @Override
     void setEncodingLegacy(int offset, int encoding) {
+        sync();
         if (offset < 0 || offset >= SLOTS) {
             return;
         }
@@ -624,6 +681,7 @@ final class DirectContextWriter extends ContextWriter {
 
     @Override
     void copyTags(int[] out) {
+        sync();
         int epoch = epoch();
         for (int s = 0, n = Math.min(out.length, SLOTS); s < n; s++) {
             out[s] = (used & (1 << s)) == 0 ? 0 : encoding(s, epoch);
