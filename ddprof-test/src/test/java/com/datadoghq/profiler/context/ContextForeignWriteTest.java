@@ -3,17 +3,25 @@ package com.datadoghq.profiler.context;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
 import com.datadoghq.profiler.JavaProfiler;
 import com.datadoghq.profiler.internal.Diagnostics;
+import com.datadoghq.profiler.testing.ChildJvm;
 import com.datadoghq.profiler.testing.ProfilerExtension;
+import com.datadoghq.profiler.testing.TestEnv;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A platform thread's in-place writer mirrors what it stored so that it can skip stores that
@@ -22,7 +30,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * in place around running it (a tracer's task instrumentation). After such a write the carrier's
  * next write must store what it means, not what it last stored. The JNI write here is the
  * writer's own native call, made on the platform thread itself: the same call, into the same
- * record, that a mounted virtual thread makes.
+ * record, that a mounted virtual thread makes; and, on JDK 21+, a real virtual thread on the
+ * scheduler's only carrier between two of the carrier's own writes.
  */
 @ExtendWith(ProfilerExtension.class)
 class ContextForeignWriteTest {
@@ -72,6 +81,31 @@ class ContextForeignWriteTest {
             }
         });
         assertTrue(failures.isEmpty(), String.join("; ", failures));
+    }
+
+    @Test
+    void aCarrierRestoringItsSpanAfterAVirtualThreadStoresIt(@TempDir Path dir) throws Exception {
+        assumeTrue(TestEnv.jdk() >= 21, "virtual threads need JDK 21");
+        ChildJvm.Result r = new ChildJvm().classpath(TestEnv.libJar()).timeout(Duration.ofSeconds(90))
+                .jvmArgs("--add-opens", "java.base/java.lang=ALL-UNNAMED",
+                        "-Djdk.virtualThreadScheduler.parallelism=1", "-Djdk.virtualThreadScheduler.maxPoolSize=1")
+                .main(CarrierContextMain.class).run(dir);
+        assertEquals(0, r.exitCode, r.describe());
+        Map<String, String> seen = new HashMap<>();
+        for (String line : r.stdout.split("\n")) {
+            int eq = line.indexOf('=');
+            if (eq > 0) {
+                seen.put(line.substring(0, eq), line.substring(eq + 1));
+            }
+        }
+        // The scenario happened: the carrier writes in place, the virtual thread through JNI into
+        // the carrier's record.
+        assertEquals("direct", seen.get("carrier"), r.describe());
+        assertEquals("true", seen.get("sameCarrier"), r.describe());
+        assertTrue(String.valueOf(seen.get("virtual")).startsWith("jni "), r.describe());
+        assertEquals("21", seen.get("afterVirtual"), r.describe());
+        // The carrier's span and root are in the record again.
+        assertEquals("11/10", seen.get("restored"), r.describe());
     }
 
     private static void check(JavaProfiler p, List<String> failures, String what, long root, long span,
