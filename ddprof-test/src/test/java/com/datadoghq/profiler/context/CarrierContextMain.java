@@ -14,8 +14,8 @@ import com.datadoghq.profiler.internal.Diagnostics;
  * tracer's instrumentation of the scheduler's tasks does (JDK 21+, run with a one-thread virtual
  * thread scheduler and {@code java.lang} opened). On the scheduler's only carrier: a task activates
  * span 11 under root 10, starts a virtual thread that activates span 21 under root 20 (JNI writer,
- * into this carrier's record), and queues a second task, which once the virtual thread has run
- * activates span 11 under root 10 again. Prints {@code key=value} lines for
+ * into this carrier's record) and then queues a second task, which the carrier runs once the
+ * virtual thread has left it: that task activates span 11 under root 10 again. Prints {@code key=value} lines for
  * {@link ContextForeignWriteTest}.
  */
 public final class CarrierContextMain {
@@ -35,29 +35,24 @@ public final class CarrierContextMain {
             try {
                 Thread carrier = Thread.currentThread();
                 String kind = Diagnostics.contextWriterKind();
+                // Runs on the carrier once the virtual thread has left it (the only carrier).
+                Runnable again = () -> {
+                    try {
+                        String sameCarrier = String.valueOf(Thread.currentThread() == carrier);
+                        long seenSpan = (long) spanHook.invoke(p);
+                        p.setTraceContext(10, 11, 0, 12, 0, "carrier", -1, null);
+                        out.complete("carrier=" + kind + "\nsameCarrier=" + sameCarrier
+                                + "\nafterVirtual=" + seenSpan + "\nrestored=" + spanHook.invoke(p) + "/"
+                                + rootHook.invoke(p));
+                    } catch (Throwable e) {
+                        out.complete("error=" + e);
+                    }
+                };
                 p.setTraceContext(10, 11, 0, 12, 0, "carrier", -1, null);
                 startVirtual.invoke(null, (Runnable) () -> {
                     p.setTraceContext(20, 21, 0, 22, 0, "virtual", -1, null);
                     virtual.complete(Diagnostics.contextWriterKind() + " " + Thread.currentThread());
-                });
-                scheduler.execute(new Runnable() {
-                    @Override
-                    public void run() {
-                        if (!virtual.isDone()) {
-                            scheduler.execute(this); // behind the virtual thread
-                            return;
-                        }
-                        try {
-                            String sameCarrier = String.valueOf(Thread.currentThread() == carrier);
-                            long seenSpan = (long) spanHook.invoke(p);
-                            p.setTraceContext(10, 11, 0, 12, 0, "carrier", -1, null);
-                            out.complete("carrier=" + kind + "\nsameCarrier=" + sameCarrier
-                                    + "\nafterVirtual=" + seenSpan + "\nrestored=" + spanHook.invoke(p) + "/"
-                                    + rootHook.invoke(p));
-                        } catch (Throwable e) {
-                            out.complete("error=" + e);
-                        }
-                    }
+                    scheduler.execute(again);
                 });
             } catch (Throwable e) {
                 out.complete("error=" + e);
