@@ -225,6 +225,12 @@ pub struct ThreadContext {
     pub root_span_id: AtomicU64,
     /// Sidecar: per slot, `epoch << 32 | encoding` (`crate::context::dictionary` id, 0 = unset).
     attrs: [AtomicU64; MAX_ATTRIBUTES],
+    /// Sidecar: how many writes the native writers (the JNI calls) made to this context,
+    /// wrapping. The Java writer (`DirectContextWriter`) never stores it; it compares it with the
+    /// count it saw after its own last write, and on a difference stops trusting its mirror of the
+    /// record (a virtual thread mounted on this carrier wrote here: docs/context.md, "Writing
+    /// from Java"). Written and read by the owning thread only; no reader of events looks at it.
+    native_writes: AtomicU64,
     /// The thread's cell in the wall-clock thread filter (`crate::context::thread_filter`, which never
     /// frees cells); null: none yet.
     pub filter_cell: AtomicPtr<FilterCell>,
@@ -233,7 +239,12 @@ pub struct ThreadContext {
 }
 
 impl ThreadContext {
+    /// Starts every native write (each writer below begins here): counts it for the Java
+    /// writer (`native_writes`), then invalidates the record.
     fn detach(&self) {
+        let n = self.native_writes.load(Ordering::Relaxed);
+        self.native_writes
+            .store(n.wrapping_add(1), Ordering::Relaxed);
         self.record.valid.store(0, Ordering::Relaxed);
         // Orders the invalidation before the field writes for readers on other CPUs.
         fence(Ordering::Release);
@@ -459,8 +470,8 @@ impl ThreadContext {
 /// Where the Java writer (`DirectContextWriter`, which stores into a thread's context through a
 /// direct `ByteBuffer` instead of a JNI call) finds each field, in this order; one place for the
 /// layout, read by Java once (`JavaProfiler.contextLayout0`). Field sizes: ids 8 bytes each, big
-/// endian in the record; sidecar words native order; `valid` one byte.
-pub fn java_layout() -> [i32; 12] {
+/// endian in the record; sidecar words and the native write count native order; `valid` one byte.
+pub fn java_layout() -> [i32; 13] {
     use std::mem::offset_of;
     let record = offset_of!(ThreadContext, record);
     [
@@ -476,6 +487,7 @@ pub fn java_layout() -> [i32; 12] {
         MAX_ATTRIBUTES as i32,
         MAX_VALUE_BYTES as i32,
         LRS_KEY as i32,
+        offset_of!(ThreadContext, native_writes) as i32,
     ]
 }
 

@@ -158,3 +158,30 @@ fn hex16_is_lowercase_hex_most_significant_first() {
         assert_eq!(&super::hex16(x), format!("{x:016x}").as_bytes(), "{x:#x}");
     }
 }
+
+/// The in-place Java writer trusts its mirror of the record only while this count is what it saw
+/// after its own last write: every native writer must move it.
+#[test]
+fn every_native_write_moves_the_native_write_count() {
+    let _g = lock();
+    let c = ThreadContext::default();
+    let count = |c: &ThreadContext| c.native_writes.load(Ordering::Relaxed);
+    let writes: [&dyn Fn(&ThreadContext); 6] = [
+        &|c| c.set_trace(1, 2, (0, 3), Some((0, 7, b"v")), None),
+        &|c| c.clear(),
+        &|c| {
+            c.set_value(1, 7, b"v");
+        },
+        &|c| c.clear_value(1),
+        &|c| c.set_span_legacy(4, 5),
+        &|c| c.set_encoding_legacy(2, 7, b"v"),
+    ];
+    for (i, write) in writes.iter().enumerate() {
+        let before = count(&c);
+        write(&c);
+        assert_ne!(count(&c), before, "writer {i}");
+    }
+    // Not part of the OTel record: its bytes are the same whatever the count.
+    let layout = java_layout();
+    assert!(layout[12] as usize >= RECORD_SIZE);
+}

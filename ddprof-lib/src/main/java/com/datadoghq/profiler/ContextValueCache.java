@@ -3,7 +3,6 @@ package com.datadoghq.profiler;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
-import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
  * Remembers, for recently used context attribute values, their dictionary encoding and UTF-8
@@ -11,7 +10,7 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * has seen before.
  *
  * <p>The table is direct-mapped: 256 slots chosen by {@code hashCode() & 0xFF}, each holding one
- * immutable {@link Entry} published with a single array store. Readers on any thread see a
+ * immutable {@link Entry} published with a single plain array store. Readers on any thread see a
  * whole entry or none; two values that share a slot evict each other and are registered again
  * on their next use (registration is idempotent within a recording). Encodings are valid for
  * one recording only: the native dictionary is cleared when a recording starts, which bumps its
@@ -84,7 +83,12 @@ final class ContextValueCache {
         return w != null ? w.getInt(0) : JavaProfiler.contextEpoch0();
     }
 
-    private static final AtomicReferenceArray<Entry> BY_ENCODING = new AtomicReferenceArray<>(SLOTS);
+    /*
+     * Both tables are plain arrays read without a barrier: an Entry is immutable, all its fields
+     * final (its arrays filled before its constructor ends), so a thread that reads a reference to
+     * one sees it whole (JLS 17.5); a stale or missing one only costs a registration.
+     */
+    private static final Entry[] BY_ENCODING = new Entry[SLOTS];
 
     /**
      * The value of dictionary encoding {@code encoding} in the current epoch, or {@code null} if
@@ -92,9 +96,13 @@ final class ContextValueCache {
      * long for a thread's record.
      */
     static Entry byEncoding(int encoding) {
-        int epoch = currentEpoch();
+        return byEncoding(encoding, currentEpoch());
+    }
+
+    /** {@link #byEncoding(int)} in dictionary epoch {@code epoch}, the current one. */
+    static Entry byEncoding(int encoding, int epoch) {
         int slot = encoding & (SLOTS - 1);
-        Entry e = BY_ENCODING.get(slot);
+        Entry e = BY_ENCODING[slot];
         if (e != null && e.encoding == encoding && e.epoch == epoch) {
             return e;
         }
@@ -103,11 +111,11 @@ final class ContextValueCache {
             return null;
         }
         e = new Entry(null, encoding, epoch, utf8);
-        BY_ENCODING.set(slot, e);
+        BY_ENCODING[slot] = e;
         return e;
     }
 
-    private final AtomicReferenceArray<Entry> entries = new AtomicReferenceArray<>(SLOTS);
+    private final Entry[] entries = new Entry[SLOTS];
 
     /**
      * The entry of {@code value}, registering the value on a miss. A {@code CharSequence} that is
@@ -121,8 +129,8 @@ final class ContextValueCache {
             return null;
         }
         int h = value instanceof String ? value.hashCode() : stringHash(value);
-        Entry e = entries.get(h & (SLOTS - 1));
-        if (e != null && e.key.contentEquals(value) && e.epoch == currentEpoch()) {
+        Entry e = entries[h & (SLOTS - 1)];
+        if (e != null && (e.key == value || e.key.contentEquals(value)) && e.epoch == currentEpoch()) {
             return e;
         }
         return register(value.toString(), h & (SLOTS - 1));
@@ -140,7 +148,7 @@ final class ContextValueCache {
             return null;
         }
         Entry e = new Entry(value, encoding, epoch, utf8);
-        entries.set(slot, e);
+        entries[slot] = e;
         return e;
     }
 
@@ -155,8 +163,6 @@ final class ContextValueCache {
 
     /** Forgets every entry (a new recording started; encodings changed). */
     void clear() {
-        for (int i = 0; i < SLOTS; i++) {
-            entries.set(i, null);
-        }
+        java.util.Arrays.fill(entries, null);
     }
 }

@@ -13,15 +13,30 @@ import java.nio.ByteOrder;
  * (docs/context.md, "Writing from Java"; docs/benchmarks.md, "Context writes").
  *
  * <p>The record is the thread's own and only this thread writes it; a signal handler that
- * interrupts the thread reads it, and so may a profiler in another process. Every write clears
- * the {@code valid} byte first and sets it again last, with a store-store fence after the first
- * and before the last store, so neither reader ever takes a half-written context: while
- * {@code valid} is 0 an event gets no context. The same protocol as the native writers
- * ({@code sample::context::ThreadContext}), with the same semantics call for call.
+ * interrupts the thread reads it, and so may a profiler in another process. A write of more than
+ * one field clears the {@code valid} byte first and sets it again last, with a store-store fence
+ * after the first and before the last store, so neither reader ever takes a half-written context:
+ * while {@code valid} is 0 an event gets no context. The same protocol as the native writers
+ * ({@code sample::context::ThreadContext}), with the same semantics call for call (the same bytes
+ * after every call: ContextWriterEquivalenceTest).
  *
  * <p>The attribute entries are rebuilt from this writer's own view of them on every change
  * (the local root span id as 16 hex digits under key 0, then each set slot in slot order); a few
  * dozen bytes, cheaper than searching the record.
+ *
+ * <p>The writer mirrors every field it stores (ids, sidecar words, {@code valid}), so a call
+ * stores only what changes. A call that changes nothing stores nothing; one that changes only
+ * the span id of a published record (a new span under the same root, trace and attributes: most
+ * activations within a request) is one aligned 8-byte store, which a reader sees whole or not at
+ * all, and either way beside the root and attributes it belongs with, so it needs no
+ * {@code valid} round trip (ContextTornWriteTest).
+ *
+ * <p>The mirrors hold while no one else writes the record; but the JNI writer can: a virtual
+ * thread mounted on this (carrier) thread writes the carrier's record. Every native write counts
+ * itself in the sidecar ({@code native_writes}; this writer never stores it), and every call here
+ * first compares that count with the one it saw after its last call: on a difference it stores
+ * the whole of what the mirrors say before going on ({@link #restore}), so the record is this
+ * thread's context again and the mirrors true again (ContextForeignWriteTest).
  */
 final class DirectContextWriter extends ContextWriter {
 
@@ -38,6 +53,8 @@ final class DirectContextWriter extends ContextWriter {
     private static final int SLOTS;
     private static final int MAX_VALUE_BYTES;
     private static final byte LRS_KEY;
+    /** The sidecar's count of native writes (8 bytes, native order). */
+    private static final int NATIVE_WRITES;
 
     /** An entry's header: key and length bytes. */
     private static final int ENTRY_HEADER = 2;
@@ -63,6 +80,7 @@ final class DirectContextWriter extends ContextWriter {
         SLOTS = l[9];
         MAX_VALUE_BYTES = l[10];
         LRS_KEY = (byte) l[11];
+        NATIVE_WRITES = l[12];
         MethodHandle isVirtual = null;
         // Looked up only where it exists: a failed lookup throws, and exception profilers count it.
         if (Runtime.version().feature() >= 19) {
@@ -123,6 +141,8 @@ final class DirectContextWriter extends ContextWriter {
      */
     private final ContextValueCache.Entry[] stored;
     private final int[] storedAt;
+    /** The slots whose {@link #stored} entry is not null. */
+    private int storedMask;
     /**
      * Slots with an entry in {@link #values} or a non-zero word in the sidecar: the only ones a
      * reset has to clear, and the only ones whose encodings can be current.
@@ -131,26 +151,47 @@ final class DirectContextWriter extends ContextWriter {
     /** Whether the record holds the local root span entry, and its value. */
     private boolean hasRoot;
     private long root;
-    /** {@link #root} as 16 hex digits, two ASCII words ({@link #hex8}). */
+    /** {@link #rootHexFor} as 16 hex digits, two ASCII words ({@link #hex8}). */
     private long rootHexHi = hex8(0);
     private long rootHexLo = hex8(0);
+    private long rootHexFor;
     /** The span id as last written (0 = none). */
     private long span;
+    /** The trace id as last written. */
+    private long traceHi;
+    private long traceLo;
+    /** The {@code valid} byte as last written. */
+    private boolean valid;
+    /** Per slot, the sidecar word as last written ({@link #putEncoding}). */
+    private final long[] sidecar;
     /** Bytes of attribute entries, the local root span's included, as last stored. */
     private int attrsBytes;
     /** The root span id whose entry is at the start of the record's entries, if {@link #lrsWritten}. */
     private long lrsRoot;
     private boolean lrsWritten;
+    /** The sidecar's native write count after this writer's last call ({@link #sync}). */
+    private long nativeWrites;
 
     private DirectContextWriter(ByteBuffer b) {
         this.buf = b.order(ByteOrder.nativeOrder());
         this.values = new ContextValueCache.Entry[SLOTS];
         this.stored = new ContextValueCache.Entry[SLOTS];
         this.storedAt = new int[SLOTS];
+        this.sidecar = new long[SLOTS];
         // The record may hold what an earlier Java thread on the same native thread wrote
-        // (a native thread that attached again): start from nothing, as a new thread does.
-        used = (1 << SLOTS) - 1;
-        clearTrace();
+        // (a native thread that attached again): start from nothing, as a new thread does,
+        // storing every field this writer mirrors, whatever the mirrors say.
+        buf.put(VALID, (byte) 0);
+        VarHandle.storeStoreFence();
+        buf.putLong(TRACE_ID, 0L);
+        buf.putLong(TRACE_ID + 8, 0L);
+        buf.putLong(SPAN_ID, 0L);
+        buf.putLong(ROOT_SPAN_ID, 0L);
+        for (int s = 0; s < SLOTS; s++) {
+            buf.putLong(ENCODINGS + 8 * s, 0L);
+        }
+        buf.putShort(ATTRS_SIZE, (short) 0);
+        nativeWrites = buf.getLong(NATIVE_WRITES);
     }
 
     @Override
@@ -160,14 +201,56 @@ final class DirectContextWriter extends ContextWriter {
 
     // ---- the publication protocol
 
-    private void detach() {
+    /**
+     * Called first by every operation: if a native writer wrote the record since this writer's
+     * last call (a virtual thread on this carrier), makes the record what the mirrors say again.
+     * One load and a compare when nothing else wrote.
+     */
+    private void sync() {
+        long n = buf.getLong(NATIVE_WRITES);
+        if (n != nativeWrites) {
+            restore(n);
+        }
+    }
+
+    /**
+     * Stores every field the mirrors hold (whatever the record holds now), with the usual
+     * protocol: {@code valid} cleared first and set last, if the mirror says it is set.
+     */
+    private void restore(long n) {
+        nativeWrites = n;
         buf.put(VALID, (byte) 0);
         VarHandle.storeStoreFence();
+        putBigEndian(TRACE_ID, traceHi);
+        putBigEndian(TRACE_ID + 8, traceLo);
+        putBigEndian(SPAN_ID, span);
+        buf.putLong(ROOT_SPAN_ID, root);
+        for (int s = 0; s < SLOTS; s++) {
+            buf.putLong(ENCODINGS + 8 * s, sidecar[s]);
+        }
+        for (int m = storedMask; m != 0; m &= m - 1) {
+            stored[Integer.numberOfTrailingZeros(m)] = null;
+        }
+        storedMask = 0;
+        lrsWritten = false;
+        writeAttrs(true);
+        if (valid) {
+            attach();
+        }
+    }
+
+    private void detach() {
+        if (valid) {
+            buf.put(VALID, (byte) 0);
+            valid = false;
+            VarHandle.storeStoreFence();
+        }
     }
 
     private void attach() {
         VarHandle.storeStoreFence();
         buf.put(VALID, (byte) 1);
+        valid = true;
     }
 
     // ---- fields
@@ -176,22 +259,42 @@ final class DirectContextWriter extends ContextWriter {
         buf.putLong(at, LITTLE_ENDIAN ? Long.reverseBytes(v) : v);
     }
 
+    /** Stores the ids that differ from what the record holds (inside a detach/attach). */
     private void putIds(long traceHi, long traceLo, long span, long root) {
-        putBigEndian(TRACE_ID, traceHi);
-        putBigEndian(TRACE_ID + 8, traceLo);
-        putBigEndian(SPAN_ID, span);
-        buf.putLong(ROOT_SPAN_ID, root);
-        this.span = span;
+        if (traceHi != this.traceHi) {
+            putBigEndian(TRACE_ID, traceHi);
+            this.traceHi = traceHi;
+        }
+        if (traceLo != this.traceLo) {
+            putBigEndian(TRACE_ID + 8, traceLo);
+            this.traceLo = traceLo;
+        }
+        putSpan(span);
         if (root != this.root) {
+            buf.putLong(ROOT_SPAN_ID, root);
             this.root = root;
-            rootHexHi = hex8((int) (root >>> 32));
-            rootHexLo = hex8((int) root);
         }
     }
 
-    /** Slot {@code slot}'s sidecar word: {@code epoch << 32 | encoding}, 0 for none. */
+    private void putSpan(long span) {
+        if (span != this.span) {
+            putBigEndian(SPAN_ID, span);
+            this.span = span;
+        }
+    }
+
+    /** The sidecar word of {@code encoding} in {@code epoch}: {@code epoch << 32 | encoding}, 0 for none. */
+    private static long word(int encoding, int epoch) {
+        return encoding == 0 ? 0L : ((long) epoch << 32) | (encoding & 0xFFFF_FFFFL);
+    }
+
+    /** Slot {@code slot}'s sidecar word ({@link #word}), stored if it changed. */
     private void putEncoding(int slot, int encoding, int epoch) {
-        buf.putLong(ENCODINGS + 8 * slot, encoding == 0 ? 0L : ((long) epoch << 32) | (encoding & 0xFFFF_FFFFL));
+        long w = word(encoding, epoch);
+        if (w != sidecar[slot]) {
+            buf.putLong(ENCODINGS + 8 * slot, w);
+            sidecar[slot] = w;
+        }
         markUsed(slot, encoding != 0 || values[slot] != null);
     }
 
@@ -201,7 +304,7 @@ final class DirectContextWriter extends ContextWriter {
 
     /** Slot {@code slot}'s encoding in dictionary epoch {@code epoch}, 0 if unset or stale. */
     private int encoding(int slot, int epoch) {
-        long w = buf.getLong(ENCODINGS + 8 * slot);
+        long w = sidecar[slot];
         return (int) (w >>> 32) == epoch ? (int) w : 0;
     }
 
@@ -221,12 +324,23 @@ final class DirectContextWriter extends ContextWriter {
 
     /** Every slot empty: no entry, sidecar word 0. */
     private void resetSlots() {
-        for (int m = used; m != 0; m &= m - 1) {
+        resetSlotsBut(0);
+    }
+
+    /**
+     * Every slot but those of {@code keep} (a bit per slot) empty; the kept ones are about to be
+     * set again, so their sidecar words are not zeroed in between.
+     */
+    private void resetSlotsBut(int keep) {
+        for (int m = used & ~keep; m != 0; m &= m - 1) {
             int s = Integer.numberOfTrailingZeros(m);
-            buf.putLong(ENCODINGS + 8 * s, 0L);
+            if (sidecar[s] != 0) {
+                buf.putLong(ENCODINGS + 8 * s, 0L);
+                sidecar[s] = 0;
+            }
             values[s] = null;
         }
-        used = 0;
+        used &= keep;
     }
 
     /**
@@ -241,15 +355,13 @@ final class DirectContextWriter extends ContextWriter {
     private void writeAttrs(boolean sizeUnknown) {
         int p = ATTRS;
         if (hasRoot) {
-            if (!lrsWritten || lrsRoot != root) {
+            if (!lrsWritten) {
                 forgetStored(p, p + LRS_ENTRY);
-                buf.put(p, LRS_KEY);
-                buf.put(p + 1, (byte) 16);
-                putBigEndian(p + 2, rootHexHi);
-                putBigEndian(p + 10, rootHexLo);
-                lrsRoot = root;
+                putHeader(p, LRS_KEY, 16);
                 lrsWritten = true;
+                lrsRoot = ~root; // the digits are not there yet
             }
+            putRootDigits();
             p += LRS_ENTRY;
         } else {
             lrsWritten = false;
@@ -264,7 +376,13 @@ final class DirectContextWriter extends ContextWriter {
                 p += ENTRY_HEADER + e.utf8.length;
             } else {
                 int end = putEntry(p, s + 1, e);
-                stored[s] = end == p ? null : e;
+                if (end == p) {
+                    stored[s] = null;
+                    storedMask &= ~(1 << s);
+                } else {
+                    stored[s] = e;
+                    storedMask |= 1 << s;
+                }
                 storedAt[s] = p;
                 p = end;
             }
@@ -275,14 +393,40 @@ final class DirectContextWriter extends ContextWriter {
         }
     }
 
+    /**
+     * The root span entry's digits, if they are not {@link #root}'s already: while the entry is
+     * there ({@link #lrsWritten}) nothing else is stored over it, so only its digits change.
+     */
+    private void putRootDigits() {
+        if (lrsRoot != root) {
+            if (rootHexFor != root) {
+                rootHexHi = hex8((int) (root >>> 32));
+                rootHexLo = hex8((int) root);
+                rootHexFor = root;
+            }
+            putBigEndian(ATTRS + ENTRY_HEADER, rootHexHi);
+            putBigEndian(ATTRS + ENTRY_HEADER + 8, rootHexLo);
+            lrsRoot = root;
+        }
+    }
+
     /** Forgets the stored entries whose bytes overlap {@code [from, to)}, about to be overwritten. */
     private void forgetStored(int from, int to) {
-        for (int s = 0; s < SLOTS; s++) {
+        for (int m = storedMask; m != 0; m &= m - 1) {
+            int s = Integer.numberOfTrailingZeros(m);
             ContextValueCache.Entry e = stored[s];
-            if (e != null && storedAt[s] < to && storedAt[s] + ENTRY_HEADER + e.utf8.length > from) {
+            if (storedAt[s] < to && storedAt[s] + ENTRY_HEADER + e.utf8.length > from) {
                 stored[s] = null;
+                storedMask &= ~(1 << s);
             }
         }
+    }
+
+    /** An entry's key and length bytes, in one store. */
+    private void putHeader(int p, int key, int len) {
+        int k = key & 0xFF;
+        int l = len & 0xFF;
+        buf.putShort(p, (short) (LITTLE_ENDIAN ? k | l << 8 : k << 8 | l));
     }
 
     /** Stores {@code e}'s entry under {@code key} at {@code p}; returns where the next one goes. */
@@ -300,8 +444,7 @@ final class DirectContextWriter extends ContextWriter {
         // the entries are free space that no reader looks at, or the next entries' place).
         int whole = Math.min(words.length, (ATTRS + ATTRS_CAPACITY - at) / 8);
         forgetStored(p, Math.max(end, at + 8 * whole));
-        buf.put(p, (byte) key);
-        buf.put(p + 1, (byte) len);
+        putHeader(p, key, len);
         for (int i = 0; i < whole; i++) {
             buf.putLong(at + 8 * i, words[i]);
         }
@@ -340,9 +483,28 @@ final class DirectContextWriter extends ContextWriter {
     @Override
     void setTrace(long root, long span, long traceHi, long traceLo,
                   int slot0, ContextValueCache.Entry e0, int slot1, ContextValueCache.Entry e1) {
+        sync();
+        if (valid && hasRoot && root == this.root && traceHi == this.traceHi && traceLo == this.traceLo
+                && holdsOnly(slot0, e0, slot1, e1)) {
+            putSpan(span); // a new span under the same root, trace and attributes: one store
+            return;
+        }
+        setTraceSlow(root, span, traceHi, traceLo, slot0, e0, slot1, e1);
+    }
+
+    private void setTraceSlow(long root, long span, long traceHi, long traceLo,
+                              int slot0, ContextValueCache.Entry e0, int slot1, ContextValueCache.Entry e1) {
+        if (valid && hasRoot && lrsWritten && holdsOnly(slot0, e0, slot1, e1)) {
+            // A new root or trace beside the same attributes: the ids and the root's digits.
+            detach();
+            putIds(traceHi, traceLo, span, root);
+            putRootDigits();
+            attach();
+            return;
+        }
         detach();
         putIds(traceHi, traceLo, span, root);
-        resetSlots();
+        resetSlotsBut((e0 == null ? 0 : 1 << slot0) | (e1 == null ? 0 : 1 << slot1));
         hasRoot = true;
         // Two values of at most 255 bytes always fit beside the root span's entry.
         if (e0 != null) {
@@ -357,19 +519,53 @@ final class DirectContextWriter extends ContextWriter {
         attach();
     }
 
+    /**
+     * Whether the slots hold exactly what an activation with these values leaves (each slot reset,
+     * then {@code e0} at {@code slot0} and {@code e1} at {@code slot1}, the second winning).
+     */
+    private boolean holdsOnly(int slot0, ContextValueCache.Entry e0, int slot1, ContextValueCache.Entry e1) {
+        int want = 0;
+        if (e0 != null) {
+            if (e1 == null || slot1 != slot0) {
+                if (values[slot0] != e0 || sidecar[slot0] != word(e0.encoding, e0.epoch)) {
+                    return false;
+                }
+                want = 1 << slot0;
+            }
+        }
+        if (e1 != null) {
+            if (values[slot1] != e1 || sidecar[slot1] != word(e1.encoding, e1.epoch)) {
+                return false;
+            }
+            want |= 1 << slot1;
+        }
+        return used == want;
+    }
+
     @Override
     void clearTrace() {
+        sync();
+        if (!valid && span == 0 && root == 0 && traceHi == 0 && traceLo == 0 && used == 0 && !hasRoot
+                && !lrsWritten && attrsBytes == 0) {
+            return; // already clear
+        }
         detach();
         putIds(0, 0, 0, 0);
         resetSlots();
         hasRoot = false;
         lrsWritten = false;
-        attrsBytes = 0;
-        buf.putShort(ATTRS_SIZE, (short) 0);
+        if (attrsBytes != 0) {
+            attrsBytes = 0;
+            buf.putShort(ATTRS_SIZE, (short) 0);
+        }
     }
 
     @Override
     boolean setValue(int slot, ContextValueCache.Entry e) {
+        sync();
+        if (valid && values[slot] == e && sidecar[slot] == word(e.encoding, e.epoch)) {
+            return true; // already there, and published
+        }
         detach();
         boolean ok = fits(slot, e.utf8.length);
         values[slot] = ok ? e : null;
@@ -381,7 +577,8 @@ final class DirectContextWriter extends ContextWriter {
 
     @Override
     int setValues(int[] slots, CharSequence[] vs, int count, ContextValueCache cache) {
-        boolean publish = buf.get(VALID) == 1;
+        sync();
+        boolean publish = valid;
         detach();
         int written = 0;
         for (int i = 0; i < count; i++) {
@@ -406,7 +603,11 @@ final class DirectContextWriter extends ContextWriter {
 
     @Override
     void clearValue(int slot) {
-        boolean wasValid = buf.get(VALID) == 1;
+        sync();
+        if (values[slot] == null && sidecar[slot] == 0) {
+            return; // nothing to clear: valid stays as it is
+        }
+        boolean wasValid = valid;
         detach();
         values[slot] = null;
         putEncoding(slot, 0, 0);
@@ -418,6 +619,28 @@ final class DirectContextWriter extends ContextWriter {
 
     @Override
     void setSpanLegacy(long span, long root) {
+        sync();
+        // The shortcut stays small enough to be inlined into the caller; the rest is a call.
+        if (span != 0 && valid && hasRoot && root == this.root && (traceHi | traceLo) == 0) {
+            putSpan(span); // a new span under the same root, attributes kept: one store
+            return;
+        }
+        setSpanLegacySlow(span, root);
+    }
+
+    private void setSpanLegacySlow(long span, long root) {
+        if (span != 0 && valid && hasRoot && lrsWritten) {
+            // A new root (or trace) beside the same attributes: the ids and the root's digits.
+            detach();
+            putIds(0, 0, span, root);
+            putRootDigits();
+            attach();
+            return;
+        }
+        if (span == 0 && root == 0 && this.span == 0 && this.root == 0 && traceHi == 0 && traceLo == 0
+                && !hasRoot && !lrsWritten && valid == hasAttrs()) {
+            return; // already cleared, and published exactly while an attribute is set
+        }
         detach();
         putIds(0, 0, span, root);
         int others = attrsBytes - (hasRoot ? LRS_ENTRY : 0);
@@ -431,20 +654,25 @@ final class DirectContextWriter extends ContextWriter {
 
     @Override
     void setEncodingLegacy(int offset, int encoding) {
+        sync();
         if (offset < 0 || offset >= SLOTS) {
             return;
         }
+        int epoch = epoch();
         ContextValueCache.Entry e = null;
         if (encoding > 0) {
-            e = ContextValueCache.byEncoding(encoding);
+            e = ContextValueCache.byEncoding(encoding, epoch);
             if (e == null) {
                 return; // unknown encoding: ignored
             }
         }
+        if (e != null && valid && values[offset] == e && sidecar[offset] == word(encoding, epoch)) {
+            return; // already there, and published
+        }
         detach();
         // A value too long for the record keeps its encoding; only its entry is left out.
         values[offset] = e != null && fits(offset, e.utf8.length) ? e : null;
-        putEncoding(offset, encoding > 0 ? encoding : 0, epoch());
+        putEncoding(offset, encoding > 0 ? encoding : 0, epoch);
         writeAttrs();
         if (span != 0 || hasAttrs()) {
             attach();
@@ -453,6 +681,7 @@ final class DirectContextWriter extends ContextWriter {
 
     @Override
     void copyTags(int[] out) {
+        sync();
         int epoch = epoch();
         for (int s = 0, n = Math.min(out.length, SLOTS); s < n; s++) {
             out[s] = (used & (1 << s)) == 0 ? 0 : encoding(s, epoch);

@@ -92,10 +92,23 @@ public class ContextBenchmark {
         profiler.setTraceContext(s >>> 1, s, 0x1234L, s, -1, null, -1, null);
     }
 
+    /** Span activation with two attributes, the root changing every call (a new request each time). */
+    @Benchmark
+    public void setTraceContextNewRoot() {
+        long s = ++span;
+        profiler.setTraceContext(s, s, 0x1234L, s, 0, OPERATION, 1, RESOURCE);
+    }
+
     /** One attribute (a cached value). */
     @Benchmark
     public boolean setContextValue() {
         return profiler.setContextValue(0, OPERATION);
+    }
+
+    /** One attribute, a different value every call (two alternating): the slot is rewritten each time. */
+    @Benchmark
+    public boolean setContextValueChanging() {
+        return profiler.setContextValue(0, (++span & 1) == 0 ? OPERATION : RESOURCE);
     }
 
     /** Span deactivation. */

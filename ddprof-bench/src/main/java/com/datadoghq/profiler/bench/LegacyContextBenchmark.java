@@ -37,17 +37,22 @@ import org.openjdk.jmh.annotations.Warmup;
 @Fork(value = 1, jvmArgsAppend = {"-Xms256m", "-Xmx256m"})
 public class LegacyContextBenchmark {
     private JavaProfiler profiler;
+    private ContextSetter setter;
     private int offset;
     private int encoding;
+    /** A second value's encoding, for the writes that change the slot every call. */
+    private int encoding2;
     private long span;
+    private final int[] tags = new int[2];
 
     @Setup(Level.Trial)
     public void setUp() throws IOException {
         profiler = JavaProfiler.getInstance();
-        ContextSetter setter = new ContextSetter(profiler, Arrays.asList("operation", "resource"));
+        setter = new ContextSetter(profiler, Arrays.asList("operation", "resource"));
         offset = setter.offsetOf("operation");
         encoding = setter.encode(ContextBenchmark.OPERATION);
-        if (offset != 0 || encoding <= 0) {
+        encoding2 = setter.encode(ContextBenchmark.RESOURCE);
+        if (offset != 0 || encoding <= 0 || encoding2 <= 0 || encoding2 == encoding) {
             throw new IllegalStateException("offset " + offset + ", encoding " + encoding);
         }
         // The thread's first write allocates (ddprof) or maps (upstream) its storage; do it here,
@@ -68,9 +73,29 @@ public class LegacyContextBenchmark {
         profiler.setContext(s, s >>> 1);
     }
 
+    /** The root changes every call too (a new request on every activation). */
+    @Benchmark
+    public void setContextNewRoot() {
+        long s = ++span;
+        profiler.setContext(s, s);
+    }
+
     @Benchmark
     public void setContextValue() {
         profiler.setContextValue(offset, encoding);
+    }
+
+    /** A different value every call (two alternating): the slot is rewritten each time. */
+    @Benchmark
+    public void setContextValueChanging() {
+        profiler.setContextValue(offset, (++span & 1) == 0 ? encoding : encoding2);
+    }
+
+    /** What a tracer's {@code newScope()} copies ({@code ContextSetter.snapshotTags}). */
+    @Benchmark
+    public int[] snapshotTags() {
+        setter.snapshotTags(tags);
+        return tags;
     }
 
     @Benchmark

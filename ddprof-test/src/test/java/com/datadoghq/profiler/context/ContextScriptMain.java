@@ -42,8 +42,12 @@ public final class ContextScriptMain {
             int op = r.nextInt(13);
             String v = values.get(r.nextInt(values.size()));
             int slot = r.nextInt(10);
-            long span = r.nextInt(4) == 0 ? 0 : r.nextLong();
-            long root = r.nextInt(4) == 0 ? 0 : r.nextLong();
+            // Ids from a few values half the time, so that calls repeat what the record holds
+            // (the writer's shortcuts: nothing changed, only the span changed).
+            long span = r.nextInt(4) == 0 ? 0 : r.nextBoolean() ? 1 + r.nextInt(6) : r.nextLong();
+            long root = r.nextInt(4) == 0 ? 0 : r.nextBoolean() ? 7 + r.nextInt(2) : r.nextLong();
+            long traceHi = r.nextBoolean() ? 0 : r.nextLong();
+            long traceLo = r.nextBoolean() ? 0x11 : r.nextLong();
             String what;
             switch (op) {
                 case 0:
@@ -51,12 +55,12 @@ public final class ContextScriptMain {
                     if (span == 0) {
                         span = 1;
                     }
-                    p.setTraceContext(root, span, r.nextLong(), r.nextLong(), slot, v, r.nextInt(11) - 1,
+                    p.setTraceContext(root, span, traceHi, traceLo, slot, v, r.nextInt(11) - 1,
                             values.get(r.nextInt(values.size())));
                     what = "setTraceContext";
                     break;
                 case 2:
-                    p.setTraceContext(root, span == 0 ? 3 : span, 0, r.nextLong(), -1, null, -1, null);
+                    p.setTraceContext(root, span == 0 ? 3 : span, 0, traceLo, -1, null, -1, null);
                     what = "setTraceContext ids";
                     break;
                 case 3:
