@@ -139,7 +139,7 @@ pub fn refresh(sample: bool) {
         counters::set_gauge(3 * n + i, overhead(*cat, f, &per));
     }
     // A chunk's figures may be a few seconds old (the library watcher measures about every
-    // five seconds, `RESIDENT_EVERY`); a caller of getDebugCounters gets them measured now.
+    // five seconds, `MEASURE_EVERY`); a caller of getDebugCounters gets them measured now.
     let resident = if sample {
         mapped::resident_recent(RESIDENT_MAX_AGE)
     } else {

@@ -23,11 +23,12 @@ pub const PERIOD: Duration = Duration::from_millis(200);
 /// Polls between two looks for threads to adopt (about a second: listing /proc/self/task
 /// costs more than reading the loader's counts).
 pub const ADOPT_EVERY: u32 = 5;
-/// Polls between two measures of our mappings' resident pages (about five seconds): the
-/// page-table walk over ~100 MB of reserved buffers was a third of this thread's CPU when
-/// done every second (`perf record` on the Kotlin compiler with the tracer's options,
-/// docs/benchmarks.md), and a gauge some seconds old says the same.
-pub const RESIDENT_EVERY: u32 = 25;
+/// Polls between two of the slow measures (about five seconds): our mappings' resident pages
+/// and the process's context-switch rate (`super::switch_price`, whose window is five seconds
+/// anyway). Done every second they were most of this thread's CPU: the page-table walk over
+/// ~100 MB of reserved buffers, and `getrusage`, which sums over every thread (`perf record`
+/// with the tracer's options and with 1,000 wall-sampled threads, docs/benchmarks.md).
+pub const MEASURE_EVERY: u32 = 25;
 
 /// What the watcher keeps current.
 #[derive(Clone)]
@@ -110,13 +111,13 @@ impl Watcher {
                     e.adopt();
                     e.prune();
                 }
+            }
+            if polls.is_multiple_of(MEASURE_EVERY) {
                 switches.poll(
                     what.engine
                         .as_ref()
                         .is_some_and(|e| e.id() == crate::engine::EngineId::PerfEvents),
                 );
-            }
-            if polls.is_multiple_of(RESIDENT_EVERY) {
                 crate::footprint::measure_resident();
             }
         });

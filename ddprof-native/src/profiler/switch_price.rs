@@ -11,7 +11,7 @@
 //! over windows of [`WINDOW_NANOS`] and, while perf_events is in force, warns once per session
 //! when a window passes [`WARN_SWITCHES_PER_CPU_SECOND`]: in the log, in `status` (`CPU Engine
 //! Price`), and through the gauge `cpu_switches_per_cpu_second` (the last window's rate, with
-//! any engine). Off the signal path: one `getrusage` a second.
+//! any engine). Off the signal path: one `getrusage` every five seconds.
 
 use parking_lot::Mutex;
 
@@ -82,7 +82,7 @@ impl Watch {
         }
     }
 
-    /// Called about once a second by the library watcher with the engine in force.
+    /// Called about every five seconds by the library watcher with the engine in force.
     pub fn poll(&mut self, perf_in_force: bool) {
         let Some(now) = read() else { return };
         let Some(start) = self.window_start else {
