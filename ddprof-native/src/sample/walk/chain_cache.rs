@@ -14,12 +14,10 @@
 //! before.
 //!
 //! # Concurrency
-//! As in `super::nmethod_cache`: a sequence number per slot, odd while a write is under
-//! way; writers never wait (a claim that fails is given up), readers take only a slot
-//! whose number was even and unchanged. Signal-safe: atomics, no allocation after `new`.
+//! The slots are `super::seq_slots`'s: never read torn, never waited on. Signal-safe: no
+//! allocation after `new`.
 
-use std::sync::atomic::{fence, AtomicUsize, Ordering};
-
+use super::seq_slots::SeqSlots;
 use crate::sample::vm::debuginfo::ScopeFrame;
 
 /// Slots: 2048 of 96 bytes, 192 KiB.
@@ -37,45 +35,22 @@ const METHODS: usize = 3;
 const BCIS: usize = METHODS + MAX_CACHED;
 const WORDS: usize = BCIS + MAX_CACHED / 2;
 
-#[derive(Default)]
-struct Slot {
-    seq: AtomicUsize,
-    words: [AtomicUsize; WORDS],
-}
-
 pub(super) struct ChainCache {
-    slots: Box<[Slot]>,
+    slots: SeqSlots<WORDS>,
 }
 
 impl ChainCache {
     /// An empty cache (allocates; not signal-safe).
     pub(super) fn new() -> ChainCache {
         ChainCache {
-            slots: std::iter::repeat_with(Slot::default).take(SLOTS).collect(),
+            slots: SeqSlots::new(SLOTS),
         }
-    }
-
-    fn slot(&self, pc: usize) -> Option<&Slot> {
-        let i = pc.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (usize::BITS - SLOTS.trailing_zeros());
-        self.slots.get(i)
     }
 
     /// The chain decoded at `pc` of the nmethod with `compile_id`, innermost scope first,
     /// copied into `out`; its length, or None. Signal-safe.
     pub(super) fn get(&self, pc: usize, compile_id: i32, out: &mut [ScopeFrame]) -> Option<usize> {
-        let slot = self.slot(pc)?;
-        let before = slot.seq.load(Ordering::Acquire);
-        if before & 1 != 0 {
-            return None;
-        }
-        let mut w = [0usize; WORDS];
-        for (v, a) in w.iter_mut().zip(&slot.words) {
-            *v = a.load(Ordering::Relaxed);
-        }
-        fence(Ordering::Acquire);
-        if slot.seq.load(Ordering::Relaxed) != before {
-            return None;
-        }
+        let w = self.slots.read(pc)?;
         let count = w[COUNT];
         if pc == 0
             || w[PC] != pc
@@ -101,24 +76,6 @@ impl ChainCache {
         if pc == 0 || chain.is_empty() || chain.len() > MAX_CACHED {
             return;
         }
-        let Some(slot) = self.slot(pc) else {
-            return;
-        };
-        let seq = slot.seq.load(Ordering::Relaxed);
-        if seq & 1 != 0
-            || slot
-                .seq
-                .compare_exchange(
-                    seq,
-                    seq.wrapping_add(1),
-                    Ordering::Acquire,
-                    Ordering::Relaxed,
-                )
-                .is_err()
-        {
-            return;
-        }
-        fence(Ordering::Release);
         let mut w = [0usize; WORDS];
         w[PC] = pc;
         w[COMPILE_ID] = compile_id as u32 as usize;
@@ -127,10 +84,7 @@ impl ChainCache {
             w[METHODS + i] = s.method;
             w[BCIS + i / 2] |= (s.bci as u32 as usize) << (32 * (i % 2));
         }
-        for (a, v) in slot.words.iter().zip(w) {
-            a.store(v, Ordering::Relaxed);
-        }
-        slot.seq.store(seq.wrapping_add(2), Ordering::Release);
+        self.slots.write(pc, w);
     }
 }
 
@@ -170,20 +124,5 @@ mod tests {
         assert_eq!(cache.get(pc, 5, &mut out), Some(MAX_CACHED));
         // An output too short for the chain is a miss, never a partial chain.
         assert_eq!(cache.get(pc, 5, &mut out[..2]), None);
-    }
-
-    #[test]
-    fn a_slot_being_written_is_neither_read_nor_written() {
-        let cache = ChainCache::new();
-        let pc = 0x7f11_0000_2000;
-        let mut out = [ScopeFrame { method: 0, bci: 0 }; 8];
-        cache.put(pc, 1, &chain(2, 0));
-        let slot = cache.slot(pc).unwrap();
-        slot.seq.fetch_add(1, Ordering::Relaxed);
-        assert_eq!(cache.get(pc, 1, &mut out), None, "read while odd");
-        cache.put(pc, 2, &chain(3, 1));
-        slot.seq.fetch_add(1, Ordering::Relaxed);
-        assert_eq!(cache.get(pc, 2, &mut out), None, "the nested write gave up");
-        assert_eq!(cache.get(pc, 1, &mut out), Some(2));
     }
 }

@@ -11,6 +11,7 @@ mod memo;
 pub mod native;
 mod nmethod_cache;
 pub mod own_stack;
+mod seq_slots;
 pub mod stack;
 pub mod vm;
 

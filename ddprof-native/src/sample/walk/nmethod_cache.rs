@@ -14,17 +14,12 @@
 //! freeing. A hit reads the same values a miss would read again.
 //!
 //! # Concurrency
-//! Any thread's handler may read or write any slot, and a handler may interrupt a write
-//! on its own thread. Each slot has a sequence number, odd while a write is under way:
-//! a writer claims the slot with one compare-and-swap from even to odd and gives up if
-//! that fails (another write is under way; the facts are only a cache); a reader takes a
-//! slot only if the number was even and unchanged across its reads. Nothing waits, so
-//! nothing can deadlock in a signal handler. Signal-safe: atomics, no allocation after
-//! `new`.
-
-use std::sync::atomic::{fence, AtomicUsize, Ordering};
+//! Any thread's handler may read or write any slot, and a handler may interrupt a write on
+//! its own thread: the slots are `super::seq_slots`'s, never read torn, never waited on.
+//! Signal-safe: no allocation after `new`.
 
 use super::memo::NmethodFacts;
+use super::seq_slots::SeqSlots;
 use crate::sample::vm::debuginfo::{NmethodDebugInfo, NmethodScopes};
 
 /// Slots: 2048 of 112 bytes, 224 KiB.
@@ -52,47 +47,27 @@ const METADATA_LEN: usize = 12;
 const DEBUG_KNOWN: usize = 1 << 8;
 const DEBUG_READABLE: usize = 1 << 9;
 
-#[derive(Default)]
-struct Slot {
-    seq: AtomicUsize,
-    words: [AtomicUsize; WORDS],
+pub(super) struct NmethodCache {
+    slots: SeqSlots<WORDS>,
 }
 
-pub(super) struct NmethodCache {
-    slots: Box<[Slot]>,
+/// A blob's slot key: its address above the blob alignment (at least 32 bytes).
+fn key(blob: usize) -> usize {
+    blob >> 5
 }
 
 impl NmethodCache {
     /// An empty cache (allocates; not signal-safe).
     pub(super) fn new() -> NmethodCache {
         NmethodCache {
-            slots: std::iter::repeat_with(Slot::default).take(SLOTS).collect(),
+            slots: SeqSlots::new(SLOTS),
         }
-    }
-
-    fn slot(&self, blob: usize) -> Option<&Slot> {
-        // Fibonacci hashing of the bits above the blob alignment (at least 32 bytes).
-        let i = (blob >> 5).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            >> (usize::BITS - SLOTS.trailing_zeros());
-        self.slots.get(i)
     }
 
     /// The facts an earlier walk read of the nmethod at `blob` whose compile id is
     /// `compile_id` (read now), if this cache still has them. Signal-safe.
     pub(super) fn get(&self, blob: usize, compile_id: i32) -> Option<NmethodFacts> {
-        let slot = self.slot(blob)?;
-        let before = slot.seq.load(Ordering::Acquire);
-        if before & 1 != 0 {
-            return None;
-        }
-        let mut w = [0usize; WORDS];
-        for (v, a) in w.iter_mut().zip(&slot.words) {
-            *v = a.load(Ordering::Relaxed);
-        }
-        fence(Ordering::Acquire);
-        if slot.seq.load(Ordering::Relaxed) != before {
-            return None;
-        }
+        let w = self.slots.read(key(blob))?;
         if blob == 0 || w[BLOB] != blob || w[COMPILE_ID] != compile_id as u32 as usize {
             return None;
         }
@@ -126,25 +101,6 @@ impl NmethodCache {
     /// Keeps `facts` for later walks, unless another write to its slot is under way.
     /// Signal-safe.
     pub(super) fn put(&self, facts: &NmethodFacts) {
-        let Some(slot) = self.slot(facts.blob) else {
-            return;
-        };
-        let seq = slot.seq.load(Ordering::Relaxed);
-        if seq & 1 != 0
-            || slot
-                .seq
-                .compare_exchange(
-                    seq,
-                    seq.wrapping_add(1),
-                    Ordering::Acquire,
-                    Ordering::Relaxed,
-                )
-                .is_err()
-        {
-            return;
-        }
-        // Readers that see any of the words below see the odd number first.
-        fence(Ordering::Release);
         let (known, info) = match facts.debug {
             None => (0, None),
             Some(None) => (DEBUG_KNOWN, None),
@@ -166,10 +122,7 @@ impl NmethodCache {
             w[METADATA] = d.scopes.metadata;
             w[METADATA_LEN] = d.scopes.metadata_len;
         }
-        for (a, v) in slot.words.iter().zip(w) {
-            a.store(v, Ordering::Relaxed);
-        }
-        slot.seq.store(seq.wrapping_add(2), Ordering::Release);
+        self.slots.write(key(facts.blob), w);
     }
 }
 
@@ -232,67 +185,5 @@ mod tests {
         f.debug = Some(Some(d));
         cache.put(&f);
         assert_eq!(cache.get(blob, 1).unwrap().debug, Some(Some(d)));
-    }
-
-    #[test]
-    fn a_slot_being_written_is_neither_read_nor_written() {
-        let cache = NmethodCache::new();
-        let blob = 0x7f12_0000_0080;
-        cache.put(&facts(blob, 1));
-        let slot = cache.slot(blob).unwrap();
-        // A write interrupted (by a signal) half way: the sequence number is odd.
-        slot.seq.fetch_add(1, Ordering::Relaxed);
-        assert!(cache.get(blob, 1).is_none(), "read while odd");
-        cache.put(&facts(blob, 2));
-        slot.seq.fetch_add(1, Ordering::Relaxed);
-        assert!(cache.get(blob, 2).is_none(), "the nested write gave up");
-        assert!(
-            cache.get(blob, 1).is_some(),
-            "the first write's facts stand"
-        );
-    }
-
-    #[test]
-    fn concurrent_writers_never_give_a_reader_a_torn_slot() {
-        // Two nmethods sharing one slot, written over and over by two threads while a third
-        // reads: every hit must be one nmethod's facts whole.
-        let cache = std::sync::Arc::new(NmethodCache::new());
-        let a = 0x7f00_0000_0000usize;
-        let mut b = a + 32;
-        while cache.slot(b).map(|s| s as *const Slot) != cache.slot(a).map(|s| s as *const Slot) {
-            b += 32;
-        }
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let writers: Vec<_> = [(a, 1), (b, 2)]
-            .into_iter()
-            .map(|(blob, id)| {
-                let (cache, stop) = (cache.clone(), stop.clone());
-                std::thread::spawn(move || {
-                    while !stop.load(Ordering::Relaxed) {
-                        cache.put(&facts(blob, id));
-                        for _ in 0..64 {
-                            std::hint::spin_loop();
-                        }
-                    }
-                })
-            })
-            .collect();
-        let mut hits = 0;
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        for i in 0.. {
-            if hits >= 10_000 || std::time::Instant::now() > deadline {
-                break;
-            }
-            let (blob, id) = if i % 2 == 0 { (a, 1) } else { (b, 2) };
-            if let Some(f) = cache.get(blob, id) {
-                hits += 1;
-                assert_eq!((f.code_begin, f.complete), (blob + 0x100, blob + 0x120));
-            }
-        }
-        stop.store(true, Ordering::Relaxed);
-        for w in writers {
-            w.join().unwrap();
-        }
-        assert!(hits > 0);
     }
 }
