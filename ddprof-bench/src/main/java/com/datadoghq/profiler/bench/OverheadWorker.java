@@ -4,15 +4,6 @@ import com.datadoghq.profiler.JavaProfiler;
 
 import one.profiler.AsyncProfiler;
 
-import org.openjdk.jmc.common.item.IItem;
-import org.openjdk.jmc.common.item.IItemCollection;
-import org.openjdk.jmc.common.item.IItemIterable;
-import org.openjdk.jmc.common.item.IMemberAccessor;
-import org.openjdk.jmc.common.unit.IQuantity;
-import org.openjdk.jmc.common.unit.UnitLookup;
-import org.openjdk.jmc.flightrecorder.JfrAttributes;
-import org.openjdk.jmc.flightrecorder.JfrLoaderToolkit;
-
 import java.io.InputStream;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
@@ -596,23 +587,7 @@ public final class OverheadWorker {
 
         @Override
         long countSamples(Instant from, Instant to) throws Exception {
-            long fromNs = from.getEpochSecond() * 1_000_000_000L + from.getNano();
-            long toNs = to.getEpochSecond() * 1_000_000_000L + to.getNano();
-            IItemCollection events = JfrLoaderToolkit.loadEvents(dumped.toFile());
-            long n = 0;
-            for (IItemIterable items : events) {
-                if (!items.getType().getIdentifier().equals("datadog.ExecutionSample")) {
-                    continue;
-                }
-                IMemberAccessor<IQuantity, IItem> start = JfrAttributes.START_TIME.getAccessor(items.getType());
-                for (IItem item : items) {
-                    long t = start.getMember(item).clampedLongValueIn(UnitLookup.EPOCH_NS);
-                    if (t >= fromNs && t <= toNs) {
-                        n++;
-                    }
-                }
-            }
-            return n;
+            return JfrCounts.inWindow(dumped, "datadog.ExecutionSample", from, to);
         }
     }
 

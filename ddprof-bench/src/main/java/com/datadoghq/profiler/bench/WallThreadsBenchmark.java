@@ -18,14 +18,6 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.function.Predicate;
 
 import com.datadoghq.profiler.JavaProfiler;
-import org.openjdk.jmc.common.item.IItem;
-import org.openjdk.jmc.common.item.IItemCollection;
-import org.openjdk.jmc.common.item.IItemIterable;
-import org.openjdk.jmc.common.item.IMemberAccessor;
-import org.openjdk.jmc.common.unit.IQuantity;
-import org.openjdk.jmc.common.unit.UnitLookup;
-import org.openjdk.jmc.flightrecorder.JfrAttributes;
-import org.openjdk.jmc.flightrecorder.JfrLoaderToolkit;
 
 /**
  * The wall sampler's CPU per sample and per registered thread, ours beside upstream java-profiler, as
@@ -226,7 +218,7 @@ public final class WallThreadsBenchmark {
         res.put("cpu_ms_s", String.format(Locale.ROOT, "%.3f", (cpu1 - cpu0) / 1e6 / secs));
         if (prof != null) {
             prof.stop();
-            long samples = countWallSamples(dir.resolve("profile.jfr"), w0, w1);
+            long samples = JfrCounts.inWindow(dir.resolve("profile.jfr"), "datadog.MethodSample", w0, w1);
             res.put("samples_s", String.format(Locale.ROOT, "%.1f", samples / secs));
             if (c1 != null) {
                 res.put("signals_s", String.format(Locale.ROOT, "%.1f",
@@ -245,30 +237,6 @@ public final class WallThreadsBenchmark {
         stop.set(true);
         BenchSupport.deleteTree(dir);
         System.exit(0);
-    }
-
-    /**
-     * The {@code datadog.MethodSample} events of a recording that start in [from, to], read with JMC's
-     * parser (jdk.jfr.consumer rejects upstream 1.22.0's recordings: a constant pool it writes empty).
-     */
-    static long countWallSamples(Path jfr, Instant from, Instant to) throws Exception {
-        long fromNs = from.getEpochSecond() * 1_000_000_000L + from.getNano();
-        long toNs = to.getEpochSecond() * 1_000_000_000L + to.getNano();
-        IItemCollection events = JfrLoaderToolkit.loadEvents(jfr.toFile());
-        long n = 0;
-        for (IItemIterable items : events) {
-            if (!items.getType().getIdentifier().equals("datadog.MethodSample")) {
-                continue;
-            }
-            IMemberAccessor<IQuantity, IItem> start = JfrAttributes.START_TIME.getAccessor(items.getType());
-            for (IItem item : items) {
-                long t = start.getMember(item).clampedLongValueIn(UnitLookup.EPOCH_NS);
-                if (t >= fromNs && t <= toNs) {
-                    n++;
-                }
-            }
-        }
-        return n;
     }
 
     /**
