@@ -188,6 +188,8 @@ counters! {
     MethodResolveLazyKept => "method_resolve_lazy_kept",
     MethodResolveLazyKeptEntries => "method_resolve_lazy_kept_entries",
     MethodResolveLazyIdsCreated => "method_resolve_lazy_jmethodids_created",
+    JmethodidNamesKept => "jmethodid_names_kept",
+    JmethodidNamesKeptEntries => "jmethodid_names_kept_entries",
     RawFrameResolveCacheHits => "raw_frame_resolve_cache_hits",
     DumpCount => "dump_count",
     DumpNanosLast => "dump_ns_last",

@@ -76,6 +76,8 @@ static MARKS: Mutex<Option<HashMap<usize, Mark>>> = Mutex::new(None);
 static EVER_MARKED: AtomicBool = AtomicBool::new(false);
 /// Hook calls begun (whatever their classes). See [`redefining_named`].
 static BEGUN: AtomicU64 = AtomicU64::new(0);
+/// Hook calls returned (whatever their outcome). See [`settled`].
+static ENDED: AtomicU64 = AtomicU64::new(0);
 
 /// Redefinitions by class name (`Klass::_name`, an interned `Symbol*`): while one runs, the
 /// new version's `Method*`s belong to a scratch class of the same name that no mark names
@@ -165,6 +167,15 @@ pub fn redefinition(klass: usize) -> Redefinition {
 /// A stamp for [`redefining_named`], taken before metadata reads.
 pub fn stamp() -> u64 {
     BEGUN.load(Ordering::SeqCst)
+}
+
+/// [`stamp`] if no hook call is running now, else `None`: what a cache of names that hold
+/// until the next redefinition of any class is made under (`methods/kept_ids.rs`). Ended
+/// read first: a call that began after it makes the two differ.
+pub fn settled() -> Option<u64> {
+    let ended = ENDED.load(Ordering::SeqCst);
+    let begun = BEGUN.load(Ordering::SeqCst);
+    (begun == ended).then_some(begun)
 }
 
 /// Whether a redefinition of a class named `name` (its `Klass::_name`) is running, or began
@@ -352,6 +363,7 @@ unsafe extern "C" fn redefine_hook(
     // SAFETY: the caller's arguments, passed on unchanged.
     let rc = unsafe { original(env, count, defs) };
     let _ = std::panic::catch_unwind(|| finish(&marked, rc));
+    ENDED.fetch_add(1, Ordering::SeqCst);
     rc
 }
 
@@ -371,6 +383,7 @@ unsafe extern "C" fn retransform_hook(
     // SAFETY: the caller's arguments, passed on unchanged.
     let rc = unsafe { original(env, count, classes) };
     let _ = std::panic::catch_unwind(|| finish(&marked, rc));
+    ENDED.fetch_add(1, Ordering::SeqCst);
     rc
 }
 

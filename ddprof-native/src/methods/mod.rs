@@ -1,7 +1,8 @@
 //! jmethodID modes and naming the frames of a chunk at dump time: `preload.rs` decides
 //! which classes get IDs up front (`true`, `false`, `lazy`); `resolve.rs` names
 //! jmethodIDs through JVMTI, `raw.rs` names untagged raw `Method*` frames from VM
-//! metadata, and `lazy/` proves tagged raw frames live before giving them IDs. Either
+//! metadata, and `lazy/` proves tagged raw frames live before giving them IDs; `kept_ids.rs`
+//! carries jmethodID names from one dump to the next. Either
 //! way a frame ends as a `MethodInfo` (`info.rs`). `receivers.rs` names the receiver
 //! class of vtable/itable stub samples, `stub_names.rs` the frames of code the VM
 //! generated outside nmethods.
@@ -13,6 +14,7 @@
 
 pub mod info;
 pub mod java_names;
+pub mod kept_ids;
 pub mod lazy;
 pub mod namer;
 pub mod native_names;

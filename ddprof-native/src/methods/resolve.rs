@@ -1,5 +1,5 @@
 //! jmethodID -> class, name, descriptor, modifiers and line table, through JVMTI, once
-//! per distinct method per dump. A jmethodID whose class was unloaded no longer
+//! per distinct method (names carry over to the next dump: `kept_ids.rs`). A jmethodID whose class was unloaded no longer
 //! resolves (JVMTI answers INVALID_METHODID) and becomes `<unloaded>`.
 
 use std::sync::Arc;
@@ -7,6 +7,7 @@ use std::sync::Arc;
 use jni::sys::{jclass, JNIEnv};
 
 use super::info::{internal_class_name, is_entry_point, MethodInfo};
+use super::kept_ids::KeptIds;
 use super::lazy::resolve::{LazyResolver, Refused, NO_ID_KEY, SCAN_CAP};
 use super::raw::{MethodParts, RawRefusal};
 use crate::counters::Counter;
@@ -41,6 +42,9 @@ pub struct Resolver {
     /// The local references of classes that `class_names` holds for jmethodID frames,
     /// deleted on drop (`lazy`'s pins are its own).
     kept_classes: Vec<jclass>,
+    /// jmethodID names the previous dump left, and the stamp this dump's are made under.
+    kept_ids: KeptIds,
+    kept_ids_stamp: Option<u64>,
     unknown: MethodInfo,
     unloaded: MethodInfo,
 }
@@ -48,6 +52,9 @@ pub struct Resolver {
 impl Resolver {
     pub fn new(jvmti: Jvmti, jni: *mut JNIEnv) -> Resolver {
         let thread_class = jvmti::find_class(jni, c"java/lang/Thread");
+        // Before anything is named: a redefinition that begins after it unkeeps this
+        // dump's names.
+        let kept_ids_stamp = KeptIds::stamp();
         Resolver {
             jvmti,
             jni,
@@ -57,6 +64,8 @@ impl Resolver {
             lazy: LazyResolver::new(jni),
             class_names: WordMap::default(),
             kept_classes: Vec::new(),
+            kept_ids: KeptIds::take(),
+            kept_ids_stamp,
             unknown: MethodInfo::unknown(),
             unloaded: MethodInfo::unloaded(),
         }
@@ -65,7 +74,8 @@ impl Resolver {
     pub fn resolve(&mut self, method_id: u64) -> &MethodInfo {
         let _mem = footprint::scope(Category::MethodMap);
         if !self.cache.contains_key(&method_id) {
-            let info = self.lookup(method_id).unwrap_or_else(|| {
+            let kept = self.kept_ids.remove(method_id);
+            let info = kept.or_else(|| self.lookup(method_id)).unwrap_or_else(|| {
                 Counter::JmethodidSkipped.inc();
                 MethodInfo::unloaded()
             });
@@ -99,7 +109,14 @@ impl Resolver {
             // checks read (JVMTI if those reads failed; the key is then a jmethodID that
             // something else made). A key without a jmethodID is always in the cache from
             // here on.
-            let info = match self.lazy.take_kept(a.key) {
+            let kept = self.lazy.take_kept(a.key).or_else(|| {
+                // A key without the bit is a jmethodID, whose name an earlier dump may have
+                // made whichever way (`kept_ids.rs`).
+                (a.key & NO_ID_KEY == 0)
+                    .then(|| self.kept_ids.remove(a.key))
+                    .flatten()
+            });
+            let info = match kept {
                 Some(info) => info,
                 None => {
                     let parts = self.lazy.take_parts(a.key);
@@ -314,11 +331,17 @@ impl Resolver {
 
 impl Drop for Resolver {
     fn drop(&mut self) {
-        // The names the next dump may reuse (`lazy/kept.rs`); the rest are dropped here.
+        // The names the next dump may reuse: raw keys the lazy checks can vouch for again
+        // (`lazy/kept.rs`), jmethodIDs (`kept_ids.rs`); the rest are dropped here.
         {
             let _mem = footprint::scope(Category::MethodMap);
-            let named = std::mem::take(&mut self.cache);
-            self.lazy.keep(named);
+            let mut named = std::mem::take(&mut self.cache);
+            let lazy = &self.lazy;
+            let lazy_part: WordMap<u64, MethodInfo> = named
+                .extract_if(|key, _| key & NO_ID_KEY != 0 || lazy.is_keepable(*key))
+                .collect();
+            self.lazy.keep(lazy_part);
+            KeptIds::leave(named, self.kept_ids_stamp);
         }
         // `lazy` pops its local frame when dropped, after this; `thread_class` and kept
         // classes made before that frame belong to the frame below it, where deleting them

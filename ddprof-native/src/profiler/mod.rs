@@ -195,6 +195,7 @@ pub fn stop(jni: *mut JNIEnv) -> Result<(), Error> {
     let result = write_chunk(jni, session, &file, ChunkTarget::Append);
     // The names that last chunk kept for a next dump: there is none in this session.
     crate::methods::lazy::kept::clear();
+    crate::methods::kept_ids::clear();
     *guard = None;
     result
 }

@@ -455,6 +455,11 @@ impl LazyResolver {
         Some(info)
     }
 
+    /// Whether [`Self::keep`] would leave the name of `key`.
+    pub fn is_keepable(&self, key: u64) -> bool {
+        self.keepable.contains_key(&key)
+    }
+
     /// Leaves for the next dump the names of `named` (this dump's, by key) that it may
     /// reuse, and only those; the names the previous dump left and this one did not use
     /// are dropped.
