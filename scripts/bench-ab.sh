@@ -3,7 +3,9 @@
 # benchmark's child: one busy thread on CpuWorkload, then one dump and a stop) in fresh JVMs, the
 # libraries in turn each round, so that builds are compared in one run on one host. Prints every run,
 # then per library the medians of the handler's median (`walk_p50_ns`: a histogram within 1/16), the
-# handler's mean, and the first dump's CPU time (the dumping thread's) and wall time.
+# handler's mean (wall time: a few handlers preempted on a busy host move it by microseconds) and
+# 99th percentile, the first dump's CPU time (the dumping thread's) and wall time, and the work the
+# busy thread did per millisecond of the process's CPU (background threads included).
 #
 #   bash scripts/bench-ab.sh [--rounds=6] [--mode=ddprof-10ms] [--measure=8] [--warmup=3] [--no-build] LIB...
 #
@@ -50,23 +52,30 @@ main() {
       local line
       line="$("$JAVA" -Xms256m -Xmx256m "-Dddprof.native.lib=${libs[$i]}" -cp "$BENCH_CP" \
         com.datadoghq.profiler.bench.OverheadWorker "$mode" 1 "$measure" "$warmup" 2>&1 | grep '^RESULT' || true)"
-      local samples walk p50 dump cpu mean=""
+      local samples walk p50 p99 dump cpu ops pcpu mean="" rate=""
       samples="$(field samples "$line")"
       walk="$(field walk_ns "$line")"
       p50="$(field walk_p50_ns "$line")"
+      p99="$(field walk_p99_ns "$line")"
+      ops="$(field ops "$line")"
+      pcpu="$(field cpu_ns "$line")"
       dump="$(field dump_ns "$line")"
       cpu="$(field dump_cpu_ns "$line")"
       if [ -n "$walk" ] && [ "${samples:-0}" -gt 0 ]; then
         mean=$((walk / samples))
       fi
-      echo "round $r ${given[$i]}: handler median ${p50:-?} ns, mean ${mean:-?} ns over ${samples:-?} samples;" \
-        "first dump ${cpu:-?} ns CPU, ${dump:-?} ns wall; load $(cut -d' ' -f1 /proc/loadavg)"
-      echo "$i ${p50:-} ${mean:-} ${cpu:-} ${dump:-}" >> "$out"
+      if [ -n "$ops" ] && [ "${pcpu:-0}" -gt 0 ]; then
+        rate=$((ops * 1000000 / pcpu))
+      fi
+      echo "round $r ${given[$i]}: handler median ${p50:-?} ns, p99 ${p99:-?} ns, mean ${mean:-?} ns over ${samples:-?} samples;" \
+        "first dump ${cpu:-?} ns CPU, ${dump:-?} ns wall; work ${rate:-?} ops per process-CPU-ms; load $(cut -d' ' -f1 /proc/loadavg)"
+      echo "$i ${p50:-} ${mean:-} ${cpu:-} ${dump:-} ${p99:-} ${rate:-}" >> "$out"
     done
   done
   for i in "${!libs[@]}"; do
     echo "${given[$i]}: medians: handler median $(bench_median "$out" "$i" 2) ns, handler mean $(bench_median "$out" "$i" 3) ns," \
-      "first dump $(bench_median "$out" "$i" 4) ns CPU, $(bench_median "$out" "$i" 5) ns wall ($rounds rounds)"
+      "first dump $(bench_median "$out" "$i" 4) ns CPU, $(bench_median "$out" "$i" 5) ns wall," \
+      "handler p99 $(bench_median "$out" "$i" 6) ns, work $(bench_median "$out" "$i" 7) ops per process-CPU-ms ($rounds rounds)"
   done
 }
 

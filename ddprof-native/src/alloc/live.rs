@@ -24,7 +24,7 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use std::cell::Cell;
-use std::collections::HashMap;
+use crate::word_map::WordMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -80,7 +80,7 @@ struct Trace {
 /// The stacks of live entries, interned and counted.
 #[derive(Default)]
 struct Traces {
-    ids: HashMap<(Arc<[Frame]>, bool), u32>,
+    ids: WordMap<(Arc<[Frame]>, bool), u32>,
     /// Id `i + 1` is `slots[i]`.
     slots: Vec<Option<Trace>>,
     free: Vec<u32>,

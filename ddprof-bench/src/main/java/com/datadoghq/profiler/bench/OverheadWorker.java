@@ -93,6 +93,7 @@ public final class OverheadWorker {
         long nativeDumpNs = profiler.nativeDumpNs();
         // Set by the dump for the chunk it wrote: the median handler, preempted ones left aside.
         long walkP50Ns = profiler.hasCounters() ? profiler.counters().getOrDefault("unwinding_ns_p50", -1L) : -1;
+        long walkP99Ns = profiler.hasCounters() ? profiler.counters().getOrDefault("unwinding_ns_p99", -1L) : -1;
         long d2s = System.nanoTime();
         profiler.stop();
         long d2 = System.nanoTime();
@@ -120,6 +121,7 @@ public final class OverheadWorker {
         kv(line, "native_dump_ns", nativeDumpNs);
         kv(line, "walk_max_ns", profiler.hasCounters() ? after.walkMaxNs : -1);
         kv(line, "walk_p50_ns", walkP50Ns);
+        kv(line, "walk_p99_ns", walkP99Ns);
         kv(line, "walker", profiler.walker());
         kv(line, "dump_bytes", profiler.enabled() ? Files.size(profiler.dumped(dir.resolve("dump.jfr"))) : -1);
         kv(line, "sink", sink & 1);
