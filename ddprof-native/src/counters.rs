@@ -137,6 +137,7 @@ counters! {
     // Native pcs of live traces named on the library watcher's thread, before a dump
     // needed them (profiler/ahead.rs).
     NativePcsNamedAhead => "native_pcs_named_ahead",
+    NativePcNamesKept => "native_pc_names_kept",
     // remotesym (methods/native_names.rs NativeNames): distinct native pcs written for the backend
     // to symbolize, and libraries whose build id was read for them (per dump).
     RemoteSymbolicationFrames => "remote_symbolication_frames",

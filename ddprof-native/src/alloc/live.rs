@@ -23,8 +23,8 @@
 // JNI handles are opaque tokens the JVM validates (as in crate::jvmti::jvm).
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
-use std::cell::Cell;
 use crate::word_map::WordMap;
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 

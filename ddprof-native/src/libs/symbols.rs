@@ -44,6 +44,12 @@ impl Symbolizer {
         }
     }
 
+    /// The mappings this symbolizer names pcs over: the same snapshot (`Arc::ptr_eq`) for
+    /// symbolizers made while no object was loaded or unloaded (`mappings::current`).
+    pub fn snapshot(&self) -> &std::sync::Arc<crate::libs::mappings::Snapshot> {
+        &self.maps
+    }
+
     /// The file mapped at `pc` and the ELF virtual address `pc` has in it (what a symbolizer of
     /// that file, given its build id, looks up), or None outside every file.
     pub fn locate(&self, pc: u64) -> Option<(&Mapping, u64)> {

@@ -1,12 +1,18 @@
 //! Naming native and kernel frames at dump time (`sample::frame::kind::NATIVE_PC`): by the
 //! symbol of the library holding the pc (or the VM stub there), by `/proc/kallsyms` for kernel
 //! pcs, or, with `remotesym`, left to the backend as upstream's remote frame. One dump's names:
-//! the symbolizer and the caches live as long as [`super::namer::DumpNamer`].
+//! the symbolizer and the caches live as long as [`super::namer::DumpNamer`], except the
+//! names of pcs in files, which the next dump takes if no object was loaded or unloaded in
+//! between ([`KeptPcNames`]).
 
 use std::collections::HashMap;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use crate::counters;
 use crate::jfr::ChunkBuilder;
+use crate::libs::mappings::Snapshot;
 use crate::sample::frame::frame_type;
 use crate::word_map::WordMap;
 
@@ -25,10 +31,25 @@ pub struct NativeNames {
     build_ids: HashMap<(String, Option<u64>), String>,
     /// pc -> method key of kernel frames.
     kernel_by_pc: WordMap<u64, u32>,
+    /// Names of file pcs the previous dump left, and those this dump used or made.
+    kept: Option<KeptPcNames>,
+    named: WordMap<u64, String>,
 }
+
+/// Names of pcs in files by pc, over one snapshot of the mappings: they stand while the
+/// snapshot does (`mappings::current` makes a new one when an object is loaded or unloaded,
+/// which is what could put another function at a pc). pcs in code the VM generates (stubs,
+/// nmethods) are never kept: the code cache reuses its addresses.
+struct KeptPcNames {
+    maps: Arc<Snapshot>,
+    names: WordMap<u64, String>,
+}
+
+static KEPT: Mutex<Option<KeptPcNames>> = Mutex::new(None);
 
 impl NativeNames {
     pub fn new(remote: bool) -> NativeNames {
+        let _mem = crate::footprint::scope(crate::footprint::Category::NativeSymbols);
         NativeNames {
             symbols: None,
             by_pc: WordMap::default(),
@@ -37,6 +58,8 @@ impl NativeNames {
             remote_by_pc: WordMap::default(),
             build_ids: HashMap::new(),
             kernel_by_pc: WordMap::default(),
+            kept: KEPT.lock().take(),
+            named: WordMap::default(),
         }
     }
 
@@ -110,21 +133,59 @@ impl NativeNames {
         }
         // A native unwind can end in code the VM generated (a stub is not in any file's
         // symbols): the stub's name, as a stub frame would get.
-        let name = crate::hotspot::stubs::name_of(pc as usize).unwrap_or_else(|| {
-            self.symbols
-                .get_or_insert_with(crate::libs::symbols::Symbolizer::new)
-                .name(pc)
-        });
+        let stub = crate::hotspot::stubs::name_of(pc as usize);
+        let in_file = stub.is_none();
+        let name = stub.unwrap_or_else(|| self.file_name(pc));
         let k = match self.by_name.get(&name) {
             Some(k) => *k,
             None => {
                 // The contract's native frame: class "", the symbol, `()L;`, ACC_NATIVE.
                 let k = chunk.intern_method("", &name, "()L;", 0x100, false);
-                self.by_name.insert(name, k);
+                self.by_name.insert(name.clone(), k);
                 k
             }
         };
+        if in_file {
+            self.named.insert(pc, name);
+        }
         self.by_pc.insert(pc, k);
         k
+    }
+
+    /// The name of the function of a file holding `pc`: the previous dump's if it stands.
+    fn file_name(&mut self, pc: u64) -> String {
+        let symbols = self
+            .symbols
+            .get_or_insert_with(crate::libs::symbols::Symbolizer::new);
+        let kept = self
+            .kept
+            .as_mut()
+            .filter(|k| Arc::ptr_eq(&k.maps, symbols.snapshot()))
+            .and_then(|k| k.names.remove(&pc));
+        match kept {
+            Some(name) => {
+                counters::Counter::NativePcNamesKept.inc();
+                name
+            }
+            None => symbols.name(pc),
+        }
+    }
+}
+
+/// Drops the kept names (at stop).
+pub fn clear() {
+    KEPT.lock().take();
+}
+
+impl Drop for NativeNames {
+    /// Leaves the names of file pcs this dump used or made to the next dump, over this dump's
+    /// snapshot of the mappings; the previous dump's unused ones are dropped.
+    fn drop(&mut self) {
+        let _mem = crate::footprint::scope(crate::footprint::Category::NativeSymbols);
+        let left = self.symbols.as_ref().map(|s| KeptPcNames {
+            maps: s.snapshot().clone(),
+            names: std::mem::take(&mut self.named),
+        });
+        *KEPT.lock() = left;
     }
 }
