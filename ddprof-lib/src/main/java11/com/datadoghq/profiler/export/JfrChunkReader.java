@@ -57,8 +57,12 @@ final class JfrChunkReader {
     private final boolean keep;
     private final Consumer<JfrEvents.Event> consumer;
 
-    /** The current chunk. */
-    private ByteBuffer buf;
+    /**
+     * The current chunk, read whole (array reads are what the interpreter and both compilers do
+     * fastest); reused by the next chunk when it fits. Memory: the largest chunk.
+     */
+    private byte[] buf = new byte[0];
+    private int limit;
     private int pos;
     private int chunk;
     private long chunkStart;
@@ -66,6 +70,8 @@ final class JfrChunkReader {
     private long startTicks;
     private double ticksPerNano;
     private Type stringType;
+    /** {@link #eventTypes}: the event types met so far; null when events are read. */
+    private Map<Long, String> declared;
     /**
      * The previous chunk's decoded pools by type signature ({@link Type#signature}). An entry whose
      * key the previous chunk's pool of the same type also held is taken from there, not decoded
@@ -84,6 +90,14 @@ final class JfrChunkReader {
     static void forEach(Path file, Set<String> types, boolean keep, Consumer<JfrEvents.Event> consumer)
             throws IOException {
         new JfrChunkReader(file, types, keep, consumer).read();
+    }
+
+    /** The event types the chunks' metadata declares, by id (a later chunk's name wins); reads nothing else. */
+    static Map<Long, String> eventTypes(Path file) throws IOException {
+        JfrChunkReader r = new JfrChunkReader(file, Collections.emptySet(), false, e -> { });
+        r.declared = new HashMap<>();
+        r.read();
+        return r.declared;
     }
 
     private void read() throws IOException {
@@ -128,14 +142,22 @@ final class JfrChunkReader {
                 startNanos = header.getLong(32);
                 startTicks = header.getLong(48);
                 ticksPerNano = header.getLong(56) / 1_000_000_000.0;
-                buf = ch.map(FileChannel.MapMode.READ_ONLY, at, size);
+                if (buf.length < size) {
+                    buf = new byte[(int) size];
+                }
+                limit = (int) size;
+                ByteBuffer into = ByteBuffer.wrap(buf, 0, limit);
+                while (into.hasRemaining() && ch.read(into, at + into.position()) > 0) {
+                    // reads the chunk whole
+                }
+                if (into.hasRemaining()) {
+                    throw new IOException(file + " is truncated: chunk " + chunk + " ends early");
+                }
                 try {
-                    readChunk((int) size, (int) metadata, header.getLong(16));
+                    readChunk(limit, (int) metadata, header.getLong(16));
                 } catch (IndexOutOfBoundsException | IllegalArgumentException | ClassCastException e) {
                     throw new IOException(file + ": chunk " + chunk + " is corrupt near byte " + (at + pos) + " ("
                             + e + ")", e);
-                } finally {
-                    buf = null;
                 }
                 at += size;
             }
@@ -144,6 +166,14 @@ final class JfrChunkReader {
 
     private void readChunk(int size, int metadataOffset, long poolOffset) throws IOException {
         Map<Long, Type> types = readMetadata(metadataOffset);
+        if (declared != null) {
+            for (Type t : types.values()) {
+                if (t.event) {
+                    declared.put(t.id, t.name);
+                }
+            }
+            return;
+        }
         // The event types asked for, and every type their values can reach: the pools to decode.
         LongMap<Type> events = new LongMap<>();
         ArrayDeque<Type> reach = new ArrayDeque<>();
@@ -234,6 +264,7 @@ final class JfrChunkReader {
                 for (Element c : m.children) {
                     if (c.name.equals("class")) {
                         Type t = new Type(Long.parseLong(c.attributes.get("id")), c.attributes.get("name"));
+                        t.event = "jdk.jfr.Event".equals(c.attributes.get("superType"));
                         types.put(t.id, t);
                         classes.add(c);
                     }
@@ -305,7 +336,7 @@ final class JfrChunkReader {
         long delta = -1;
         int seen = 0;
         while (delta != 0) {
-            if (at <= 0 || at >= buf.limit() || ++seen > 100_000) {
+            if (at <= 0 || at >= limit || ++seen > 100_000) {
                 throw new IOException(file + ": chunk " + chunk + "'s constant pools are not where it says");
             }
             pos = (int) at;
@@ -460,7 +491,7 @@ final class JfrChunkReader {
         switch (kind) {
             case BOOLEAN:
             case BYTE:
-                return buf.get(pos++);
+                return buf[pos++];
             case CHAR:
                 return (char) readLong();
             case SHORT:
@@ -470,15 +501,11 @@ final class JfrChunkReader {
             case LONG:
                 return readLong();
             case FLOAT: {
-                int bits = buf.getInt(pos);
-                pos += 4;
-                return bits;
+                long bits = bigEndian(4);
+                return (int) bits;
             }
-            case DOUBLE: {
-                long bits = buf.getLong(pos);
-                pos += 8;
-                return bits;
-            }
+            case DOUBLE:
+                return bigEndian(8);
             default:
                 throw new IllegalArgumentException("kind " + kind);
         }
@@ -528,7 +555,7 @@ final class JfrChunkReader {
      * pool entry a key may name an entry not read yet: it stays a {@link Key} until resolved.
      */
     private Object readString(boolean inPool) throws IOException {
-        byte encoding = buf.get(pos++);
+        byte encoding = buf[pos++];
         switch (encoding) {
             case 0:
                 return null;
@@ -541,19 +568,17 @@ final class JfrChunkReader {
             case 3:
             case 5: {
                 int n = readInt();
-                if (n < 0 || n > buf.limit() - pos) {
+                if (n < 0 || n > limit - pos) {
                     throw new IOException(file + ": chunk " + chunk + " has a string of " + n + " bytes");
                 }
-                byte[] bytes = new byte[n];
-                for (int i = 0; i < n; i++) {
-                    bytes[i] = buf.get(pos + i);
-                }
+                String text = new String(buf, pos, n, encoding == 3 ? StandardCharsets.UTF_8
+                        : StandardCharsets.ISO_8859_1);
                 pos += n;
-                return new String(bytes, encoding == 3 ? StandardCharsets.UTF_8 : StandardCharsets.ISO_8859_1);
+                return text;
             }
             case 4: {
                 int n = readInt();
-                if (n < 0 || n > buf.limit() - pos) {
+                if (n < 0 || n > limit - pos) {
                     throw new IOException(file + ": chunk " + chunk + " has a string of " + n + " chars");
                 }
                 char[] chars = new char[n];
@@ -569,7 +594,7 @@ final class JfrChunkReader {
     }
 
     private void skipString() throws IOException {
-        byte encoding = buf.get(pos++);
+        byte encoding = buf[pos++];
         if (encoding == 2) {
             readLong();
         } else if (encoding == 3 || encoding == 5) {
@@ -588,19 +613,31 @@ final class JfrChunkReader {
 
     /** An unsigned LEB128 integer of up to 64 bits: 7 bits a byte, the ninth byte whole. */
     private long readLong() {
-        ByteBuffer b = buf;
+        byte[] b = buf;
         int p = pos;
         long v = 0;
         for (int shift = 0; shift < 56; shift += 7) {
-            byte x = b.get(p++);
+            byte x = b[p++];
             v |= (long) (x & 0x7f) << shift;
             if (x >= 0) {
                 pos = p;
                 return v;
             }
         }
-        v |= (long) (b.get(p++) & 0xff) << 56;
+        v |= (long) (b[p++] & 0xff) << 56;
         pos = p;
+        return v;
+    }
+
+    /** {@code n} bytes as a big-endian number. */
+    private long bigEndian(int n) {
+        if (pos + n > limit) {
+            throw new IndexOutOfBoundsException("a value runs past the chunk's end");
+        }
+        long v = 0;
+        for (int i = 0; i < n; i++) {
+            v = (v << 8) | (buf[pos++] & 0xff);
+        }
         return v;
     }
 
@@ -615,6 +652,8 @@ final class JfrChunkReader {
         final long id;
         final String name;
         final int kind;
+        /** An event type (its super type is jdk.jfr.Event). */
+        boolean event;
         Field[] fields = new Field[0];
         Map<String, Integer> index = Collections.emptyMap();
         List<String> fieldNames = Collections.emptyList();

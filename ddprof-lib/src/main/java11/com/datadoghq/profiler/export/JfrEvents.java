@@ -6,10 +6,13 @@ import java.lang.reflect.Method;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.function.Consumer;
 
+import jdk.jfr.EventType;
 import jdk.jfr.ValueDescriptor;
 import jdk.jfr.consumer.RecordedEvent;
 import jdk.jfr.consumer.RecordedFrame;
@@ -98,6 +101,20 @@ final class JfrEvents {
         } else {
             JfrChunkReader.forEach(file, types, keep, consumer);
         }
+    }
+
+    /** The event types a recording's metadata declares, by type id (an ActiveSetting's {@code id}). */
+    static Map<Long, String> eventTypes(Path file) throws IOException {
+        if (!jdkParser()) {
+            return JfrChunkReader.eventTypes(file);
+        }
+        Map<Long, String> names = new HashMap<>();
+        try (RecordingFile recording = new RecordingFile(file)) {
+            for (EventType t : recording.readEventTypes()) {
+                names.put(t.getId(), t.getName());
+            }
+        }
+        return names;
     }
 
     private static void forEachJdk(Path file, Set<String> types, boolean keep, Consumer<RecordedEvent> consumer)

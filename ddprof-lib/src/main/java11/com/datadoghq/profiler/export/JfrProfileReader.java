@@ -17,9 +17,6 @@ import java.util.Map;
 import java.util.Set;
 
 
-import jdk.jfr.EventType;
-import jdk.jfr.consumer.RecordingFile;
-
 import com.datadoghq.profiler.export.JfrEvents.Event;
 
 /**
@@ -176,17 +173,10 @@ public final class JfrProfileReader {
         threadIndex.clear();
         // The epochs may follow the samples they describe in a chunk: a pass of their own.
         epochs = kinds.contains(EventKind.WALL) ? WallEpochs.read(file) : WallEpochs.NONE;
-        Map<Long, String> typeNames = new HashMap<>();
-        boolean datadogCpu = false;
         // Which types the file declares: only needed to tell jdk.ExecutionSample copies of CPU
         // samples (jdksamples) and the JDK's own period settings apart; the metadata alone is read.
-        try (RecordingFile recording = new RecordingFile(file)) {
-            List<EventType> declared = recording.readEventTypes();
-            for (EventType t : declared) {
-                typeNames.put(t.getId(), t.getName());
-            }
-            datadogCpu = EventKind.declaresDatadogCpu(declared);
-        }
+        Map<Long, String> typeNames = JfrEvents.eventTypes(file);
+        boolean datadogCpu = typeNames.containsValue("datadog.ExecutionSample");
         Set<String> wanted = new HashSet<>(Arrays.asList(PROFILER_CONFIG, ACTIVE_SETTING, TRACE_LINK, JVM_INFORMATION));
         for (EventKind k : leaks ? EnumSet.of(EventKind.MALLOC) : kinds) {
             for (String t : k.eventTypes) {
