@@ -62,6 +62,10 @@ final class JfrChunkReader {
      * fastest); reused by the next chunk when it fits. Memory: the largest chunk.
      */
     private byte[] buf = new byte[0];
+    /** The previous chunk's bytes, which taken-over entries are compared with. */
+    private byte[] previousBuf = new byte[0];
+    /** Set when a pool entry being decoded holds a key its fields cannot keep (see {@link Obj#reusable}). */
+    private boolean sawKey;
     private int limit;
     private int pos;
     private int chunk;
@@ -73,12 +77,13 @@ final class JfrChunkReader {
     /** {@link #eventTypes}: the event types met so far; null when events are read. */
     private Map<Long, String> declared;
     /**
-     * The previous chunk's decoded pools by type signature ({@link Type#signature}). An entry whose
-     * key the previous chunk's pool of the same type also held is taken from there, not decoded
-     * again, as the JDK's parser does: the writers keep an entry's key for the whole recording, so
-     * the next chunk's pools repeat the last one's (and a memo keyed by the entries keeps hitting).
+     * The previous chunk's decoded pools by type signature ({@link Type#signature}). The writers keep
+     * an entry's key for the whole recording, so a chunk's pools mostly repeat the last one's: an
+     * entry is taken over from there, not decoded again (and the converters' memos keyed by entries
+     * keep hitting), when its bytes are the same as there and every entry it refers to was taken
+     * over too ({@link #reuse}). So chunks of unrelated recordings in one file stay apart.
      */
-    private Map<String, LongMap<Object>> previousPools = Collections.emptyMap();
+    private final Map<String, Slot> slots = new HashMap<>();
 
     private JfrChunkReader(Path file, Set<String> wanted, boolean keep, Consumer<JfrEvents.Event> consumer) {
         this.file = file;
@@ -142,9 +147,9 @@ final class JfrChunkReader {
                 startNanos = header.getLong(32);
                 startTicks = header.getLong(48);
                 ticksPerNano = header.getLong(56) / 1_000_000_000.0;
-                if (buf.length < size) {
-                    buf = new byte[(int) size];
-                }
+                byte[] last = buf;
+                buf = previousBuf.length >= size ? previousBuf : new byte[(int) size];
+                previousBuf = last;
                 limit = (int) size;
                 ByteBuffer into = ByteBuffer.wrap(buf, 0, limit);
                 while (into.hasRemaining() && ch.read(into, at + into.position()) > 0) {
@@ -318,20 +323,20 @@ final class JfrChunkReader {
     // --- constant pools ---
 
     private void readPools(long offset, Map<Long, Type> types) throws IOException {
-        Map<String, LongMap<Object>> byType = new HashMap<>();
-        for (Type t : types.values()) {
-            t.pool.clear();
-            LongMap<Object> previous = previousPools.get(t.signature());
-            t.previous = previous == null ? EMPTY_POOL : previous;
-            if (t.needed) {
-                byType.put(t.signature(), t.pool);
-            }
-        }
+        List<Type> all = new ArrayList<>(types.values());
         if (!types.containsValue(stringType)) {
-            stringType.pool.clear();
+            all.add(stringType);
         }
-        previousPools = byType;
+        for (Type t : all) {
+            Slot slot = slots.computeIfAbsent(t.signature(), k -> new Slot());
+            t.slot = slot;
+            t.previous = slot.chunk == chunk - 1 ? slot.pool : EMPTY_POOL;
+            slot.pool = t.pool;
+            slot.chunk = chunk;
+        }
         List<Obj> decoded = new ArrayList<>();
+        List<Obj> takenOver = new ArrayList<>();
+        List<Long> takenOverKeys = new ArrayList<>();
         long at = offset;
         long delta = -1;
         int seen = 0;
@@ -360,11 +365,21 @@ final class JfrChunkReader {
                 int count = readInt();
                 for (int i = 0; i < count; i++) {
                     long key = readLong();
-                    Object reused = t.needed ? t.previous.get(key) : null;
-                    if (!t.needed || reused != null) {
+                    Object before = t.needed && t.kind == STRUCT ? t.previous.get(key) : null;
+                    if (!t.needed) {
                         skipValue(t);
-                        if (reused != null) {
-                            t.pool.put(key, reused);
+                    } else if (before instanceof Obj && ((Obj) before).reusable) {
+                        int start = pos;
+                        skipValue(t);
+                        Obj o = (Obj) before;
+                        if (sameBytes(o.rawStart, start, pos - start)) {
+                            o.rawStart = start;
+                            t.pool.put(key, o);
+                            takenOver.add(o);
+                            takenOverKeys.add(key);
+                        } else {
+                            pos = start;
+                            decoded.add(decodeEntry(t, key));
                         }
                     } else if (t.kind == STRING) {
                         Object s = readString(true);
@@ -374,14 +389,12 @@ final class JfrChunkReader {
                     } else if (t.kind != STRUCT) {
                         t.pool.put(key, readPrimitive(t.kind)); // a pool of plain numbers: kept boxed
                     } else {
-                        Obj o = new Obj(t);
-                        readFields(o, true);
-                        t.pool.put(key, o);
-                        decoded.add(o);
+                        decoded.add(decodeEntry(t, key));
                     }
                 }
             }
         }
+        reuse(takenOver, takenOverKeys, decoded);
         // Entries refer to entries of pools read later: resolve the keys once all are read.
         for (Obj o : decoded) {
             resolve(o);
@@ -394,6 +407,77 @@ final class JfrChunkReader {
                 t.previous = EMPTY_POOL;
             }
         }
+    }
+
+    /** Decodes a pool entry at {@link #pos} into {@code t}'s pool. */
+    private Obj decodeEntry(Type t, long key) throws IOException {
+        int start = pos;
+        Obj o = new Obj(t);
+        sawKey = false;
+        readFields(o, true);
+        o.rawStart = start;
+        o.reusable = !sawKey;
+        t.pool.put(key, o);
+        return o;
+    }
+
+    private boolean sameBytes(int previousStart, int start, int length) {
+        if (previousStart < 0 || previousStart + length > previousBuf.length) {
+            return false;
+        }
+        for (int i = 0; i < length; i++) {
+            if (previousBuf[previousStart + i] != buf[start + i]) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * Keeps the entries taken over from the previous chunk whose references all still lead where
+     * they led there (to entries taken over too); decodes the others afresh, until none changes.
+     */
+    private void reuse(List<Obj> takenOver, List<Long> keys, List<Obj> decoded) throws IOException {
+        boolean changed = true;
+        int end = pos;
+        while (changed) {
+            changed = false;
+            for (int i = 0; i < takenOver.size(); i++) {
+                Obj o = takenOver.get(i);
+                if (o != null && !stillLeadsThere(o)) {
+                    pos = o.rawStart;
+                    decoded.add(decodeEntry(o.type, keys.get(i)));
+                    takenOver.set(i, null);
+                    changed = true;
+                }
+            }
+        }
+        pos = end;
+    }
+
+    private static boolean stillLeadsThere(Obj o) {
+        Field[] fields = o.type.fields;
+        for (int i = 0; i < fields.length; i++) {
+            Field f = fields[i];
+            Object v = o.objs[i];
+            if (f.constantPool && !f.array) {
+                Object now = f.type.slot.pool.get(o.longs[i]);
+                if (now != v && (now instanceof Obj || v instanceof Obj || now == null || !now.equals(v))) {
+                    return false;
+                }
+            } else if (v instanceof Obj) {
+                if (!stillLeadsThere((Obj) v)) {
+                    return false;
+                }
+            } else if (v instanceof Object[]) {
+                for (Object e : (Object[]) v) {
+                    if (e instanceof Obj && !stillLeadsThere((Obj) e)) {
+                        return false;
+                    }
+                }
+            }
+        }
+        return true;
     }
 
     /** Replaces the keys a pool entry holds (its own and its inline structs') with the entries. */
@@ -475,6 +559,7 @@ final class JfrChunkReader {
     private Object readElementValue(Field f, boolean inPool) throws IOException {
         if (f.constantPool) {
             long key = readLong();
+            sawKey |= inPool;
             return inPool ? new Key(f.type, key) : f.type.pool.get(key);
         }
         int kind = f.type.kind;
@@ -563,6 +648,7 @@ final class JfrChunkReader {
                 return "";
             case 2: {
                 long key = readLong();
+                sawKey |= inPool;
                 return inPool ? new Key(stringType, key) : stringType.pool.get(key);
             }
             case 3:
@@ -647,6 +733,15 @@ final class JfrChunkReader {
 
     // --- the model ---
 
+    /**
+     * A type across chunks (by signature): its pool in the chunk being read, which a taken-over
+     * entry's references are checked against (its own type is an older chunk's).
+     */
+    static final class Slot {
+        LongMap<Object> pool = EMPTY_POOL;
+        int chunk;
+    }
+
     /** A type of the chunk's metadata. */
     static final class Type {
         final long id;
@@ -665,6 +760,8 @@ final class JfrChunkReader {
         final LongMap<Object> pool = new LongMap<>();
         /** The previous chunk's pool of this type, when the layout is the same. */
         LongMap<Object> previous = EMPTY_POOL;
+        /** The pool of this type's signature in the chunk being read. */
+        Slot slot;
         private String signature;
         /** The event object reused for the next event of this type, unless events are kept. */
         OwnEvent reused;
@@ -755,6 +852,13 @@ final class JfrChunkReader {
         final Type type;
         final long[] longs;
         final Object[] objs;
+        /** A pool entry's first byte in its chunk (the last chunk that held it). */
+        int rawStart = -1;
+        /**
+         * Whether the next chunk may take it over: not when it held a key only resolved into an
+         * object (a string pool reference, an array of references), which the check cannot compare.
+         */
+        boolean reusable;
 
         Obj(Type type) {
             this.type = type;
