@@ -742,8 +742,17 @@ final class JfrChunkReader {
         int chunk;
     }
 
+    /**
+     * One value a reader of the events keeps with a type or an entry ({@link JfrEvents.Event#memo}),
+     * with the owner it is for: a look-up cheaper than a map keyed by the entry.
+     */
+    static class Memo {
+        Object memoOwner;
+        Object memoValue;
+    }
+
     /** A type of the chunk's metadata. */
-    static final class Type {
+    static final class Type extends Memo {
         final long id;
         final String name;
         final int kind;
@@ -848,7 +857,7 @@ final class JfrChunkReader {
      * constant-pool field's key too), anything else (a string, an entry, an inline struct, an array)
      * in {@code objs}.
      */
-    static final class Obj {
+    static final class Obj extends Memo {
         final Type type;
         final long[] longs;
         final Object[] objs;
@@ -948,6 +957,19 @@ final class JfrChunkReader {
         @Override
         Object type() {
             return data.type;
+        }
+
+        @Override
+        Object memo(Object entry, Object owner) {
+            Memo m = (Memo) entry;
+            return m.memoOwner == owner ? m.memoValue : null;
+        }
+
+        @Override
+        void memo(Object entry, Object owner, Object value) {
+            Memo m = (Memo) entry;
+            m.memoOwner = owner;
+            m.memoValue = value;
         }
 
         @Override

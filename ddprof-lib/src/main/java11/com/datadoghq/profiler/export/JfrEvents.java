@@ -175,6 +175,19 @@ final class JfrEvents {
 
         abstract String typeName();
 
+        /**
+         * The value {@code owner} kept with {@code entry} (this event's type, stack trace or thread),
+         * or null: a parser whose entries have room for it keeps one value per entry (the last
+         * owner's), so a memo needs no map keyed by the entry. The JDK's parser has none.
+         */
+        Object memo(Object entry, Object owner) {
+            return null;
+        }
+
+        /** Keeps {@code value} with {@code entry} for {@code owner}, where the parser has room. */
+        void memo(Object entry, Object owner, Object value) {
+        }
+
         /** The type's field names in declaration order. */
         abstract List<String> fieldNames();
 

@@ -271,12 +271,17 @@ public final class JfrProfileReader {
         /** What {@code event}'s type holds, worked out at its type's first event; null for side events. */
         SampleType typeOf(Event event) {
             Object type = event.type();
+            Object memo = event.memo(type, this);
+            if (memo != null) {
+                return memo == NO_SAMPLES ? null : (SampleType) memo;
+            }
             SampleType t = types.get(type);
             if (t == null && !types.containsKey(type)) {
                 EventKind kind = EventKind.ofEventType(event.typeName());
                 t = kind == null ? null : new SampleType(kind, event, attributeNames);
                 types.put(type, t);
             }
+            event.memo(type, this, t == null ? NO_SAMPLES : t);
             return t;
         }
 
@@ -309,6 +314,9 @@ public final class JfrProfileReader {
             addSample(profile, sample.kind, event, sample, attributeNames.size());
         }
     }
+
+    /** {@link Pass#typeOf}'s memo of a type without samples. */
+    private static final Object NO_SAMPLES = new Object();
 
     /** The allocations no later free (or later allocation) of their address ended, in time order. */
     static List<Event> live(List<Event> allocations, List<Event> frees) {
@@ -355,7 +363,10 @@ public final class JfrProfileReader {
 
     private void addSample(Profile profile, EventKind kind, Event event, SampleType type, int attrCount) {
         Object trace = event.stackTrace();
-        int[] stack = trace == null ? null : stacks.get(trace);
+        int[] stack = trace == null ? null : (int[]) event.memo(trace, stacks);
+        if (stack == null && trace != null) {
+            stack = stacks.get(trace);
+        }
         if (stack == null) {
             stack = stackOf(profile, event, trace != null);
             if (trace != null) {
@@ -363,6 +374,7 @@ public final class JfrProfileReader {
                     stacks.clear();
                 }
                 stacks.put(trace, stack);
+                event.memo(trace, stacks, stack);
             }
         }
         if (stack == DROPPED) {
@@ -371,7 +383,10 @@ public final class JfrProfileReader {
         Object t = type.threadField == null ? null : event.thread(type.threadField);
         int thread = -1;
         if (t != null) {
-            Integer known = threadIndex.get(t);
+            Integer known = (Integer) event.memo(t, threadIndex);
+            if (known == null) {
+                known = threadIndex.get(t);
+            }
             if (known == null) {
                 String name = event.threadName(t);
                 known = profile.thread(new Profile.ThreadInfo(name == null ? "" : name,
@@ -381,6 +396,7 @@ public final class JfrProfileReader {
                 }
                 threadIndex.put(t, known);
             }
+            event.memo(t, threadIndex, known);
             thread = known;
         }
         long spanId = type.spans ? event.getLong("spanId") : 0;
