@@ -429,6 +429,8 @@ public final class JfrProfileReader {
 
     static long value(EventKind kind, Event event) {
         if (kind.isTime()) {
+            // The event's weight field (async-profiler's wall samples: samples); 1 if it has none
+            // or a non-positive one.
             String field = event.hasField("weight") ? "weight" : event.hasField("samples") ? "samples" : null;
             long w = field == null ? 1 : event.getLong(field);
             return w > 0 ? w : 1;
