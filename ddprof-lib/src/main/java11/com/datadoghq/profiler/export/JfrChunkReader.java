@@ -144,6 +144,11 @@ final class JfrChunkReader {
                             + " written?)");
                 }
                 chunkStart = at;
+                if (declared != null) {
+                    readDeclared(ch, at + metadata, size - metadata);
+                    at += size;
+                    continue;
+                }
                 startNanos = header.getLong(32);
                 startTicks = header.getLong(48);
                 ticksPerNano = header.getLong(56) / 1_000_000_000.0;
@@ -169,16 +174,36 @@ final class JfrChunkReader {
         }
     }
 
-    private void readChunk(int size, int metadataOffset, long poolOffset) throws IOException {
-        Map<Long, Type> types = readMetadata(metadataOffset);
-        if (declared != null) {
-            for (Type t : types.values()) {
+    /** {@link #eventTypes}: reads the metadata event at {@code at} alone (its size first). */
+    private void readDeclared(FileChannel ch, long at, long room) throws IOException {
+        ByteBuffer head = ByteBuffer.allocate((int) Math.min(10, room));
+        ch.read(head, at);
+        buf = head.array();
+        limit = head.position();
+        pos = 0;
+        long size = readLong();
+        if (size <= 0 || size > room || size > Integer.MAX_VALUE) {
+            throw new IOException(file + ": chunk " + chunk + "'s metadata declares " + size + " bytes");
+        }
+        buf = new byte[(int) size];
+        limit = buf.length;
+        ByteBuffer into = ByteBuffer.wrap(buf);
+        while (into.hasRemaining() && ch.read(into, at + into.position()) > 0) {
+            // reads the metadata whole
+        }
+        try {
+            for (Type t : readMetadata(0).values()) {
                 if (t.event) {
                     declared.put(t.id, t.name);
                 }
             }
-            return;
+        } catch (IndexOutOfBoundsException | IllegalArgumentException e) {
+            throw new IOException(file + ": chunk " + chunk + "'s metadata is corrupt (" + e + ")", e);
         }
+    }
+
+    private void readChunk(int size, int metadataOffset, long poolOffset) throws IOException {
+        Map<Long, Type> types = readMetadata(metadataOffset);
         // The event types asked for, and every type their values can reach: the pools to decode.
         LongMap<Type> events = new LongMap<>();
         ArrayDeque<Type> reach = new ArrayDeque<>();
@@ -374,6 +399,7 @@ final class JfrChunkReader {
                         Obj o = (Obj) before;
                         if (sameBytes(o.rawStart, start, pos - start)) {
                             o.rawStart = start;
+                            t.takenOver++;
                             t.pool.put(key, o);
                             takenOver.add(o);
                             takenOverKeys.add(key);
@@ -394,7 +420,15 @@ final class JfrChunkReader {
                 }
             }
         }
-        reuse(takenOver, takenOverKeys, decoded);
+        // An entry taken over can only lead elsewhere now through a key of the previous chunk's pools
+        // that was not taken over (decoded afresh, or absent): with none, all are kept as they are.
+        boolean lost = false;
+        for (Type t : all) {
+            lost |= t.needed && t.previous.size() != t.takenOver;
+        }
+        if (lost) {
+            reuse(takenOver, takenOverKeys, decoded);
+        }
         // Entries refer to entries of pools read later: resolve the keys once all are read.
         for (Obj o : decoded) {
             resolve(o);
@@ -480,8 +514,13 @@ final class JfrChunkReader {
         return true;
     }
 
-    /** Replaces the keys a pool entry holds (its own and its inline structs') with the entries. */
-    private void resolve(Obj o) {
+    /**
+     * Replaces the keys a pool entry holds (its own and its inline structs') with the entries. False
+     * when a key (other than 0, no entry) leads nowhere yet: the entry may not be taken over by the
+     * next chunk, where that key may have an entry.
+     */
+    private boolean resolve(Obj o) {
+        boolean complete = true;
         Field[] fields = o.type.fields;
         for (int i = 0; i < fields.length; i++) {
             Field f = fields[i];
@@ -489,24 +528,23 @@ final class JfrChunkReader {
             if (f.array) {
                 Object[] a = (Object[]) v;
                 for (int j = 0; j < a.length; j++) {
-                    a[j] = resolved(f, a[j]);
+                    if (a[j] instanceof Obj) {
+                        complete &= resolve((Obj) a[j]);
+                    } else if (a[j] instanceof Key) {
+                        a[j] = ((Key) a[j]).type.pool.get(((Key) a[j]).key);
+                    }
                 }
             } else if (f.constantPool) {
                 o.objs[i] = f.type.pool.get(o.longs[i]);
-            } else {
-                o.objs[i] = resolved(f, v);
+                complete &= o.objs[i] != null || o.longs[i] == 0;
+            } else if (v instanceof Obj) {
+                complete &= resolve((Obj) v);
+            } else if (v instanceof Key) {
+                o.objs[i] = ((Key) v).type.pool.get(((Key) v).key);
             }
         }
-    }
-
-    private Object resolved(Field f, Object v) {
-        if (v instanceof Key) {
-            return ((Key) v).type.pool.get(((Key) v).key);
-        }
-        if (v instanceof Obj) {
-            resolve((Obj) v);
-        }
-        return v;
+        o.reusable &= complete;
+        return complete;
     }
 
     /** A constant-pool key met inside a pool entry or an array, resolved once the pools are read. */
@@ -771,6 +809,8 @@ final class JfrChunkReader {
         LongMap<Object> previous = EMPTY_POOL;
         /** The pool of this type's signature in the chunk being read. */
         Slot slot;
+        /** How many entries of {@link #previous} this chunk's pool took over. */
+        int takenOver;
         private String signature;
         /** The event object reused for the next event of this type, unless events are kept. */
         OwnEvent reused;
