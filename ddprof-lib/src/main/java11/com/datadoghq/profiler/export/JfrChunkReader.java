@@ -51,6 +51,8 @@ final class JfrChunkReader {
     static final int STRING = 9;
 
     private static final LongMap<Object> EMPTY_POOL = new LongMap<>();
+    /** How deep inline structs may nest (a type that holds itself inline would never end). */
+    private static final int MAX_DEPTH = 32;
 
     private final Path file;
     private final Set<String> wanted;
@@ -66,6 +68,8 @@ final class JfrChunkReader {
     private byte[] previousBuf = new byte[0];
     /** Set when a pool entry being decoded holds a key its fields cannot keep (see {@link Obj#reusable}). */
     private boolean sawKey;
+    /** Inline structs being read, one inside the other ({@link #MAX_DEPTH}). */
+    private int depth;
     private int limit;
     private int pos;
     private int chunk;
@@ -165,7 +169,10 @@ final class JfrChunkReader {
                 }
                 try {
                     readChunk(limit, (int) metadata, header.getLong(16));
-                } catch (IndexOutOfBoundsException | IllegalArgumentException | ClassCastException e) {
+                } catch (IndexOutOfBoundsException | IllegalArgumentException | ClassCastException
+                         | NullPointerException e) {
+                    // What a damaged chunk makes of the decoding (an index past the chunk, a value of
+                    // another type where the metadata promised one): the file's fault, said so.
                     throw new IOException(file + ": chunk " + chunk + " is corrupt near byte " + (at + pos) + " ("
                             + e + ")", e);
                 }
@@ -197,7 +204,7 @@ final class JfrChunkReader {
                     declared.put(t.id, t.name);
                 }
             }
-        } catch (IndexOutOfBoundsException | IllegalArgumentException e) {
+        } catch (IndexOutOfBoundsException | IllegalArgumentException | NullPointerException e) {
             throw new IOException(file + ": chunk " + chunk + "'s metadata is corrupt (" + e + ")", e);
         }
     }
@@ -281,7 +288,7 @@ final class JfrChunkReader {
         readLong(); // start time
         readLong(); // duration
         readLong(); // metadata id
-        int count = readInt();
+        int count = count();
         String[] strings = new String[count];
         for (int i = 0; i < count; i++) {
             strings[i] = (String) readString(false);
@@ -333,12 +340,12 @@ final class JfrChunkReader {
             throw new IOException(file + ": chunk " + chunk + "'s metadata nests too deep");
         }
         Element e = new Element(strings[readInt()]);
-        int attributes = readInt();
+        int attributes = count();
         for (int i = 0; i < attributes; i++) {
             String key = strings[readInt()];
             e.attributes.put(key, strings[readInt()]);
         }
-        int children = readInt();
+        int children = count();
         for (int i = 0; i < children; i++) {
             e.children.add(readElement(strings, depth + 1));
         }
@@ -379,7 +386,7 @@ final class JfrChunkReader {
             delta = readLong();
             at += delta;
             pos++; // checkpoint kind (flush, ...)
-            int pools = readInt();
+            int pools = count();
             for (int p = 0; p < pools; p++) {
                 long typeId = readLong();
                 Type t = typeId == stringType.id ? stringType : types.get(typeId);
@@ -387,7 +394,7 @@ final class JfrChunkReader {
                     throw new IOException(file + ": chunk " + chunk + " has a constant pool of undeclared type "
                             + typeId);
                 }
-                int count = readInt();
+                int count = count();
                 for (int i = 0; i < count; i++) {
                     long key = readLong();
                     Object before = t.needed && t.kind == STRUCT ? t.previous.get(key) : null;
@@ -565,11 +572,14 @@ final class JfrChunkReader {
      * its key (in {@code longs}) for {@link #resolve}; in an event it is looked up at once.
      */
     private void readFields(Obj o, boolean inPool) throws IOException {
+        if (++depth > MAX_DEPTH) {
+            throw new IOException(file + ": chunk " + chunk + "'s type " + o.type.name + " nests too deep");
+        }
         Field[] fields = o.type.fields;
         for (int i = 0; i < fields.length; i++) {
             Field f = fields[i];
             if (f.array) {
-                int n = readInt();
+                int n = count();
                 Object[] a = new Object[n];
                 for (int j = 0; j < n; j++) {
                     a[j] = readElementValue(f, inPool);
@@ -592,6 +602,7 @@ final class JfrChunkReader {
                 }
             }
         }
+        depth--;
     }
 
     private Object readElementValue(Field f, boolean inPool) throws IOException {
@@ -649,8 +660,11 @@ final class JfrChunkReader {
     }
 
     private void skipValue(Type t) throws IOException {
+        if (++depth > MAX_DEPTH) {
+            throw new IOException(file + ": chunk " + chunk + "'s type " + t.name + " nests too deep");
+        }
         for (Field f : t.fields) {
-            int n = f.array ? readInt() : 1;
+            int n = f.array ? count() : 1;
             for (int j = 0; j < n; j++) {
                 if (f.constantPool) {
                     readLong();
@@ -670,6 +684,7 @@ final class JfrChunkReader {
                 readBits(t.kind);
             }
         }
+        depth--;
     }
 
     /**
@@ -722,10 +737,10 @@ final class JfrChunkReader {
         if (encoding == 2) {
             readLong();
         } else if (encoding == 3 || encoding == 5) {
-            int n = readInt(); // before pos is read: readInt moves it
+            int n = count(); // before pos is read: readInt moves it
             pos += n;
         } else if (encoding == 4) {
-            int n = readInt();
+            int n = count();
             for (int i = 0; i < n; i++) {
                 readLong();
             }
@@ -763,6 +778,19 @@ final class JfrChunkReader {
             v = (v << 8) | (buf[pos++] & 0xff);
         }
         return v;
+    }
+
+    /**
+     * A count of things that follow (strings, elements, entries, array elements, bytes, chars): each
+     * takes at least a byte, so a count beyond the chunk's bytes left is corrupt, not an allocation.
+     */
+    private int count() throws IOException {
+        long n = readLong();
+        if (n < 0 || n > limit - pos) {
+            throw new IOException(file + ": chunk " + chunk + " has a count of " + n + " at byte "
+                    + (chunkStart + pos) + ", beyond its end");
+        }
+        return (int) n;
     }
 
     private int readInt() {

@@ -220,6 +220,35 @@ class ChunkReaderTest {
         }
     }
 
+    /**
+     * Damaged recordings (bytes flipped inside the chunks, past their headers, so the CLI's header
+     * check passes): the reader reads them or fails with an IOException, never with another exception
+     * or error (a count read as a huge allocation, a type that nests forever, an index out of bounds).
+     */
+    @Test
+    void damagedRecordingsAreReadOrRefusedNeverCrash() throws Exception {
+        java.util.Random random = new java.util.Random(21);
+        for (Path recording : new Path[] {ddprof, asyncProfiler, jdk}) {
+            byte[] whole = Files.readAllBytes(recording);
+            for (int round = 0; round < 40; round++) {
+                byte[] damaged = whole.clone();
+                for (int flips = 0; flips < 1 + round % 4; flips++) {
+                    int at = 68 + random.nextInt(damaged.length - 68);
+                    damaged[at] = (byte) random.nextInt(256);
+                }
+                Path file = Files.write(dir.resolve("damaged.jfr"), damaged);
+                try {
+                    JfrProfileReader.readAll(file);
+                } catch (IOException refused) {
+                    // JfrProfileReader names the file around what the reader threw: an IOException.
+                    Throwable cause = refused.getCause() == null ? refused : refused.getCause();
+                    assertTrue(cause instanceof IOException, "round " + round + ": " + cause);
+                    assertEquals(1, refused.getMessage().lines().count(), refused.getMessage());
+                }
+            }
+        }
+    }
+
     /** The reader on its own (the CLI checks a file before reading it): one line naming the problem. */
     @Test
     void emptyAndTruncatedFilesAreOneLineErrors() throws Exception {
