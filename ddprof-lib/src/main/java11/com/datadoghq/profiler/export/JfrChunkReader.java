@@ -21,7 +21,8 @@ import java.util.function.Consumer;
  * java-profiler's, async-profiler's and the JDK's recordings all read), the constant pools the
  * asked-for event types refer to (directly or through other pools), and the events of those types.
  * Every other event is skipped by its size; every other pool is walked without building anything.
- * A chunk is mapped, not copied: the heap holds one chunk's pools and the caller's events.
+ * Memory: the current and the previous chunk's bytes (the previous one to compare repeated pool
+ * entries with), the pools the events need, and what the caller keeps.
  *
  * <p>The format, as the JDK writes and reads it (docs/converters.md has the summary): a file is a
  * sequence of chunks; a chunk is a 68-byte header ({@code "FLR\0"}, u16 major, u16 minor, i64 size,
