@@ -4,15 +4,30 @@ import java.io.IOException;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.function.Consumer;
 
+import jdk.jfr.EventType;
+import jdk.jfr.ValueDescriptor;
 import jdk.jfr.consumer.RecordedEvent;
+import jdk.jfr.consumer.RecordedFrame;
+import jdk.jfr.consumer.RecordedMethod;
+import jdk.jfr.consumer.RecordedObject;
+import jdk.jfr.consumer.RecordedStackTrace;
+import jdk.jfr.consumer.RecordedThread;
 import jdk.jfr.consumer.RecordingFile;
 
 /**
- * The events of the named types in a recording file, handed to a consumer one by one, with the
- * JDK's parser. On JDK 14+ through {@code jdk.jfr.consumer.EventStream}, whose parser skips the
+ * The events of the named types in a recording file, handed to a consumer one by one as {@link
+ * Event}s. By default with our own chunk reader ({@link JfrChunkReader}), which decodes only the
+ * event types asked for and the constant pools they refer to. With {@code
+ * -Dddprof.jfr.reader=jdk} (kept for one release, to compare outputs) with the JDK's parser instead:
+ * On JDK 14+ through {@code jdk.jfr.consumer.EventStream}, whose parser skips the
  * events of types nobody subscribed to without decoding them: a conversion of one kind out of a
  * recording that holds several (CPU samples beside ten times as many wall samples) decodes only
  * what it keeps. On JDK 11-13 (no {@code EventStream}) through {@link RecordingFile}, which
@@ -24,6 +39,9 @@ import jdk.jfr.consumer.RecordingFile;
  * check a recording first (the tools' {@code RecordingCheck}), as the stream stops quietly at a cut.
  */
 final class JfrEvents {
+    /** {@code -Dddprof.jfr.reader=jdk}: read with the JDK's parser rather than {@link JfrChunkReader}. */
+    static final String READER_PROPERTY = "ddprof.jfr.reader";
+
     /** {@code EventStream}'s methods, or null before JDK 14. */
     private static final Method OPEN_FILE;
     private static final Method ON_EVENT;
@@ -68,7 +86,38 @@ final class JfrEvents {
         return OPEN_FILE != null;
     }
 
-    static void forEach(Path file, Set<String> types, boolean keep, Consumer<RecordedEvent> consumer)
+    /** Whether {@code -Dddprof.jfr.reader=jdk} asks for the JDK's parser. */
+    static boolean jdkParser() {
+        return "jdk".equals(System.getProperty(READER_PROPERTY));
+    }
+
+    /**
+     * Hands the events of {@code types} to {@code consumer}. With {@code keep} an event stays valid
+     * after the call (it is not reused for the next one).
+     */
+    static void forEach(Path file, Set<String> types, boolean keep, Consumer<Event> consumer) throws IOException {
+        if (jdkParser()) {
+            forEachJdk(file, types, keep, e -> consumer.accept(new JdkEvent(e)));
+        } else {
+            JfrChunkReader.forEach(file, types, keep, consumer);
+        }
+    }
+
+    /** The event types a recording's metadata declares, by type id (an ActiveSetting's {@code id}). */
+    static Map<Long, String> eventTypes(Path file) throws IOException {
+        if (!jdkParser()) {
+            return JfrChunkReader.eventTypes(file);
+        }
+        Map<Long, String> names = new HashMap<>();
+        try (RecordingFile recording = new RecordingFile(file)) {
+            for (EventType t : recording.readEventTypes()) {
+                names.put(t.getId(), t.getName());
+            }
+        }
+        return names;
+    }
+
+    private static void forEachJdk(Path file, Set<String> types, boolean keep, Consumer<RecordedEvent> consumer)
             throws IOException {
         if (OPEN_FILE == null) {
             try (RecordingFile recording = new RecordingFile(file)) {
@@ -112,6 +161,222 @@ final class JfrEvents {
             throw new IOException(cause);
         } catch (IllegalAccessException e) {
             throw new IllegalStateException(e);
+        }
+    }
+
+    /**
+     * One event as the converters read it, whichever parser decoded it. Values of constant-pool
+     * types (stack traces, methods, threads) are opaque objects, one per entry of a chunk's pool, so
+     * they serve as identity keys for memos; they are read through the event's methods.
+     */
+    abstract static class Event {
+        /** The event's type: one object per type per chunk metadata (a memo key). */
+        abstract Object type();
+
+        abstract String typeName();
+
+        /**
+         * The value {@code owner} kept with {@code entry} (this event's type, stack trace or thread),
+         * or null: a parser whose entries have room for it keeps one value per entry (the last
+         * owner's), so a memo needs no map keyed by the entry. The JDK's parser has none.
+         */
+        Object memo(Object entry, Object owner) {
+            return null;
+        }
+
+        /** Keeps {@code value} with {@code entry} for {@code owner}, where the parser has room. */
+        void memo(Object entry, Object owner, Object value) {
+        }
+
+        /** The type's field names in declaration order. */
+        abstract List<String> fieldNames();
+
+        abstract boolean hasField(String name);
+
+        /** Start time, epoch nanoseconds. */
+        abstract long startNanos();
+
+        abstract long durationNanos();
+
+        abstract long getLong(String name);
+
+        abstract double getDouble(String name);
+
+        abstract String getString(String name);
+
+        /**
+         * A field's value as text: a string as is, a one-field constant-pool type (ddprof's
+         * attribute values, a thread state) by its field, a number in decimal; null when absent.
+         */
+        abstract String text(String name);
+
+        /** The stack trace (an identity key), or null. */
+        abstract Object stackTrace();
+
+        /** The stack trace's frames, top first. */
+        abstract int frameCount();
+
+        /** Frame {@code i}'s method (an identity key), or null. */
+        abstract Object frameMethod(int i);
+
+        abstract int frameLine(int i);
+
+        /** "Interpreted", "JIT compiled", "Inlined", "Native", ...; null when not recorded. */
+        abstract String frameType(int i);
+
+        /** The method's class in Java form, as recorded; empty when class-less. */
+        abstract String className(Object method);
+
+        abstract String methodName(Object method);
+
+        abstract String methodDescriptor(Object method);
+
+        /** The thread in {@code field} (an identity key), or null. */
+        abstract Object thread(String field);
+
+        /** Its Java name, else its OS name; null when neither. */
+        abstract String threadName(Object thread);
+
+        abstract long osThreadId(Object thread);
+
+        abstract long javaThreadId(Object thread);
+    }
+
+    /** An event of the JDK's parser. */
+    static final class JdkEvent extends Event {
+        private final RecordedEvent e;
+        private RecordedStackTrace trace;
+        private List<RecordedFrame> frames = Collections.emptyList();
+
+        JdkEvent(RecordedEvent e) {
+            this.e = e;
+        }
+
+        @Override
+        Object type() {
+            return e.getEventType();
+        }
+
+        @Override
+        String typeName() {
+            return e.getEventType().getName();
+        }
+
+        @Override
+        List<String> fieldNames() {
+            List<String> names = new ArrayList<>();
+            for (ValueDescriptor d : e.getEventType().getFields()) {
+                names.add(d.getName());
+            }
+            return names;
+        }
+
+        @Override
+        boolean hasField(String name) {
+            return e.hasField(name);
+        }
+
+        @Override
+        long startNanos() {
+            return e.getStartTime().getEpochSecond() * 1_000_000_000L + e.getStartTime().getNano();
+        }
+
+        @Override
+        long durationNanos() {
+            return e.getDuration().toNanos();
+        }
+
+        @Override
+        long getLong(String name) {
+            return e.getLong(name);
+        }
+
+        @Override
+        double getDouble(String name) {
+            return e.getDouble(name);
+        }
+
+        @Override
+        String getString(String name) {
+            return e.getString(name);
+        }
+
+        @Override
+        String text(String name) {
+            Object v = e.getValue(name);
+            if (v instanceof RecordedObject) {
+                RecordedObject o = (RecordedObject) v;
+                v = o.hasField("value") ? o.getValue("value") : null;
+            }
+            return v == null ? null : v.toString();
+        }
+
+        @Override
+        Object stackTrace() {
+            RecordedStackTrace t = e.getStackTrace();
+            if (t != trace) {
+                trace = t;
+                frames = t == null ? Collections.emptyList() : t.getFrames();
+            }
+            return t;
+        }
+
+        @Override
+        int frameCount() {
+            stackTrace();
+            return frames.size();
+        }
+
+        @Override
+        Object frameMethod(int i) {
+            return frames.get(i).getMethod();
+        }
+
+        @Override
+        int frameLine(int i) {
+            return frames.get(i).getLineNumber();
+        }
+
+        @Override
+        String frameType(int i) {
+            return frames.get(i).getType();
+        }
+
+        @Override
+        String className(Object method) {
+            return Recorded.className((RecordedMethod) method);
+        }
+
+        @Override
+        String methodName(Object method) {
+            return ((RecordedMethod) method).getName();
+        }
+
+        @Override
+        String methodDescriptor(Object method) {
+            return ((RecordedMethod) method).getDescriptor();
+        }
+
+        @Override
+        Object thread(String field) {
+            Object v = e.getValue(field);
+            return v instanceof RecordedThread ? v : null;
+        }
+
+        @Override
+        String threadName(Object thread) {
+            RecordedThread t = (RecordedThread) thread;
+            return t.getJavaName() != null ? t.getJavaName() : t.getOSName();
+        }
+
+        @Override
+        long osThreadId(Object thread) {
+            return ((RecordedThread) thread).getOSThreadId();
+        }
+
+        @Override
+        long javaThreadId(Object thread) {
+            return ((RecordedThread) thread).getJavaThreadId();
         }
     }
 }

@@ -17,19 +17,11 @@ import java.util.Map;
 import java.util.Set;
 
 
-import jdk.jfr.EventType;
-import jdk.jfr.ValueDescriptor;
-import jdk.jfr.consumer.RecordedEvent;
-import jdk.jfr.consumer.RecordedFrame;
-import jdk.jfr.consumer.RecordedMethod;
-import jdk.jfr.consumer.RecordedObject;
-import jdk.jfr.consumer.RecordedStackTrace;
-import jdk.jfr.consumer.RecordedThread;
-import jdk.jfr.consumer.RecordingFile;
+import com.datadoghq.profiler.export.JfrEvents.Event;
 
 /**
- * Reads a JFR recording (ddprof's or the JDK's own) into a {@link Profile}, with the JDK's
- * parser ({@code jdk.jfr.consumer}). Which events are samples of which kind, and what each is
+ * Reads a JFR recording (ddprof's or the JDK's own) into a {@link Profile}, through {@link
+ * JfrEvents} (our own chunk reader by default, the JDK's parser on request). Which events are samples of which kind, and what each is
  * worth, is {@link EventKind}'s; class naming is {@link Recorded}'s.
  */
 public final class JfrProfileReader {
@@ -49,6 +41,9 @@ public final class JfrProfileReader {
     private final Set<EventKind> kinds;
     private final Instant from;
     private final Instant to;
+    /** {@link #from}, {@link #to} in epoch nanoseconds. */
+    private final long fromNanos;
+    private final long toNanos;
     private boolean leaks;
     private boolean rawNames;
     private StackFilter filter = StackFilter.ALL;
@@ -67,6 +62,17 @@ public final class JfrProfileReader {
         this.kinds = kinds.isEmpty() ? EnumSet.allOf(EventKind.class) : EnumSet.copyOf(kinds);
         this.from = from;
         this.to = to;
+        this.fromNanos = from == null ? Long.MIN_VALUE : epochNanos(from);
+        this.toNanos = to == null ? Long.MAX_VALUE : epochNanos(to);
+    }
+
+    /** Saturating: an instant outside the nanosecond range compares as its end of it. */
+    private static long epochNanos(Instant t) {
+        try {
+            return Math.addExact(Math.multiplyExact(t.getEpochSecond(), 1_000_000_000L), t.getNano());
+        } catch (ArithmeticException e) {
+            return t.getEpochSecond() < 0 ? Long.MIN_VALUE : Long.MAX_VALUE;
+        }
     }
 
     /**
@@ -167,17 +173,10 @@ public final class JfrProfileReader {
         threadIndex.clear();
         // The epochs may follow the samples they describe in a chunk: a pass of their own.
         epochs = kinds.contains(EventKind.WALL) ? WallEpochs.read(file) : WallEpochs.NONE;
-        Map<Long, String> typeNames = new HashMap<>();
-        boolean datadogCpu = false;
         // Which types the file declares: only needed to tell jdk.ExecutionSample copies of CPU
         // samples (jdksamples) and the JDK's own period settings apart; the metadata alone is read.
-        try (RecordingFile recording = new RecordingFile(file)) {
-            List<EventType> declared = recording.readEventTypes();
-            for (EventType t : declared) {
-                typeNames.put(t.getId(), t.getName());
-            }
-            datadogCpu = EventKind.declaresDatadogCpu(declared);
-        }
+        Map<Long, String> typeNames = JfrEvents.eventTypes(file);
+        boolean datadogCpu = typeNames.containsValue("datadog.ExecutionSample");
         Set<String> wanted = new HashSet<>(Arrays.asList(PROFILER_CONFIG, ACTIVE_SETTING, TRACE_LINK, JVM_INFORMATION));
         for (EventKind k : leaks ? EnumSet.of(EventKind.MALLOC) : kinds) {
             for (String t : k.eventTypes) {
@@ -194,7 +193,7 @@ public final class JfrProfileReader {
                 : new Progress(progressOut, "convert", profile.startNanos, profile.endNanos);
         try {
             JfrEvents.forEach(file, wanted, leaks, progress == null ? pass::accept : e -> {
-                progress.event(e.getStartTime().getEpochSecond() * 1_000_000_000L + e.getStartTime().getNano());
+                progress.event(e.startNanos());
                 pass.accept(e);
             });
         } finally {
@@ -203,8 +202,8 @@ public final class JfrProfileReader {
             }
         }
         if (leaks) {
-            for (RecordedEvent event : live(pass.allocations, pass.frees)) {
-                addSample(profile, EventKind.MALLOC, event, pass.typeOf(event.getEventType()), attributeNames.size());
+            for (Event event : live(pass.allocations, pass.frees)) {
+                addSample(profile, EventKind.MALLOC, event, pass.typeOf(event), attributeNames.size());
             }
         }
     }
@@ -221,18 +220,18 @@ public final class JfrProfileReader {
         final boolean roots;
         final boolean state;
 
-        SampleType(EventKind kind, EventType type, List<String> attributeNames) {
+        SampleType(EventKind kind, Event type, List<String> attributeNames) {
             this.kind = kind;
             List<String> names = new ArrayList<>();
             boolean after = false;
             String thread = null;
-            for (ValueDescriptor d : type.getFields()) {
+            for (String d : type.fieldNames()) {
                 if (after) {
-                    names.add(d.getName());
+                    names.add(d);
                 }
-                after |= LAST_FIXED_FIELD.equals(d.getName());
-                if (thread == null && (d.getName().equals("sampledThread") || d.getName().equals("eventThread"))) {
-                    thread = d.getName();
+                after |= LAST_FIXED_FIELD.equals(d);
+                if (thread == null && (d.equals("sampledThread") || d.equals("eventThread"))) {
+                    thread = d;
                 }
             }
             attrFields = names.toArray(new String[0]);
@@ -246,9 +245,9 @@ public final class JfrProfileReader {
                 attrSlots[i] = at;
             }
             threadField = thread;
-            spans = type.getField("spanId") != null;
-            roots = type.getField("localRootSpanId") != null;
-            state = type.getField("state") != null;
+            spans = type.hasField("spanId");
+            roots = type.hasField("localRootSpanId");
+            state = type.hasField("state");
         }
     }
 
@@ -258,10 +257,10 @@ public final class JfrProfileReader {
         final Map<Long, String> typeNames;
         final List<String> attributeNames;
         /** Per event type object (one per chunk's metadata): null for the side events. */
-        final Map<EventType, SampleType> types = new IdentityHashMap<>();
+        final Map<Object, SampleType> types = new IdentityHashMap<>();
         /** --leak: native allocations and frees, matched once everything is read. */
-        final List<RecordedEvent> allocations = new ArrayList<>();
-        final List<RecordedEvent> frees = new ArrayList<>();
+        final List<Event> allocations = new ArrayList<>();
+        final List<Event> frees = new ArrayList<>();
 
         Pass(Profile profile, Map<Long, String> typeNames, List<String> attributeNames) {
             this.profile = profile;
@@ -269,36 +268,42 @@ public final class JfrProfileReader {
             this.attributeNames = attributeNames;
         }
 
-        SampleType typeOf(EventType type) {
+        /** What {@code event}'s type holds, worked out at its type's first event; null for side events. */
+        SampleType typeOf(Event event) {
+            Object type = event.type();
+            Object memo = event.memo(type, this);
+            if (memo != null) {
+                return memo == NO_SAMPLES ? null : (SampleType) memo;
+            }
             SampleType t = types.get(type);
             if (t == null && !types.containsKey(type)) {
-                EventKind kind = EventKind.ofEventType(type.getName());
-                t = kind == null ? null : new SampleType(kind, type, attributeNames);
+                EventKind kind = EventKind.ofEventType(event.typeName());
+                t = kind == null ? null : new SampleType(kind, event, attributeNames);
                 types.put(type, t);
             }
+            event.memo(type, this, t == null ? NO_SAMPLES : t);
             return t;
         }
 
-        void accept(RecordedEvent event) {
-            EventType type = event.getEventType();
-            SampleType sample = typeOf(type);
+        void accept(Event event) {
+            SampleType sample = typeOf(event);
             if (sample == null) {
-                if (leaks && NATIVE_MEMORY_FREE.equals(type.getName())) {
+                if (leaks && NATIVE_MEMORY_FREE.equals(event.typeName())) {
                     frees.add(event);
                 } else {
-                    readSide(event, type.getName(), typeNames, profile);
+                    readSide(event, event.typeName(), typeNames, profile);
                 }
                 return;
             }
             if (from != null || to != null) {
-                Instant time = event.getStartTime();
-                if ((from != null && time.isBefore(from)) || (to != null && !time.isBefore(to))) {
+                long time = event.startNanos();
+                if ((from != null && time < fromNanos) || (to != null && time >= toNanos)) {
                     return;
                 }
             }
             if (states != null && sample.state) {
-                Object v = event.getValue("state");
-                if (v == null || !states.contains(state(v.toString()))) {
+                String v = event.text("state");
+                if (v == null || !states.contains(state(v))) {
                     return;
                 }
             }
@@ -310,20 +315,23 @@ public final class JfrProfileReader {
         }
     }
 
+    /** {@link Pass#typeOf}'s memo of a type without samples. */
+    private static final Object NO_SAMPLES = new Object();
+
     /** The allocations no later free (or later allocation) of their address ended, in time order. */
-    static List<RecordedEvent> live(List<RecordedEvent> allocations, List<RecordedEvent> frees) {
-        List<RecordedEvent> all = new ArrayList<>(allocations);
+    static List<Event> live(List<Event> allocations, List<Event> frees) {
+        List<Event> all = new ArrayList<>(allocations);
         all.addAll(frees);
         // By time; at the same instant an allocation comes before a free of its address.
         all.sort((a, b) -> {
-            int c = a.getStartTime().compareTo(b.getStartTime());
+            int c = Long.compare(a.startNanos(), b.startNanos());
             if (c != 0) {
                 return c;
             }
             return Boolean.compare(isFree(a), isFree(b));
         });
-        Map<Long, RecordedEvent> byAddress = new java.util.LinkedHashMap<>();
-        for (RecordedEvent e : all) {
+        Map<Long, Event> byAddress = new java.util.LinkedHashMap<>();
+        for (Event e : all) {
             long address = e.getLong("address");
             if (isFree(e)) {
                 byAddress.remove(address);
@@ -335,8 +343,8 @@ public final class JfrProfileReader {
         return new ArrayList<>(byAddress.values());
     }
 
-    private static boolean isFree(RecordedEvent e) {
-        return NATIVE_MEMORY_FREE.equals(e.getEventType().getName());
+    private static boolean isFree(Event e) {
+        return NATIVE_MEMORY_FREE.equals(e.typeName());
     }
 
     /**
@@ -346,48 +354,57 @@ public final class JfrProfileReader {
      * the conversion. Emptied past {@link #MEMO_LIMIT} entries, which keeps a long recording's old
      * chunks from being held through them.
      */
-    private final Map<RecordedStackTrace, int[]> stacks = new IdentityHashMap<>();
-    private final Map<RecordedMethod, Profile.Frame> methods = new IdentityHashMap<>();
-    private final Map<RecordedThread, Integer> threadIndex = new IdentityHashMap<>();
+    private final Map<Object, int[]> stacks = new IdentityHashMap<>();
+    private final Map<Object, Profile.Frame> methods = new IdentityHashMap<>();
+    private final Map<Object, Integer> threadIndex = new IdentityHashMap<>();
     /** Stacks the filter drops, as an empty marker distinct from an empty stack. */
     private static final int[] DROPPED = new int[0];
     static final int MEMO_LIMIT = 1 << 16;
 
-    private void addSample(Profile profile, EventKind kind, RecordedEvent event, SampleType type, int attrCount) {
-        RecordedStackTrace trace = event.getStackTrace();
-        int[] stack = trace == null ? null : stacks.get(trace);
+    private void addSample(Profile profile, EventKind kind, Event event, SampleType type, int attrCount) {
+        Object trace = event.stackTrace();
+        int[] stack = trace == null ? null : (int[]) event.memo(trace, stacks);
+        if (stack == null && trace != null) {
+            stack = stacks.get(trace);
+        }
         if (stack == null) {
-            stack = stackOf(profile, trace);
+            stack = stackOf(profile, event, trace != null);
             if (trace != null) {
                 if (stacks.size() >= MEMO_LIMIT) {
                     stacks.clear();
                 }
                 stacks.put(trace, stack);
+                event.memo(trace, stacks, stack);
             }
         }
         if (stack == DROPPED) {
             return;
         }
-        RecordedThread t = type.threadField == null ? null : thread(event, type.threadField);
+        Object t = type.threadField == null ? null : event.thread(type.threadField);
         int thread = -1;
         if (t != null) {
-            Integer known = threadIndex.get(t);
+            Integer known = (Integer) event.memo(t, threadIndex);
             if (known == null) {
-                String name = t.getJavaName() != null ? t.getJavaName() : t.getOSName();
+                known = threadIndex.get(t);
+            }
+            if (known == null) {
+                String name = event.threadName(t);
                 known = profile.thread(new Profile.ThreadInfo(name == null ? "" : name,
-                        Math.max(0, t.getOSThreadId()), Math.max(0, t.getJavaThreadId())));
+                        Math.max(0, event.osThreadId(t)), Math.max(0, event.javaThreadId(t))));
                 if (threadIndex.size() >= MEMO_LIMIT) {
                     threadIndex.clear();
                 }
                 threadIndex.put(t, known);
             }
+            event.memo(t, threadIndex, known);
             thread = known;
         }
         long spanId = type.spans ? event.getLong("spanId") : 0;
         long rootSpanId = type.roots ? event.getLong("localRootSpanId") : 0;
         String[] attributes = null;
         for (int i = 0; i < type.attrFields.length; i++) {
-            String v = attributeValue(event, type.attrFields[i]);
+            String v = event.text(type.attrFields[i]);
+            v = v == null || v.isEmpty() ? null : v;
             if (v != null) {
                 if (attributes == null) {
                     attributes = new String[attrCount];
@@ -399,52 +416,41 @@ public final class JfrProfileReader {
         s.count++;
         long v = value(kind, event);
         s.value += v;
-        long nanos = event.getStartTime().getEpochSecond() * 1_000_000_000L + event.getStartTime().getNano();
+        long nanos = event.startNanos();
         s.scaled += kind == EventKind.WALL ? v * epochs.factorAt(nanos) : v;
         s.firstNanos = Math.min(s.firstNanos, nanos);
         s.lastNanos = Math.max(s.lastNanos, nanos);
     }
 
     /** What one event is worth: see {@link EventKind}. */
-    public static long value(EventKind kind, RecordedEvent event) {
+    public static long value(EventKind kind, jdk.jfr.consumer.RecordedEvent event) {
+        return value(kind, new JfrEvents.JdkEvent(event));
+    }
+
+    static long value(EventKind kind, Event event) {
         if (kind.isTime()) {
-            return Recorded.weightOf(event);
+            // The event's weight field (async-profiler's wall samples: samples); 1 if it has none
+            // or a non-positive one.
+            String field = event.hasField("weight") ? "weight" : event.hasField("samples") ? "samples" : null;
+            long w = field == null ? 1 : event.getLong(field);
+            return w > 0 ? w : 1;
         }
         double weight = event.hasField("weight") ? event.getDouble("weight") : 1;
         if (!(weight > 0)) {
             weight = 1;
         }
         if (kind == EventKind.SOCKET) {
-            return Math.round(event.getDuration().toNanos() * weight);
+            return Math.round(event.durationNanos() * weight);
         }
         long size = event.hasField("size") ? event.getLong("size") : 0;
         return Math.round(size * weight);
     }
 
-    private static RecordedThread thread(RecordedEvent event, String field) {
-        Object v = event.getValue(field);
-        return v instanceof RecordedThread ? (RecordedThread) v : null;
-    }
-
-    private static String attributeValue(RecordedEvent event, String field) {
-        Object v = event.getValue(field);
-        if (v instanceof RecordedObject) {
-            RecordedObject o = (RecordedObject) v;
-            v = o.hasField("value") ? o.getValue("value") : null;
-        }
-        if (v == null) {
-            return null;
-        }
-        String s = v.toString();
-        return s.isEmpty() ? null : s;
-    }
-
     /** The profile's frame indices of {@code trace}, root last; {@link #DROPPED} if the filter drops it. */
-    private int[] stackOf(Profile profile, RecordedStackTrace trace) {
-        List<RecordedFrame> recorded = trace == null ? Collections.emptyList() : trace.getFrames();
-        Profile.Frame[] frames = new Profile.Frame[recorded.size()];
+    private int[] stackOf(Profile profile, Event event, boolean hasTrace) {
+        Profile.Frame[] frames = new Profile.Frame[hasTrace ? event.frameCount() : 0];
         for (int i = 0; i < frames.length; i++) {
-            frames[i] = frame(recorded.get(i));
+            frames[i] = frame(event, i);
         }
         if (!filter.keepsEverything()) {
             List<String> names = new ArrayList<>(frames.length);
@@ -462,29 +468,30 @@ public final class JfrProfileReader {
         return stack;
     }
 
-    private Profile.Frame frame(RecordedFrame f) {
-        String type = f.getType() == null ? "" : f.getType();
-        RecordedMethod m = f.getMethod();
+    private Profile.Frame frame(Event event, int i) {
+        String type = event.frameType(i) == null ? "" : event.frameType(i);
+        Object m = event.frameMethod(i);
         if (m == null) {
             return new Profile.Frame("", "<no method>", "", 0, type);
         }
         // The method's names once per method; the line and type are the frame's own.
         Profile.Frame named = methods.get(m);
         if (named == null) {
-            String name = m.getName() == null ? "" : m.getName();
-            String descriptor = m.getDescriptor() == null ? "" : m.getDescriptor();
-            named = new Profile.Frame(Recorded.className(m, rawNames), name, descriptor, 0, "");
+            String name = event.methodName(m) == null ? "" : event.methodName(m);
+            String descriptor = event.methodDescriptor(m) == null ? "" : event.methodDescriptor(m);
+            String cls = event.className(m);
+            named = new Profile.Frame(rawNames ? cls : ClassNames.normalize(cls), name, descriptor, 0, "");
             if (methods.size() >= MEMO_LIMIT) {
                 methods.clear();
             }
             methods.put(m, named);
         }
-        return new Profile.Frame(named.className, named.method, named.descriptor, Math.max(0, f.getLineNumber()),
+        return new Profile.Frame(named.className, named.method, named.descriptor, Math.max(0, event.frameLine(i)),
                 type);
     }
 
     /** Intervals and JVM facts from the events that are not samples. */
-    private static void readSide(RecordedEvent event, String typeName, Map<Long, String> typeNames, Profile profile) {
+    private static void readSide(Event event, String typeName, Map<Long, String> typeNames, Profile profile) {
         switch (typeName) {
             case PROFILER_CONFIG:
                 if (event.hasField("cpuInterval")) {

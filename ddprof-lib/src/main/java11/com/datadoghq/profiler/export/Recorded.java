@@ -10,12 +10,11 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 
-import jdk.jfr.consumer.RecordedEvent;
 import jdk.jfr.consumer.RecordedMethod;
 
 /**
  * What every reader of a recording (the converters, {@code report}) reads off it the same way:
- * the chunks' times from their headers, an event's weight, a frame's class name, and the one
+ * the chunks' times from their headers, a frame's class name, and the one
  * line that says a file could not be read.
  */
 public final class Recorded {
@@ -71,7 +70,6 @@ public final class Recorded {
         }
     }
 
-    /** One line for a recording the JDK's parser refused. */
     /**
      * {start, end} epoch nanoseconds of the recordings, from the earliest chunk's start to the
      * latest chunk's end ({0, 0} when no chunk header reads).
@@ -88,6 +86,7 @@ public final class Recorded {
         return end == Long.MIN_VALUE ? new long[] {0, 0} : new long[] {start, end};
     }
 
+    /** One line for a recording that could not be read. */
     public static String cannotRead(Path file, Exception e) {
         String message = e.getMessage() == null ? "" : e.getMessage().replace('\n', ' ');
         return "Cannot read " + file + " as a JFR recording: " + e.getClass().getSimpleName()
@@ -111,18 +110,5 @@ public final class Recorded {
     public static String className(RecordedMethod method, boolean raw) {
         String cls = className(method);
         return raw ? cls : ClassNames.normalize(cls);
-    }
-
-    /**
-     * The event's {@code weight} field (async-profiler's wall samples: {@code samples}), 1 if it has
-     * none or a non-positive one.
-     */
-    public static long weightOf(RecordedEvent event) {
-        String field = event.hasField("weight") ? "weight" : event.hasField("samples") ? "samples" : null;
-        if (field == null) {
-            return 1;
-        }
-        long w = event.getLong(field);
-        return w > 0 ? w : 1;
     }
 }

@@ -36,7 +36,7 @@ final class WallEpochs {
         JfrEvents.forEach(file, Collections.singleton(EVENT), false, e -> {
             long pool = e.getLong("samplePoolSize");
             long ok = e.getLong("numSuccessfulSamples");
-            long start = e.getStartTime().getEpochSecond() * 1_000_000_000L + e.getStartTime().getNano();
+            long start = e.startNanos();
             long durationMs = e.hasField("duration") ? e.getLong("duration") : 0;
             fromEnd.put(start + durationMs * 1_000_000L, ok > 0 && pool > ok ? (double) pool / ok : 1.0);
         });
