@@ -718,6 +718,47 @@ mod tests {
         count
     }
 
+    /// What the handler's claim costs per signal with the count from the ring and from
+    /// `read(2)`, on this thread's live fd (1 ms period, not routed: records are written, no
+    /// signal), 200,000 claims each. Run by hand
+    /// (`cargo test --release --lib claim_costs -- --ignored --nocapture`); prints, asserts
+    /// nothing. Indicative only on a shared host.
+    #[test]
+    #[ignore]
+    fn claim_costs() {
+        let _one = CLAIMS.lock();
+        let tid = crate::sample::context::gettid();
+        let period = 1_000_000;
+        let Ok(fd) = open_event(tid, period, 0, false) else {
+            eprintln!("perf_event_open not permitted here");
+            return;
+        };
+        let ring = map_ring(fd);
+        slots::init(pid_max());
+        slots::set_period(period, period);
+        slots::set_ring(ring_bytes(), false);
+        // SAFETY: enabling our own perf fd.
+        assert_eq!(unsafe { libc::ioctl(fd, IOC_ENABLE, 0) }, 0);
+        const N: u32 = 200_000;
+        for (name, r) in [
+            ("read(2)", 0),
+            ("ring", ring),
+            ("read(2)", 0),
+            ("ring", ring),
+        ] {
+            assert!(slots::publish(tid, fd, r).is_ok());
+            let start = std::time::Instant::now();
+            for _ in 0..N {
+                let (_, seen) = slots::claim(tid, 1, fd, 0).expect("own fd");
+                slots::kernel_frames(&seen, &mut [0u64; 8]);
+            }
+            let per = start.elapsed().as_nanos() / u128::from(N);
+            eprintln!("claim with the count from {name}: {per} ns per signal");
+            slots::take(tid);
+        }
+        release(slots::Armed { fd, ring });
+    }
+
     /// Where the kernel permits it: an event on this thread opens, routes and enables.
     #[test]
     fn own_thread_event_opens_when_permitted() {
