@@ -44,6 +44,10 @@ use crate::sample::signal::SAMPLING_SIGNAL;
 /// Test-only: every perf_event_open fails with this errno (a number, or EACCES, EPERM,
 /// ENOSYS, ENOENT, EMFILE).
 pub const FAIL_OPEN_ENV: &str = "DDPROF_TEST_PERF_OPEN_ERRNO";
+/// Test-only: `refuse` makes every ring mapping fail, as `perf_event_mlock_kb` would.
+pub const REFUSE_RING_ENV: &str = "DDPROF_TEST_PERF_RING";
+/// Set from [`REFUSE_RING_ENV`] at each start.
+static REFUSE_RING: AtomicBool = AtomicBool::new(false);
 
 const PERF_TYPE_SOFTWARE: u32 = 1;
 const PERF_COUNT_SW_CPU_CLOCK: u64 = 0;
@@ -143,6 +147,10 @@ fn release(a: slots::Armed) {
 /// is then sampled without kernel frames, its count read with `read(2)`). Its pages are the
 /// kernel's, locked, [`ring_bytes`] per thread: charged to `sample_buffers` while mapped.
 fn map_ring(fd: c_int) -> usize {
+    if REFUSE_RING.load(Ordering::Relaxed) {
+        Counter::PerfRingFailed.inc();
+        return 0;
+    }
     // SAFETY: a shared read-write mapping of our own perf fd, of the size perf requires
     // (1 + 2^n pages); nothing else refers to it until it is published.
     let p = unsafe {
@@ -422,6 +430,10 @@ impl Engine for PerfEvents {
         let unit = interval_ns.max(1);
         self.fail_errno.store(
             std::env::var(FAIL_OPEN_ENV).map_or(0, |v| parse_errno(&v)),
+            Ordering::Relaxed,
+        );
+        REFUSE_RING.store(
+            std::env::var(REFUSE_RING_ENV).is_ok_and(|v| v == "refuse"),
             Ordering::Relaxed,
         );
         self.probe(period)?;
