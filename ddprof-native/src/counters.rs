@@ -66,6 +66,10 @@ counters! {
     // be mapped (they are sampled without kernel frames).
     PerfKernelFrames => "perf_kernel_frames",
     PerfRingFailed => "perf_ring_failed",
+    // Signals whose count the handler read with read(2) (no ring, or only lost records in it),
+    // and the overflow records the kernel could not write to a full ring (PERF_RECORD_LOST).
+    PerfCountRead => "perf_count_read",
+    PerfRingLost => "perf_ring_lost",
     // The effective CPU engine (1 = CTimer, 2 = ITimer, 3 = PerfEvents, 0 = none), whether
     // the requested one was refused (1) and ctimer took over, and the achieved samples per
     // CPU-second of the process in the last chunk (a busy thread's samples per second).

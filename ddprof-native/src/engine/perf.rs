@@ -35,6 +35,7 @@ use parking_lot::Mutex;
 
 use super::Engine;
 use crate::counters::Counter;
+use crate::footprint::Category;
 use crate::log;
 use crate::sample::handler::{self, SignalSource};
 use crate::sample::perf::{self as slots, IOC_DISABLE, IOC_ENABLE};
@@ -43,6 +44,10 @@ use crate::sample::signal::SAMPLING_SIGNAL;
 /// Test-only: every perf_event_open fails with this errno (a number, or EACCES, EPERM,
 /// ENOSYS, ENOENT, EMFILE).
 pub const FAIL_OPEN_ENV: &str = "DDPROF_TEST_PERF_OPEN_ERRNO";
+/// Test-only: `refuse` makes every ring mapping fail, as `perf_event_mlock_kb` would.
+pub const REFUSE_RING_ENV: &str = "DDPROF_TEST_PERF_RING";
+/// Set from [`REFUSE_RING_ENV`] at each start.
+static REFUSE_RING: AtomicBool = AtomicBool::new(false);
 
 const PERF_TYPE_SOFTWARE: u32 = 1;
 const PERF_COUNT_SW_CPU_CLOCK: u64 = 0;
@@ -52,6 +57,9 @@ const ATTR_DISABLED: u64 = 1 << 0;
 const ATTR_EXCLUDE_KERNEL: u64 = 1 << 5;
 const ATTR_EXCLUDE_HV: u64 = 1 << 6;
 const ATTR_EXCLUDE_CALLCHAIN_USER: u64 = 1 << 22;
+/// `PERF_SAMPLE_READ`: each overflow's record in the fd's ring holds the count at that
+/// overflow, which the handler takes instead of a `read(2)` (`sample::perf::claim`).
+const PERF_SAMPLE_READ: u64 = 1 << 4;
 /// `PERF_SAMPLE_CALLCHAIN`: each overflow writes the (kernel) callchain to the fd's ring.
 const PERF_SAMPLE_CALLCHAIN: u64 = 1 << 5;
 const F_SETSIG: c_int = 10;
@@ -121,9 +129,7 @@ fn close(fd: c_int) {
 }
 
 fn ring_bytes() -> usize {
-    let n = slots::RING_PAGES * crate::footprint::page_size();
-    slots::set_ring_bytes(n);
-    n
+    slots::RING_PAGES * crate::footprint::page_size()
 }
 
 /// Unmaps (if any) and closes a thread's event, once nothing can read either.
@@ -131,13 +137,20 @@ fn release(a: slots::Armed) {
     if a.ring != 0 {
         // SAFETY: a ring this engine mapped for `a.fd`, out of the table, no handler in it.
         unsafe { libc::munmap(a.ring as *mut libc::c_void, ring_bytes()) };
+        crate::footprint::charge_kernel_mapping(Category::SampleBuffers, -(ring_bytes() as i64));
     }
     close(a.fd);
 }
 
-/// Maps `fd`'s ring buffer (0 when the kernel refuses: perf_event_mlock_kb for unprivileged
-/// users, counted in `perf_ring_failed`; the thread is then sampled without kernel frames).
+/// Maps `fd`'s ring buffer (0 when the kernel refuses: beyond `perf_event_mlock_kb` and
+/// `RLIMIT_MEMLOCK` for a user without CAP_IPC_LOCK, counted in `perf_ring_failed`; the thread
+/// is then sampled without kernel frames, its count read with `read(2)`). Its pages are the
+/// kernel's, locked, [`ring_bytes`] per thread: charged to `sample_buffers` while mapped.
 fn map_ring(fd: c_int) -> usize {
+    if REFUSE_RING.load(Ordering::Relaxed) {
+        Counter::PerfRingFailed.inc();
+        return 0;
+    }
     // SAFETY: a shared read-write mapping of our own perf fd, of the size perf requires
     // (1 + 2^n pages); nothing else refers to it until it is published.
     let p = unsafe {
@@ -154,6 +167,7 @@ fn map_ring(fd: c_int) -> usize {
         Counter::PerfRingFailed.inc();
         0
     } else {
+        crate::footprint::charge_kernel_mapping(Category::SampleBuffers, ring_bytes() as i64);
         p as usize
     }
 }
@@ -199,10 +213,10 @@ fn parse_errno(v: &str) -> c_int {
 }
 
 /// Opens a cpu-clock event counting `tid`'s CPU time, overflowing every `period_ns`,
-/// disabled until `arm_fd`. `kernel`: overflows in kernel mode too, each writing its kernel
-/// callchain to the fd's ring (perf_event_paranoid 1 or less, or CAP_PERFMON); else user
-/// space only, which paranoid 2 (the common default) permits. The count includes kernel
-/// time either way.
+/// disabled until `arm_fd`, each overflow writing a record with the count to the fd's ring
+/// (once one is mapped). `kernel`: overflows in kernel mode too, each record with its kernel
+/// callchain (perf_event_paranoid 1 or less, or CAP_PERFMON); else user space only, which
+/// paranoid 2 (the common default) permits. The count includes kernel time either way.
 fn open_event(tid: i32, period_ns: u64, fail: c_int, kernel: bool) -> Result<c_int, c_int> {
     if fail != 0 {
         return Err(fail);
@@ -212,7 +226,11 @@ fn open_event(tid: i32, period_ns: u64, fail: c_int, kernel: bool) -> Result<c_i
         size: std::mem::size_of::<PerfEventAttr>() as u32,
         config: PERF_COUNT_SW_CPU_CLOCK,
         sample_period: period_ns,
-        sample_type: if kernel { PERF_SAMPLE_CALLCHAIN } else { 0 },
+        sample_type: if kernel {
+            PERF_SAMPLE_READ | PERF_SAMPLE_CALLCHAIN
+        } else {
+            PERF_SAMPLE_READ
+        },
         read_format: 0,
         flags: if kernel {
             ATTR_DISABLED | ATTR_EXCLUDE_HV | ATTR_EXCLUDE_CALLCHAIN_USER
@@ -345,7 +363,7 @@ impl PerfEvents {
         };
         let armed = slots::Armed {
             fd,
-            ring: if kernel { map_ring(fd) } else { 0 },
+            ring: map_ring(fd),
         };
         if let Err(e) = route_to_thread(fd, tid) {
             release(armed);
@@ -414,6 +432,10 @@ impl Engine for PerfEvents {
             std::env::var(FAIL_OPEN_ENV).map_or(0, |v| parse_errno(&v)),
             Ordering::Relaxed,
         );
+        REFUSE_RING.store(
+            std::env::var(REFUSE_RING_ENV).is_ok_and(|v| v == "refuse"),
+            Ordering::Relaxed,
+        );
         self.probe(period)?;
         let kernel = self.want_kernel.load(Ordering::Relaxed)
             && match self.kernel_permitted(period) {
@@ -426,6 +448,7 @@ impl Engine for PerfEvents {
                 }
             };
         KERNEL_FRAMES.store(kernel, Ordering::Relaxed);
+        slots::set_ring(ring_bytes(), kernel);
         raise_nofile();
         let room = slots::init(pid_max());
         if room < pid_max() {
@@ -540,10 +563,14 @@ mod tests {
         assert!(msg.contains("perf_event_paranoid="), "{msg}");
     }
 
+    /// The claim tests set the handler's period and ring size, which are process-wide.
+    static CLAIMS: Mutex<()> = Mutex::new(());
+
     /// The handler's claim: only POLL_IN/POLL_HUP with this thread's own fd, weighing the
     /// whole periods of CPU the fd counted since the previous claim.
     #[test]
     fn claim_accepts_only_this_threads_fd_and_weighs_the_periods() {
+        let _one = CLAIMS.lock();
         let tid = crate::sample::context::gettid();
         let period = 1_000_000;
         let fd = match open_event(tid, period, 0, false) {
@@ -564,18 +591,17 @@ mod tests {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
         }
         std::hint::black_box(x);
-        assert_eq!(
-            slots::claim(tid, 2, fd, 0),
-            None,
+        assert!(
+            slots::claim(tid, 2, fd, 0).is_none(),
             "POLL_OUT is not a perf overflow"
         );
-        assert_eq!(slots::claim(tid, 1, fd + 1, 0), None, "another fd");
-        let w = slots::claim(tid, 1, fd, 0).expect("own fd");
+        assert!(slots::claim(tid, 1, fd + 1, 0).is_none(), "another fd");
+        let w = weight(slots::claim(tid, 1, fd, 0));
         // ~30 ms of CPU (less on a busy host, never more than wall time).
         assert!((1..=31).contains(&w), "weight {w}");
         // Right after: no period elapsed, unless the few microseconds between the two reads
         // crossed a period's end (the first claim kept the remainder): then that one period.
-        let again = slots::claim(tid, 1, fd, 0).expect("own fd");
+        let again = weight(slots::claim(tid, 1, fd, 0));
         assert!(
             again <= 1,
             "nothing elapsed, yet weight {again}: accounted twice"
@@ -588,8 +614,8 @@ mod tests {
         );
         slots::finish(tid, 1_000_000_000);
         assert_eq!(
-            slots::claim(tid, 1, fd, 1_000_000_000 + period / 8),
-            Some(0),
+            weight(slots::claim(tid, 1, fd, 1_000_000_000 + period / 8)),
+            0,
             "right after the previous sample ended: deferred"
         );
         // Two more periods of CPU (counted by the fd, whatever the host's load).
@@ -598,14 +624,101 @@ mod tests {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
         }
         std::hint::black_box(x);
-        let w = slots::claim(tid, 1, fd, 1_000_000_000 + period).expect("own fd");
+        let w = weight(slots::claim(tid, 1, fd, 1_000_000_000 + period));
         assert!(
             (1..=3).contains(&w),
             "weight {w} for two periods and the remainder"
         );
         assert_eq!(slots::take(tid), Some(slots::Armed { fd, ring: 0 }));
-        assert_eq!(slots::claim(tid, 1, fd, 0), None, "taken out");
+        assert!(slots::claim(tid, 1, fd, 0).is_none(), "taken out");
         close(fd);
+    }
+
+    /// The weight of an accepted claim (the ring emptied as the handler would).
+    fn weight(c: Option<(u64, slots::Seen)>) -> u64 {
+        let (w, seen) = c.expect("own fd");
+        slots::kernel_frames(&seen, &mut [0u64; 8]);
+        w
+    }
+
+    /// Spins until the fd counted `ns` more of this thread's CPU, in user mode but for a
+    /// `read` every ~100 µs (an overflow in kernel mode writes no record).
+    fn spin_counted(fd: c_int, ns: u64) {
+        let until = read_count(fd) + ns;
+        let mut x = 1u64;
+        while read_count(fd) < until {
+            for _ in 0..100_000 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            }
+        }
+        std::hint::black_box(x);
+    }
+
+    /// With a ring, the weight comes from the overflows' records, not from `read(2)`: a claim
+    /// right after one that emptied the ring finds nothing new (exactly 0, where a read could
+    /// find a period's end crossed), and a ring left to fill (records lost) still weighs every
+    /// period: each record holds the whole count.
+    #[test]
+    fn claim_weighs_from_the_ring_and_survives_a_full_one() {
+        let _one = CLAIMS.lock();
+        let tid = crate::sample::context::gettid();
+        let period = MIN_PERIOD_NS;
+        let fd = match open_event(tid, period, 0, false) {
+            Ok(fd) => fd,
+            Err(e) => {
+                eprintln!("perf_event_open not permitted here (errno {e}); skipped");
+                return;
+            }
+        };
+        let ring = map_ring(fd);
+        if ring == 0 {
+            eprintln!("ring buffer refused here; skipped");
+            close(fd);
+            return;
+        }
+        slots::init(pid_max());
+        slots::set_period(period, period);
+        slots::set_ring(ring_bytes(), false);
+        assert!(slots::publish(tid, fd, ring).is_ok());
+        let reads = Counter::PerfCountRead.get();
+        let lost = Counter::PerfRingLost.get();
+        // SAFETY: enabling our own perf fd (not routed: the records are written, no signal).
+        assert_eq!(unsafe { libc::ioctl(fd, IOC_ENABLE, 0) }, 0);
+        spin_counted(fd, 20 * period);
+        let mut total = weight(slots::claim(tid, 1, fd, 0));
+        assert!((18..=22).contains(&total), "weight {total} for 20 periods");
+        assert_eq!(
+            weight(slots::claim(tid, 1, fd, 0)),
+            0,
+            "nothing overflowed since: the empty ring says so"
+        );
+        // One data page holds 4096 / 16 = 256 records: 600 periods overflow it.
+        spin_counted(fd, 600 * period);
+        total += weight(slots::claim(tid, 1, fd, 0));
+        spin_counted(fd, 3 * period);
+        total += weight(slots::claim(tid, 1, fd, 0));
+        // SAFETY: stopping our own perf fd before its last reading.
+        unsafe { libc::ioctl(fd, IOC_DISABLE, 0) };
+        // The newest record is at most a period or two behind the count (the last overflows
+        // may have fallen in the `read`s).
+        let counted = read_count(fd) / period;
+        assert!(
+            total + 3 >= counted && total <= counted + 1,
+            "weights {total} for {counted} periods counted"
+        );
+        if crate::footprint::page_size() == 4096 {
+            assert!(
+                Counter::PerfRingLost.get() > lost,
+                "a full ring loses records"
+            );
+        }
+        assert_eq!(
+            Counter::PerfCountRead.get(),
+            reads,
+            "no read(2) with a ring"
+        );
+        let taken = slots::take(tid).expect("published");
+        release(taken);
     }
 
     /// The fd's count (ns of task clock).
@@ -615,6 +728,47 @@ mod tests {
         let n = unsafe { libc::read(fd, (&mut count as *mut u64).cast(), 8) };
         assert_eq!(n, 8);
         count
+    }
+
+    /// What the handler's claim costs per signal with the count from the ring and from
+    /// `read(2)`, on this thread's live fd (1 ms period, not routed: records are written, no
+    /// signal), 200,000 claims each. Run by hand
+    /// (`cargo test --release --lib claim_costs -- --ignored --nocapture`); prints, asserts
+    /// nothing. Indicative only on a shared host.
+    #[test]
+    #[ignore]
+    fn claim_costs() {
+        let _one = CLAIMS.lock();
+        let tid = crate::sample::context::gettid();
+        let period = 1_000_000;
+        let Ok(fd) = open_event(tid, period, 0, false) else {
+            eprintln!("perf_event_open not permitted here");
+            return;
+        };
+        let ring = map_ring(fd);
+        slots::init(pid_max());
+        slots::set_period(period, period);
+        slots::set_ring(ring_bytes(), false);
+        // SAFETY: enabling our own perf fd.
+        assert_eq!(unsafe { libc::ioctl(fd, IOC_ENABLE, 0) }, 0);
+        const N: u32 = 200_000;
+        for (name, r) in [
+            ("read(2)", 0),
+            ("ring", ring),
+            ("read(2)", 0),
+            ("ring", ring),
+        ] {
+            assert!(slots::publish(tid, fd, r).is_ok());
+            let start = std::time::Instant::now();
+            for _ in 0..N {
+                let (_, seen) = slots::claim(tid, 1, fd, 0).expect("own fd");
+                slots::kernel_frames(&seen, &mut [0u64; 8]);
+            }
+            let per = start.elapsed().as_nanos() / u128::from(N);
+            eprintln!("claim with the count from {name}: {per} ns per signal");
+            slots::take(tid);
+        }
+        release(slots::Armed { fd, ring });
     }
 
     /// Where the kernel permits it: an event on this thread opens, routes and enables.

@@ -123,6 +123,13 @@ impl<T: Zeroable> Drop for Mapped<T> {
     }
 }
 
+/// Charges (positive) or releases (negative) `bytes` of a mapping the kernel owns and locks
+/// (a perf_events ring buffer) to `category`: live bytes without a region, so the resident
+/// figure leaves them out (their pages are the kernel's, not the process's anonymous memory).
+pub fn charge_kernel_mapping(category: Category, bytes: i64) {
+    tally::add(category, bytes, 0, bytes.signum());
+}
+
 /// Pages of `[base, base + len)` backed by memory of our own, from /proc/self/pagemap:
 /// present and mapped only here. A page that was only read maps the kernel's shared zero
 /// page, which mincore would call resident but costs no RSS (and is never exclusive).

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 pub use allocator::{CountingAllocator, LARGE, TAG};
 pub use category::{Category, Kind};
 pub use malloc::{allocator, arena, header, probe_header, Allocator, MallInfo2};
-pub use mapped::{measure_resident, page_size, resident, Mapped, Zeroable};
+pub use mapped::{charge_kernel_mapping, measure_resident, page_size, resident, Mapped, Zeroable};
 pub use scope::{current, scope, thread_allocations, Scope};
 pub use tally::{flush, of, snapshot, total, Figures};
 

@@ -221,9 +221,10 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, uc: *mut libc::c
     }
 }
 
-/// A SIGPROF while the perf_events engine is armed. The fd check and its `read` happen
-/// inside the gate, so that an engine closing fds (`wait_for_handlers`) never lets a handler
-/// read an fd number that was closed and reused. Signal-safe.
+/// A SIGPROF while the perf_events engine is armed. The fd check, the ring's reading (or the
+/// fd's `read`) happen inside the gate, so that an engine closing fds (`wait_for_handlers`)
+/// never lets a handler read an fd number that was closed and reused, or a ring unmapped.
+/// Signal-safe.
 fn on_perf_signal(
     sig: c_int,
     info: *mut libc::siginfo_t,
@@ -232,17 +233,18 @@ fn on_perf_signal(
 ) {
     let gate = InFlight::enter();
     let tid = gettid();
-    let Some(weight) = super::perf::claim(tid, si.code, si.fd, monotonic_nanos() as u64) else {
+    let Some((weight, seen)) = super::perf::claim(tid, si.code, si.fd, monotonic_nanos() as u64)
+    else {
         drop(gate);
         Counter::CtimerSignalForeign.inc();
         signal::chain(sig, info, uc);
         return;
     };
     Counter::PerfSignalOwn.inc();
-    // The kernel frames of this overflow's record (empties the ring even when no sample is
-    // taken, so that it never fills).
+    // The kernel frames of this overflow's record (empties what claim saw of the ring even
+    // when no sample is taken, so that it never fills).
     let mut kernel = [0u64; KERNEL_DEPTH];
-    let kernel_frames = super::perf::kernel_frames(tid, &mut kernel);
+    let kernel_frames = super::perf::kernel_frames(&seen, &mut kernel);
     if weight > 0 && gate.open() {
         let uc = SignalContext(uc);
         let (mode, thread_state) = mode::of_interrupted(uc);

@@ -15,7 +15,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicLongArray;
@@ -116,7 +118,9 @@ class PerfEventsTest {
      * threads less CPU, not fewer samples per CPU-second), each sample weighing the periods it
      * stands for: the weights add up to the thread's CPU milliseconds within 10%, beyond what the
      * hypervisor stole meanwhile ({@link HostSteal}: perf's clock counts stolen time, the thread's CPU
-     * time does not; a CI run once saw 1.113 on a shared host).
+     * time does not; a CI run once saw 1.113 on a shared host). The count each weight comes
+     * from is the one the kernel wrote in the overflow's record (the fd's ring buffer): where
+     * every ring was mapped, no signal read it with a syscall.
      */
     @Test
     void cpuOneMillisecondDeliversTheRequestedRatePerCpuSecond() throws Exception {
@@ -128,6 +132,7 @@ class PerfEventsTest {
         startPerf("start,event=cpu,interval=1ms,file=" + file);
         Thread[] workers = new Thread[threads];
         long engineCounter;
+        Map<String, Long> counters;
         HostSteal steal = HostSteal.start();
         HostSteal.Bound most;
         try {
@@ -156,7 +161,8 @@ class PerfEventsTest {
             }
             done.await();
             most = steal.bound(1.1);
-            engineCounter = profiler.getDebugCounters().getOrDefault("cpu_engine", -1L);
+            counters = profiler.getDebugCounters();
+            engineCounter = counters.getOrDefault("cpu_engine", -1L);
         } finally {
             profiler.stop();
             release.countDown();
@@ -167,6 +173,11 @@ class PerfEventsTest {
             }
         }
         assertEquals(3L, engineCounter, "counter cpu_engine (3 = PerfEvents)");
+        assertTrue(counters.getOrDefault("perf_signal_own", 0L) > 0, "no perf signal: " + counters);
+        if (counters.getOrDefault("perf_ring_failed", 0L) == 0) {
+            assertEquals(0L, counters.getOrDefault("perf_count_read", -1L),
+                    "counts read with read(2) although every ring was mapped");
+        }
         List<RecordedEvent> samples = JfrReader.executionSamples(file);
         for (int i = 0; i < threads; i++) {
             String name = "rate-worker-" + i;
@@ -327,6 +338,40 @@ class PerfEventsTest {
         assertTrue(read(dir.resolve("s2.reply")).contains("finer than the scheduler tick"), read(dir.resolve("s2.reply")));
         assertTrue(r.stderr.contains("[ddprof]") && r.stderr.contains("perf_event_open refused"),
                 "the log (stderr) should say why:\n" + r.describe());
+    }
+
+    /**
+     * A thread whose ring buffer the kernel refuses (perf_event_mlock_kb or RLIMIT_MEMLOCK spent;
+     * simulated with the test-only DDPROF_TEST_PERF_RING=refuse) is still sampled on perf_events,
+     * its count read with read(2): its samples' weights still add up to its CPU time.
+     */
+    @Test
+    void refusedRingBufferStillWeighsTheCpuTime() throws Exception {
+        assumeTrue(paranoid() <= 2, "perf_events not permitted on this machine");
+        HostSteal steal = HostSteal.start();
+        ChildJvm.Result r = new ChildJvm()
+                .classpath(TestEnv.libJar())
+                .env("DDPROF_TEST_PERF_RING", "refuse")
+                .main(PerfFallbackMain.class, dir.toString(), "event=cpu,interval=1ms")
+                .timeout(Duration.ofMinutes(2))
+                .run(dir);
+        HostSteal.Bound most = steal.bound(1.1);
+        assertEquals(0, r.exitCode, r.describe());
+        assertTrue(r.stdout.contains("counter s1 cpu_engine=3"), "not on perf_events:\n" + r.describe());
+        assertTrue(!r.stdout.contains("counter s1 perf_ring_failed=0"), "no ring refused:\n" + r.describe());
+        assertTrue(!r.stdout.contains("counter s1 perf_count_read=0") && r.stdout.contains("counter s1 perf_count_read="),
+                "no count read with read(2):\n" + r.describe());
+        long cpuNs = Arrays.stream(r.stdout.split("\n")).filter(l -> l.startsWith("cpu s1 "))
+                .mapToLong(l -> Long.parseLong(l.substring("cpu s1 ".length()).trim())).findFirst()
+                .orElseThrow(() -> new AssertionError("no cpu line:\n" + r.describe()));
+        double cpuMs = cpuNs / 1e6;
+        List<RecordedEvent> mine = JfrReader.onThread(JfrReader.executionSamples(dir.resolve("s1.jfr")), "cpu-worker");
+        long weight = mine.stream().mapToLong(e -> e.getLong("weight")).sum();
+        double ratio = weight / cpuMs;
+        // Within 10%, beyond what the hypervisor stole meanwhile (as in the 1 ms rate test).
+        assertTrue(ratio >= 0.9 && ratio <= most.most, "total weight " + weight + " over " + mine.size()
+                + " samples for " + Math.round(cpuMs) + " ms of CPU (ratio " + String.format("%.3f", ratio)
+                + ", must be within 0.9.." + most + ")");
     }
 
     private static String read(Path p) throws IOException {
