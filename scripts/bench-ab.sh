@@ -5,7 +5,7 @@
 # then per library the medians of the handler's median (`walk_p50_ns`: a histogram within 1/16), the
 # handler's mean (wall time: a few handlers preempted on a busy host move it by microseconds) and
 # 99th percentile, the first dump's CPU time (the dumping thread's) and wall time, and the work the
-# busy thread did per millisecond of the process's CPU (background threads included).
+# busy thread did per second of the process's CPU (background threads included).
 #
 #   bash scripts/bench-ab.sh [--rounds=6] [--mode=ddprof-10ms] [--measure=8] [--warmup=3] [--no-build] LIB...
 #
@@ -65,17 +65,17 @@ main() {
         mean=$((walk / samples))
       fi
       if [ -n "$ops" ] && [ "${pcpu:-0}" -gt 0 ]; then
-        rate=$((ops * 1000000 / pcpu))
+        rate=$((ops * 1000000000 / pcpu))
       fi
       echo "round $r ${given[$i]}: handler median ${p50:-?} ns, p99 ${p99:-?} ns, mean ${mean:-?} ns over ${samples:-?} samples;" \
-        "first dump ${cpu:-?} ns CPU, ${dump:-?} ns wall; work ${rate:-?} ops per process-CPU-ms; load $(cut -d' ' -f1 /proc/loadavg)"
+        "first dump ${cpu:-?} ns CPU, ${dump:-?} ns wall; work ${rate:-?} ops per process-CPU-second; load $(cut -d' ' -f1 /proc/loadavg)"
       echo "$i ${p50:-} ${mean:-} ${cpu:-} ${dump:-} ${p99:-} ${rate:-}" >> "$out"
     done
   done
   for i in "${!libs[@]}"; do
     echo "${given[$i]}: medians: handler median $(bench_median "$out" "$i" 2) ns, handler mean $(bench_median "$out" "$i" 3) ns," \
       "first dump $(bench_median "$out" "$i" 4) ns CPU, $(bench_median "$out" "$i" 5) ns wall," \
-      "handler p99 $(bench_median "$out" "$i" 6) ns, work $(bench_median "$out" "$i" 7) ops per process-CPU-ms ($rounds rounds)"
+      "handler p99 $(bench_median "$out" "$i" 6) ns, work $(bench_median "$out" "$i" 7) ops per process-CPU-second ($rounds rounds)"
   done
 }
 
