@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Collectors;
@@ -40,8 +39,8 @@ class AllocationLazyModeTest {
         assertFalse(r.timedOut, "child JVM hung:\n" + r.describe());
         assertEquals(0, r.exitCode, "child JVM failed:\n" + r.describe());
         assertTrue(r.stdout.contains("workload done") && !r.stdout.contains("WARNING"), r.describe());
-        Map<String, Long> before = counters(r.stdout, "before ");
-        Map<String, Long> after = counters(r.stdout, "after ");
+        Map<String, Long> before = r.values("before ");
+        Map<String, Long> after = r.values("after ");
         assertEquals(0L, before.get("fjmethodid_lazy_fallback"), before.toString());
         long samples = before.get("alloc_samples");
         assertTrue(samples >= 50, "allocation samples: " + samples);
@@ -64,16 +63,5 @@ class AllocationLazyModeTest {
         long asked = (96L + 48L) << 20;
         assertTrue(weighted >= asked * 0.5 && weighted <= asked * 1.5, "samples stand for " + (long) weighted
                 + " bytes of " + asked);
-    }
-
-    private static Map<String, Long> counters(String stdout, String prefix) {
-        Map<String, Long> m = new HashMap<>();
-        for (String line : stdout.split("\n")) {
-            if (line.startsWith(prefix)) {
-                String[] kv = line.substring(prefix.length()).split("=", 2);
-                m.put(kv[0], Long.parseLong(kv[1].trim()));
-            }
-        }
-        return m;
     }
 }

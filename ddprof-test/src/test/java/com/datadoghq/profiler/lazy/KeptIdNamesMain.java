@@ -5,7 +5,6 @@ import java.lang.instrument.Instrumentation;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.Map;
@@ -107,40 +106,12 @@ public final class KeptIdNamesMain {
 
     /**
      * The class file with every {@code LineNumberTable} line moved by {@code shift}: walks the
-     * constant pool (for the attribute names), fields and methods to each method's {@code Code}
+     * constant pool ({@link ClassConstants}, for the attribute names), fields and methods to each method's {@code Code}
      * attribute and its attributes.
      */
     static byte[] shiftLines(byte[] bytes, int shift) {
         ByteBuffer b = ByteBuffer.wrap(bytes.clone());
-        b.position(8);
-        int count = b.getShort() & 0xffff;
-        String[] utf8 = new String[count];
-        for (int i = 1; i < count; i++) {
-            int tag = b.get() & 0xff;
-            switch (tag) {
-                case 1: {
-                    int len = b.getShort() & 0xffff;
-                    utf8[i] = new String(bytes, b.position(), len, StandardCharsets.UTF_8);
-                    b.position(b.position() + len);
-                    break;
-                }
-                case 3: case 4: case 9: case 10: case 11: case 12: case 17: case 18:
-                    b.position(b.position() + 4);
-                    break;
-                case 5: case 6:
-                    b.position(b.position() + 8);
-                    i++;
-                    break;
-                case 7: case 8: case 16: case 19: case 20:
-                    b.position(b.position() + 2);
-                    break;
-                case 15:
-                    b.position(b.position() + 3);
-                    break;
-                default:
-                    throw new IllegalStateException("constant pool tag " + tag + " at entry " + i);
-            }
-        }
+        String[] utf8 = ClassConstants.read(b).utf8;
         b.position(b.position() + 6); // access, this, super
         int interfaces = b.getShort() & 0xffff;
         b.position(b.position() + 2 * interfaces);

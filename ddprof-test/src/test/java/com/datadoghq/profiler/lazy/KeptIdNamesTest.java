@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
@@ -45,8 +44,8 @@ class KeptIdNamesTest {
         assertFalse(r.timedOut, "child JVM hung:\n" + r.describe());
         assertEquals(0, r.exitCode, "child JVM failed:\n" + r.describe());
         assertTrue(r.stdout.contains("workload done"), r.describe());
-        Map<String, Long> first = counters(r.stdout, "first ");
-        Map<String, Long> second = counters(r.stdout, "second ");
+        Map<String, Long> first = r.values("first ");
+        Map<String, Long> second = r.values("second ");
         assertTrue(first.get("jmethodid_names_kept_entries") > 0, "the first dump left no name: " + first);
         assertTrue(second.get("jmethodid_names_kept") > first.get("jmethodid_names_kept"),
                 "the second dump reused no name: " + second);
@@ -89,16 +88,5 @@ class KeptIdNamesTest {
             assertEquals("(J)J 8", named, file.toString());
         }
         return lines;
-    }
-
-    private static Map<String, Long> counters(String stdout, String prefix) {
-        Map<String, Long> m = new HashMap<>();
-        for (String line : stdout.split("\n")) {
-            if (line.startsWith(prefix)) {
-                String[] kv = line.substring(prefix.length()).split("=", 2);
-                m.put(kv[0], Long.parseLong(kv[1].trim()));
-            }
-        }
-        return m;
     }
 }

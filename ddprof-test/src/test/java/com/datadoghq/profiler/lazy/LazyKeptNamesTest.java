@@ -44,8 +44,8 @@ class LazyKeptNamesTest {
         assertFalse(r.timedOut, "child JVM hung:\n" + r.describe());
         assertEquals(0, r.exitCode, "child JVM failed:\n" + r.describe());
         assertTrue(r.stdout.contains("workload done"), r.describe());
-        Map<String, Long> first = counters(r.stdout, "first ");
-        Map<String, Long> second = counters(r.stdout, "second ");
+        Map<String, Long> first = r.values("first ");
+        Map<String, Long> second = r.values("second ");
         assertEquals(0L, second.get("fjmethodid_lazy_fallback"), r.describe());
         assertEquals(0L, first.get("method_resolve_lazy_kept"), "nothing to reuse in the first dump");
         assertTrue(first.get("method_resolve_lazy_kept_entries") > 0, "the first dump kept no name: " + first);
@@ -105,16 +105,5 @@ class LazyKeptNamesTest {
         assertTrue(stopped * 50 <= burnerSamples, file + ": walks that stopped: " + stopped + " of " + burnerSamples);
         assertTrue(lineless.isEmpty(), file + ": frames without a line: " + lineless);
         return named;
-    }
-
-    private static Map<String, Long> counters(String stdout, String prefix) {
-        Map<String, Long> m = new HashMap<>();
-        for (String line : stdout.split("\n")) {
-            if (line.startsWith(prefix)) {
-                String[] kv = line.substring(prefix.length()).split("=", 2);
-                m.put(kv[0], Long.parseLong(kv[1].trim()));
-            }
-        }
-        return m;
     }
 }

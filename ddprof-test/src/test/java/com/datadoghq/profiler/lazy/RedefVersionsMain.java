@@ -5,7 +5,6 @@ import java.lang.instrument.ClassDefinition;
 import java.lang.instrument.Instrumentation;
 import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -124,42 +123,11 @@ public final class RedefVersionsMain {
      */
     static byte[] swapHelpers(byte[] bytes) {
         ByteBuffer b = ByteBuffer.wrap(bytes.clone());
-        b.position(8);
-        int count = b.getShort() & 0xffff;
-        String[] utf8 = new String[count];
-        int[] natAt = new int[count];
-        int[] natName = new int[count];
-        for (int i = 1; i < count; i++) {
-            int tag = b.get() & 0xff;
-            switch (tag) {
-                case 1: {
-                    int len = b.getShort() & 0xffff;
-                    utf8[i] = new String(bytes, b.position(), len, StandardCharsets.UTF_8); // ASCII names here
-                    b.position(b.position() + len);
-                    break;
-                }
-                case 12:
-                    natAt[i] = b.position();
-                    natName[i] = b.getShort() & 0xffff;
-                    b.getShort();
-                    break;
-                case 3: case 4: case 9: case 10: case 11: case 17: case 18:
-                    b.position(b.position() + 4);
-                    break;
-                case 5: case 6:
-                    b.position(b.position() + 8);
-                    i++;
-                    break;
-                case 7: case 8: case 16: case 19: case 20:
-                    b.position(b.position() + 2);
-                    break;
-                case 15:
-                    b.position(b.position() + 3);
-                    break;
-                default:
-                    throw new IllegalStateException("constant pool tag " + tag + " at entry " + i);
-            }
-        }
+        ClassConstants pool = ClassConstants.read(b);
+        String[] utf8 = pool.utf8;
+        int[] natAt = pool.natAt;
+        int[] natName = pool.natName;
+        int count = utf8.length;
         int a = -1;
         int c = -1;
         for (int i = 1; i < count; i++) {

@@ -132,6 +132,21 @@ public final class ChildJvm {
             this.stderr = stderr;
         }
 
+        /**
+         * The {@code name=value} lines of stdout that begin with {@code prefix} (e.g. counters a child
+         * printed as {@code "after " + name + "=" + value}), by name.
+         */
+        public Map<String, Long> values(String prefix) {
+            Map<String, Long> m = new LinkedHashMap<>();
+            for (String line : stdout.split("\n")) {
+                if (line.startsWith(prefix)) {
+                    String[] kv = line.substring(prefix.length()).split("=", 2);
+                    m.put(kv[0], Long.parseLong(kv[1].trim()));
+                }
+            }
+            return m;
+        }
+
         /** For assertion messages. */
         public String describe() {
             return "command: " + String.join(" ", command)
