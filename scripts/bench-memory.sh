@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The profiler's own native memory per category (issue 5): the budget table of docs/memory.md,
+# The profiler's own native memory per category (issue 5): the budget table of docs/footprint.md,
 # from the profiler's native_mem_* gauges, in one JVM per mode (about 30 s each).
 #
 #   bash scripts/bench-memory.sh [--no-build] [mode=lazy] [threads=200] [classes=10000] [sampled=2000] [seconds=8]

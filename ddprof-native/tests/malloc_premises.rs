@@ -1,6 +1,6 @@
 //! The premises behind the chunk-overhead and arena gauges, measured on the allocator
 //! actually serving malloc. The figures printed here (`--nocapture`) are the ones in
-//! docs/memory.md. One test per process: glibc's state is process-wide.
+//! docs/footprint.md. One test per process: glibc's state is process-wide.
 //!
 //! Under LD_PRELOAD of Debian's libjemalloc2 the same binary checks the other side:
 //! header 0, arena figures unavailable (`jemalloc_side`, run by the glibc side in a

@@ -2,7 +2,7 @@
 //! allocates is charged to one category (heap blocks through the counting global
 //! allocator, big signal-path tables through `Mapped`), the allocator's own cost is
 //! read from `malloc_usable_size` plus a probed per-chunk header, and glibc's arena
-//! state comes from `mallinfo2`. docs/memory.md explains the figures and how they
+//! state comes from `mallinfo2`. docs/footprint.md explains the figures and how they
 //! reconcile with the process RSS.
 
 mod allocator;

@@ -18,7 +18,7 @@ import jdk.jfr.consumer.RecordedFrame;
 import jdk.jfr.consumer.RecordingFile;
 
 /**
- * The budget table of docs/memory.md: what each of the profiler's native-memory categories costs
+ * The budget table of docs/footprint.md: what each of the profiler's native-memory categories costs
  * per thread, per loaded class and per sampled method, from its own {@code native_mem_*} gauges.
  *
  * <p>One JVM ({@code -Xms256m -Xmx256m}), phases in order, the gauges read after each:
@@ -31,7 +31,7 @@ import jdk.jfr.consumer.RecordingFile;
  *       method (counted in the dump with {@code jdk.jfr.consumer}).</li>
  * </ol>
  * Also prints the process RSS at each point and the profiler's lower and upper bound of its share
- * (docs/memory.md, "Reconciling with RSS").
+ * (docs/footprint.md, "Reconciling with RSS").
  *
  * <p>{@code java -cp ddprof-bench.jar:ddprof.jar com.datadoghq.profiler.bench.MemoryBudgetBenchmark
  * [mode=lazy] [threads=200] [classes=10000] [sampled=2000] [seconds=8]}

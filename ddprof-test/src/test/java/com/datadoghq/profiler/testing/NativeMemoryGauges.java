@@ -15,7 +15,7 @@ import java.util.Map;
 import jdk.jfr.consumer.RecordedEvent;
 
 /**
- * The native-memory gauges as a user reads them (docs/memory.md), and the checks every
+ * The native-memory gauges as a user reads them (docs/footprint.md), and the checks every
  * native-memory test makes on one set of them. The category names are spelled out here, not
  * taken from the recording, so that a category that disappears or is renamed fails the tests.
  */
