@@ -28,7 +28,7 @@ use crate::word_map::WordMap;
 
 use super::info::MethodInfo;
 
-/// Names by jmethodID, and the redefinition stamp they were made under.
+/// The names a dump took from the one before it, by jmethodID.
 #[derive(Default)]
 pub struct KeptIds {
     names: WordMap<u64, MethodInfo>,
@@ -41,21 +41,12 @@ struct Left {
 
 static LEFT: Mutex<Option<Left>> = Mutex::new(None);
 
-/// The stamp names made now are valid under: `None` when a redefinition is running or
-/// redefinitions cannot be seen.
-fn stamp_now() -> Option<u64> {
-    if !redefine::installed() {
-        return None;
-    }
-    redefine::settled()
-}
-
 impl KeptIds {
     /// The names the previous dump left, if no redefinition began since they were made
     /// (empty otherwise, or if none were left).
     pub fn take() -> KeptIds {
         let left = LEFT.lock().take();
-        match (left, stamp_now()) {
+        match (left, Self::stamp()) {
             (Some(l), Some(now)) if l.stamp == now => KeptIds { names: l.names },
             _ => KeptIds::default(),
         }
@@ -69,8 +60,7 @@ impl KeptIds {
     }
 
     /// Leaves for the next dump `names` (this dump's, by jmethodID; named ones only), made
-    /// under `stamp` ([`Self::stamp`] taken before the dump named anything), instead of
-    /// whatever was left before.
+    /// under `stamp` ([`Self::stamp`]), instead of whatever was left before.
     pub fn leave(mut names: WordMap<u64, MethodInfo>, stamp: Option<u64>) {
         let Some(stamp) = stamp else {
             Counter::JmethodidNamesKeptEntries.set(0);
@@ -85,10 +75,14 @@ impl KeptIds {
         *LEFT.lock() = Some(Left { names, stamp });
     }
 
-    /// The stamp to pass to [`Self::leave`]: taken before the dump names anything, so that a
-    /// redefinition that begins while it names makes its names unkept.
+    /// The stamp names made now are valid under, to pass to [`Self::leave`] (taken before the
+    /// dump names anything, so that a redefinition that begins while it names makes its names
+    /// unkept): `None` while a redefinition runs or when redefinitions cannot be seen.
     pub fn stamp() -> Option<u64> {
-        stamp_now()
+        if !redefine::installed() {
+            return None;
+        }
+        redefine::settled()
     }
 }
 

@@ -49,7 +49,6 @@ static KEPT: Mutex<Option<KeptPcNames>> = Mutex::new(None);
 
 impl NativeNames {
     pub fn new(remote: bool) -> NativeNames {
-        let _mem = crate::footprint::scope(crate::footprint::Category::NativeSymbols);
         NativeNames {
             symbols: None,
             by_pc: WordMap::default(),
