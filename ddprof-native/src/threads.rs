@@ -150,7 +150,7 @@ fn refresh(map: &mut HashMap<i32, Entry>, tid: i32, name: String, java_id: i64) 
 /// Reads the current name and Java id of every live Java thread among `tids` (the threads a
 /// chunk names), as upstream does at every dump: a thread renamed after it started is written
 /// with the name it has at the dump, and a thread that existed before the library loaded gets
-/// its Java id. Threads are matched to tids through their `eetop` (`tracing::tid_of`); on a VM
+/// its Java id. Threads are matched to tids through their `eetop` (`jvmti::thread_tid::tid_of`); on a VM
 /// without that layout nothing changes. JNI and JVMTI: the dumping thread only.
 // A JNIEnv is an opaque token the JVM validates, as in `vm`.
 #[allow(clippy::not_unsafe_ptr_arg_deref)]
@@ -173,7 +173,7 @@ pub fn refresh_java_threads(jni: *mut JNIEnv, tids: &[i64]) {
             for &t in &threads {
                 // SAFETY: a live local reference to a java.lang.Thread, from GetAllThreads.
                 let obj = unsafe { jni::objects::JObject::from_raw(t) };
-                let Some(tid) = crate::tracing::tid_of(&mut env, &obj) else {
+                let Some(tid) = crate::jvmti::thread_tid::tid_of(&mut env, &obj) else {
                     continue;
                 };
                 if tids.binary_search(&i64::from(tid)).is_err() {

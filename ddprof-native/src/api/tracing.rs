@@ -64,7 +64,7 @@ pub extern "system" fn Java_com_datadoghq_profiler_JavaProfiler_recordQueueEnd0(
             return Ok(());
         }
         // As upstream: without the origin's tid there is no event.
-        let Some(origin_tid) = tracing::tid_of(env, &origin) else {
+        let Some(origin_tid) = crate::jvmti::thread_tid::tid_of(env, &origin) else {
             tracing::note_dropped();
             return Ok(());
         };

@@ -16,6 +16,7 @@ use jni::sys::{jclass, jint, jlong, jmethodID, jobject, JNIEnv, JavaVM};
 /// The JVM we live in: the `JavaVM*`, our JVMTI environment, what they tell.
 pub mod jvm;
 pub mod redefine;
+pub mod thread_tid;
 
 /// JVMTI's `jthread` is a `jobject` referring to a java.lang.Thread.
 #[allow(non_camel_case_types)]

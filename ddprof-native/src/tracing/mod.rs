@@ -7,7 +7,6 @@
 
 mod dict;
 mod endpoints;
-mod origin;
 mod queue_time;
 
 #[cfg(test)]
@@ -25,7 +24,6 @@ use crate::sample::handler;
 use crate::sample::record::Context;
 
 pub use endpoints::{At, EndpointEvent, Endpoints, MAX_OPERATIONS, MAX_PENDING_ENDPOINTS};
-pub use origin::tid_of;
 pub use queue_time::{
     QueueTimeArgs, QueueTimeEvent, QueueTimes, MAX_CLASS_NAMES, MAX_PENDING_QUEUE_TIMES,
 };

@@ -1,7 +1,7 @@
-//! The kernel tid of a `java.lang.Thread` (the origin of a queued task), as upstream's
-//! `VMThread::nativeThreadId`: the thread's `eetop` field holds its JavaThread*, whose
-//! OSThread holds the tid (docs/hotspot.md 2.3). VM memory is read with crash-protected
-//! loads: the origin may be exiting while we read it.
+//! The kernel tid of a `java.lang.Thread` (a queued task's origin, a thread matched at a
+//! dump), as upstream's `VMThread::nativeThreadId`: the thread's `eetop` field holds its
+//! JavaThread*, whose OSThread holds the tid (docs/hotspot.md 2.3). VM memory is read with
+//! crash-protected loads: the thread may be exiting while we read it.
 
 use std::sync::OnceLock;
 
