@@ -3,7 +3,7 @@
 //! pcs, or, with `remotesym`, left to the backend as upstream's remote frame. One dump's names:
 //! the symbolizer and the caches live as long as [`super::namer::DumpNamer`], except the
 //! names of pcs in files, which the next dump takes if no object was loaded or unloaded in
-//! between ([`KeptPcNames`]).
+//! between ([`KeptPcNames`]), with those the library watcher named ahead ([`keep_ahead`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -176,15 +176,44 @@ pub fn clear() {
     KEPT.lock().take();
 }
 
+/// Keeps names the library watcher made ahead of the dump (`profiler::ahead`) for the next
+/// dump, as a dump's own names are kept: over the watcher's snapshot of the mappings, so the
+/// dump takes them only if no object was loaded or unloaded since. Names kept over another
+/// snapshot are dropped: a newer snapshot means theirs is stale.
+pub fn keep_ahead(maps: &Arc<Snapshot>, named: Vec<(u64, String)>) {
+    let _mem = crate::footprint::scope(crate::footprint::Category::NativeSymbols);
+    let mut kept = KEPT.lock();
+    let store = match kept.take() {
+        Some(k) if Arc::ptr_eq(&k.maps, maps) => k,
+        _ => KeptPcNames {
+            maps: maps.clone(),
+            names: WordMap::default(),
+        },
+    };
+    let store = kept.insert(store);
+    for (pc, name) in named {
+        store.names.entry(pc).or_insert(name);
+    }
+}
+
 impl Drop for NativeNames {
     /// Leaves the names of file pcs this dump used or made to the next dump, over this dump's
     /// snapshot of the mappings; the previous dump's unused ones are dropped.
     fn drop(&mut self) {
         let _mem = crate::footprint::scope(crate::footprint::Category::NativeSymbols);
-        let left = self.symbols.as_ref().map(|s| KeptPcNames {
+        let mut left = self.symbols.as_ref().map(|s| KeptPcNames {
             maps: s.snapshot().clone(),
             names: std::mem::take(&mut self.named),
         });
-        *KEPT.lock() = left;
+        let mut kept = KEPT.lock();
+        // What the watcher named ahead while this dump ran, over the same mappings, stays.
+        if let (Some(mine), Some(ahead)) = (left.as_mut(), kept.take()) {
+            if Arc::ptr_eq(&mine.maps, &ahead.maps) {
+                for (pc, name) in ahead.names {
+                    mine.names.entry(pc).or_insert(name);
+                }
+            }
+        }
+        *kept = left;
     }
 }

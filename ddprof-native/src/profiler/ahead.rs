@@ -1,10 +1,11 @@
 //! Naming ahead of the dump: the library watcher's thread reads the traces handlers published
-//! since its last poll and names their native pcs, so that the names are in the symbol
-//! tables' caches (`crate::libs::symbols`, kept per function for the process) when the dump meets
-//! them. A first dump otherwise reads each new function's name from its file, one `pread`
-//! of 2-3 µs each on this kind of host, for the tens of JIT compiler and VM functions its
-//! samples hold: that cost moves off the dump's latency (the tracer's dumping thread waits
-//! for it), not out of the process.
+//! since its last poll and names their native pcs, and leaves the names by pc for the next
+//! dump (`methods::native_names::keep_ahead`, valid while no object is loaded or unloaded).
+//! A first dump otherwise reads each new function's name from its file, one `pread` of 2-3
+//! µs each on this kind of host, for the tens of JIT compiler and VM functions its samples
+//! hold, and finds each pc's function in its file's symbol table (two binary searches, cache
+//! misses on a table as large as libjvm's): that cost moves off the dump's latency (the
+//! tracer's dumping thread waits for it), not out of the process.
 //!
 //! Only the active generation is read, through `Recorder::scan_active`, which keeps the
 //! dump's clear of that generation out while it reads; the names themselves are looked up
@@ -57,10 +58,10 @@ impl Ahead {
             return 0;
         }
         let symbols = crate::libs::symbols::Symbolizer::new();
-        for &pc in &pcs {
-            let _ = symbols.name(pc);
-        }
-        Counter::NativePcsNamedAhead.add(pcs.len() as i64);
-        pcs.len()
+        let n = pcs.len();
+        let named = pcs.into_iter().map(|pc| (pc, symbols.name(pc))).collect();
+        crate::methods::native_names::keep_ahead(symbols.snapshot(), named);
+        Counter::NativePcsNamedAhead.add(n as i64);
+        n
     }
 }

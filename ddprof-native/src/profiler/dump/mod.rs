@@ -9,7 +9,6 @@ mod settings;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashSet;
 use std::time::Instant;
 
 use jni::sys::JNIEnv;
@@ -31,7 +30,7 @@ use crate::sample::handler::TICKS_PER_SECOND;
 use crate::sample::record::{EventKind, Socket};
 use crate::sample::traces::{Generation, SampleRecord};
 use crate::threads;
-use crate::word_map::WordMap;
+use crate::word_map::{WordMap, WordSet};
 
 const LOG_WARN: u8 = 3;
 // jfr mask bits (the `jfr=` option).
@@ -54,7 +53,7 @@ pub struct ChunkEnd {
 /// shows when the timer could not keep the asked rate.
 fn write_rate_counters(gen: &Generation, chunk_nanos: i64) {
     let (mut count, mut weight) = (0i128, 0u64);
-    let mut threads: HashSet<i32> = HashSet::new();
+    let mut threads: WordSet<i32> = WordSet::default();
     for s in gen.samples().filter(|s| s.event == EventKind::Cpu as u8) {
         count += 1;
         weight += s.weight;
@@ -184,7 +183,7 @@ fn write_chunk<N: FrameNamer>(
         .collect();
     let unnamed = match namer {
         Some(namer) => write_traces(&mut chunk, namer, &traces),
-        None => HashSet::new(),
+        None => WordSet::default(),
     };
     drop(traces);
     let mut events = Events::new(me, args.attributes.len(), unnamed, args.jdk_samples);
@@ -321,8 +320,8 @@ fn write_traces<N: FrameNamer>(
     chunk: &mut ChunkBuilder,
     mut namer: N,
     traces: &[Trace],
-) -> HashSet<u64> {
-    let mut unnamed = HashSet::new();
+) -> WordSet<u64> {
+    let mut unnamed = WordSet::default();
     namer.prepare(chunk, traces.iter().flat_map(|t| t.frames.iter()));
     chunk.reserve_traces(traces.len(), traces.iter().map(|t| t.frames.len()).sum());
     let mut refs: Vec<FrameRef> = Vec::new();
@@ -375,7 +374,7 @@ struct Events {
     attrs: Vec<u32>,
     links: TraceLinks,
     /// Traces with a frame that could not be walked or named ([`write_traces`]).
-    unnamed: HashSet<u64>,
+    unnamed: WordSet<u64>,
     /// Samples with such a trace or none (`chunk_samples_unwalked_or_unnamed`).
     unnamed_samples: i64,
     /// `jdksamples`: each CPU sample also as a `jdk.ExecutionSample`.
@@ -383,7 +382,7 @@ struct Events {
 }
 
 impl Events {
-    fn new(me: i64, attributes: usize, unnamed: HashSet<u64>, jdk_samples: bool) -> Events {
+    fn new(me: i64, attributes: usize, unnamed: WordSet<u64>, jdk_samples: bool) -> Events {
         Events {
             jdk_samples,
             tids: vec![me],
@@ -549,7 +548,7 @@ fn class_key(chunk: &mut ChunkBuilder, keys: &mut WordMap<u32, u32>, id: u32) ->
 /// as upstream's schema has it) to their 128-bit trace id.
 #[derive(Default)]
 struct TraceLinks {
-    seen: HashSet<u64>,
+    seen: WordSet<u64>,
     order: Vec<(i64, u64, (u64, u64))>,
 }
 

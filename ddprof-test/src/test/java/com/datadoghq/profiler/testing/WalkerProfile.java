@@ -28,7 +28,7 @@ import jdk.jfr.consumer.RecordedStackTrace;
 
 /**
  * A walker test's recording as plain values: the worker thread's stacks (leaf first), every
- * sample by thread, and the {@code walkvm*}, {@code vtable*} and {@code native_pcs*} counters. Built by {@link #record}, which runs a
+ * sample by thread, and the {@code walkvm*}, {@code vtable*} and {@code native_pc*} counters. Built by {@link #record}, which runs a
  * workload main class in a child JVM under the agent with a given {@code cstack}.
  */
 public final class WalkerProfile {
@@ -152,7 +152,7 @@ public final class WalkerProfile {
 
         Map<String, Long> counters = JfrReader.ofType(events, JfrReader.PROFILER_COUNTER).stream()
                 .filter(e -> e.getString("name").startsWith("walkvm") || e.getString("name").startsWith("vtable")
-                        || e.getString("name").startsWith("native_pcs"))
+                        || e.getString("name").startsWith("native_pc"))
                 .collect(Collectors.toMap(e -> e.getString("name"), e -> e.getLong("count"), (a, b) -> b, TreeMap::new));
         WalkerProfile p = new WalkerProfile(name, JfrReader.ofType(events, sampleType), worker,
                 counters, r.describe(), r.stdout);

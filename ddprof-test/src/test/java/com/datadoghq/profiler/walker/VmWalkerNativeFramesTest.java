@@ -171,6 +171,10 @@ class VmWalkerNativeFramesTest {
         // the dump (the names above are the ones it read).
         assertTrue(p.counter("native_pcs_named_ahead") >= 3,
                 "native pcs named ahead of the dump: " + p.counter("native_pcs_named_ahead") + p.show());
+        // The recording's one dump (at stop) took those names by pc: it neither searched the
+        // symbol tables for them nor read them from files again.
+        assertTrue(p.counter("native_pc_names_kept") >= 3,
+                "native pc names the dump took from the watcher: " + p.counter("native_pc_names_kept") + p.show());
         if (!cstack.equals("vmx")) {
             assertNoNativeFrameBelowJava(p);
         }
