@@ -195,6 +195,8 @@ counters! {
     MethodResolveLazyIdsCreated => "method_resolve_lazy_jmethodids_created",
     JmethodidNamesKept => "jmethodid_names_kept",
     JmethodidNamesKeptEntries => "jmethodid_names_kept_entries",
+    JmethodidNamesFromMetadata => "jmethodid_names_from_metadata",
+    JmethodidMetadataMismatches => "jmethodid_metadata_mismatches",
     RawFrameResolveCacheHits => "raw_frame_resolve_cache_hits",
     DumpCount => "dump_count",
     DumpNanosLast => "dump_ns_last",

@@ -16,13 +16,22 @@ use crate::jvmti::{self, Jvmti};
 use crate::sample::frame::{kind, Frame};
 use crate::sample::safe_access::load_usize;
 use crate::sample::tags;
-use crate::sample::vm::{layout, method};
+use crate::sample::vm::{klass, layout, method};
 use crate::word_map::WordMap;
 
 /// Class references kept for `Resolver::class_names` are made room for this many at a time.
 const KEEP_STEP: usize = 256;
 /// References besides the kept ones that a dump holds at once (the lookup's own, `Thread`).
 const KEEP_MARGIN: usize = 32;
+/// HotSpot's `JVM_RECOGNIZED_METHOD_MODIFIERS`: the method flags GetMethodModifiers returns
+/// (public to synthetic, without 0x0200, which no method carries).
+const JVM_RECOGNIZED_METHOD_MODIFIERS: i32 = 0x1DFF;
+
+/// `DDPROF_TEST_NAMING_CHECK=1`: see [`Resolver::check_parts`]. Read once.
+fn check_against_jvmti() -> bool {
+    static CHECK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *CHECK.get_or_init(|| std::env::var("DDPROF_TEST_NAMING_CHECK").as_deref() == Ok("1"))
+}
 
 pub struct Resolver {
     jvmti: Jvmti,
@@ -199,11 +208,79 @@ impl Resolver {
         let m = method_id as jni::sys::jmethodID;
         let class = self.jvmti.method_declaring_class(m).ok()?;
         let (class_name, kept) = self.declaring_class_name(m, class);
-        let info = class_name.and_then(|class_name| self.describe(m, class, class_name));
+        let info = class_name.and_then(|class_name| match self.parts_from_metadata(m, class) {
+            Some(p) => {
+                Counter::JmethodidNamesFromMetadata.inc();
+                if check_against_jvmti() {
+                    self.check_parts(m, class, class_name.clone(), &p);
+                }
+                self.lookup_in_class_parts(class, class_name, p)
+            }
+            None => self.describe(m, class, class_name),
+        });
         if !kept {
             jvmti::delete_local_ref(self.jni, class);
         }
         info
+    }
+
+    /// Name, descriptor, modifiers and line table of the jmethodID `m` declared by `class` (a
+    /// live reference: the class stays loaded while it is held), read from the method's
+    /// metadata instead of asked of JVMTI. Each of the three JVMTI calls it replaces first
+    /// checks `m` against a list as long as its class loader's jmethodIDs, thousands of
+    /// entries when every method has one (the default `fjmethodid`): that check was the
+    /// largest single cost of naming. None, and JVMTI answers, where the reads cannot be
+    /// vouched for: IDs that are not slots holding the `Method*` (JDK 25 numbers them), the
+    /// slot's method not held by `class`, the slot changed while read, or any redefinition
+    /// running or begun since this dump started naming (only a redefinition makes a class's
+    /// current method old, and only an old one is ever freed while its class is loaded).
+    fn parts_from_metadata(&self, m: jni::sys::jmethodID, class: jclass) -> Option<MethodParts> {
+        let stamp = self.kept_ids_stamp?;
+        if jvmti::jvm::java_feature_version() >= 25 {
+            return None;
+        }
+        let g = layout::get()?.method.as_ref()?;
+        let encoding = crate::sample::walk::vm::VmWalker::get()?.encoding();
+        let method = load_usize(m as usize)?;
+        if method::holder(g, method)? != klass::of_class_ref(g, class)? {
+            return None;
+        }
+        let mut parts = super::raw::method_parts(g, method, encoding)?;
+        // What GetMethodModifiers answers: the class file's method flags.
+        parts.modifiers &= JVM_RECOGNIZED_METHOD_MODIFIERS;
+        let unchanged = load_usize(m as usize) == Some(method);
+        (unchanged && jvmti::redefine::settled() == Some(stamp)).then_some(parts)
+    }
+
+    /// `DDPROF_TEST_NAMING_CHECK=1` (tests): every name read from metadata is compared with
+    /// JVMTI's answer for the same jmethodID; a difference is counted and logged.
+    fn check_parts(
+        &self,
+        m: jni::sys::jmethodID,
+        class: jclass,
+        class_name: Arc<str>,
+        p: &MethodParts,
+    ) {
+        let Some(j) = self.describe(m, class, class_name) else {
+            return;
+        };
+        if (&*j.name, &*j.descriptor, j.modifiers, &j.lines)
+            != (&*p.name, &*p.descriptor, p.modifiers, &p.lines)
+        {
+            Counter::JmethodidMetadataMismatches.inc();
+            crate::log::warn(&format!(
+                "naming check: {}.{}{} modifiers {:#x} lines {:?}; metadata: {}{} {:#x} {:?}",
+                j.class_name,
+                j.name,
+                j.descriptor,
+                j.modifiers,
+                j.lines,
+                p.name,
+                p.descriptor,
+                p.modifiers,
+                p.lines
+            ));
+        }
     }
 
     /// The internal name of `class`, the declaring class of `m`, and whether `class` was
@@ -276,6 +353,16 @@ impl Resolver {
             }
             return self.describe(m, class, class_name);
         };
+        self.lookup_in_class_parts(class, class_name, p)
+    }
+
+    /// The method of `class` (a live reference) named `class_name` whose metadata was read.
+    fn lookup_in_class_parts(
+        &self,
+        class: jclass,
+        class_name: Arc<str>,
+        p: MethodParts,
+    ) -> Option<MethodInfo> {
         if !p.lines.is_empty() {
             Counter::LineNumberTables.inc();
         }

@@ -94,6 +94,10 @@ public final class OverheadWorker {
         // Set by the dump for the chunk it wrote: the median handler, preempted ones left aside.
         long walkP50Ns = profiler.hasCounters() ? profiler.counters().getOrDefault("unwinding_ns_p50", -1L) : -1;
         long walkP99Ns = profiler.hasCounters() ? profiler.counters().getOrDefault("unwinding_ns_p99", -1L) : -1;
+        if (Boolean.getBoolean("bench.printCounters") && profiler.hasCounters()) {
+            // What the first dump found (names kept, named ahead, ...), for looking into its cost.
+            profiler.counters().forEach((k, v) -> System.out.println("counter " + k + "=" + v));
+        }
         long d2s = System.nanoTime();
         profiler.stop();
         long d2 = System.nanoTime();
