@@ -206,22 +206,33 @@ impl Resolver {
             return None;
         }
         let m = method_id as jni::sys::jmethodID;
+        if let Some(info) = self.lookup_in_known_class(m) {
+            return Some(info);
+        }
         let class = self.jvmti.method_declaring_class(m).ok()?;
         let (class_name, kept) = self.declaring_class_name(m, class);
         let info = class_name.and_then(|class_name| match self.parts_from_metadata(m, class) {
-            Some(p) => {
-                Counter::JmethodidNamesFromMetadata.inc();
-                if check_against_jvmti() {
-                    self.check_parts(m, class, class_name.clone(), &p);
-                }
-                self.lookup_in_class_parts(class, class_name, p)
-            }
+            Some(p) => self.named_from_metadata(m, class, class_name, p),
             None => self.describe(m, class, class_name),
         });
         if !kept {
             jvmti::delete_local_ref(self.jni, class);
         }
         info
+    }
+
+    /// [`Self::lookup`] without a JVMTI call, for a method whose holder (read from the
+    /// jmethodID's slot) is a class this dump already holds a reference of (`class_names`):
+    /// the reference keeps the class loaded, and [`Self::parts_from_metadata`] checks that it
+    /// is the method's holder. A jmethodID slot is never freed on the JDKs that hand out
+    /// slots (an unloaded class's are cleared, not reused), so reading it is safe.
+    fn lookup_in_known_class(&mut self, m: jni::sys::jmethodID) -> Option<MethodInfo> {
+        let g = layout::get()?.method.as_ref()?;
+        let holder = method::holder(g, load_usize(m as usize)?)?;
+        let (class, name) = self.class_names.get(&holder)?;
+        let (class, name) = (*class, name.clone()?);
+        let p = self.parts_from_metadata(m, class)?;
+        self.named_from_metadata(m, class, name, p)
     }
 
     /// Name, descriptor, modifiers and line table of the jmethodID `m` declared by `class` (a
@@ -252,6 +263,21 @@ impl Resolver {
         (unchanged && jvmti::redefine::settled() == Some(stamp)).then_some(parts)
     }
 
+    /// The jmethodID `m` of `class` named from the metadata read ([`Self::parts_from_metadata`]).
+    fn named_from_metadata(
+        &self,
+        m: jni::sys::jmethodID,
+        class: jclass,
+        class_name: Arc<str>,
+        p: MethodParts,
+    ) -> Option<MethodInfo> {
+        Counter::JmethodidNamesFromMetadata.inc();
+        if check_against_jvmti() {
+            self.check_parts(m, class, class_name.clone(), &p);
+        }
+        self.lookup_in_class_parts(class, class_name, p)
+    }
+
     /// `DDPROF_TEST_NAMING_CHECK=1` (tests): every name read from metadata is compared with
     /// JVMTI's answer for the same jmethodID; a difference is counted and logged.
     fn check_parts(
@@ -264,17 +290,25 @@ impl Resolver {
         let Some(j) = self.describe(m, class, class_name) else {
             return;
         };
-        if (&*j.name, &*j.descriptor, j.modifiers, &j.lines)
-            != (&*p.name, &*p.descriptor, p.modifiers, &p.lines)
+        // The class too: a method named in a class already held never asked JVMTI for it.
+        let same_class = self.jvmti.method_declaring_class(m).is_ok_and(|declared| {
+            let same = jvmti::is_same_object(self.jni, declared, class);
+            jvmti::delete_local_ref(self.jni, declared);
+            same
+        });
+        if !same_class
+            || (&*j.name, &*j.descriptor, j.modifiers, &j.lines)
+                != (&*p.name, &*p.descriptor, p.modifiers, &p.lines)
         {
             Counter::JmethodidMetadataMismatches.inc();
             crate::log::warn(&format!(
-                "naming check: {}.{}{} modifiers {:#x} lines {:?}; metadata: {}{} {:#x} {:?}",
+                "naming check: {}.{}{} modifiers {:#x} lines {:?}; metadata (same class: {}): {}{} {:#x} {:?}",
                 j.class_name,
                 j.name,
                 j.descriptor,
                 j.modifiers,
                 j.lines,
+                same_class,
                 p.name,
                 p.descriptor,
                 p.modifiers,
