@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Handler and first-dump A/B of builds of the native library: OverheadWorker (the CPU overhead
-# benchmark's child: one busy thread on CpuWorkload, then one dump and a stop) in fresh JVMs, the
+# benchmark's child: busy threads on CpuWorkload, one unless --threads, then one dump and a stop) in fresh JVMs, the
 # libraries in turn each round, so that builds are compared in one run on one host. Prints every run,
 # then per library the medians of the handler's median (`walk_p50_ns`: a histogram within 1/16), the
 # handler's mean (wall time: a few handlers preempted on a busy host move it by microseconds) and
 # 99th percentile, the first dump's CPU time (the dumping thread's) and wall time, and the work the
-# busy thread did per second of the process's CPU (background threads included).
+# busy threads did per second of the process's CPU (background threads included).
 #
-#   bash scripts/bench-ab.sh [--rounds=6] [--mode=ddprof-10ms] [--measure=8] [--warmup=3] [--no-build] LIB...
+#   bash scripts/bench-ab.sh [--rounds=6] [--mode=ddprof-10ms] [--threads=1] [--measure=8] [--warmup=3] [--no-build] LIB...
 #
 # LIB is a libjavaProfiler.so (an unstripped build such as target/release/libjavaProfiler.so,
 # copied first: a rebuild during the run changes nothing). MODE is an OverheadWorker ddprof mode
@@ -21,11 +21,12 @@ set -euo pipefail
 main() {
   ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
   cd "$ROOT"
-  local rounds=6 mode=ddprof-10ms measure=8 warmup=3 build=1 given=()
+  local rounds=6 mode=ddprof-10ms threads=1 measure=8 warmup=3 build=1 given=()
   for a in "$@"; do
     case "$a" in
       --rounds=*) rounds="${a#--rounds=}" ;;
       --mode=*) mode="${a#--mode=}" ;;
+      --threads=*) threads="${a#--threads=}" ;;
       --measure=*) measure="${a#--measure=}" ;;
       --warmup=*) warmup="${a#--warmup=}" ;;
       --no-build) build=0 ;;
@@ -45,13 +46,13 @@ main() {
     i=$((i + 1))
   done
 
-  echo "bench-ab.sh: $(bench_host); mode $mode, $measure s measured after $warmup s"
+  echo "bench-ab.sh: $(bench_host); mode $mode, $threads busy thread(s), $measure s measured after $warmup s"
   local out="$BENCH_SNAP/runs.txt"
   for r in $(seq "$rounds"); do
     for i in "${!libs[@]}"; do
       local line
       line="$("$JAVA" -Xms256m -Xmx256m "-Dddprof.native.lib=${libs[$i]}" -cp "$BENCH_CP" \
-        com.datadoghq.profiler.bench.OverheadWorker "$mode" 1 "$measure" "$warmup" 2>&1 | grep '^RESULT' || true)"
+        com.datadoghq.profiler.bench.OverheadWorker "$mode" "$threads" "$measure" "$warmup" 2>&1 | grep '^RESULT' || true)"
       local samples walk p50 p99 dump cpu ops pcpu mean="" rate=""
       samples="$(field samples "$line")"
       walk="$(field walk_ns "$line")"

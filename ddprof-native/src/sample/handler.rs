@@ -15,6 +15,7 @@ use super::mode;
 use super::record::{self, Context, Event, EventKind};
 use super::signal::{self, ErrnoGuard, TIMER_SIGNAL_MAGIC};
 use super::traces::Recorder;
+use super::vm::current_thread::Lookup;
 use super::walk::{agct::Agct, compare, vm::VmWalker, SignalContext, StackWalker, Walk};
 use crate::counters::Counter;
 use crate::footprint::{Category, Mapped, Zeroable};
@@ -209,13 +210,15 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, uc: *mut libc::c
             Counter::CtimerOverruns.add(i64::from(si.overrun));
         }
         let uc = SignalContext(uc);
-        let (mode, thread_state) = mode::of_interrupted(uc);
+        let thread = Lookup::now();
+        let (mode, thread_state) = mode::of_interrupted(uc, thread);
         let sample = Sample {
             kind: EventKind::Cpu,
             weight: 1 + u64::from(si.overrun),
             mode,
             state: thread_state,
             context: Context::of_current_thread(),
+            thread,
         };
         walk_and_record(uc, &sample);
     }
@@ -247,13 +250,15 @@ fn on_perf_signal(
     let kernel_frames = super::perf::kernel_frames(&seen, &mut kernel);
     if weight > 0 && gate.open() {
         let uc = SignalContext(uc);
-        let (mode, thread_state) = mode::of_interrupted(uc);
+        let thread = Lookup::now();
+        let (mode, thread_state) = mode::of_interrupted(uc, thread);
         let sample = Sample {
             kind: EventKind::Cpu,
             weight,
             mode,
             state: thread_state,
             context: Context::of_current_thread(),
+            thread,
         };
         walk_and_record_with(uc, &sample, tid, kernel.get(..kernel_frames).unwrap_or(&[]));
         super::perf::finish(tid, monotonic_nanos() as u64);
@@ -284,13 +289,15 @@ impl Drop for InFlight {
 }
 
 /// What a handler records besides the stack: the event kind, its weight, the thread's mode,
-/// state and context.
+/// state and context; and the thread's JavaThread if the handler looked it up (the VM
+/// walker then does not read it again).
 pub(super) struct Sample {
     pub kind: EventKind,
     pub weight: u64,
     pub mode: u8,
     pub state: u8,
     pub context: Context,
+    pub thread: Lookup,
 }
 
 /// Records `s` as a sample of thread `tid` with the trace `trace_id` interned in
@@ -402,8 +409,9 @@ fn walk_and_record_with(
     }
     let buf = buf.get_mut(k..).unwrap_or(&mut []);
     let mut walk = match (vm, NATIVE_TOP.load(Ordering::Relaxed)) {
+        (Some(v), _) => v.walk_signal(uc, s.thread, buf),
         (None, true) => with_native_top(uc, walker, buf),
-        _ => walker.walk(uc, buf),
+        (None, false) => walker.walk(uc, buf),
     };
     walk.frames += k;
     if compare {

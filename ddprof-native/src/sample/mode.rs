@@ -5,7 +5,7 @@
 //! Read from the JavaThread's `_thread_state` and the interrupted instruction. Signal-safe.
 
 use super::vm::codecache::load_field;
-use super::vm::current_thread;
+use super::vm::current_thread::{self, Lookup};
 use super::vm::layout;
 use super::vm::SAFE_MEMORY;
 use super::walk::arch::{self, Regs};
@@ -42,38 +42,40 @@ pub mod state {
 /// (mode, state) of a CPU sample of the interrupted thread: mode SYSCALL when the signal
 /// interrupted a system call, else the VM's; the state RUNNABLE whatever the mode, because
 /// the thread was on a CPU and upstream's readers (its ContextCpuTest, backends) call
-/// `Thread.State.valueOf` on a CPU sample's state, where SYSCALL throws. Signal-safe.
-pub fn of_interrupted(uc: SignalContext) -> (u8, u8) {
+/// `Thread.State.valueOf` on a CPU sample's state, where SYSCALL throws. `thread`: the
+/// interrupted thread's JavaThread as the handler looked it up. Signal-safe.
+pub fn of_interrupted(uc: SignalContext, thread: Lookup) -> (u8, u8) {
     if in_syscall(uc) {
         return (execution::SYSCALL, state::RUNNABLE);
     }
-    (vm_mode(), state::RUNNABLE)
+    (vm_mode(thread), state::RUNNABLE)
 }
 
 /// (mode, state) of a wall-clock sample: the state is the Java thread's OSThread state;
 /// where that is unknown (not a Java thread, or unreadable) SYSCALL when the signal
-/// interrupted a system call (mode SYSCALL too), else RUNNABLE. Signal-safe.
-pub fn of_wall(uc: SignalContext) -> (u8, u8) {
-    let st = os_thread_state();
+/// interrupted a system call (mode SYSCALL too), else RUNNABLE. `thread` as for
+/// [`of_interrupted`]. Signal-safe.
+pub fn of_wall(uc: SignalContext, thread: Lookup) -> (u8, u8) {
+    let st = os_thread_state(thread);
     if st != state::UNKNOWN {
-        return (vm_mode(), st);
+        return (vm_mode(thread), st);
     }
     if in_syscall(uc) || at_syscall(uc) {
         return (execution::SYSCALL, state::SYSCALL);
     }
-    (vm_mode(), state::RUNNABLE)
+    (vm_mode(thread), state::RUNNABLE)
 }
 
 /// The current Java thread's `OSThread::_state` as a ThreadState key, UNKNOWN when there is
 /// no Java thread, no exported field, or a value outside HotSpot's range.
-fn os_thread_state() -> u8 {
+fn os_thread_state(thread: Lookup) -> u8 {
     let Some(threads) = layout::get().and_then(|l| l.threads.as_ref()) else {
         return state::UNKNOWN;
     };
     let Some(offset) = threads.osthread_state else {
         return state::UNKNOWN;
     };
-    let Some(thread) = current_thread::java_thread() else {
+    let Some(thread) = thread.java_thread() else {
         return state::UNKNOWN;
     };
     let Some(osthread) = super::safe_access::load_usize(thread + threads.osthread) else {
@@ -91,17 +93,17 @@ fn os_thread_state() -> u8 {
 
 /// The calling thread's mode (for samples taken on the thread itself, without a signal).
 pub fn of_current_thread() -> u8 {
-    vm_mode()
+    vm_mode(Lookup::Later)
 }
 
 /// The mode HotSpot's thread state gives: JAVA, JVM, NATIVE or SAFEPOINT for a Java
 /// thread, JVM for the VM's own threads (GC, compiler), NATIVE for threads HotSpot does
 /// not know; UNKNOWN only without the VM's layout (another JVM).
-fn vm_mode() -> u8 {
+fn vm_mode(thread: Lookup) -> u8 {
     let Some(threads) = layout::get().and_then(|l| l.threads.as_ref()) else {
         return execution::UNKNOWN;
     };
-    let Some(thread) = current_thread::java_thread() else {
+    let Some(thread) = thread.java_thread() else {
         return if current_thread::any_thread().is_some() {
             execution::JVM
         } else {

@@ -36,6 +36,7 @@ use super::handler::{self, InFlight, Sample};
 use super::mode;
 use super::record::{Context, EventKind};
 use super::signal::{self, ErrnoGuard, WALL_SIGNAL_COOKIE};
+use super::vm::current_thread::Lookup;
 use super::walk::SignalContext;
 use crate::counters::Counter;
 use crate::footprint::{Category, Mapped, Zeroable};
@@ -193,6 +194,7 @@ pub fn record_idle(tid: i32) -> bool {
             mode: slot.mode.load(Ordering::Relaxed),
             state: slot.state.load(Ordering::Relaxed),
             context,
+            thread: Lookup::Later,
         };
         match precheck(slot, tid, &s) {
             // The observation is accounted for: it is weight of a later sample.
@@ -244,13 +246,15 @@ extern "C" fn on_wall_signal(sig: c_int, info: *mut libc::siginfo_t, uc: *mut li
 
 fn sample(uc: SignalContext) {
     let tid = gettid();
-    let (mode, state) = mode::of_wall(uc);
+    let thread = Lookup::now();
+    let (mode, state) = mode::of_wall(uc, thread);
     let s = Sample {
         kind: EventKind::Wall,
         weight: 1,
         mode,
         state,
         context: Context::of_current_thread(),
+        thread,
     };
     let owned = owned_run(&s);
     if owned.is_some_and(|(cell, _)| cell.run_sampled()) {
@@ -441,6 +445,7 @@ fn flush_unowned_tail(slot: &Slot, tid: i32) {
             mode: slot.mode.load(Ordering::Relaxed),
             state: slot.state.load(Ordering::Relaxed),
             context,
+            thread: Lookup::Later,
         };
         let _ = handler::record_reused(tid, &deferred, slot.epoch.load(Ordering::Relaxed), trace);
     }

@@ -131,6 +131,32 @@ pub fn java_thread() -> Option<usize> {
     (matches >= 2).then_some(thread)
 }
 
+/// The interrupted thread's `JavaThread*` for the steps of one sample (its mode, its walk):
+/// looked up once by the handler ([`java_thread`]: a TLS read and four protected loads,
+/// three of them in libjvm's vtables, cold lines at a 10 ms interval), or left to each step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lookup {
+    /// Not looked up: a step that needs it calls [`java_thread`].
+    Later,
+    /// What [`java_thread`] answered in this handler (None: not a plain JavaThread).
+    Done(Option<usize>),
+}
+
+impl Lookup {
+    /// Looks the thread up now. Signal-safe.
+    pub fn now() -> Lookup {
+        Lookup::Done(java_thread())
+    }
+
+    /// The `JavaThread*`, looked up now if it was not. Signal-safe.
+    pub fn java_thread(self) -> Option<usize> {
+        match self {
+            Lookup::Done(t) => t,
+            Lookup::Later => java_thread(),
+        }
+    }
+}
+
 /// The interrupted thread's HotSpot `Thread*` of any kind (Java, compiler, GC, VM), not
 /// checked: only for fields every `Thread` has (its stack bounds), read through
 /// crash-protected loads. None for threads HotSpot did not create or attach. Signal-safe.

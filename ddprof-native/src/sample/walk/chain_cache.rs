@@ -20,20 +20,36 @@
 use super::seq_slots::SeqSlots;
 use crate::sample::vm::debuginfo::ScopeFrame;
 
-/// Slots: 2048 of 96 bytes, 192 KiB.
+/// Slots: 2048 of 128 bytes (with the sequence number), 256 KiB.
 const SLOTS: usize = 2048;
 
-/// Scopes a cached chain holds at most (a compiled frame and up to five methods inlined
-/// into it: most chains; longer ones are decoded every time).
-pub(super) const MAX_CACHED: usize = 6;
+/// Scopes a cached chain holds at most: a compiled frame and up to nine methods inlined
+/// into it. Six missed the chains of a small recursive workload's hot frames (eight scopes,
+/// `OverheadWorker`'s `CpuWorkload`), which were then decoded on every sample; longer chains
+/// are still decoded every time.
+pub(super) const MAX_CACHED: usize = 10;
 
-// A slot's words: the key, the count, the methods, the bcis two to a word.
+// A slot's words: the key, the compile id and count, the methods, the bcis four to a word
+// (each bci + 1 in 16 bits: a bytecode index is below 65,535, and -1 is the one negative
+// value a scope holds). With the sequence number, 16 words: one 128-byte aligned slot.
 const PC: usize = 0;
-const COMPILE_ID: usize = 1;
-const COUNT: usize = 2;
-const METHODS: usize = 3;
+const ID_COUNT: usize = 1;
+const METHODS: usize = 2;
 const BCIS: usize = METHODS + MAX_CACHED;
-const WORDS: usize = BCIS + MAX_CACHED / 2;
+const WORDS: usize = BCIS + MAX_CACHED.div_ceil(4);
+const _: () = assert!(
+    WORDS + 1 == 16,
+    "a slot is one 128-byte pair of cache lines"
+);
+
+/// A bci as a slot keeps it, if it fits.
+fn pack_bci(bci: i32) -> Option<usize> {
+    (-1..=0xfffe).contains(&bci).then(|| (bci + 1) as usize)
+}
+
+fn unpack_bci(bits: usize) -> i32 {
+    (bits & 0xffff) as i32 - 1
+}
 
 pub(super) struct ChainCache {
     slots: SeqSlots<WORDS>,
@@ -51,10 +67,10 @@ impl ChainCache {
     /// copied into `out`; its length, or None. Signal-safe.
     pub(super) fn get(&self, pc: usize, compile_id: i32, out: &mut [ScopeFrame]) -> Option<usize> {
         let w = self.slots.read(pc)?;
-        let count = w[COUNT];
+        let count = w[ID_COUNT] >> 32;
         if pc == 0
             || w[PC] != pc
-            || w[COMPILE_ID] != compile_id as u32 as usize
+            || w[ID_COUNT] as u32 != compile_id as u32
             || count == 0
             || count > MAX_CACHED
             || count > out.len()
@@ -64,25 +80,27 @@ impl ChainCache {
         for (i, s) in out.iter_mut().take(count).enumerate() {
             *s = ScopeFrame {
                 method: w[METHODS + i],
-                bci: (w[BCIS + i / 2] >> (32 * (i % 2))) as u32 as i32,
+                bci: unpack_bci(w[BCIS + i / 4] >> (16 * (i % 4))),
             };
         }
         Some(count)
     }
 
     /// Keeps a complete chain decoded at `pc` of the nmethod with `compile_id`, if it is
-    /// short enough and no other write to its slot is under way. Signal-safe.
+    /// short enough, its bcis fit, and no other write to its slot is under way. Signal-safe.
     pub(super) fn put(&self, pc: usize, compile_id: i32, chain: &[ScopeFrame]) {
         if pc == 0 || chain.is_empty() || chain.len() > MAX_CACHED {
             return;
         }
         let mut w = [0usize; WORDS];
         w[PC] = pc;
-        w[COMPILE_ID] = compile_id as u32 as usize;
-        w[COUNT] = chain.len();
+        w[ID_COUNT] = compile_id as u32 as usize | (chain.len() << 32);
         for (i, s) in chain.iter().enumerate() {
+            let Some(bci) = pack_bci(s.bci) else {
+                return;
+            };
             w[METHODS + i] = s.method;
-            w[BCIS + i / 2] |= (s.bci as u32 as usize) << (32 * (i % 2));
+            w[BCIS + i / 4] |= bci << (16 * (i % 4));
         }
         self.slots.write(pc, w);
     }
@@ -117,10 +135,21 @@ mod tests {
             "another nmethod at the address"
         );
         assert_eq!(cache.get(pc + 1, 5, &mut out), None, "another pc");
-        // Longer chains are not kept (the old entry stays); nor are empty ones.
+        // Longer chains are not kept (the old entry stays); nor are empty ones, nor chains
+        // with a bci the slot cannot hold.
         cache.put(pc, 7, &chain(MAX_CACHED + 1, 1));
         cache.put(pc, 8, &[]);
+        let mut odd = chain(3, 2);
+        odd[1].bci = 0x1_0000;
+        cache.put(pc, 9, &odd);
         assert_eq!(cache.get(pc, 7, &mut out), None);
+        assert_eq!(cache.get(pc, 9, &mut out), None);
+        // The largest bci a method can have round-trips.
+        let mut wide = chain(2, 3);
+        wide[1].bci = 0xfffe;
+        cache.put(pc + 8, 10, &wide);
+        assert_eq!(cache.get(pc + 8, 10, &mut out), Some(2));
+        assert_eq!(&out[..2], &wide[..]);
         assert_eq!(cache.get(pc, 5, &mut out), Some(MAX_CACHED));
         // An output too short for the chain is a miss, never a partial chain.
         assert_eq!(cache.get(pc, 5, &mut out[..2]), None);

@@ -22,7 +22,7 @@ use super::memo::NmethodFacts;
 use super::seq_slots::SeqSlots;
 use crate::sample::vm::debuginfo::{NmethodDebugInfo, NmethodScopes};
 
-/// Slots: 2048 of 112 bytes, 224 KiB.
+/// Slots: 2048 of 112 bytes (with the sequence number) padded to 128, 256 KiB.
 const SLOTS: usize = 2048;
 
 /// Words of one slot's facts.

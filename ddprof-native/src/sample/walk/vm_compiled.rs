@@ -4,6 +4,7 @@
 //! Signal-safe, as the rest of the walker.
 
 use super::*;
+use crate::sample::walk::chain_cache::MAX_CACHED;
 
 impl VmWalker {
     /// What a compiled frame needs of its nmethod's header, read from the blob (about six
@@ -134,23 +135,22 @@ impl VmWalker {
             return;
         }
         let before = out.counts();
-        let mut scopes = [ScopeFrame { method: 0, bci: 0 }; MAX_SCOPES];
         // The compile id read for this nmethod in this walk (compiled_frame keeps its facts).
         let compile_id = out.nmethods.get(blob.addr).map(|f| f.compile_id);
-        let chain = match compile_id.and_then(|id| self.chains.get(key, id, &mut scopes)) {
-            Some(count) => debuginfo::ScopeChain {
-                count,
-                end: ChainEnd::Complete,
-            },
-            None => {
-                let chain = self.decode_chain(blob, code_begin, offset, out, &mut scopes);
-                if let (Some(id), ChainEnd::Complete) = (compile_id, chain.end) {
-                    self.chains
-                        .put(key, id, scopes.get(..chain.count).unwrap_or(&[]));
-                }
-                chain
-            }
-        };
+        // A cached chain needs room for MAX_CACHED scopes only: a decode's 64-scope buffer
+        // (1 KiB, zeroed each time) is set up only on a miss.
+        let mut cached = [ScopeFrame { method: 0, bci: 0 }; MAX_CACHED];
+        if let Some(count) = compile_id.and_then(|id| self.chains.get(key, id, &mut cached)) {
+            self.push_chain(m, frame_type, cached.get(..count).unwrap_or(&[]), out);
+            out.remember_chain(key, before);
+            return;
+        }
+        let mut scopes = [ScopeFrame { method: 0, bci: 0 }; MAX_SCOPES];
+        let chain = self.decode_chain(blob, code_begin, offset, out, &mut scopes);
+        if let (Some(id), ChainEnd::Complete) = (compile_id, chain.end) {
+            self.chains
+                .put(key, id, scopes.get(..chain.count).unwrap_or(&[]));
+        }
         if chain.count == 0 || !matches!(chain.end, ChainEnd::Complete | ChainEnd::Truncated) {
             if self
                 .layout
@@ -166,8 +166,15 @@ impl VmWalker {
             }
             return;
         }
-        let last = chain.count - 1;
-        for (i, s) in scopes.iter().take(chain.count).enumerate() {
+        self.push_chain(m, frame_type, scopes.get(..chain.count).unwrap_or(&[]), out);
+        out.remember_chain(key, before);
+    }
+
+    /// The frames of a non-empty inline chain of the nmethod of `m`: its scopes innermost
+    /// first, the last one the compiled method's (`frame_type`), the others inlined.
+    fn push_chain(&self, m: usize, frame_type: u8, scopes: &[ScopeFrame], out: &mut Out) {
+        let last = scopes.len().saturating_sub(1);
+        for (i, s) in scopes.iter().enumerate() {
             let t = if i == last {
                 frame_type
             } else {
@@ -176,7 +183,6 @@ impl VmWalker {
             let sm = if s.method == 0 { m } else { s.method };
             self.push_method(out, sm, s.bci.max(0), t);
         }
-        out.remember_chain(key, before);
     }
 
     /// The inline chain at `offset` of the nmethod at `blob`, from its PcDescs and scopes
