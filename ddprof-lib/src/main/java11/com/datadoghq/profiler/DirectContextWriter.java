@@ -31,6 +31,12 @@ import java.nio.ByteOrder;
  * all, and either way beside the root and attributes it belongs with, so it needs no
  * {@code valid} round trip (ContextTornWriteTest).
  *
+ * <p>The attribute entries are for out-of-process readers only, which look for thread records once
+ * the process has published its OTel process context: until {@link ContextWriter#otelReaders}
+ * says one can exist, none is stored (the record's size stays 0; {@link #attrsBytes} is what they
+ * would take, so every call answers as with them), and a value changed in a published record is
+ * its sidecar word alone. The first call that sees the flag stores the whole record ({@link #gate}).
+ *
  * <p>The mirrors hold while no one else writes the record; but the JNI writer can: a virtual
  * thread mounted on this (carrier) thread writes the carrier's record. Every native write counts
  * itself in the sidecar ({@code native_writes}; this writer never stores it), and every call here
@@ -171,6 +177,12 @@ final class DirectContextWriter extends ContextWriter {
     private boolean lrsWritten;
     /** The sidecar's native write count after this writer's last call ({@link #sync}). */
     private long nativeWrites;
+    /**
+     * Whether the record carries the attribute entries ({@link ContextWriter#otelReaders} as this
+     * writer last saw it). While not, {@link #attrsBytes} is the size they would take and
+     * the record's own size is 0: no entry is stored, and a value changes only its sidecar word.
+     */
+    private boolean entries;
 
     private DirectContextWriter(ByteBuffer b) {
         this.buf = b.order(ByteOrder.nativeOrder());
@@ -214,11 +226,23 @@ final class DirectContextWriter extends ContextWriter {
     }
 
     /**
+     * Ends every write: once a reader can exist ({@link ContextWriter#otelReaders}), the record
+     * gets its entries, the whole of it stored from the mirrors. Last in the call, so that the
+     * volatile load orders none of the call's own stores (docs/benchmarks.md, "Context writes").
+     */
+    private void gate() {
+        if (!entries && otelReaders) {
+            restore(nativeWrites);
+        }
+    }
+
+    /**
      * Stores every field the mirrors hold (whatever the record holds now), with the usual
      * protocol: {@code valid} cleared first and set last, if the mirror says it is set.
      */
     private void restore(long n) {
         nativeWrites = n;
+        entries = otelReaders;
         buf.put(VALID, (byte) 0);
         VarHandle.storeStoreFence();
         putBigEndian(TRACE_ID, traceHi);
@@ -353,6 +377,10 @@ final class DirectContextWriter extends ContextWriter {
 
     /** {@link #writeAttrs()}; {@code sizeUnknown}: {@link #attrsBytes} no longer says what is stored. */
     private void writeAttrs(boolean sizeUnknown) {
+        if (!entries) {
+            sizeAttrs(sizeUnknown);
+            return;
+        }
         int p = ATTRS;
         if (hasRoot) {
             if (!lrsWritten) {
@@ -394,11 +422,31 @@ final class DirectContextWriter extends ContextWriter {
     }
 
     /**
+     * {@link #writeAttrs} without entries: {@link #attrsBytes} becomes what the entries would
+     * take (the same fit rule as {@link #putEntry}), so that every call answers as it does with
+     * them; the record's size stays 0.
+     */
+    private void sizeAttrs(boolean sizeUnknown) {
+        int p = hasRoot ? LRS_ENTRY : 0;
+        for (int m = used; m != 0; m &= m - 1) {
+            ContextValueCache.Entry e = values[Integer.numberOfTrailingZeros(m)];
+            if (e != null && p + ENTRY_HEADER + e.utf8.length <= ATTRS_CAPACITY) {
+                p += ENTRY_HEADER + e.utf8.length;
+            }
+        }
+        attrsBytes = p;
+        if (sizeUnknown) {
+            buf.putShort(ATTRS_SIZE, (short) 0);
+        }
+    }
+
+    /**
      * The root span entry's digits, if they are not {@link #root}'s already: while the entry is
      * there ({@link #lrsWritten}) nothing else is stored over it, so only its digits change.
+     * Nothing without entries.
      */
     private void putRootDigits() {
-        if (lrsRoot != root) {
+        if (entries && lrsRoot != root) {
             if (rootHexFor != root) {
                 rootHexHi = hex8((int) (root >>> 32));
                 rootHexLo = hex8((int) root);
@@ -483,6 +531,12 @@ final class DirectContextWriter extends ContextWriter {
     @Override
     void setTrace(long root, long span, long traceHi, long traceLo,
                   int slot0, ContextValueCache.Entry e0, int slot1, ContextValueCache.Entry e1) {
+        setTrace0(root, span, traceHi, traceLo, slot0, e0, slot1, e1);
+        gate();
+    }
+
+    private void setTrace0(long root, long span, long traceHi, long traceLo,
+                           int slot0, ContextValueCache.Entry e0, int slot1, ContextValueCache.Entry e1) {
         sync();
         if (valid && hasRoot && root == this.root && traceHi == this.traceHi && traceLo == this.traceLo
                 && holdsOnly(slot0, e0, slot1, e1)) {
@@ -494,7 +548,7 @@ final class DirectContextWriter extends ContextWriter {
 
     private void setTraceSlow(long root, long span, long traceHi, long traceLo,
                               int slot0, ContextValueCache.Entry e0, int slot1, ContextValueCache.Entry e1) {
-        if (valid && hasRoot && lrsWritten && holdsOnly(slot0, e0, slot1, e1)) {
+        if (valid && hasRoot && (lrsWritten || !entries) && holdsOnly(slot0, e0, slot1, e1)) {
             // A new root or trace beside the same attributes: the ids and the root's digits.
             detach();
             putIds(traceHi, traceLo, span, root);
@@ -544,6 +598,11 @@ final class DirectContextWriter extends ContextWriter {
 
     @Override
     void clearTrace() {
+        clearTrace0();
+        gate();
+    }
+
+    private void clearTrace0() {
         sync();
         if (!valid && span == 0 && root == 0 && traceHi == 0 && traceLo == 0 && used == 0 && !hasRoot
                 && !lrsWritten && attrsBytes == 0) {
@@ -556,15 +615,26 @@ final class DirectContextWriter extends ContextWriter {
         lrsWritten = false;
         if (attrsBytes != 0) {
             attrsBytes = 0;
-            buf.putShort(ATTRS_SIZE, (short) 0);
+            if (entries) {
+                buf.putShort(ATTRS_SIZE, (short) 0);
+            }
         }
     }
 
     @Override
     boolean setValue(int slot, ContextValueCache.Entry e) {
+        boolean ok = setValue0(slot, e);
+        gate();
+        return ok;
+    }
+
+    private boolean setValue0(int slot, ContextValueCache.Entry e) {
         sync();
         if (valid && values[slot] == e && sidecar[slot] == word(e.encoding, e.epoch)) {
             return true; // already there, and published
+        }
+        if (valid && !entries) {
+            return putValueAlone(slot, e, false, e.epoch);
         }
         detach();
         boolean ok = fits(slot, e.utf8.length);
@@ -575,8 +645,31 @@ final class DirectContextWriter extends ContextWriter {
         return ok;
     }
 
+    /**
+     * Without entries, a value that changes in a published record is its sidecar word alone: one
+     * aligned 8-byte store, which the handler sees whole, beside the ids and other slots it
+     * belongs with, so no {@code valid} round trip (as for a span alone). A value that does not
+     * fit in the record clears the slot, or with {@code keepEncoding} (the legacy write) keeps its
+     * encoding without an entry. Returns whether {@code e} fits.
+     */
+    private boolean putValueAlone(int slot, ContextValueCache.Entry e, boolean keepEncoding, int epoch) {
+        boolean ok = fits(slot, e.utf8.length);
+        ContextValueCache.Entry old = values[slot];
+        // Every stored value fits beside the others (fits), so the size is kept by difference.
+        attrsBytes += (ok ? ENTRY_HEADER + e.utf8.length : 0) - (old == null ? 0 : ENTRY_HEADER + old.utf8.length);
+        values[slot] = ok ? e : null;
+        putEncoding(slot, ok || keepEncoding ? e.encoding : 0, epoch);
+        return ok;
+    }
+
     @Override
     int setValues(int[] slots, CharSequence[] vs, int count, ContextValueCache cache) {
+        int written = setValues0(slots, vs, count, cache);
+        gate();
+        return written;
+    }
+
+    private int setValues0(int[] slots, CharSequence[] vs, int count, ContextValueCache cache) {
         sync();
         boolean publish = valid;
         detach();
@@ -603,9 +696,22 @@ final class DirectContextWriter extends ContextWriter {
 
     @Override
     void clearValue(int slot) {
+        clearValue0(slot);
+        gate();
+    }
+
+    private void clearValue0(int slot) {
         sync();
         if (values[slot] == null && sidecar[slot] == 0) {
             return; // nothing to clear: valid stays as it is
+        }
+        if (!entries) {
+            // Its sidecar word alone, as in putValueAlone; valid stays as it is.
+            ContextValueCache.Entry old = values[slot];
+            attrsBytes -= old == null ? 0 : ENTRY_HEADER + old.utf8.length;
+            values[slot] = null;
+            putEncoding(slot, 0, 0);
+            return;
         }
         boolean wasValid = valid;
         detach();
@@ -619,17 +725,27 @@ final class DirectContextWriter extends ContextWriter {
 
     @Override
     void setSpanLegacy(long span, long root) {
+        setSpanLegacy0(span, root);
+        gate();
+    }
+
+    private void setSpanLegacy0(long span, long root) {
         sync();
-        // The shortcut stays small enough to be inlined into the caller; the rest is a call.
-        if (span != 0 && valid && hasRoot && root == this.root && (traceHi | traceLo) == 0) {
-            putSpan(span); // a new span under the same root, attributes kept: one store
-            return;
+        // The shortcuts stay small enough to be inlined into the caller; the rest is a call.
+        if (span != 0) {
+            if (valid && hasRoot && root == this.root && (traceHi | traceLo) == 0) {
+                putSpan(span); // a new span under the same root, attributes kept: one store
+                return;
+            }
+        } else if (root == 0 && !valid && used == 0 && (this.span | this.root | traceHi | traceLo) == 0
+                && !hasRoot && !lrsWritten) {
+            return; // clearContext() of a clear context
         }
         setSpanLegacySlow(span, root);
     }
 
     private void setSpanLegacySlow(long span, long root) {
-        if (span != 0 && valid && hasRoot && lrsWritten) {
+        if (span != 0 && valid && hasRoot && (lrsWritten || !entries)) {
             // A new root (or trace) beside the same attributes: the ids and the root's digits.
             detach();
             putIds(0, 0, span, root);
@@ -654,20 +770,29 @@ final class DirectContextWriter extends ContextWriter {
 
     @Override
     void setEncodingLegacy(int offset, int encoding) {
+        setEncodingLegacy0(offset, encoding);
+        gate();
+    }
+
+    private void setEncodingLegacy0(int offset, int encoding) {
         sync();
         if (offset < 0 || offset >= SLOTS) {
             return;
         }
         int epoch = epoch();
+        if (encoding > 0 && valid && values[offset] != null && sidecar[offset] == word(encoding, epoch)) {
+            return; // already there (that word is only ever stored beside its own value), and published
+        }
         ContextValueCache.Entry e = null;
         if (encoding > 0) {
             e = ContextValueCache.byEncoding(encoding, epoch);
             if (e == null) {
                 return; // unknown encoding: ignored
             }
-        }
-        if (e != null && valid && values[offset] == e && sidecar[offset] == word(encoding, epoch)) {
-            return; // already there, and published
+            if (valid && !entries) {
+                putValueAlone(offset, e, true, epoch); // stays published: a slot is set
+                return;
+            }
         }
         detach();
         // A value too long for the record keeps its encoding; only its entry is left out.
