@@ -139,7 +139,16 @@ final class DirectContextWriter extends ContextWriter {
     }
 
     private final ByteBuffer buf;
-    /** Per slot, the value whose entry is in the record, or {@code null}. */
+    /**
+     * Per slot, the byte length of the value the slot holds (whose entry the record has, or would
+     * have without {@link #entries}), -1 for none: what says whether a slot has a value.
+     */
+    private final int[] lens;
+    /**
+     * Per slot, that value itself, kept only while {@link #entries} (otherwise stale): a reference
+     * store into this old array pays G1's card-marking barrier, which a changed value without
+     * entries need not ({@link #putValue}; restored from the encodings when the entries start).
+     */
     private final ContextValueCache.Entry[] values;
     /**
      * Per slot, the value whose bytes were last stored, and where: an entry found there again is
@@ -187,6 +196,9 @@ final class DirectContextWriter extends ContextWriter {
     private DirectContextWriter(ByteBuffer b) {
         this.buf = b.order(ByteOrder.nativeOrder());
         this.values = new ContextValueCache.Entry[SLOTS];
+        this.lens = new int[SLOTS];
+        java.util.Arrays.fill(lens, -1);
+        this.entries = otelReaders; // nothing is set yet: the record is as the mirrors say either way
         this.stored = new ContextValueCache.Entry[SLOTS];
         this.storedAt = new int[SLOTS];
         this.sidecar = new long[SLOTS];
@@ -242,7 +254,10 @@ final class DirectContextWriter extends ContextWriter {
      */
     private void restore(long n) {
         nativeWrites = n;
-        entries = otelReaders;
+        if (!entries && otelReaders) {
+            entries = true;
+            valuesFromEncodings();
+        }
         buf.put(VALID, (byte) 0);
         VarHandle.storeStoreFence();
         putBigEndian(TRACE_ID, traceHi);
@@ -260,6 +275,36 @@ final class DirectContextWriter extends ContextWriter {
         writeAttrs(true);
         if (valid) {
             attach();
+        }
+    }
+
+    /**
+     * The entries start: {@link #values} from each slot's encoding (the dictionary's bytes for it).
+     * A value of an earlier recording, whose encoding may now name another value, gets no entry.
+     */
+    private void valuesFromEncodings() {
+        int epoch = epoch();
+        for (int s = 0; s < SLOTS; s++) {
+            ContextValueCache.Entry e = null;
+            long w = sidecar[s];
+            if (lens[s] >= 0 && (int) w != 0 && (int) (w >>> 32) == epoch) {
+                e = ContextValueCache.byEncoding((int) w, epoch);
+                if (e != null && e.utf8.length != lens[s]) {
+                    e = null;
+                }
+            }
+            if (e == null) {
+                lens[s] = -1;
+            }
+            values[s] = e;
+        }
+    }
+
+    /** Slot {@code slot}'s value becomes {@code e} ({@code null}: none). */
+    private void putValue(int slot, ContextValueCache.Entry e) {
+        lens[slot] = e == null ? -1 : e.utf8.length;
+        if (entries) {
+            values[slot] = e;
         }
     }
 
@@ -319,7 +364,7 @@ final class DirectContextWriter extends ContextWriter {
             buf.putLong(ENCODINGS + 8 * slot, w);
             sidecar[slot] = w;
         }
-        markUsed(slot, encoding != 0 || values[slot] != null);
+        markUsed(slot, encoding != 0 || lens[slot] >= 0);
     }
 
     private void markUsed(int slot, boolean inUse) {
@@ -362,7 +407,7 @@ final class DirectContextWriter extends ContextWriter {
                 buf.putLong(ENCODINGS + 8 * s, 0L);
                 sidecar[s] = 0;
             }
-            values[s] = null;
+            putValue(s, null);
         }
         used &= keep;
     }
@@ -429,9 +474,9 @@ final class DirectContextWriter extends ContextWriter {
     private void sizeAttrs(boolean sizeUnknown) {
         int p = hasRoot ? LRS_ENTRY : 0;
         for (int m = used; m != 0; m &= m - 1) {
-            ContextValueCache.Entry e = values[Integer.numberOfTrailingZeros(m)];
-            if (e != null && p + ENTRY_HEADER + e.utf8.length <= ATTRS_CAPACITY) {
-                p += ENTRY_HEADER + e.utf8.length;
+            int len = lens[Integer.numberOfTrailingZeros(m)];
+            if (len >= 0 && p + ENTRY_HEADER + len <= ATTRS_CAPACITY) {
+                p += ENTRY_HEADER + len;
             }
         }
         attrsBytes = p;
@@ -517,8 +562,8 @@ final class DirectContextWriter extends ContextWriter {
 
     /** Whether a value of {@code len} bytes fits in slot {@code slot}, replacing its entry. */
     private boolean fits(int slot, int len) {
-        ContextValueCache.Entry old = values[slot];
-        int without = attrsBytes - (old == null ? 0 : ENTRY_HEADER + old.utf8.length);
+        int old = lens[slot];
+        int without = attrsBytes - (old < 0 ? 0 : ENTRY_HEADER + old);
         return len <= MAX_VALUE_BYTES && without + ENTRY_HEADER + len <= ATTRS_CAPACITY;
     }
 
@@ -562,11 +607,11 @@ final class DirectContextWriter extends ContextWriter {
         hasRoot = true;
         // Two values of at most 255 bytes always fit beside the root span's entry.
         if (e0 != null) {
-            values[slot0] = e0;
+            putValue(slot0, e0);
             putEncoding(slot0, e0.encoding, e0.epoch);
         }
         if (e1 != null) {
-            values[slot1] = e1;
+            putValue(slot1, e1);
             putEncoding(slot1, e1.encoding, e1.epoch);
         }
         writeAttrs();
@@ -581,14 +626,14 @@ final class DirectContextWriter extends ContextWriter {
         int want = 0;
         if (e0 != null) {
             if (e1 == null || slot1 != slot0) {
-                if (values[slot0] != e0 || sidecar[slot0] != word(e0.encoding, e0.epoch)) {
+                if (lens[slot0] != e0.utf8.length || sidecar[slot0] != word(e0.encoding, e0.epoch)) {
                     return false;
                 }
                 want = 1 << slot0;
             }
         }
         if (e1 != null) {
-            if (values[slot1] != e1 || sidecar[slot1] != word(e1.encoding, e1.epoch)) {
+            if (lens[slot1] != e1.utf8.length || sidecar[slot1] != word(e1.encoding, e1.epoch)) {
                 return false;
             }
             want |= 1 << slot1;
@@ -630,7 +675,7 @@ final class DirectContextWriter extends ContextWriter {
 
     private boolean setValue0(int slot, ContextValueCache.Entry e) {
         sync();
-        if (valid && values[slot] == e && sidecar[slot] == word(e.encoding, e.epoch)) {
+        if (valid && lens[slot] == e.utf8.length && sidecar[slot] == word(e.encoding, e.epoch)) {
             return true; // already there, and published
         }
         if (valid && !entries) {
@@ -638,7 +683,7 @@ final class DirectContextWriter extends ContextWriter {
         }
         detach();
         boolean ok = fits(slot, e.utf8.length);
-        values[slot] = ok ? e : null;
+        putValue(slot, ok ? e : null);
         putEncoding(slot, ok ? e.encoding : 0, e.epoch);
         writeAttrs();
         attach(); // published even without a span, as upstream
@@ -654,10 +699,10 @@ final class DirectContextWriter extends ContextWriter {
      */
     private boolean putValueAlone(int slot, ContextValueCache.Entry e, boolean keepEncoding, int epoch) {
         boolean ok = fits(slot, e.utf8.length);
-        ContextValueCache.Entry old = values[slot];
+        int old = lens[slot];
         // Every stored value fits beside the others (fits), so the size is kept by difference.
-        attrsBytes += (ok ? ENTRY_HEADER + e.utf8.length : 0) - (old == null ? 0 : ENTRY_HEADER + old.utf8.length);
-        values[slot] = ok ? e : null;
+        attrsBytes += (ok ? ENTRY_HEADER + e.utf8.length : 0) - (old < 0 ? 0 : ENTRY_HEADER + old);
+        putValue(slot, ok ? e : null);
         putEncoding(slot, ok || keepEncoding ? e.encoding : 0, epoch);
         return ok;
     }
@@ -680,9 +725,9 @@ final class DirectContextWriter extends ContextWriter {
             boolean ok = e != null && fits(slot, e.utf8.length);
             // The fit test of the next pair needs this one's size: keep attrsBytes current
             // without storing (writeAttrs stores everything once, below).
-            ContextValueCache.Entry old = values[slot];
-            attrsBytes += (ok ? ENTRY_HEADER + e.utf8.length : 0) - (old == null ? 0 : ENTRY_HEADER + old.utf8.length);
-            values[slot] = ok ? e : null;
+            int old = lens[slot];
+            attrsBytes += (ok ? ENTRY_HEADER + e.utf8.length : 0) - (old < 0 ? 0 : ENTRY_HEADER + old);
+            putValue(slot, ok ? e : null);
             putEncoding(slot, ok ? e.encoding : 0, ok ? e.epoch : 0);
             written += ok ? 1 : 0;
             publish |= e != null; // as setContextValue, which publishes; clearing does not
@@ -702,20 +747,20 @@ final class DirectContextWriter extends ContextWriter {
 
     private void clearValue0(int slot) {
         sync();
-        if (values[slot] == null && sidecar[slot] == 0) {
+        if (lens[slot] < 0 && sidecar[slot] == 0) {
             return; // nothing to clear: valid stays as it is
         }
         if (!entries) {
             // Its sidecar word alone, as in putValueAlone; valid stays as it is.
-            ContextValueCache.Entry old = values[slot];
-            attrsBytes -= old == null ? 0 : ENTRY_HEADER + old.utf8.length;
-            values[slot] = null;
+            int old = lens[slot];
+            attrsBytes -= old < 0 ? 0 : ENTRY_HEADER + old;
+            putValue(slot, null);
             putEncoding(slot, 0, 0);
             return;
         }
         boolean wasValid = valid;
         detach();
-        values[slot] = null;
+        putValue(slot, null);
         putEncoding(slot, 0, 0);
         writeAttrs();
         if (wasValid) {
@@ -780,7 +825,7 @@ final class DirectContextWriter extends ContextWriter {
             return;
         }
         int epoch = epoch();
-        if (encoding > 0 && valid && values[offset] != null && sidecar[offset] == word(encoding, epoch)) {
+        if (encoding > 0 && valid && lens[offset] >= 0 && sidecar[offset] == word(encoding, epoch)) {
             return; // already there (that word is only ever stored beside its own value), and published
         }
         ContextValueCache.Entry e = null;
@@ -796,7 +841,7 @@ final class DirectContextWriter extends ContextWriter {
         }
         detach();
         // A value too long for the record keeps its encoding; only its entry is left out.
-        values[offset] = e != null && fits(offset, e.utf8.length) ? e : null;
+        putValue(offset, e != null && fits(offset, e.utf8.length) ? e : null);
         putEncoding(offset, encoding > 0 ? encoding : 0, epoch);
         writeAttrs();
         if (span != 0 || hasAttrs()) {
