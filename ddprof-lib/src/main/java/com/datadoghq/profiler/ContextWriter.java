@@ -15,6 +15,21 @@ class ContextWriter {
     /** Makes the writer for the calling thread. */
     private static final Factory FACTORY = loadFactory();
 
+    /**
+     * Whether an out-of-process reader of the OTel thread records can exist: set once this process
+     * has published its OTel process context ({@link OTelContext}), whose {@code threadlocal.*}
+     * attributes a reader needs before it looks for any thread record (OTEP #4947, "Reading
+     * Protocol"), or from the start with {@code -Dddprof.otelThreadRecord=always}. Until then the
+     * in-place writer leaves the record's attribute entries (the local root span's digits, the
+     * values' bytes) out: nothing would read them (docs/context.md, "Who reads it"). Never cleared.
+     */
+    static volatile boolean otelReaders = "always".equals(System.getProperty("ddprof.otelThreadRecord"));
+
+    /** A process context is about to be published: the thread records get their entries from now on. */
+    static void otelReadersExist() {
+        otelReaders = true;
+    }
+
     /** Creates a thread's writer. */
     interface Factory {
         /** A writer for the calling thread, or {@code null} when it cannot have a direct one. */

@@ -142,6 +142,8 @@ public final class OTelContext {
         if (!loaded) {
             return;
         }
+        // First: from here on each thread's next context write gives its record the entries a reader of this context reads.
+        ContextWriter.otelReadersExist();
         lock.writeLock().lock();
         try {
             setProcessCtx0(env, hostname, runtimeId, service, version, tracerVersion);
@@ -175,6 +177,8 @@ public final class OTelContext {
         if (!loaded) {
             return;
         }
+        // First: from here on each thread's next context write gives its record the entries a reader of this context reads.
+        ContextWriter.otelReadersExist();
         lock.writeLock().lock();
         try {
             setProcessCtx0(env, hostname, runtimeId, service, version, tracerVersion, attributeKeys);

@@ -31,6 +31,12 @@ import java.nio.ByteOrder;
  * all, and either way beside the root and attributes it belongs with, so it needs no
  * {@code valid} round trip (ContextTornWriteTest).
  *
+ * <p>The attribute entries are for out-of-process readers only, which look for thread records once
+ * the process has published its OTel process context: until {@link ContextWriter#otelReaders}
+ * says one can exist, none is stored (the record's size stays 0; {@link #attrsBytes} is what they
+ * would take, so every call answers as with them), and a value changed in a published record is
+ * its sidecar word alone. The first call that sees the flag stores the whole record ({@link #gate}).
+ *
  * <p>The mirrors hold while no one else writes the record; but the JNI writer can: a virtual
  * thread mounted on this (carrier) thread writes the carrier's record. Every native write counts
  * itself in the sidecar ({@code native_writes}; this writer never stores it), and every call here
@@ -133,7 +139,16 @@ final class DirectContextWriter extends ContextWriter {
     }
 
     private final ByteBuffer buf;
-    /** Per slot, the value whose entry is in the record, or {@code null}. */
+    /**
+     * Per slot, the byte length of the value the slot holds (whose entry the record has, or would
+     * have without {@link #entries}), -1 for none: what says whether a slot has a value.
+     */
+    private final int[] lens;
+    /**
+     * Per slot, that value itself, kept only while {@link #entries} (otherwise stale): a reference
+     * store into this old array pays G1's card-marking barrier, which a changed value without
+     * entries need not ({@link #putValue}; restored from the encodings when the entries start).
+     */
     private final ContextValueCache.Entry[] values;
     /**
      * Per slot, the value whose bytes were last stored, and where: an entry found there again is
@@ -171,10 +186,19 @@ final class DirectContextWriter extends ContextWriter {
     private boolean lrsWritten;
     /** The sidecar's native write count after this writer's last call ({@link #sync}). */
     private long nativeWrites;
+    /**
+     * Whether the record carries the attribute entries ({@link ContextWriter#otelReaders} as this
+     * writer last saw it). While not, {@link #attrsBytes} is the size they would take and
+     * the record's own size is 0: no entry is stored, and a value changes only its sidecar word.
+     */
+    private boolean entries;
 
     private DirectContextWriter(ByteBuffer b) {
         this.buf = b.order(ByteOrder.nativeOrder());
         this.values = new ContextValueCache.Entry[SLOTS];
+        this.lens = new int[SLOTS];
+        java.util.Arrays.fill(lens, -1);
+        this.entries = otelReaders; // nothing is set yet: the record is as the mirrors say either way
         this.stored = new ContextValueCache.Entry[SLOTS];
         this.storedAt = new int[SLOTS];
         this.sidecar = new long[SLOTS];
@@ -214,11 +238,26 @@ final class DirectContextWriter extends ContextWriter {
     }
 
     /**
+     * Ends every write: once a reader can exist ({@link ContextWriter#otelReaders}), the record
+     * gets its entries, the whole of it stored from the mirrors. Last in the call, so that the
+     * volatile load orders none of the call's own stores (docs/benchmarks.md, "Context writes").
+     */
+    private void gate() {
+        if (!entries && otelReaders) {
+            restore(nativeWrites);
+        }
+    }
+
+    /**
      * Stores every field the mirrors hold (whatever the record holds now), with the usual
      * protocol: {@code valid} cleared first and set last, if the mirror says it is set.
      */
     private void restore(long n) {
         nativeWrites = n;
+        if (!entries && otelReaders) {
+            entries = true;
+            valuesFromEncodings();
+        }
         buf.put(VALID, (byte) 0);
         VarHandle.storeStoreFence();
         putBigEndian(TRACE_ID, traceHi);
@@ -236,6 +275,36 @@ final class DirectContextWriter extends ContextWriter {
         writeAttrs(true);
         if (valid) {
             attach();
+        }
+    }
+
+    /**
+     * The entries start: {@link #values} from each slot's encoding (the dictionary's bytes for it).
+     * A value of an earlier recording, whose encoding may now name another value, gets no entry.
+     */
+    private void valuesFromEncodings() {
+        int epoch = epoch();
+        for (int s = 0; s < SLOTS; s++) {
+            ContextValueCache.Entry e = null;
+            long w = sidecar[s];
+            if (lens[s] >= 0 && (int) w != 0 && (int) (w >>> 32) == epoch) {
+                e = ContextValueCache.byEncoding((int) w, epoch);
+                if (e != null && e.utf8.length != lens[s]) {
+                    e = null;
+                }
+            }
+            if (e == null) {
+                lens[s] = -1;
+            }
+            values[s] = e;
+        }
+    }
+
+    /** Slot {@code slot}'s value becomes {@code e} ({@code null}: none). */
+    private void putValue(int slot, ContextValueCache.Entry e) {
+        lens[slot] = e == null ? -1 : e.utf8.length;
+        if (entries) {
+            values[slot] = e;
         }
     }
 
@@ -295,7 +364,7 @@ final class DirectContextWriter extends ContextWriter {
             buf.putLong(ENCODINGS + 8 * slot, w);
             sidecar[slot] = w;
         }
-        markUsed(slot, encoding != 0 || values[slot] != null);
+        markUsed(slot, encoding != 0 || lens[slot] >= 0);
     }
 
     private void markUsed(int slot, boolean inUse) {
@@ -338,7 +407,7 @@ final class DirectContextWriter extends ContextWriter {
                 buf.putLong(ENCODINGS + 8 * s, 0L);
                 sidecar[s] = 0;
             }
-            values[s] = null;
+            putValue(s, null);
         }
         used &= keep;
     }
@@ -353,6 +422,10 @@ final class DirectContextWriter extends ContextWriter {
 
     /** {@link #writeAttrs()}; {@code sizeUnknown}: {@link #attrsBytes} no longer says what is stored. */
     private void writeAttrs(boolean sizeUnknown) {
+        if (!entries) {
+            sizeAttrs(sizeUnknown);
+            return;
+        }
         int p = ATTRS;
         if (hasRoot) {
             if (!lrsWritten) {
@@ -394,11 +467,31 @@ final class DirectContextWriter extends ContextWriter {
     }
 
     /**
+     * {@link #writeAttrs} without entries: {@link #attrsBytes} becomes what the entries would
+     * take (the same fit rule as {@link #putEntry}), so that every call answers as it does with
+     * them; the record's size stays 0.
+     */
+    private void sizeAttrs(boolean sizeUnknown) {
+        int p = hasRoot ? LRS_ENTRY : 0;
+        for (int m = used; m != 0; m &= m - 1) {
+            int len = lens[Integer.numberOfTrailingZeros(m)];
+            if (len >= 0 && p + ENTRY_HEADER + len <= ATTRS_CAPACITY) {
+                p += ENTRY_HEADER + len;
+            }
+        }
+        attrsBytes = p;
+        if (sizeUnknown) {
+            buf.putShort(ATTRS_SIZE, (short) 0);
+        }
+    }
+
+    /**
      * The root span entry's digits, if they are not {@link #root}'s already: while the entry is
      * there ({@link #lrsWritten}) nothing else is stored over it, so only its digits change.
+     * Nothing without entries.
      */
     private void putRootDigits() {
-        if (lrsRoot != root) {
+        if (entries && lrsRoot != root) {
             if (rootHexFor != root) {
                 rootHexHi = hex8((int) (root >>> 32));
                 rootHexLo = hex8((int) root);
@@ -469,8 +562,8 @@ final class DirectContextWriter extends ContextWriter {
 
     /** Whether a value of {@code len} bytes fits in slot {@code slot}, replacing its entry. */
     private boolean fits(int slot, int len) {
-        ContextValueCache.Entry old = values[slot];
-        int without = attrsBytes - (old == null ? 0 : ENTRY_HEADER + old.utf8.length);
+        int old = lens[slot];
+        int without = attrsBytes - (old < 0 ? 0 : ENTRY_HEADER + old);
         return len <= MAX_VALUE_BYTES && without + ENTRY_HEADER + len <= ATTRS_CAPACITY;
     }
 
@@ -483,6 +576,12 @@ final class DirectContextWriter extends ContextWriter {
     @Override
     void setTrace(long root, long span, long traceHi, long traceLo,
                   int slot0, ContextValueCache.Entry e0, int slot1, ContextValueCache.Entry e1) {
+        setTrace0(root, span, traceHi, traceLo, slot0, e0, slot1, e1);
+        gate();
+    }
+
+    private void setTrace0(long root, long span, long traceHi, long traceLo,
+                           int slot0, ContextValueCache.Entry e0, int slot1, ContextValueCache.Entry e1) {
         sync();
         if (valid && hasRoot && root == this.root && traceHi == this.traceHi && traceLo == this.traceLo
                 && holdsOnly(slot0, e0, slot1, e1)) {
@@ -494,7 +593,7 @@ final class DirectContextWriter extends ContextWriter {
 
     private void setTraceSlow(long root, long span, long traceHi, long traceLo,
                               int slot0, ContextValueCache.Entry e0, int slot1, ContextValueCache.Entry e1) {
-        if (valid && hasRoot && lrsWritten && holdsOnly(slot0, e0, slot1, e1)) {
+        if (valid && hasRoot && (lrsWritten || !entries) && holdsOnly(slot0, e0, slot1, e1)) {
             // A new root or trace beside the same attributes: the ids and the root's digits.
             detach();
             putIds(traceHi, traceLo, span, root);
@@ -508,11 +607,11 @@ final class DirectContextWriter extends ContextWriter {
         hasRoot = true;
         // Two values of at most 255 bytes always fit beside the root span's entry.
         if (e0 != null) {
-            values[slot0] = e0;
+            putValue(slot0, e0);
             putEncoding(slot0, e0.encoding, e0.epoch);
         }
         if (e1 != null) {
-            values[slot1] = e1;
+            putValue(slot1, e1);
             putEncoding(slot1, e1.encoding, e1.epoch);
         }
         writeAttrs();
@@ -527,14 +626,14 @@ final class DirectContextWriter extends ContextWriter {
         int want = 0;
         if (e0 != null) {
             if (e1 == null || slot1 != slot0) {
-                if (values[slot0] != e0 || sidecar[slot0] != word(e0.encoding, e0.epoch)) {
+                if (lens[slot0] != e0.utf8.length || sidecar[slot0] != word(e0.encoding, e0.epoch)) {
                     return false;
                 }
                 want = 1 << slot0;
             }
         }
         if (e1 != null) {
-            if (values[slot1] != e1 || sidecar[slot1] != word(e1.encoding, e1.epoch)) {
+            if (lens[slot1] != e1.utf8.length || sidecar[slot1] != word(e1.encoding, e1.epoch)) {
                 return false;
             }
             want |= 1 << slot1;
@@ -544,6 +643,11 @@ final class DirectContextWriter extends ContextWriter {
 
     @Override
     void clearTrace() {
+        clearTrace0();
+        gate();
+    }
+
+    private void clearTrace0() {
         sync();
         if (!valid && span == 0 && root == 0 && traceHi == 0 && traceLo == 0 && used == 0 && !hasRoot
                 && !lrsWritten && attrsBytes == 0) {
@@ -556,27 +660,61 @@ final class DirectContextWriter extends ContextWriter {
         lrsWritten = false;
         if (attrsBytes != 0) {
             attrsBytes = 0;
-            buf.putShort(ATTRS_SIZE, (short) 0);
+            if (entries) {
+                buf.putShort(ATTRS_SIZE, (short) 0);
+            }
         }
     }
 
     @Override
     boolean setValue(int slot, ContextValueCache.Entry e) {
+        boolean ok = setValue0(slot, e);
+        gate();
+        return ok;
+    }
+
+    private boolean setValue0(int slot, ContextValueCache.Entry e) {
         sync();
-        if (valid && values[slot] == e && sidecar[slot] == word(e.encoding, e.epoch)) {
+        if (valid && lens[slot] == e.utf8.length && sidecar[slot] == word(e.encoding, e.epoch)) {
             return true; // already there, and published
+        }
+        if (valid && !entries) {
+            return putValueAlone(slot, e, false, e.epoch);
         }
         detach();
         boolean ok = fits(slot, e.utf8.length);
-        values[slot] = ok ? e : null;
+        putValue(slot, ok ? e : null);
         putEncoding(slot, ok ? e.encoding : 0, e.epoch);
         writeAttrs();
         attach(); // published even without a span, as upstream
         return ok;
     }
 
+    /**
+     * Without entries, a value that changes in a published record is its sidecar word alone: one
+     * aligned 8-byte store, which the handler sees whole, beside the ids and other slots it
+     * belongs with, so no {@code valid} round trip (as for a span alone). A value that does not
+     * fit in the record clears the slot, or with {@code keepEncoding} (the legacy write) keeps its
+     * encoding without an entry. Returns whether {@code e} fits.
+     */
+    private boolean putValueAlone(int slot, ContextValueCache.Entry e, boolean keepEncoding, int epoch) {
+        boolean ok = fits(slot, e.utf8.length);
+        int old = lens[slot];
+        // Every stored value fits beside the others (fits), so the size is kept by difference.
+        attrsBytes += (ok ? ENTRY_HEADER + e.utf8.length : 0) - (old < 0 ? 0 : ENTRY_HEADER + old);
+        putValue(slot, ok ? e : null);
+        putEncoding(slot, ok || keepEncoding ? e.encoding : 0, epoch);
+        return ok;
+    }
+
     @Override
     int setValues(int[] slots, CharSequence[] vs, int count, ContextValueCache cache) {
+        int written = setValues0(slots, vs, count, cache);
+        gate();
+        return written;
+    }
+
+    private int setValues0(int[] slots, CharSequence[] vs, int count, ContextValueCache cache) {
         sync();
         boolean publish = valid;
         detach();
@@ -587,9 +725,9 @@ final class DirectContextWriter extends ContextWriter {
             boolean ok = e != null && fits(slot, e.utf8.length);
             // The fit test of the next pair needs this one's size: keep attrsBytes current
             // without storing (writeAttrs stores everything once, below).
-            ContextValueCache.Entry old = values[slot];
-            attrsBytes += (ok ? ENTRY_HEADER + e.utf8.length : 0) - (old == null ? 0 : ENTRY_HEADER + old.utf8.length);
-            values[slot] = ok ? e : null;
+            int old = lens[slot];
+            attrsBytes += (ok ? ENTRY_HEADER + e.utf8.length : 0) - (old < 0 ? 0 : ENTRY_HEADER + old);
+            putValue(slot, ok ? e : null);
             putEncoding(slot, ok ? e.encoding : 0, ok ? e.epoch : 0);
             written += ok ? 1 : 0;
             publish |= e != null; // as setContextValue, which publishes; clearing does not
@@ -603,13 +741,26 @@ final class DirectContextWriter extends ContextWriter {
 
     @Override
     void clearValue(int slot) {
+        clearValue0(slot);
+        gate();
+    }
+
+    private void clearValue0(int slot) {
         sync();
-        if (values[slot] == null && sidecar[slot] == 0) {
+        if (lens[slot] < 0 && sidecar[slot] == 0) {
             return; // nothing to clear: valid stays as it is
+        }
+        if (!entries) {
+            // Its sidecar word alone, as in putValueAlone; valid stays as it is.
+            int old = lens[slot];
+            attrsBytes -= old < 0 ? 0 : ENTRY_HEADER + old;
+            putValue(slot, null);
+            putEncoding(slot, 0, 0);
+            return;
         }
         boolean wasValid = valid;
         detach();
-        values[slot] = null;
+        putValue(slot, null);
         putEncoding(slot, 0, 0);
         writeAttrs();
         if (wasValid) {
@@ -619,17 +770,27 @@ final class DirectContextWriter extends ContextWriter {
 
     @Override
     void setSpanLegacy(long span, long root) {
+        setSpanLegacy0(span, root);
+        gate();
+    }
+
+    private void setSpanLegacy0(long span, long root) {
         sync();
-        // The shortcut stays small enough to be inlined into the caller; the rest is a call.
-        if (span != 0 && valid && hasRoot && root == this.root && (traceHi | traceLo) == 0) {
-            putSpan(span); // a new span under the same root, attributes kept: one store
-            return;
+        // The shortcuts stay small enough to be inlined into the caller; the rest is a call.
+        if (span != 0) {
+            if (valid && hasRoot && root == this.root && (traceHi | traceLo) == 0) {
+                putSpan(span); // a new span under the same root, attributes kept: one store
+                return;
+            }
+        } else if (root == 0 && !valid && used == 0 && (this.span | this.root | traceHi | traceLo) == 0
+                && !hasRoot && !lrsWritten) {
+            return; // clearContext() of a clear context
         }
         setSpanLegacySlow(span, root);
     }
 
     private void setSpanLegacySlow(long span, long root) {
-        if (span != 0 && valid && hasRoot && lrsWritten) {
+        if (span != 0 && valid && hasRoot && (lrsWritten || !entries)) {
             // A new root (or trace) beside the same attributes: the ids and the root's digits.
             detach();
             putIds(0, 0, span, root);
@@ -654,24 +815,33 @@ final class DirectContextWriter extends ContextWriter {
 
     @Override
     void setEncodingLegacy(int offset, int encoding) {
+        setEncodingLegacy0(offset, encoding);
+        gate();
+    }
+
+    private void setEncodingLegacy0(int offset, int encoding) {
         sync();
         if (offset < 0 || offset >= SLOTS) {
             return;
         }
         int epoch = epoch();
+        if (encoding > 0 && valid && lens[offset] >= 0 && sidecar[offset] == word(encoding, epoch)) {
+            return; // already there (that word is only ever stored beside its own value), and published
+        }
         ContextValueCache.Entry e = null;
         if (encoding > 0) {
             e = ContextValueCache.byEncoding(encoding, epoch);
             if (e == null) {
                 return; // unknown encoding: ignored
             }
-        }
-        if (e != null && valid && values[offset] == e && sidecar[offset] == word(encoding, epoch)) {
-            return; // already there, and published
+            if (valid && !entries) {
+                putValueAlone(offset, e, true, epoch); // stays published: a slot is set
+                return;
+            }
         }
         detach();
         // A value too long for the record keeps its encoding; only its entry is left out.
-        values[offset] = e != null && fits(offset, e.utf8.length) ? e : null;
+        putValue(offset, e != null && fits(offset, e.utf8.length) ? e : null);
         putEncoding(offset, encoding > 0 ? encoding : 0, epoch);
         writeAttrs();
         if (span != 0 || hasAttrs()) {

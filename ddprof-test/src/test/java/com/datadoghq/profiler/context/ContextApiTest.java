@@ -21,8 +21,10 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import com.datadoghq.profiler.ContextSetter;
 import com.datadoghq.profiler.JavaProfiler;
+import com.datadoghq.profiler.OTelContext;
 import com.datadoghq.profiler.internal.Diagnostics;
 import com.datadoghq.profiler.testing.ProfilerExtension;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
@@ -34,6 +36,15 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @ExtendWith(ProfilerExtension.class)
 class ContextApiTest {
+    /**
+     * The records carry their attribute entries once a process context is published, as a
+     * tracer does at startup (OtelThreadRecordGateTest has the record before that).
+     */
+    @BeforeAll
+    static void publishAProcessContext() {
+        OTelContext.getInstance().initializeAllContext("test", "host", "id", "svc", "1", "t", new String[] {"op", "res"});
+    }
+
     @TempDir
     Path dir;
 
