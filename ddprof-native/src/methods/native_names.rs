@@ -47,6 +47,15 @@ struct KeptPcNames {
 
 static KEPT: Mutex<Option<KeptPcNames>> = Mutex::new(None);
 
+impl KeptPcNames {
+    /// Adds the names of pcs it has none for (one it has was made over the same mappings).
+    fn add_missing(&mut self, named: impl IntoIterator<Item = (u64, String)>) {
+        for (pc, name) in named {
+            self.names.entry(pc).or_insert(name);
+        }
+    }
+}
+
 impl NativeNames {
     pub fn new(remote: bool) -> NativeNames {
         NativeNames {
@@ -190,10 +199,7 @@ pub fn keep_ahead(maps: &Arc<Snapshot>, named: Vec<(u64, String)>) {
             names: WordMap::default(),
         },
     };
-    let store = kept.insert(store);
-    for (pc, name) in named {
-        store.names.entry(pc).or_insert(name);
-    }
+    kept.insert(store).add_missing(named);
 }
 
 impl Drop for NativeNames {
@@ -209,9 +215,7 @@ impl Drop for NativeNames {
         // What the watcher named ahead while this dump ran, over the same mappings, stays.
         if let (Some(mine), Some(ahead)) = (left.as_mut(), kept.take()) {
             if Arc::ptr_eq(&mine.maps, &ahead.maps) {
-                for (pc, name) in ahead.names {
-                    mine.names.entry(pc).or_insert(name);
-                }
+                mine.add_missing(ahead.names);
             }
         }
         *kept = left;

@@ -206,11 +206,16 @@ impl Resolver {
             return None;
         }
         let m = method_id as jni::sys::jmethodID;
-        if let Some(info) = self.lookup_in_known_class(m) {
+        // The holder as the slot says now, unverified: each use below checks it.
+        let holder = layout::get()
+            .and_then(|l| l.method.as_ref())
+            .and_then(|g| method::holder(g, load_usize(m as usize)?));
+        if let Some(info) = holder.and_then(|h| self.lookup_in_known_class(m, h)) {
             return Some(info);
         }
         let class = self.jvmti.method_declaring_class(m).ok()?;
-        let (class_name, kept) = self.declaring_class_name(m, class);
+        // `kept`: `class` became the reference of a new `class_names` entry (not to be deleted).
+        let (class_name, kept) = self.class_name(holder, class, false);
         let info = class_name.and_then(|class_name| match self.parts_from_metadata(m, class) {
             Some(p) => self.named_from_metadata(m, class, class_name, p),
             None => self.describe(m, class, class_name),
@@ -221,14 +226,12 @@ impl Resolver {
         info
     }
 
-    /// [`Self::lookup`] without a JVMTI call, for a method whose holder (read from the
+    /// [`Self::lookup`] without a JVMTI call, for a method whose holder (`holder`, read from the
     /// jmethodID's slot) is a class this dump already holds a reference of (`class_names`):
     /// the reference keeps the class loaded, and [`Self::parts_from_metadata`] checks that it
     /// is the method's holder. A jmethodID slot is never freed on the JDKs that hand out
     /// slots (an unloaded class's are cleared, not reused), so reading it is safe.
-    fn lookup_in_known_class(&mut self, m: jni::sys::jmethodID) -> Option<MethodInfo> {
-        let g = layout::get()?.method.as_ref()?;
-        let holder = method::holder(g, load_usize(m as usize)?)?;
+    fn lookup_in_known_class(&self, m: jni::sys::jmethodID, holder: usize) -> Option<MethodInfo> {
         let (class, name) = self.class_names.get(&holder)?;
         let (class, name) = (*class, name.clone()?);
         let p = self.parts_from_metadata(m, class)?;
@@ -315,19 +318,6 @@ impl Resolver {
                 p.lines
             ));
         }
-    }
-
-    /// The internal name of `class`, the declaring class of `m`, and whether `class` was
-    /// kept as the reference of a new `class_names` entry (then not to be deleted).
-    fn declaring_class_name(
-        &mut self,
-        m: jni::sys::jmethodID,
-        class: jclass,
-    ) -> (Option<Arc<str>>, bool) {
-        let klass = layout::get()
-            .and_then(|l| l.method.as_ref())
-            .and_then(|g| method::holder(g, load_usize(m as usize)?));
-        self.class_name(klass, class, false)
     }
 
     /// The internal name of `class` (a live reference) whose `Klass*` is believed to be
