@@ -562,9 +562,12 @@ final class DirectContextWriter extends ContextWriter {
 
     /** Whether a value of {@code len} bytes fits in slot {@code slot}, replacing its entry. */
     private boolean fits(int slot, int len) {
-        int old = lens[slot];
-        int without = attrsBytes - (old < 0 ? 0 : ENTRY_HEADER + old);
-        return len <= MAX_VALUE_BYTES && without + ENTRY_HEADER + len <= ATTRS_CAPACITY;
+        return len <= MAX_VALUE_BYTES && attrsBytes - entryBytes(slot) + ENTRY_HEADER + len <= ATTRS_CAPACITY;
+    }
+
+    /** The bytes slot {@code slot}'s entry takes in the record (or would take, without {@link #entries}). */
+    private int entryBytes(int slot) {
+        return lens[slot] < 0 ? 0 : ENTRY_HEADER + lens[slot];
     }
 
     private static int epoch() {
@@ -699,9 +702,8 @@ final class DirectContextWriter extends ContextWriter {
      */
     private boolean putValueAlone(int slot, ContextValueCache.Entry e, boolean keepEncoding, int epoch) {
         boolean ok = fits(slot, e.utf8.length);
-        int old = lens[slot];
         // Every stored value fits beside the others (fits), so the size is kept by difference.
-        attrsBytes += (ok ? ENTRY_HEADER + e.utf8.length : 0) - (old < 0 ? 0 : ENTRY_HEADER + old);
+        attrsBytes += (ok ? ENTRY_HEADER + e.utf8.length : 0) - entryBytes(slot);
         putValue(slot, ok ? e : null);
         putEncoding(slot, ok || keepEncoding ? e.encoding : 0, epoch);
         return ok;
@@ -725,8 +727,7 @@ final class DirectContextWriter extends ContextWriter {
             boolean ok = e != null && fits(slot, e.utf8.length);
             // The fit test of the next pair needs this one's size: keep attrsBytes current
             // without storing (writeAttrs stores everything once, below).
-            int old = lens[slot];
-            attrsBytes += (ok ? ENTRY_HEADER + e.utf8.length : 0) - (old < 0 ? 0 : ENTRY_HEADER + old);
+            attrsBytes += (ok ? ENTRY_HEADER + e.utf8.length : 0) - entryBytes(slot);
             putValue(slot, ok ? e : null);
             putEncoding(slot, ok ? e.encoding : 0, ok ? e.epoch : 0);
             written += ok ? 1 : 0;
@@ -752,8 +753,7 @@ final class DirectContextWriter extends ContextWriter {
         }
         if (!entries) {
             // Its sidecar word alone, as in putValueAlone; valid stays as it is.
-            int old = lens[slot];
-            attrsBytes -= old < 0 ? 0 : ENTRY_HEADER + old;
+            attrsBytes -= entryBytes(slot);
             putValue(slot, null);
             putEncoding(slot, 0, 0);
             return;
