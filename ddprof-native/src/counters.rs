@@ -142,6 +142,8 @@ counters! {
     // needed them (profiler/ahead.rs).
     NativePcsNamedAhead => "native_pcs_named_ahead",
     NativePcNamesKept => "native_pc_names_kept",
+    // Native pcs in files a dump named itself: neither kept nor named ahead.
+    NativePcsNamedAtDump => "native_pcs_named_at_dump",
     // remotesym (methods/native_names.rs NativeNames): distinct native pcs written for the backend
     // to symbolize, and libraries whose build id was read for them (per dump).
     RemoteSymbolicationFrames => "remote_symbolication_frames",

@@ -85,6 +85,12 @@ impl ChunkBuilder {
         self.pools.trace_ref(trace_id)
     }
 
+    /// Room for `bytes` more of events, so that a chunk of many samples does not copy its
+    /// events at each doubling (fresh pages are much of a first dump's cost).
+    pub fn reserve_events(&mut self, bytes: usize) {
+        self.events.reserve(bytes);
+    }
+
     /// Bytes of events written so far (excluding metadata and pools), for
     /// callers that rotate chunks by size.
     pub fn events_size(&self) -> usize {

@@ -120,6 +120,8 @@ pub struct Pools {
     /// Tids that events refer to; any without an `add_thread` entry get a
     /// placeholder so that no sample loses its thread.
     referenced_tids: WordSet<i64>,
+    /// The tid [`Self::note_thread`] saw last: events mostly repeat their thread.
+    last_noted: i64,
     pub attributes: Interner,
     pub strings: Interner,
 }
@@ -295,6 +297,10 @@ impl Pools {
     }
 
     pub fn note_thread(&mut self, tid: i64) {
+        if tid == self.last_noted {
+            return;
+        }
+        self.last_noted = tid;
         let _mem = footprint::scope(Category::Dictionary);
         // Key 0 is the conventional "no value" reference; never invent it.
         if tid != 0 && !self.threads.contains_key(&tid) {

@@ -175,7 +175,10 @@ impl NativeNames {
                 counters::Counter::NativePcNamesKept.inc();
                 name
             }
-            None => symbols.name(pc),
+            None => {
+                counters::Counter::NativePcsNamedAtDump.inc();
+                symbols.name(pc)
+            }
         }
     }
 }

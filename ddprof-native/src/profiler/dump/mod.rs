@@ -47,25 +47,70 @@ pub struct ChunkEnd {
     pub id_base: u32,
 }
 
-/// What the chunk's samples stand for: the sampling intervals they weigh
-/// (`chunk_sample_weight`: more than the samples when CPU timers overran), and the samples
-/// per second each sampled thread got (`chunk_samples_per_thread_second`), so a recording
-/// shows when the timer could not keep the asked rate.
-fn write_rate_counters(gen: &Generation, chunk_nanos: i64) {
-    let (mut count, mut weight) = (0i128, 0u64);
-    let mut threads: WordSet<i32> = WordSet::default();
-    for s in gen.samples().filter(|s| s.event == EventKind::Cpu as u8) {
-        count += 1;
-        weight += s.weight;
-        threads.insert(s.tid);
+/// What one pass over a generation's samples finds before the chunk is written: when each
+/// trace was first sampled (a lazy frame of a redefined class stands only in traces sampled
+/// after its redefinition ended, `methods::lazy::resolve`), how many samples there are, and
+/// what the CPU samples stand for (`chunk_sample_weight`: more than the samples when CPU
+/// timers overran; `chunk_samples_per_thread_second`, so a recording shows when the timer
+/// could not keep the asked rate). One pass: the records of a 1 ms chunk are megabytes.
+#[derive(Default)]
+struct SampleScan {
+    first_sampled: WordMap<u64, i64>,
+    samples: i64,
+    cpu_samples: i64,
+    cpu_weight: u64,
+    cpu_threads: WordSet<i32>,
+}
+
+impl SampleScan {
+    fn of(gen: &Generation) -> SampleScan {
+        let mut scan = SampleScan::default();
+        // Consecutive samples mostly repeat a trace (a thread spinning in one place) and a
+        // thread: the maps are touched when either changes.
+        let mut run: Option<(u64, i64)> = None;
+        let mut last_cpu_tid = None;
+        for s in gen.samples() {
+            scan.samples += 1;
+            let id = u64::from(s.trace_id);
+            run = match run {
+                Some((rid, t)) if rid == id => Some((id, t.min(s.ticks))),
+                Some((rid, t)) => {
+                    scan.sampled_at(rid, t);
+                    Some((id, s.ticks))
+                }
+                None => Some((id, s.ticks)),
+            };
+            if s.event == EventKind::Cpu as u8 {
+                scan.cpu_samples += 1;
+                scan.cpu_weight += s.weight;
+                if last_cpu_tid != Some(s.tid) {
+                    last_cpu_tid = Some(s.tid);
+                    scan.cpu_threads.insert(s.tid);
+                }
+            }
+        }
+        if let Some((id, t)) = run {
+            scan.sampled_at(id, t);
+        }
+        scan
     }
-    let per_thread_second = if threads.is_empty() || chunk_nanos <= 0 {
-        0
-    } else {
-        (count * 1_000_000_000 / (i128::from(chunk_nanos) * threads.len() as i128)) as i64
-    };
-    counters::Counter::ChunkSampleWeight.set(weight as i64);
-    counters::Counter::ChunkSamplesPerThreadSecond.set(per_thread_second);
+
+    fn sampled_at(&mut self, id: u64, ticks: i64) {
+        let t = self.first_sampled.entry(id).or_insert(ticks);
+        *t = (*t).min(ticks);
+    }
+
+    fn write_rate_counters(&self, chunk_nanos: i64) {
+        let threads = self.cpu_threads.len() as i128;
+        let per_thread_second = if threads == 0 || chunk_nanos <= 0 {
+            0
+        } else {
+            (i128::from(self.cpu_samples) * 1_000_000_000 / (i128::from(chunk_nanos) * threads))
+                as i64
+        };
+        counters::Counter::ChunkSampleWeight.set(self.cpu_weight as i64);
+        counters::Counter::ChunkSamplesPerThreadSecond.set(per_thread_second);
+    }
 }
 
 /// What one chunk is made of, besides the chunk's own end-of-chunk reads.
@@ -146,20 +191,12 @@ fn write_chunk<N: FrameNamer>(
 
     let memory = allocation_memory(args);
     // Pools first: naming the frames tells which samples could not be walked or named.
-    // When each trace was first sampled: a lazy frame of a redefined class stands only in
-    // traces sampled after its redefinition ended (`methods::lazy::resolve`). A live object's
-    // trace: when the object was allocated.
-    let mut first_sampled: WordMap<u64, i64> = WordMap::default();
-    let mut sampled_at = |id: u64, ticks: i64| {
-        let t = first_sampled.entry(id).or_insert(ticks);
-        *t = (*t).min(ticks);
-    };
-    for smp in gen.samples() {
-        sampled_at(u64::from(smp.trace_id), smp.ticks);
-    }
+    // A live object's trace counts as sampled when the object was allocated.
+    let mut scan = SampleScan::of(gen);
     for o in &live.objects {
-        sampled_at(LIVE_TRACE_BASE + u64::from(o.trace), o.ticks);
+        scan.sampled_at(LIVE_TRACE_BASE + u64::from(o.trace), o.ticks);
     }
+    let first_sampled = std::mem::take(&mut scan.first_sampled);
     // A trace no sample refers to (its sample was dropped): the earliest time there is.
     let since = |id: u64| first_sampled.get(&id).copied().unwrap_or(i64::MIN);
     let traces: Vec<Trace> = gen
@@ -187,6 +224,7 @@ fn write_chunk<N: FrameNamer>(
     };
     drop(traces);
     let mut events = Events::new(me, args.attributes.len(), unnamed, args.jdk_samples);
+    chunk.reserve_events(scan.samples as usize * SAMPLE_EVENT_BYTES);
     for s in gen.samples() {
         events.sample(&mut chunk, s);
     }
@@ -228,10 +266,10 @@ fn write_chunk<N: FrameNamer>(
         chunk.profiler_setting(s.ticks, s.tid, &s.name, &s.value, &s.unit);
     }
 
-    let samples = gen.sample_count() as i64;
+    let samples = scan.samples;
     counters::Counter::ChunkSamples.set(samples);
     counters::Counter::ChunkSamplesUnnamed.set(unnamed_samples);
-    write_rate_counters(gen, end_nanos - session.chunk_start_nanos);
+    scan.write_rate_counters(end_nanos - session.chunk_start_nanos);
     counters::Counter::UnwindingNanosAvg
         .set(counters::Counter::UnwindingNanos.get() / samples.max(1));
     counters::Counter::UnwindingNanosP50.set(crate::sample::handler_time::quantile(0.5) as i64);
@@ -301,6 +339,10 @@ fn write_chunk<N: FrameNamer>(
         next_id_base,
     )
 }
+
+/// About the bytes of one sample event without attributes (size, type, ticks, tid, trace,
+/// state, mode, weight and ids as varints), to size the event buffer once.
+const SAMPLE_EVENT_BYTES: usize = 32;
 
 /// Trace keys of the live-heap tracker's stacks: above every trace-table id (u32).
 const LIVE_TRACE_BASE: u64 = 1 << 32;
@@ -400,7 +442,10 @@ impl Events {
     fn sample(&mut self, chunk: &mut ChunkBuilder, s: &SampleRecord) {
         let kind = EventKind::from_raw(s.event);
         let tid = i64::from(s.tid);
-        self.tids.push(tid);
+        // Sorted and deduplicated at the end; consecutive samples mostly share a thread.
+        if self.tids.last() != Some(&tid) {
+            self.tids.push(tid);
+        }
         // A free carries no stack or context: only its address.
         if kind == Some(EventKind::NativeFree) {
             chunk.native_memory_free(s.ticks, tid, s.address);
@@ -409,7 +454,9 @@ impl Events {
         self.links
             .note(s.ticks, s.root_span_id, (s.trace_high, s.trace_low));
         self.intern_attrs(chunk, &s.attrs);
-        if s.trace_id == 0 || self.unnamed.contains(&u64::from(s.trace_id)) {
+        if s.trace_id == 0
+            || (!self.unnamed.is_empty() && self.unnamed.contains(&u64::from(s.trace_id)))
+        {
             self.unnamed_samples += 1;
         }
         let c = Common {
