@@ -84,7 +84,12 @@ class NameFormatsTest {
 
     /** {@code java -jar ddprof-tools.jar convert ARGS} in a child JVM, in this test's directory: exit 0. */
     private static void convertOk(String... args) throws Exception {
-        List<String> cmd = new ArrayList<>(Arrays.asList("-jar", TestEnv.toolsJar().toString(), "convert"));
+        convertOk(new String[0], args);
+    }
+
+    private static void convertOk(String[] jvmOptions, String... args) throws Exception {
+        List<String> cmd = new ArrayList<>(Arrays.asList(jvmOptions));
+        cmd.addAll(Arrays.asList("-jar", TestEnv.toolsJar().toString(), "convert"));
         cmd.addAll(Arrays.asList(args));
         ChildJvm.Result r = new ChildJvm().jvmArgs(cmd.toArray(new String[0])).timeout(Duration.ofMinutes(3)).run(dir);
         assertEquals(0, r.exitCode, r.describe());
@@ -152,6 +157,10 @@ class NameFormatsTest {
                 f -> SIMPLE_CHAIN_C + ":" + f.getLineNumber() + "@" + f.getBytecodeIndex());
         Map<String, Long> both = collapsed("both.collapsed", "--simple", "--lines", "--bci");
         assertEquals(expectedBoth, frames(both, Pattern.quote(SIMPLE_CHAIN_C) + ":\\d+@\\d+"));
+        // The JDK's parser, kept one release behind -Dddprof.jfr.reader=jdk, gives the same names.
+        convertOk(new String[] {"-Dddprof.jfr.reader=jdk"}, "--to", "collapsed", "--simple", "--lines", "--bci",
+                jfr.toString(), "both-jdk.collapsed");
+        assertEquals(Files.readString(dir.resolve("both.collapsed")), Files.readString(dir.resolve("both-jdk.collapsed")));
     }
 
     @Test
