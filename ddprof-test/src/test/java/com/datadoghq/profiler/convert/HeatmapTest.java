@@ -164,6 +164,34 @@ class HeatmapTest {
         check(0, phaseTwoFrom * bucketMs, b -> b < phaseTwoFrom, ConvertTest.CHAIN_C, PHASE_TWO);
         // Phase two: the cells after chainC's last, to the end.
         check((phaseOneTo + 1) * bucketMs, Long.MAX_VALUE, b -> b > phaseOneTo, PHASE_TWO, ConvertTest.CHAIN_C);
+
+        // The same selections made as a user makes them: a click on the first cell, a shift-click on the last.
+        checkClicks(0, phaseTwoFrom - 1, b -> b < phaseTwoFrom, ConvertTest.CHAIN_C, PHASE_TWO);
+        long lastCell = Long.parseLong(match(page, "\"buckets\":(\\d+)")) - 1;
+        checkClicks(phaseOneTo + 1, lastCell, b -> b > phaseOneTo, PHASE_TWO, ConvertTest.CHAIN_C);
+    }
+
+    static String match(String s, String regex) {
+        Matcher m = Pattern.compile(regex).matcher(s);
+        assertTrue(m.find(), regex);
+        return m.group(1);
+    }
+
+    /**
+     * Clicks cell {@code first}, then shift-clicks cell {@code last} (mouse events dispatched by a script
+     * added to a copy of the page, to the page's own handlers), and checks what the flame graph draws.
+     */
+    private void checkClicks(long first, long last, LongPredicate inRange, String drawn, String notDrawn)
+            throws Exception {
+        String clicks = "<script>(function () {"
+                + " function cell(b) { return document.querySelectorAll('#cells .c')[b]; }"
+                + " cell(" + first + ").dispatchEvent(new MouseEvent('click', {bubbles: true}));"
+                + " cell(" + last + ").dispatchEvent(new MouseEvent('click', {bubbles: true, shiftKey: true}));"
+                + " })();</script></body>";
+        Path clicked = dir.resolve("clicked.html");
+        Files.writeString(clicked, Files.readString(html).replace("</body>", clicks));
+        verify(FlameGraphHtmlTest.browse(dir, clicked, "#icicle=1", "--dump-dom"), "clicks " + first + ".." + last,
+                inRange, drawn, notDrawn);
     }
 
     static String bodyTag(String dom) {
@@ -173,6 +201,13 @@ class HeatmapTest {
 
     /** Selects the cells starting in [fromMs, toMs) and checks what the flame graph draws. */
     private void check(long fromMs, long toMs, LongPredicate inRange, String drawn, String notDrawn) throws Exception {
+        String fragment = "#icicle=1&from=" + fromMs + (toMs == Long.MAX_VALUE ? "" : "&to=" + toMs);
+        verify(FlameGraphHtmlTest.browse(dir, html, fragment, "--dump-dom"), fragment, inRange, drawn, notDrawn);
+    }
+
+    /** The dumped page draws the samples of the cells {@code inRange} holds, {@code drawn} among them. */
+    private void verify(String dom, String fragment, LongPredicate inRange, String drawn, String notDrawn)
+            throws IOException {
         long bucket = bucketNanos(new String(Files.readAllBytes(html), StandardCharsets.UTF_8));
         long expected = 0;
         for (Map.Entry<Long, Long> e : expectedCells(bucket).entrySet()) {
@@ -181,8 +216,6 @@ class HeatmapTest {
             }
         }
         assertTrue(expected > 0, "samples in the range");
-        String fragment = "#icicle=1&from=" + fromMs + (toMs == Long.MAX_VALUE ? "" : "&to=" + toMs);
-        String dom = FlameGraphHtmlTest.browse(dir, html, fragment, "--dump-dom");
         assertTrue(dom.contains("data-rendered=\"" + expected + "\""),
                 fragment + ": the selection's samples, " + expected + ", drawn: " + bodyTag(dom));
         List<String> boxes = FlameGraphHtmlTest.boxes(dom, "f");
