@@ -157,8 +157,8 @@ public final class Main {
         s.println("  report FILE.jfr --memory    the profiler's native memory (last chunk's counters):");
         s.println("                              per category live, peak, avg, overhead, resident;");
         s.println("                              malloc arenas; lower/upper bounds of its RSS share");
-        s.println("  convert --to collapsed|pprof|otlp|html [--event cpu|wall|alloc|live|malloc|socket]");
-        s.println("          [--threads] [--leak] [--from T] [--to T] FILE.jfr [out]");
+        s.println("  convert --to collapsed|pprof|otlp|html|heatmap [--event cpu|wall|alloc|live|malloc|socket]");
+        s.println("          [--threads] [--simple] [--lines] [--from T] [--to T] FILE.jfr [out]");
         s.println("                              convert a recording (convert --help for details)");
         s.println("  attach PID COMMAND          load the profiler into the running JVM PID and run COMMAND");
         s.println("                              there: start,cpu=10ms,file=out.jfr | stop | status |");

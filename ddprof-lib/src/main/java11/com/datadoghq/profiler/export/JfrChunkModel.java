@@ -362,6 +362,12 @@ final class JfrChunkModel {
         }
 
         @Override
+        int frameBci(int i) {
+            Obj f = frame(i);
+            return f.type.field("bytecodeIndex") < 0 ? -1 : (int) f.getLong("bytecodeIndex");
+        }
+
+        @Override
         String frameType(int i) {
             return JfrChunkModel.text(frame(i).get("type"));
         }

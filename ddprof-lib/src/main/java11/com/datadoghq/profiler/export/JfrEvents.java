@@ -221,6 +221,9 @@ final class JfrEvents {
 
         abstract int frameLine(int i);
 
+        /** The frame's bytecode index; -1 when not recorded. */
+        abstract int frameBci(int i);
+
         /** "Interpreted", "JIT compiled", "Inlined", "Native", ...; null when not recorded. */
         abstract String frameType(int i);
 
@@ -335,6 +338,11 @@ final class JfrEvents {
         @Override
         int frameLine(int i) {
             return frames.get(i).getLineNumber();
+        }
+
+        @Override
+        int frameBci(int i) {
+            return frames.get(i).getBytecodeIndex();
         }
 
         @Override

@@ -46,6 +46,8 @@ public final class JfrProfileReader {
     private final long toNanos;
     private boolean leaks;
     private boolean rawNames;
+    private boolean bytecodeIndexes;
+    private long bucketNanos;
     private StackFilter filter = StackFilter.ALL;
     /** Thread states kept ({@link #states}), normalised by {@link #state}; null: all. */
     private Set<String> states;
@@ -88,6 +90,21 @@ public final class JfrProfileReader {
     /** Class names as recorded, lambda counters and hidden-class addresses included ({@link ClassNames}). */
     public JfrProfileReader rawNames(boolean raw) {
         this.rawNames = raw;
+        return this;
+    }
+
+    /** Keeps each frame's bytecode index ({@link Profile.Frame#bci}); by default 0. */
+    public JfrProfileReader bytecodeIndexes(boolean keep) {
+        this.bytecodeIndexes = keep;
+        return this;
+    }
+
+    /**
+     * Keeps each sample's value per time bucket of {@code nanos} from the recording's start
+     * ({@link Profile.Sample#timeline()}, for a heatmap); 0: not kept.
+     */
+    public JfrProfileReader timeBuckets(long nanos) {
+        this.bucketNanos = nanos;
         return this;
     }
 
@@ -145,6 +162,7 @@ public final class JfrProfileReader {
         long[] span = Recorded.span(files);
         profile.startNanos = span[0];
         profile.endNanos = span[1];
+        profile.bucketNanos = bucketNanos;
         for (Path file : files) {
             try {
                 readInto(file, profile, attributeNames);
@@ -420,6 +438,7 @@ public final class JfrProfileReader {
         s.scaled += kind == EventKind.WALL ? v * epochs.factorAt(nanos) : v;
         s.firstNanos = Math.min(s.firstNanos, nanos);
         s.lastNanos = Math.max(s.lastNanos, nanos);
+        profile.atTime(s, nanos, v);
     }
 
     /** What one event is worth: see {@link EventKind}. */
@@ -487,7 +506,7 @@ public final class JfrProfileReader {
             methods.put(m, named);
         }
         return new Profile.Frame(named.className, named.method, named.descriptor, Math.max(0, event.frameLine(i)),
-                type);
+                type, bytecodeIndexes ? event.frameBci(i) : 0);
     }
 
     /** Intervals and JVM facts from the events that are not samples. */

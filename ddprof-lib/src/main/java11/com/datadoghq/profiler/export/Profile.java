@@ -9,6 +9,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.TreeMap;
 
 /**
  * A recording's samples, aggregated: every distinct (kind, stack, thread, span ids, context
@@ -28,13 +29,24 @@ public final class Profile {
         public final int line;
         /** JFR frame type: Interpreted, JIT compiled, Inlined, C1 compiled, Native, C++, Kernel. */
         public final String type;
+        /**
+         * Bytecode index (-1: not recorded), 0 unless the reader was asked for it
+         * ({@link JfrProfileReader#bytecodeIndexes}):
+         * otherwise frames of one line at several indexes would be several frames, and pprof locations.
+         */
+        public final int bci;
 
         Frame(String className, String method, String descriptor, int line, String type) {
+            this(className, method, descriptor, line, type, 0);
+        }
+
+        Frame(String className, String method, String descriptor, int line, String type, int bci) {
             this.className = className;
             this.method = method;
             this.descriptor = descriptor;
             this.line = line;
             this.type = type;
+            this.bci = bci;
         }
 
         /** {@code pkg.Class.method}, or the bare name of a class-less frame (as {@code report}). */
@@ -48,13 +60,13 @@ public final class Profile {
                 return false;
             }
             Frame f = (Frame) o;
-            return line == f.line && className.equals(f.className) && method.equals(f.method)
+            return line == f.line && bci == f.bci && className.equals(f.className) && method.equals(f.method)
                     && descriptor.equals(f.descriptor) && type.equals(f.type);
         }
 
         @Override
         public int hashCode() {
-            return Objects.hash(className, method, descriptor, line, type);
+            return Objects.hash(className, method, descriptor, line, type) * 31 + bci;
         }
     }
 
@@ -112,6 +124,12 @@ public final class Profile {
         /** Earliest and latest event time (epoch nanoseconds). */
         public long firstNanos = Long.MAX_VALUE;
         public long lastNanos = Long.MIN_VALUE;
+        /**
+         * With {@link Profile#bucketNanos} set: (time bucket, value) pairs in the order the events came,
+         * a bucket repeated where events of other samples came between; {@link #timeline()} merges them.
+         */
+        private long[] times;
+        private int timesSize;
 
         Sample(EventKind kind, int[] stack, int thread, long spanId, long localRootSpanId, String[] attributes) {
             this.kind = kind;
@@ -120,6 +138,38 @@ public final class Profile {
             this.spanId = spanId;
             this.localRootSpanId = localRootSpanId;
             this.attributes = attributes;
+        }
+
+        void addAt(long bucket, long v) {
+            if (timesSize > 0 && times[timesSize - 2] == bucket) {
+                times[timesSize - 1] += v;
+                return;
+            }
+            if (times == null) {
+                times = new long[4];
+            } else if (timesSize == times.length) {
+                times = Arrays.copyOf(times, times.length * 2);
+            }
+            times[timesSize++] = bucket;
+            times[timesSize++] = v;
+        }
+
+        /**
+         * The value per time bucket as (bucket, value) pairs, by bucket, each bucket once; empty unless
+         * the profile was read with time buckets ({@link Profile#bucketNanos}).
+         */
+        public long[] timeline() {
+            TreeMap<Long, Long> byBucket = new TreeMap<>();
+            for (int i = 0; i < timesSize; i += 2) {
+                byBucket.merge(times[i], times[i + 1], Long::sum);
+            }
+            long[] out = new long[byBucket.size() * 2];
+            int i = 0;
+            for (Map.Entry<Long, Long> e : byBucket.entrySet()) {
+                out[i++] = e.getKey();
+                out[i++] = e.getValue();
+            }
+            return out;
         }
     }
 
@@ -182,6 +232,22 @@ public final class Profile {
     public long pid;
     /** The recorded JVM's name and version ({@code jdk.JVMInformation}), empty when unknown. */
     public String jvm = "";
+    /**
+     * The width of a time bucket in nanoseconds, from {@link #startNanos}: each sample then keeps its
+     * value per bucket ({@link Sample#timeline()}, for a heatmap); 0 (the default): not kept.
+     */
+    long bucketNanos;
+
+    public long bucketNanos() {
+        return bucketNanos;
+    }
+
+    /** Adds {@code v} at {@code nanos} to {@code s}'s timeline when buckets are kept. */
+    void atTime(Sample s, long nanos, long v) {
+        if (bucketNanos > 0) {
+            s.addAt(Math.floorDiv(Math.max(0, nanos - startNanos), bucketNanos), v);
+        }
+    }
 
     int frame(Frame f) {
         return intern(frames, frameIds, f);

@@ -23,7 +23,7 @@ import org.junit.jupiter.api.io.TempDir;
  * help lists every command, format and event kind.
  */
 class CliUsageTest {
-    static final List<String> FORMATS = Arrays.asList("collapsed", "pprof", "otlp", "html");
+    static final List<String> FORMATS = Arrays.asList("collapsed", "pprof", "otlp", "html", "heatmap");
 
     @TempDir
     Path dir;
@@ -77,6 +77,10 @@ class CliUsageTest {
             {"convert --to html --event nope rec.jfr", "unknown event kind 'nope' (known: " + kinds + ")"},
             {"convert --to html --bogus rec.jfr", "unknown option '--bogus'"},
             {"convert --to html --event cpu --leak rec.jfr", "--leak applies to --event malloc only"},
+            {"convert --to pprof --bci rec.jfr", "--bci names frames in collapsed, html and heatmap; pprof has no"
+                    + " place for a bytecode index"},
+            {"convert --to otlp --simple rec.jfr", "--simple applies to collapsed, html, heatmap and pprof"},
+            {"convert --to heatmap --diff base.jfr rec.jfr", "--diff draws a differential flame graph: it needs --to html"},
             {"report rec.jfr --event nope", "unknown event kind 'nope' (known: " + kinds + ")"},
             {"report rec.jfr --event", "--event needs a value"},
             {"report rec.jfr --bogus", "unknown option '--bogus'"},

@@ -116,6 +116,11 @@ class FlameGraphHtmlTest {
     }
 
     static String browse(Path html, String fragment, String... args) throws Exception {
+        return browse(dir, html, fragment, args);
+    }
+
+    /** As {@link #browse(String, String...)}, for another test's page, with its files in {@code dir}. */
+    static String browse(Path dir, Path html, String fragment, String... args) throws Exception {
         String browser = chromium();
         Assumptions.assumeTrue(browser != null,
                 "Chromium is not installed (apt-get install chromium): browser checks of the HTML page skipped");

@@ -22,6 +22,10 @@ public final class Collapsed {
 
     /** The lines (without the value) and their values, in order of first appearance. */
     public static Map<String, Long> lines(Profile profile, EventKind kind, boolean threads) {
+        return lines(profile, kind, threads, FrameNames.DEFAULT);
+    }
+
+    static Map<String, Long> lines(Profile profile, EventKind kind, boolean threads, FrameNames names) {
         Map<String, Long> lines = new LinkedHashMap<>();
         List<Profile.Frame> frames = profile.frames();
         StringBuilder b = new StringBuilder();
@@ -40,7 +44,7 @@ public final class Collapsed {
                 if (b.length() > 0) {
                     b.append(';');
                 }
-                b.append(clean(frames.get(s.stack[i]).name()));
+                b.append(clean(names.of(frames.get(s.stack[i]))));
             }
             lines.merge(b.toString(), s.value, Long::sum);
         }
@@ -48,7 +52,12 @@ public final class Collapsed {
     }
 
     public static void write(Profile profile, EventKind kind, boolean threads, Writer out) throws IOException {
-        for (Map.Entry<String, Long> e : lines(profile, kind, threads).entrySet()) {
+        write(profile, kind, threads, FrameNames.DEFAULT, out);
+    }
+
+    static void write(Profile profile, EventKind kind, boolean threads, FrameNames names, Writer out)
+            throws IOException {
+        for (Map.Entry<String, Long> e : lines(profile, kind, threads, names).entrySet()) {
             out.write(e.getKey());
             out.write(' ');
             out.write(Long.toString(e.getValue()));

@@ -32,28 +32,38 @@ import com.datadoghq.profiler.export.Recorded;
 import com.datadoghq.profiler.export.StackFilter;
 
 /**
- * {@code convert --to collapsed|pprof|otlp|html [--event cpu|wall|alloc|live|malloc|socket] [--threads] [--leak]
- * [--raw-names] [--include RE] [--exclude RE] [--from T] [--to T] [--diff BASE.jfr] rec.jfr [rec.jfr...] [out]}: see
+ * {@code convert --to collapsed|pprof|otlp|html|heatmap [--event cpu|wall|alloc|live|malloc|socket] [--threads]
+ * [--leak] [--raw-names] [--simple] [--lines] [--bci] [--include RE] [--exclude RE] [--from T] [--to T] [--diff BASE.jfr] rec.jfr [rec.jfr...] [out]}: see
  * {@link #USAGE} and docs/converters.md.
  */
 public final class Convert {
     static final String USAGE = String.join("\n",
-            "Usage: convert --to collapsed|pprof|otlp|html [--event " + EventKind.optionList("|") + "]",
-            "               [--threads] [--leak] [--raw-names] [--include RE] [--exclude RE] [--state S[,S]]",
-            "               [--from T] [--to T] [--diff BASE.jfr] rec.jfr [rec.jfr...] [out]",
+            "Usage: convert --to collapsed|pprof|otlp|html|heatmap [--event " + EventKind.optionList("|") + "]",
+            "               [--threads] [--leak] [--raw-names] [--simple] [--lines] [--bci] [--include RE]",
+            "               [--exclude RE] [--state S[,S]] [--from T] [--to T] [--diff BASE.jfr]",
+            "               rec.jfr [rec.jfr...] [out]",
             "  --to FORMAT     collapsed: 'frame;frame;frame value' lines (flame-graph tools' input)",
             "                  pprof:     gzipped profile.proto",
             "                  otlp:      an OTLP ExportProfilesServiceRequest (protobuf); out may be an",
             "                             http:// URL of an OTLP/HTTP receiver to POST it to",
             "                  html:      a self-contained interactive flame graph",
+            "                  heatmap:   the flame graph under the recording's time as a grid (a column a",
+            "                             second, 10 cells of 100 ms down it); selecting cells draws theirs",
             "  --event KIND    cpu (datadog.ExecutionSample, jdk.ExecutionSample), wall (datadog.MethodSample),",
             "                  alloc (datadog.ObjectSample), live (datadog.HeapLiveObject), malloc",
             "                  (datadog.NativeMemoryAllocation), socket (datadog.NativeSocketEvent). Default: the",
             "                  first of these the recording holds; otlp: all of them, one profile each",
-            "  --threads       split stacks by thread (collapsed, html)",
+            "  --threads       split stacks by thread (collapsed, html, heatmap)",
             "  --leak          malloc only: the native allocations not freed by the end of the recording",
             "  --raw-names     class names as recorded: by default a lambda's class is Demo$$Lambda and a",
             "                  hidden class loses its address (Demo$$Lambda$6/0x7fd7... differs run to run)",
+            "  --simple        class names without their package: HashMap.get (collapsed, html, heatmap,",
+            "                  pprof's function names)",
+            "  --lines         Java frames with their line number: Foo.bar:42 (collapsed, html, heatmap;",
+            "                  pprof and otlp always carry lines in their locations)",
+            "  --bci           Java frames with their bytecode index: Foo.bar@7, after the line with",
+            "                  --lines (collapsed, html, heatmap)",
+            "  --dot           accepted for async-profiler's converter's command lines: names are always dotted",
             "  --include RE    keep only samples with a frame whose name (pkg.Class.method, or a native",
             "                  symbol) contains a match of the regular expression RE; repeatable: all must match",
             "  --exclude RE    drop samples with any frame matching RE; repeatable",
@@ -65,13 +75,13 @@ public final class Convert {
             "  --diff BASE.jfr html only: a differential flame graph, each box coloured by how its share of",
             "                  the whole changed against BASE (red: larger now, blue: smaller)",
             "  rec.jfr...      one or more recordings, read as one profile (e.g. a service's dumps)",
-            "  out             default: the first rec.jfr with the extension .collapsed, .pb.gz, .otlp.pb or .html;",
-            "                  '-' writes to standard output",
+            "  out             default: the first rec.jfr with the extension .collapsed, .pb.gz, .otlp.pb, .html",
+            "                  or .heatmap.html; '-' writes to standard output",
             "Exit codes: 0 written; 1 unreadable, empty or truncated file, nothing of the asked kind, or a",
             "failed write or POST; 2 bad usage.");
 
     enum Format {
-        COLLAPSED(".collapsed"), PPROF(".pb.gz"), OTLP(".otlp.pb"), HTML(".html");
+        COLLAPSED(".collapsed"), PPROF(".pb.gz"), OTLP(".otlp.pb"), HTML(".html"), HEATMAP(".heatmap.html");
 
         final String extension;
 
@@ -117,6 +127,9 @@ public final class Convert {
         boolean threads = false;
         boolean leak = false;
         boolean rawNames = false;
+        boolean simple = false;
+        boolean lines = false;
+        boolean bci = false;
         StackFilter filter = StackFilter.ALL;
         Set<String> states = null;
         String from = null;
@@ -162,6 +175,17 @@ public final class Convert {
                 case "--raw-names":
                     rawNames = true;
                     break;
+                case "--simple":
+                    simple = true;
+                    break;
+                case "--lines":
+                    lines = true;
+                    break;
+                case "--bci":
+                    bci = true;
+                    break;
+                case "--dot":
+                    break; // async-profiler's converter prints slashes without it; ours never does
                 case "--state":
                     if (i + 1 >= args.length || args[i + 1].trim().isEmpty()) {
                         return usage(err, "--state needs thread states (e.g. runnable or runnable,sleeping)");
@@ -224,6 +248,13 @@ public final class Convert {
             }
             kind = EventKind.MALLOC;
         }
+        if (bci && (format == Format.PPROF || format == Format.OTLP)) {
+            return usage(err, "--bci names frames in collapsed, html and heatmap; " + format.name().toLowerCase(Locale.ROOT)
+                    + " has no place for a bytecode index");
+        }
+        if (simple && format == Format.OTLP) {
+            return usage(err, "--simple applies to collapsed, html, heatmap and pprof; otlp names functions in full");
+        }
         if (diff != null && format != Format.HTML) {
             return usage(err, "--diff draws a differential flame graph: it needs --to html");
         }
@@ -248,7 +279,9 @@ public final class Convert {
         try {
             long[] span = Recorded.span(in);
             Set<EventKind> kinds = kind == null ? Collections.emptySet() : EnumSet.of(kind);
-            profile = reader(kinds, from, to, span, rawNames, filter, states, leak, err).read(in);
+            long bucketNanos = format == Format.HEATMAP ? Heatmap.bucketNanos(span[1] - span[0]) : 0;
+            profile = reader(kinds, from, to, span, rawNames, filter, states, leak, err).bytecodeIndexes(bci)
+                    .timeBuckets(bucketNanos).read(in);
             if (basePath != null) {
                 // The base's own span: an offset selects the same part of each run.
                 long[] baseSpan = Recorded.span(Collections.singletonList(basePath));
@@ -276,6 +309,7 @@ public final class Convert {
         }
         EventKind chosen = kind != null ? kind : present.get(0);
         String target = output != null ? output : defaultOutput(input, format.extension);
+        FrameNames frameNames = new FrameNames(simple, lines, bci);
         try {
             if (format == Format.OTLP && (target.startsWith("http://") || target.startsWith("https://"))) {
                 byte[] request = Otlp.encode(profile, kind);
@@ -291,12 +325,12 @@ public final class Convert {
                 return 0;
             }
             if (target.equals("-")) {
-                write(profile, base, format, chosen, kind, threads, stdout);
+                write(profile, base, format, chosen, kind, threads, frameNames, stdout);
                 stdout.flush();
             } else {
                 Path out = Paths.get(target);
                 try (OutputStream os = new BufferedOutputStream(Files.newOutputStream(out))) {
-                    write(profile, base, format, chosen, kind, threads, os);
+                    write(profile, base, format, chosen, kind, threads, frameNames, os);
                 }
                 stdout.println("Wrote " + out + " (" + (format == Format.OTLP ? summary(profile, kind)
                         : summary(profile, chosen)) + ")");
@@ -309,23 +343,24 @@ public final class Convert {
     }
 
     private static void write(Profile profile, Profile base, Format format, EventKind chosen, EventKind requested,
-                              boolean threads, OutputStream os) throws IOException {
+                              boolean threads, FrameNames names, OutputStream os) throws IOException {
         switch (format) {
             case COLLAPSED: {
                 Writer w = new OutputStreamWriter(os, StandardCharsets.UTF_8);
-                Collapsed.write(profile, chosen, threads, w);
+                Collapsed.write(profile, chosen, threads, names, w);
                 w.flush();
                 break;
             }
             case PPROF:
-                Pprof.write(profile, chosen, os);
+                Pprof.write(profile, chosen, names.simple, os);
                 break;
             case OTLP:
                 os.write(Otlp.encode(profile, requested));
                 break;
-            case HTML: {
+            case HTML:
+            case HEATMAP: {
                 Writer w = new OutputStreamWriter(os, StandardCharsets.UTF_8);
-                FlameGraph.write(profile, base, chosen, threads, w);
+                FlameGraph.write(profile, base, chosen, threads, names, format == Format.HEATMAP, w);
                 w.flush();
                 break;
             }

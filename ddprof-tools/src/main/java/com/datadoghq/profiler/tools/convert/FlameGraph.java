@@ -52,13 +52,22 @@ public final class FlameGraph {
     /** The page; with {@code base} non-null, a differential flame graph against it. */
     public static void write(Profile profile, Profile base, EventKind kind, boolean threads, Writer out)
             throws IOException {
+        write(profile, base, kind, threads, FrameNames.DEFAULT, false, out);
+    }
+
+    /**
+     * With {@code heatmap}, the page also holds the samples' values per time bucket (the profile must
+     * have been read with {@link Heatmap#bucketNanos}) and draws them above the flame graph.
+     */
+    static void write(Profile profile, Profile base, EventKind kind, boolean threads, FrameNames names,
+                      boolean heatmap, Writer out) throws IOException {
         String page = template();
         String title = title(profile, kind);
         if (base != null) {
             title += "; base " + base.totalValue(kind) + " " + (kind.isTime() ? "samples" : kind.unit)
                     + " (red: a larger share than in the base, blue: a smaller one)";
         }
-        String json = json(profile, base, kind, threads, title);
+        String json = json(profile, base, kind, threads, title, names, heatmap);
         int at = page.indexOf("/*DATA*/");
         page = page.substring(0, at) + json + page.substring(at + "/*DATA*/".length());
         out.write(page.replace("/*TITLE*/", escapeHtml(title)));
@@ -94,7 +103,8 @@ public final class FlameGraph {
     }
 
     /** Appends the samples of {@code kind} as JSON stacks (root first); returns their total. */
-    private static long stacks(Profile profile, EventKind kind, Frames table, StringBuilder stacks) {
+    private static long stacks(Profile profile, EventKind kind, Frames table, StringBuilder stacks,
+                               FrameNames names) {
         List<Profile.Frame> frames = profile.frames();
         int[] frameIds = new int[frames.size()];
         long total = 0;
@@ -105,7 +115,7 @@ public final class FlameGraph {
                 int f = s.stack[i];
                 if (frameIds[f] == 0) {
                     Profile.Frame frame = frames.get(f);
-                    frameIds[f] = table.id(frame.name(), frame.type) + 1;
+                    frameIds[f] = table.id(names.of(frame), frame.type) + 1;
                 }
                 stacks.append(',').append(frameIds[f] - 1);
             }
@@ -127,11 +137,16 @@ public final class FlameGraph {
     }
 
     static String json(Profile profile, Profile base, EventKind kind, boolean threads, String title) {
+        return json(profile, base, kind, threads, title, FrameNames.DEFAULT, false);
+    }
+
+    static String json(Profile profile, Profile base, EventKind kind, boolean threads, String title,
+                       FrameNames names, boolean heatmap) {
         Frames table = new Frames();
         StringBuilder stacks = new StringBuilder();
-        long total = stacks(profile, kind, table, stacks);
+        long total = stacks(profile, kind, table, stacks, names);
         StringBuilder baseStacks = new StringBuilder();
-        long baseTotal = base == null ? 0 : stacks(base, kind, table, baseStacks);
+        long baseTotal = base == null ? 0 : stacks(base, kind, table, baseStacks, names);
         StringBuilder b = new StringBuilder();
         b.append("{\"title\":");
         string(b, title);
@@ -152,6 +167,10 @@ public final class FlameGraph {
             b.append(",\"base\":{\"total\":").append(baseTotal);
             b.append(",\"threads\":[").append(threadList(base));
             b.append("],\"stacks\":[").append(baseStacks).append("]}");
+        }
+        if (heatmap) {
+            b.append(",\"heat\":");
+            Heatmap.json(profile, kind, b);
         }
         return b.append("}").toString();
     }

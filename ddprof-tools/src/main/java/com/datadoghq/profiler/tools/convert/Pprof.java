@@ -79,6 +79,14 @@ public final class Pprof {
 
     /** The uncompressed profile. */
     public static byte[] encode(Profile profile, EventKind kind) {
+        return encode(profile, kind, false);
+    }
+
+    /**
+     * With {@code simpleNames} ({@code --simple}), a function's name leaves its class's package out;
+     * its system name stays whole, so methods of two classes with one simple name stay two functions.
+     */
+    static byte[] encode(Profile profile, EventKind kind, boolean simpleNames) {
         StringTable strings = new StringTable();
         ProtoWriter out = new ProtoWriter();
         ProtoWriter m = new ProtoWriter();
@@ -105,6 +113,9 @@ public final class Pprof {
                     Profile.Frame frame = frames.get(f);
                     String name = frame.name();
                     String system = name + frame.descriptor;
+                    if (simpleNames && !frame.className.isEmpty()) {
+                        name = FrameNames.simpleName(frame.className) + "." + frame.method;
+                    }
                     Long fn = functions.get(system);
                     if (fn == null) {
                         fn = (long) functions.size() + 1;
@@ -188,8 +199,12 @@ public final class Pprof {
     }
 
     public static void write(Profile profile, EventKind kind, OutputStream out) throws IOException {
+        write(profile, kind, false, out);
+    }
+
+    static void write(Profile profile, EventKind kind, boolean simpleNames, OutputStream out) throws IOException {
         GZIPOutputStream gz = new GZIPOutputStream(out);
-        gz.write(encode(profile, kind));
+        gz.write(encode(profile, kind, simpleNames));
         gz.finish();
     }
 
