@@ -144,6 +144,10 @@ counters! {
     NativePcNamesKept => "native_pc_names_kept",
     // Native pcs in files a dump named itself: neither kept nor named ahead.
     NativePcsNamedAtDump => "native_pcs_named_at_dump",
+    // jmethodIDs of live traces whose metadata the watcher read ahead (methods/ahead_ids.rs),
+    // and those a dump named from it.
+    JmethodidNamesReadAhead => "jmethodid_names_read_ahead",
+    JmethodidNamesTakenAhead => "jmethodid_names_taken_ahead",
     // remotesym (methods/native_names.rs NativeNames): distinct native pcs written for the backend
     // to symbolize, and libraries whose build id was read for them (per dump).
     RemoteSymbolicationFrames => "remote_symbolication_frames",

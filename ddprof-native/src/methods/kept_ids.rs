@@ -52,6 +52,13 @@ impl KeptIds {
         }
     }
 
+    /// Keeps in `ids` those the previous dump left no name for.
+    pub fn retain_unkept(ids: &mut Vec<u64>) {
+        if let Some(left) = LEFT.lock().as_ref() {
+            ids.retain(|id| !left.names.contains_key(id));
+        }
+    }
+
     /// The name kept for `id`, taken out (once).
     pub fn remove(&mut self, id: u64) -> Option<MethodInfo> {
         let info = self.names.remove(&id)?;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use jni::sys::{jclass, JNIEnv};
 
+use super::ahead_ids::{AheadParts, Taken};
 use super::info::{internal_class_name, is_entry_point, MethodInfo};
 use super::kept_ids::KeptIds;
 use super::lazy::resolve::{LazyResolver, Refused, NO_ID_KEY, SCAN_CAP};
@@ -25,7 +26,7 @@ const KEEP_STEP: usize = 256;
 const KEEP_MARGIN: usize = 32;
 /// HotSpot's `JVM_RECOGNIZED_METHOD_MODIFIERS`: the method flags GetMethodModifiers returns
 /// (public to synthetic, without 0x0200, which no method carries).
-const JVM_RECOGNIZED_METHOD_MODIFIERS: i32 = 0x1DFF;
+pub(crate) const JVM_RECOGNIZED_METHOD_MODIFIERS: i32 = 0x1DFF;
 
 /// `DDPROF_TEST_NAMING_CHECK=1`: see [`Resolver::check_parts`]. Read once.
 fn check_against_jvmti() -> bool {
@@ -54,6 +55,8 @@ pub struct Resolver {
     /// jmethodID names the previous dump left, and the stamp this dump's are made under.
     kept_ids: KeptIds,
     kept_ids_stamp: Option<u64>,
+    /// Metadata of jmethodIDs the library watcher read ahead (`ahead_ids.rs`), under the same stamp.
+    ahead: Taken,
     unknown: MethodInfo,
     unloaded: MethodInfo,
 }
@@ -75,6 +78,7 @@ impl Resolver {
             kept_classes: Vec::new(),
             kept_ids: KeptIds::take(),
             kept_ids_stamp,
+            ahead: Taken::take(kept_ids_stamp),
             unknown: MethodInfo::unknown(),
             unloaded: MethodInfo::unloaded(),
         }
@@ -206,6 +210,9 @@ impl Resolver {
             return None;
         }
         let m = method_id as jni::sys::jmethodID;
+        if let Some(a) = self.ahead.remove(method_id) {
+            return self.named_ahead(m, a);
+        }
         // The holder as the slot says now, unverified: each use below checks it.
         let holder = layout::get()
             .and_then(|l| l.method.as_ref())
@@ -236,6 +243,32 @@ impl Resolver {
         let (class, name) = (*class, name.clone()?);
         let p = self.parts_from_metadata(m, class)?;
         self.named_from_metadata(m, class, name, p)
+    }
+
+    /// [`Self::lookup`] of a jmethodID whose metadata was read ahead (its slot still holds the
+    /// method read): the class part through the dump's reference of the holder read with it,
+    /// checked to be that class; None, and JVMTI names it, if it is not.
+    fn named_ahead(&mut self, m: jni::sys::jmethodID, a: AheadParts) -> Option<MethodInfo> {
+        let g = layout::get()?.method.as_ref()?;
+        if let Some((class, Some(name))) = self.class_names.get(&a.holder) {
+            let (class, name) = (*class, name.clone());
+            if klass::of_class_ref(g, class) == Some(a.holder) {
+                return self.named_from_metadata(m, class, name, a.parts);
+            }
+        }
+        let class = self.jvmti.method_declaring_class(m).ok()?;
+        let (class_name, kept) = self.class_name(Some(a.holder), class, false);
+        let info = match class_name {
+            Some(name) if klass::of_class_ref(g, class) == Some(a.holder) => {
+                self.named_from_metadata(m, class, name, a.parts)
+            }
+            Some(name) => self.describe(m, class, name),
+            None => None,
+        };
+        if !kept {
+            jvmti::delete_local_ref(self.jni, class);
+        }
+        info
     }
 
     /// Name, descriptor, modifiers and line table of the jmethodID `m` declared by `class` (a

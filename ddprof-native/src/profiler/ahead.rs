@@ -1,6 +1,7 @@
 //! Naming ahead of the dump: the library watcher's thread reads the traces handlers published
 //! since its last poll and names their native pcs, and leaves the names by pc for the next
-//! dump (`methods::native_names::keep_ahead`, valid while no object is loaded or unloaded).
+//! dump (`methods::native_names::keep_ahead`, valid while no object is loaded or unloaded);
+//! it reads their new jmethodIDs' metadata the same way (`methods::ahead_ids`, JDK 11-24).
 //! A first dump otherwise reads each new function's name from its file, one `pread` of 2-3
 //! µs each on this kind of host, for the tens of JIT compiler and VM functions its samples
 //! hold, and finds each pc's function in its file's symbol table (two binary searches, cache
@@ -26,32 +27,48 @@ const MAX_SEEN: usize = 1 << 16;
 pub struct Ahead {
     cursor: ScanCursor,
     seen: HashSet<u64>,
+    /// jmethodIDs met, as `seen` is for pcs.
+    seen_ids: HashSet<u64>,
 }
 
 impl Ahead {
-    /// Names the native pcs of the traces published since the last call. Returns how many
-    /// were read (new to this watcher, neither kernel frames nor stubs).
-    pub fn poll(&mut self) -> usize {
+    /// Names the native pcs of the traces published since the last call (if `native`) and
+    /// reads their new jmethodIDs' metadata (if `ids`). Returns how many pcs were named (new
+    /// to this watcher, neither kernel frames nor stubs).
+    pub fn poll(&mut self, native: bool, ids: bool) -> usize {
         let Some(recorder) = handler::recorder() else {
             return 0;
         };
-        let _mem = crate::footprint::scope(crate::footprint::Category::NativeSymbols);
-        if self.seen.len() > MAX_SEEN {
-            self.seen = HashSet::new();
+        if !native && !ids {
+            return 0;
         }
-        let mut pcs = Vec::new();
-        let seen = &mut self.seen;
+        let _mem = crate::footprint::scope(crate::footprint::Category::NativeSymbols);
+        for seen in [&mut self.seen, &mut self.seen_ids] {
+            if seen.len() > MAX_SEEN {
+                *seen = HashSet::new();
+            }
+        }
+        let ids_wanted = ids;
+        let (mut pcs, mut ids) = (Vec::new(), Vec::new());
+        let (seen, seen_ids) = (&mut self.seen, &mut self.seen_ids);
         recorder.scan_active(&mut self.cursor, |frames| {
             for f in frames {
                 // Kernel frames are named from kallsyms, kept whole in memory.
-                if f.kind == kind::NATIVE_PC
+                if native
+                    && f.kind == kind::NATIVE_PC
                     && f.frame_type != frame_type::KERNEL
                     && seen.insert(f.method)
                 {
                     pcs.push(f.method);
+                } else if ids_wanted && f.kind == kind::JAVA_METHOD_ID && seen_ids.insert(f.method)
+                {
+                    ids.push(f.method);
                 }
             }
         });
+        if !ids.is_empty() {
+            crate::methods::ahead_ids::read(&ids);
+        }
         // The dump names a stub by the VM's list, not by a file: nothing to read ahead.
         pcs.retain(|&pc| crate::hotspot::stubs::name_of(pc as usize).is_none());
         if pcs.is_empty() {

@@ -43,6 +43,9 @@ pub struct Refresh {
     /// frames are recorded and the dump names them itself (not under `remotesym`, which
     /// leaves most of them to the backend).
     pub names_ahead: bool,
+    /// The metadata of live traces' new jmethodIDs read as they come (`crate::methods::ahead_ids`):
+    /// where it can be vouched for, decided on the starting JVM thread.
+    pub java_ids_ahead: bool,
     /// `/proc/kallsyms`, for the kernel frames of perf_events samples (`crate::libs::kallsyms`).
     pub kernel_symbols: bool,
     /// The CPU engine, whose `adopt` arms threads started without a ThreadStart.
@@ -102,9 +105,7 @@ impl Watcher {
                 }
             }
             super::handlers::poll(what.signals);
-            if what.names_ahead {
-                ahead.poll();
-            }
+            ahead.poll(what.names_ahead, what.java_ids_ahead);
             polls = polls.wrapping_add(1);
             if polls.is_multiple_of(ADOPT_EVERY) {
                 if let Some(e) = &what.engine {

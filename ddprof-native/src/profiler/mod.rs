@@ -196,6 +196,7 @@ pub fn stop(jni: *mut JNIEnv) -> Result<(), Error> {
     // The names that last chunk kept for a next dump: there is none in this session.
     crate::methods::lazy::kept::clear();
     crate::methods::kept_ids::clear();
+    crate::methods::ahead_ids::clear();
     crate::methods::native_names::clear();
     *guard = None;
     result

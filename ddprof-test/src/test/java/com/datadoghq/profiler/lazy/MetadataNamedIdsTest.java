@@ -20,7 +20,9 @@ import org.junit.jupiter.api.io.TempDir;
  * {@code DDPROF_TEST_NAMING_CHECK=1} the profiler also asks JVMTI for every such method and counts
  * each answer that differs in name, descriptor, modifiers or line table. Over {@link LazyMain}'s
  * workload in the default mode (a custom loader, a hidden class, a lambda, a class unloaded
- * before the dump and fresh copies loaded where its metadata was, the JDK's own code) none may.
+ * before the dump and fresh copies loaded where its metadata was, the JDK's own code) none may,
+ * whether the dump read the metadata itself or took what the library watcher read ahead of it
+ * ({@code methods/ahead_ids.rs}: a second of spinning per worker gives it several polls).
  */
 class MetadataNamedIdsTest {
     private static final Duration TIMEOUT = Duration.ofSeconds(90);
@@ -42,12 +44,15 @@ class MetadataNamedIdsTest {
         assertTrue(r.stdout.contains("workload done"), r.describe());
         Map<String, Long> c = r.values("counter ");
         long fromMetadata = c.getOrDefault("jmethodid_names_from_metadata", -1L);
+        long takenAhead = c.getOrDefault("jmethodid_names_taken_ahead", -1L);
         if (TestEnv.jdk() >= 25) {
             // JDK 25 numbers its jmethodIDs instead of handing out the slot holding the method:
             // JVMTI names every one.
             assertEquals(0, fromMetadata, "named from metadata on JDK 25: " + c);
+            assertEquals(0, takenAhead, "read ahead on JDK 25: " + c);
         } else {
             assertTrue(fromMetadata >= 50, "jmethodID frames named from metadata: " + fromMetadata + "\n" + c);
+            assertTrue(takenAhead >= 10, "jmethodID frames named from metadata read ahead: " + takenAhead + "\n" + c);
         }
         assertEquals(0, c.getOrDefault("jmethodid_metadata_mismatches", -1L),
                 "names read from metadata that JVMTI gives otherwise:\n" + r.describe());
