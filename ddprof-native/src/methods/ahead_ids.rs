@@ -15,6 +15,7 @@
 //! - no redefinition began or ran from before the reads until the dump started naming
 //!   (`KeptIds::stamp`, the stamp of `kept_ids.rs`): only a redefinition changes a loaded
 //!   method's line table or makes it old.
+//!
 //! Anything else is named by the dump as before. The class name is not read here: the dump
 //! names each class once through the reference it holds.
 
