@@ -174,9 +174,10 @@ final class JfrChunkModel {
 
         Object get(String name) {
             int i = type.field(name);
-            if (i < 0) {
-                return null;
-            }
+            return i < 0 ? null : get(i);
+        }
+
+        Object get(int i) {
             return type.fields[i].type.kind == STRUCT || type.fields[i].array || type.fields[i].type.kind == STRING
                     ? objs[i] : boxed(type.fields[i].type.kind, longs[i]);
         }
@@ -303,22 +304,45 @@ final class JfrChunkModel {
         @Override
         double getDouble(String name) {
             int i = data.type.field(name);
-            if (i < 0) {
-                return 0;
-            }
-            switch (data.type.fields[i].type.kind) {
-                case FLOAT:
-                    return Float.intBitsToFloat((int) data.longs[i]);
-                case DOUBLE:
-                    return Double.longBitsToDouble(data.longs[i]);
-                default:
-                    return data.longs[i];
-            }
+            return i < 0 ? 0 : getDouble(i);
         }
 
         @Override
         String getString(String name) {
             return JfrChunkModel.text(data.get(name));
+        }
+
+        @Override
+        int field(String name) {
+            return data.type.field(name);
+        }
+
+        @Override
+        long getLong(int field) {
+            return asLong(data.type.fields[field], data.longs[field]);
+        }
+
+        @Override
+        double getDouble(int field) {
+            switch (data.type.fields[field].type.kind) {
+                case FLOAT:
+                    return Float.intBitsToFloat((int) data.longs[field]);
+                case DOUBLE:
+                    return Double.longBitsToDouble(data.longs[field]);
+                default:
+                    return data.longs[field];
+            }
+        }
+
+        @Override
+        String text(int field) {
+            return JfrChunkModel.text(data.get(field));
+        }
+
+        @Override
+        Object thread(int field) {
+            Object t = data.objs[field];
+            return t instanceof Obj ? t : null;
         }
 
         @Override

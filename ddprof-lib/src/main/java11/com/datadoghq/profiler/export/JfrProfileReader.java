@@ -208,17 +208,23 @@ public final class JfrProfileReader {
         }
     }
 
-    /** What a sample's event type holds, worked out at its first event. */
+    /**
+     * What a sample's event type holds, worked out at its first event: its fields by index (the
+     * per-event reads look nothing up by name).
+     */
     private static final class SampleType {
         final EventKind kind;
         /** The context-attribute fields, and for each its index in the profile's attribute names. */
-        final String[] attrFields;
+        final int[] attrFields;
         final int[] attrSlots;
-        /** jdk.ExecutionSample names its thread sampledThread; ddprof's events eventThread. */
-        final String threadField;
-        final boolean spans;
-        final boolean roots;
-        final boolean state;
+        /** jdk.ExecutionSample names its thread sampledThread; ddprof's events eventThread. -1: none. */
+        final int threadField;
+        final int spanField;
+        final int rootField;
+        final int stateField;
+        /** What an event is worth ({@link #value}): its weight (or samples), size; -1 when absent. */
+        final int weightField;
+        final int sizeField;
 
         SampleType(EventKind kind, Event type, List<String> attributeNames) {
             this.kind = kind;
@@ -234,20 +240,40 @@ public final class JfrProfileReader {
                     thread = d;
                 }
             }
-            attrFields = names.toArray(new String[0]);
+            attrFields = new int[names.size()];
             attrSlots = new int[attrFields.length];
             for (int i = 0; i < attrFields.length; i++) {
-                int at = attributeNames.indexOf(attrFields[i]);
+                attrFields[i] = type.field(names.get(i));
+                int at = attributeNames.indexOf(names.get(i));
                 if (at < 0) {
                     at = attributeNames.size();
-                    attributeNames.add(attrFields[i]);
+                    attributeNames.add(names.get(i));
                 }
                 attrSlots[i] = at;
             }
-            threadField = thread;
-            spans = type.hasField("spanId");
-            roots = type.hasField("localRootSpanId");
-            state = type.hasField("state");
+            threadField = thread == null ? -1 : type.field(thread);
+            spanField = type.field("spanId");
+            rootField = type.field("localRootSpanId");
+            stateField = type.field("state");
+            int weight = type.field("weight");
+            weightField = weight < 0 && kind.isTime() ? type.field("samples") : weight;
+            sizeField = type.field("size");
+        }
+
+        /** What one event is worth: see {@link EventKind} (and {@link JfrProfileReader#value}). */
+        long value(Event event) {
+            if (kind.isTime()) {
+                long w = weightField < 0 ? 1 : event.getLong(weightField);
+                return w > 0 ? w : 1;
+            }
+            double weight = weightField < 0 ? 1 : event.getDouble(weightField);
+            if (!(weight > 0)) {
+                weight = 1;
+            }
+            if (kind == EventKind.SOCKET) {
+                return Math.round(event.durationNanos() * weight);
+            }
+            return Math.round((sizeField < 0 ? 0 : event.getLong(sizeField)) * weight);
         }
     }
 
@@ -301,8 +327,8 @@ public final class JfrProfileReader {
                     return;
                 }
             }
-            if (states != null && sample.state) {
-                String v = event.text("state");
+            if (states != null && sample.stateField >= 0) {
+                String v = event.text(sample.stateField);
                 if (v == null || !states.contains(state(v))) {
                     return;
                 }
@@ -354,33 +380,36 @@ public final class JfrProfileReader {
      * the conversion. Emptied past {@link #MEMO_LIMIT} entries, which keeps a long recording's old
      * chunks from being held through them.
      */
-    private final Map<Object, int[]> stacks = new IdentityHashMap<>();
+    private final Map<Object, Integer> stacks = new IdentityHashMap<>();
     private final Map<Object, Profile.Frame> methods = new IdentityHashMap<>();
     private final Map<Object, Integer> threadIndex = new IdentityHashMap<>();
-    /** Stacks the filter drops, as an empty marker distinct from an empty stack. */
-    private static final int[] DROPPED = new int[0];
+    /** The memo of a stack the filter drops (a stack's id is 0 or more); compared by identity. */
+    private static final Integer DROPPED = -1;
     static final int MEMO_LIMIT = 1 << 16;
 
     private void addSample(Profile profile, EventKind kind, Event event, SampleType type, int attrCount) {
         Object trace = event.stackTrace();
-        int[] stack = trace == null ? null : (int[]) event.memo(trace, stacks);
-        if (stack == null && trace != null) {
-            stack = stacks.get(trace);
-        }
+        Integer stack = trace == null ? null : (Integer) event.memo(trace, stacks);
         if (stack == null) {
-            stack = stackOf(profile, event, trace != null);
-            if (trace != null) {
-                if (stacks.size() >= MEMO_LIMIT) {
-                    stacks.clear();
+            stack = trace == null ? null : stacks.get(trace);
+            if (stack == null) {
+                int[] frames = stackOf(profile, event, trace != null);
+                stack = frames == null ? DROPPED : profile.stack(frames);
+                if (trace != null) {
+                    if (stacks.size() >= MEMO_LIMIT) {
+                        stacks.clear();
+                    }
+                    stacks.put(trace, stack);
                 }
-                stacks.put(trace, stack);
+            }
+            if (trace != null) {
                 event.memo(trace, stacks, stack);
             }
         }
         if (stack == DROPPED) {
             return;
         }
-        Object t = type.threadField == null ? null : event.thread(type.threadField);
+        Object t = type.threadField < 0 ? null : event.thread(type.threadField);
         int thread = -1;
         if (t != null) {
             Integer known = (Integer) event.memo(t, threadIndex);
@@ -399,8 +428,8 @@ public final class JfrProfileReader {
             event.memo(t, threadIndex, known);
             thread = known;
         }
-        long spanId = type.spans ? event.getLong("spanId") : 0;
-        long rootSpanId = type.roots ? event.getLong("localRootSpanId") : 0;
+        long spanId = type.spanField < 0 ? 0 : event.getLong(type.spanField);
+        long rootSpanId = type.rootField < 0 ? 0 : event.getLong(type.rootField);
         String[] attributes = null;
         for (int i = 0; i < type.attrFields.length; i++) {
             String v = event.text(type.attrFields[i]);
@@ -414,7 +443,7 @@ public final class JfrProfileReader {
         }
         Profile.Sample s = profile.sample(kind, stack, thread, spanId, rootSpanId, attributes);
         s.count++;
-        long v = value(kind, event);
+        long v = type.value(event);
         s.value += v;
         long nanos = event.startNanos();
         s.scaled += kind == EventKind.WALL ? v * epochs.factorAt(nanos) : v;
@@ -446,7 +475,7 @@ public final class JfrProfileReader {
         return Math.round(size * weight);
     }
 
-    /** The profile's frame indices of {@code trace}, root last; {@link #DROPPED} if the filter drops it. */
+    /** The profile's frame indices of {@code trace}, root last; null if the filter drops it. */
     private int[] stackOf(Profile profile, Event event, boolean hasTrace) {
         Profile.Frame[] frames = new Profile.Frame[hasTrace ? event.frameCount() : 0];
         for (int i = 0; i < frames.length; i++) {
@@ -458,7 +487,7 @@ public final class JfrProfileReader {
                 names.add(f.name());
             }
             if (!filter.keeps(names)) {
-                return DROPPED;
+                return null;
             }
         }
         int[] stack = new int[frames.length];
