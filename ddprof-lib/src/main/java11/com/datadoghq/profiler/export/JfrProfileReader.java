@@ -498,25 +498,39 @@ public final class JfrProfileReader {
     }
 
     private Profile.Frame frame(Event event, int i) {
-        String type = event.frameType(i) == null ? "" : event.frameType(i);
+        String type = event.frameType(i);
         Object m = event.frameMethod(i);
-        if (m == null) {
-            return new Profile.Frame("", "<no method>", "", 0, type);
-        }
         // The method's names once per method; the line and type are the frame's own.
-        Profile.Frame named = methods.get(m);
+        Profile.Frame named = m == null ? NO_METHOD : named(event, m);
+        return new Profile.Frame(named.className, named.method, named.descriptor,
+                m == null ? 0 : Math.max(0, event.frameLine(i)), type == null ? "" : type);
+    }
+
+    private static final Profile.Frame NO_METHOD = new Profile.Frame("", "<no method>", "", 0, "");
+
+    private Profile.Frame named(Event event, Object m) {
+        Profile.Frame named = (Profile.Frame) event.memo(m, methods);
         if (named == null) {
-            String name = event.methodName(m) == null ? "" : event.methodName(m);
-            String descriptor = event.methodDescriptor(m) == null ? "" : event.methodDescriptor(m);
-            String cls = event.className(m);
-            named = new Profile.Frame(rawNames ? cls : ClassNames.normalize(cls), name, descriptor, 0, "");
-            if (methods.size() >= MEMO_LIMIT) {
-                methods.clear();
+            named = methods.get(m);
+            if (named == null) {
+                named = nameOf(event, m);
             }
-            methods.put(m, named);
+            event.memo(m, methods, named);
         }
-        return new Profile.Frame(named.className, named.method, named.descriptor, Math.max(0, event.frameLine(i)),
-                type);
+        return named;
+    }
+
+    /** A method's names (in a frame without line and type), kept in {@link #methods}. */
+    private Profile.Frame nameOf(Event event, Object m) {
+        String name = event.methodName(m) == null ? "" : event.methodName(m);
+        String descriptor = event.methodDescriptor(m) == null ? "" : event.methodDescriptor(m);
+        String cls = event.className(m);
+        Profile.Frame named = new Profile.Frame(rawNames ? cls : ClassNames.normalize(cls), name, descriptor, 0, "");
+        if (methods.size() >= MEMO_LIMIT) {
+            methods.clear();
+        }
+        methods.put(m, named);
+        return named;
     }
 
     /** Intervals and JVM facts from the events that are not samples. */

@@ -54,7 +54,12 @@ public final class Profile {
 
         @Override
         public int hashCode() {
-            return Objects.hash(className, method, descriptor, line, type);
+            // By hand: Objects.hash would box the line and make an array per frame interned.
+            int h = className.hashCode();
+            h = 31 * h + method.hashCode();
+            h = 31 * h + descriptor.hashCode();
+            h = 31 * h + line;
+            return 31 * h + type.hashCode();
         }
     }
 
@@ -160,7 +165,13 @@ public final class Profile {
     public String jvm = "";
 
     int frame(Frame f) {
-        return intern(frames, frameIds, f);
+        Integer id = frameIds.get(f);
+        if (id == null) {
+            id = frames.size();
+            frames.add(f);
+            frameIds.put(f, id);
+        }
+        return id;
     }
 
     int thread(ThreadInfo t) {
