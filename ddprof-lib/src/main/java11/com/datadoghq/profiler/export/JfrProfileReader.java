@@ -225,9 +225,12 @@ public final class JfrProfileReader {
         /** What an event is worth ({@link #value}): its weight (or samples), size; -1 when absent. */
         final int weightField;
         final int sizeField;
+        /** The profile's count of this type's events ({@link Profile#eventTypes}). */
+        final long[] events;
 
-        SampleType(EventKind kind, Event type, List<String> attributeNames) {
+        SampleType(EventKind kind, Event type, List<String> attributeNames, Profile profile) {
             this.kind = kind;
+            this.events = profile.eventCounter(kind, type.typeName());
             List<String> names = new ArrayList<>();
             boolean after = false;
             String thread = null;
@@ -260,7 +263,7 @@ public final class JfrProfileReader {
             sizeField = type.field("size");
         }
 
-        /** What one event is worth: see {@link EventKind} (and {@link JfrProfileReader#value}). */
+        /** What one event is worth: see {@link EventKind}. */
         long value(Event event) {
             if (kind.isTime()) {
                 long w = weightField < 0 ? 1 : event.getLong(weightField);
@@ -304,7 +307,7 @@ public final class JfrProfileReader {
             SampleType t = types.get(type);
             if (t == null && !types.containsKey(type)) {
                 EventKind kind = EventKind.ofEventType(event.typeName());
-                t = kind == null ? null : new SampleType(kind, event, attributeNames);
+                t = kind == null ? null : new SampleType(kind, event, attributeNames, profile);
                 types.put(type, t);
             }
             event.memo(type, this, t == null ? NO_SAMPLES : t);
@@ -443,36 +446,13 @@ public final class JfrProfileReader {
         }
         Profile.Sample s = profile.sample(kind, stack, thread, spanId, rootSpanId, attributes);
         s.count++;
+        type.events[0]++;
         long v = type.value(event);
         s.value += v;
         long nanos = event.startNanos();
         s.scaled += kind == EventKind.WALL ? v * epochs.factorAt(nanos) : v;
         s.firstNanos = Math.min(s.firstNanos, nanos);
         s.lastNanos = Math.max(s.lastNanos, nanos);
-    }
-
-    /** What one event is worth: see {@link EventKind}. */
-    public static long value(EventKind kind, jdk.jfr.consumer.RecordedEvent event) {
-        return value(kind, new JfrEvents.JdkEvent(event));
-    }
-
-    static long value(EventKind kind, Event event) {
-        if (kind.isTime()) {
-            // The event's weight field (async-profiler's wall samples: samples); 1 if it has none
-            // or a non-positive one.
-            String field = event.hasField("weight") ? "weight" : event.hasField("samples") ? "samples" : null;
-            long w = field == null ? 1 : event.getLong(field);
-            return w > 0 ? w : 1;
-        }
-        double weight = event.hasField("weight") ? event.getDouble("weight") : 1;
-        if (!(weight > 0)) {
-            weight = 1;
-        }
-        if (kind == EventKind.SOCKET) {
-            return Math.round(event.durationNanos() * weight);
-        }
-        long size = event.hasField("size") ? event.getLong("size") : 0;
-        return Math.round(size * weight);
     }
 
     /** The profile's frame indices of {@code trace}, root last; null if the filter drops it. */

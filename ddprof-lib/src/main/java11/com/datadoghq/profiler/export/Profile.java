@@ -6,6 +6,7 @@ import java.util.Collection;
 import java.util.Collections;
 import java.util.EnumMap;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -153,6 +154,8 @@ public final class Profile {
      */
     private Sample[] table = new Sample[1024];
     private final Map<EventKind, Long> intervals = new EnumMap<>(EventKind.class);
+    /** Per kind, its events by JFR type name (a one-element counter each), in order of first appearance. */
+    private final Map<EventKind, Map<String, long[]>> eventTypes = new EnumMap<>(EventKind.class);
     /** The 128-bit trace id {high, low} of each local root span ({@code datadog.TraceLink}). */
     private final Map<Long, long[]> traces = new HashMap<>();
 
@@ -268,6 +271,22 @@ public final class Profile {
         public int hashCode() {
             return hash;
         }
+    }
+
+    /** The counter of the events of {@code type} ({@link #eventTypes}), which the reader adds to. */
+    long[] eventCounter(EventKind kind, String type) {
+        return eventTypes.computeIfAbsent(kind, k -> new LinkedHashMap<>()).computeIfAbsent(type, t -> new long[1]);
+    }
+
+    /** The events of a kind by JFR type name, in order of first appearance (types without any left out). */
+    public Map<String, Long> eventTypes(EventKind kind) {
+        Map<String, Long> out = new LinkedHashMap<>();
+        for (Map.Entry<String, long[]> e : eventTypes.getOrDefault(kind, Collections.emptyMap()).entrySet()) {
+            if (e.getValue()[0] > 0) {
+                out.put(e.getKey(), e.getValue()[0]);
+            }
+        }
+        return out;
     }
 
     void traceLink(long localRootSpanId, long high, long low) {
