@@ -46,6 +46,7 @@ public final class JfrProfileReader {
     private final long toNanos;
     private boolean leaks;
     private boolean rawNames;
+    private boolean stacksOnly;
     private StackFilter filter = StackFilter.ALL;
     /** Thread states kept ({@link #states}), normalised by {@link #state}; null: all. */
     private Set<String> states;
@@ -118,6 +119,16 @@ public final class JfrProfileReader {
     static String state(String recorded) {
         String s = recorded.trim().toUpperCase(Locale.ROOT);
         return s.startsWith("STATE_") ? s.substring("STATE_".length()) : s;
+    }
+
+    /**
+     * Samples told apart by their stack alone, not by thread, span ids or attributes (the profile has
+     * none of them): for an output that shows nothing else (collapsed stacks without threads), which
+     * then neither looks up each event's thread nor keeps a sample per thread.
+     */
+    public JfrProfileReader stacksOnly(boolean only) {
+        this.stacksOnly = only;
+        return this;
     }
 
     /** Keeps only the samples {@code filter} keeps ({@code --include}, {@code --exclude}). */
@@ -412,6 +423,10 @@ public final class JfrProfileReader {
         if (stack == DROPPED) {
             return;
         }
+        if (stacksOnly) {
+            add(profile.sample(kind, stack, -1, 0, 0, null), kind, event, type);
+            return;
+        }
         Object t = type.threadField < 0 ? null : event.thread(type.threadField);
         int thread = -1;
         if (t != null) {
@@ -444,7 +459,10 @@ public final class JfrProfileReader {
                 attributes[type.attrSlots[i]] = v;
             }
         }
-        Profile.Sample s = profile.sample(kind, stack, thread, spanId, rootSpanId, attributes);
+        add(profile.sample(kind, stack, thread, spanId, rootSpanId, attributes), kind, event, type);
+    }
+
+    private void add(Profile.Sample s, EventKind kind, Event event, SampleType type) {
         s.count++;
         type.events[0]++;
         long v = type.value(event);

@@ -248,7 +248,9 @@ public final class Convert {
         try {
             long[] span = Recorded.span(in);
             Set<EventKind> kinds = kind == null ? Collections.emptySet() : EnumSet.of(kind);
-            profile = reader(kinds, from, to, span, rawNames, filter, states, leak, err).read(in);
+            // Collapsed stacks without threads show nothing of a sample but its stack and value.
+            boolean stacksOnly = format == Format.COLLAPSED && !threads;
+            profile = reader(kinds, from, to, span, rawNames, filter, states, leak, err).stacksOnly(stacksOnly).read(in);
             if (basePath != null) {
                 // The base's own span: an offset selects the same part of each run.
                 long[] baseSpan = Recorded.span(Collections.singletonList(basePath));
