@@ -173,7 +173,8 @@ public final class JfrProfileReader {
         public final Path file;
 
         FileFailure(Path file, Exception cause) {
-            super(file + ": " + cause, cause);
+            // One line: what a damaged file makes the reader throw may quote its bytes, line breaks too.
+            super((file + ": " + cause).replace('\n', ' ').replace('\r', ' '), cause);
             this.file = file;
         }
     }
