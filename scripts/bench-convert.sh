@@ -10,17 +10,19 @@
 # docs/benchmarks.md, "Conversion".
 #
 #   bash scripts/bench-convert.sh [--no-build] [--rounds=3] [--copies=16] [--seconds=60] [--threads=24]
-#                                 [--xmx=] [--recording=FILE]
+#                                 [--xmx=] [--recording=FILE] [--baseline=DIR]
 #
 # --recording converts FILE instead of making one (its CPU samples must be jdk.ExecutionSample for
-# jfrconv to see any); --xmx=256m runs every converter JVM with that heap (default: the JVM's own).
+# jfrconv to see any); --xmx=256m runs every converter JVM with that heap (default: the JVM's own);
+# --baseline=DIR adds a third converter, "baseline": ours with the jars in DIR (ddprof-*.jar and
+# ddprof-tools-*.jar of an earlier build), for a before/after in the same run.
 # About 2 minutes to record and 2-3 minutes a round on a quiet 2-CPU host.
 set -euo pipefail
 
 main() {
   ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
   cd "$ROOT"
-  local build=1 rounds=3 copies=16 seconds=60 threads=24 xmx="" recording=""
+  local build=1 rounds=3 copies=16 seconds=60 threads=24 xmx="" recording="" baseline=""
   for a in "$@"; do
     case "$a" in
       --no-build) build=0 ;;
@@ -30,7 +32,8 @@ main() {
       --threads=*) threads="${a#--threads=}" ;;
       --xmx=*) xmx="${a#--xmx=}" ;;
       --recording=*) recording="${a#--recording=}" ;;
-      -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+      --baseline=*) baseline="${a#--baseline=}" ;;
+      -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
       *) echo "bench-convert.sh: unknown argument $a (try --help)" >&2; exit 2 ;;
     esac
   done
@@ -42,6 +45,19 @@ main() {
     -Dartifact=tools.profiler:jfr-converter:4.5 -DoutputDirectory="$BENCH_SNAP" >/dev/null 2>&1) \
     || { echo "bench-convert.sh: tools.profiler:jfr-converter:4.5 not available" >&2; exit 1; }
   local jfrconv="$BENCH_SNAP/jfr-converter-4.5.jar"
+  local tools=(ours jfrconv) baseline_cp=""
+  if [ -n "$baseline" ]; then
+    local blib btools
+    blib="$(ls "$baseline"/ddprof-[0-9]*.jar 2>/dev/null | head -1)"
+    btools="$(ls "$baseline"/ddprof-tools-*.jar 2>/dev/null | head -1)"
+    [ -n "$blib" ] && [ -n "$btools" ] \
+      || { echo "bench-convert.sh: --baseline=$baseline holds no ddprof-*.jar and ddprof-tools-*.jar" >&2; exit 2; }
+    mkdir -p "$BENCH_SNAP/baseline"
+    cp "$blib" "$BENCH_SNAP/baseline/ddprof.jar"
+    cp "$btools" "$BENCH_SNAP/baseline/ddprof-tools.jar"
+    baseline_cp="$BENCH_SNAP/baseline/ddprof-tools.jar:$BENCH_SNAP/baseline/ddprof.jar"
+    tools=(ours baseline jfrconv)
+  fi
   local heap=()
   [ -z "$xmx" ] || heap=("-Xmx$xmx")
 
@@ -75,12 +91,15 @@ main() {
     for c in "${conversions[@]}"; do
       local name="${c%%|*}" rest="${c#*|}"
       local ours="${rest%%|*}" theirs="${rest#*|}"
-      for tool in ours jfrconv; do
+      for tool in "${tools[@]}"; do
         local out="$BENCH_SNAP/out.$tool" cmd
         rm -f "$out"
         if [ "$tool" = ours ]; then
           # shellcheck disable=SC2206
           cmd=("$JAVA" "${heap[@]}" -cp "$BENCH_TOOLS_CP" com.datadoghq.profiler.Main convert $ours "$recording" "$out")
+        elif [ "$tool" = baseline ]; then
+          # shellcheck disable=SC2206
+          cmd=("$JAVA" "${heap[@]}" -cp "$baseline_cp" com.datadoghq.profiler.Main convert $ours "$recording" "$out")
         else
           # shellcheck disable=SC2206
           cmd=("$JAVA" "${heap[@]}" -jar "$jfrconv" $theirs "$recording" "$out")
@@ -95,6 +114,13 @@ main() {
         printf 'round %d %-14s %-8s wall %6.2f s  cpu %6.2f s  peak rss %7d KB  output %d bytes\n' \
           "$r" "$name" "$tool" "$wall" "$(echo "$user + $sys" | bc)" "$rss" "$size"
       done
+      if [ -n "$baseline" ]; then
+        if cmp -s "$BENCH_SNAP/out.ours" "$BENCH_SNAP/out.baseline"; then
+          echo "round $r $name: ours and baseline wrote the same bytes"
+        else
+          echo "round $r $name: ours and baseline wrote DIFFERENT outputs" >&2
+        fi
+      fi
     done
   done
   echo

@@ -59,6 +59,11 @@ final class JfrChunkModel {
         /** Index of startTime and duration, -1 if none. */
         int startIndex = -1;
         int durationIndex = -1;
+        /** Index of the fields a stack trace's frames are read through (frames; method, lineNumber, type), -1 if none. */
+        int framesIndex = -1;
+        int methodIndex = -1;
+        int lineIndex = -1;
+        int typeIndex = -1;
         /** Whether the asked-for events can reach values of this type (its pool is decoded). */
         boolean needed;
         final LongMap<Object> pool = new LongMap<>();
@@ -89,6 +94,10 @@ final class JfrChunkModel {
             fieldNames = Collections.unmodifiableList(names);
             startIndex = index.getOrDefault("startTime", -1);
             durationIndex = index.getOrDefault("duration", -1);
+            framesIndex = index.getOrDefault("frames", -1);
+            methodIndex = index.getOrDefault("method", -1);
+            lineIndex = index.getOrDefault("lineNumber", -1);
+            typeIndex = index.getOrDefault("type", -1);
         }
 
         /** Name and layout, by which chunks' types are the same type. */
@@ -174,9 +183,10 @@ final class JfrChunkModel {
 
         Object get(String name) {
             int i = type.field(name);
-            if (i < 0) {
-                return null;
-            }
+            return i < 0 ? null : get(i);
+        }
+
+        Object get(int i) {
             return type.fields[i].type.kind == STRUCT || type.fields[i].array || type.fields[i].type.kind == STRING
                     ? objs[i] : boxed(type.fields[i].type.kind, longs[i]);
         }
@@ -233,7 +243,7 @@ final class JfrChunkModel {
             if (o.type.fields.length != 1) {
                 return null;
             }
-            v = o.get(o.type.fields[0].name);
+            v = o.get(0);
         }
         return null;
     }
@@ -303,41 +313,82 @@ final class JfrChunkModel {
         @Override
         double getDouble(String name) {
             int i = data.type.field(name);
-            if (i < 0) {
-                return 0;
-            }
-            switch (data.type.fields[i].type.kind) {
-                case FLOAT:
-                    return Float.intBitsToFloat((int) data.longs[i]);
-                case DOUBLE:
-                    return Double.longBitsToDouble(data.longs[i]);
-                default:
-                    return data.longs[i];
-            }
+            return i < 0 ? 0 : getDouble(i);
+        }
+
+        /** Field {@code i}'s value as {@link Obj#get} gives it, a constant-pool reference looked up here. */
+        Object value(int i) {
+            Object v = data.objs[i];
+            Field f = data.type.fields[i];
+            return v == null && f.constantPool && !f.array ? f.type.pool.get(data.longs[i]) : data.get(i);
+        }
+
+        private Object value(String name) {
+            int i = data.type.field(name);
+            return i < 0 ? null : value(i);
         }
 
         @Override
         String getString(String name) {
-            return JfrChunkModel.text(data.get(name));
+            return JfrChunkModel.text(value(name));
+        }
+
+        @Override
+        int field(String name) {
+            return data.type.field(name);
+        }
+
+        @Override
+        long getLong(int field) {
+            return asLong(data.type.fields[field], data.longs[field]);
+        }
+
+        @Override
+        double getDouble(int field) {
+            switch (data.type.fields[field].type.kind) {
+                case FLOAT:
+                    return Float.intBitsToFloat((int) data.longs[field]);
+                case DOUBLE:
+                    return Double.longBitsToDouble(data.longs[field]);
+                default:
+                    return data.longs[field];
+            }
+        }
+
+        @Override
+        String text(int field) {
+            return JfrChunkModel.text(value(field));
+        }
+
+        @Override
+        Object thread(int field) {
+            Object t = value(field);
+            return t instanceof Obj ? t : null;
         }
 
         @Override
         String text(String name) {
-            return JfrChunkModel.text(data.get(name));
+            return JfrChunkModel.text(value(name));
         }
+
+        /** The last stack trace read and its frames: a new trace is looked up once per event. */
+        private Object trace;
+        private Object[] traceFrames = EMPTY;
 
         private Object[] frames() {
             Object t = stackTrace();
-            if (!(t instanceof Obj)) {
-                return EMPTY;
+            if (t != trace) {
+                trace = t;
+                Object f = t instanceof Obj && ((Obj) t).type.framesIndex >= 0
+                        ? ((Obj) t).objs[((Obj) t).type.framesIndex] : null;
+                traceFrames = f instanceof Object[] ? (Object[]) f : EMPTY;
             }
-            Object f = ((Obj) t).get("frames");
-            return f instanceof Object[] ? (Object[]) f : EMPTY;
+            return traceFrames;
         }
 
         @Override
         Object stackTrace() {
-            return stackIndex < 0 ? null : data.objs[stackIndex];
+            return stackIndex < 0 ? null : value(stackIndex);
         }
 
         @Override
@@ -351,14 +402,15 @@ final class JfrChunkModel {
 
         @Override
         Object frameMethod(int i) {
-            Object m = frame(i).get("method");
+            Obj f = frame(i);
+            Object m = f.type.methodIndex < 0 ? null : f.get(f.type.methodIndex);
             return m instanceof Obj ? m : null;
         }
 
         @Override
         int frameLine(int i) {
             Obj f = frame(i);
-            return f.type.field("lineNumber") < 0 ? -1 : (int) f.getLong("lineNumber");
+            return f.type.lineIndex < 0 ? -1 : (int) asLong(f.type.fields[f.type.lineIndex], f.longs[f.type.lineIndex]);
         }
 
         @Override
@@ -369,7 +421,8 @@ final class JfrChunkModel {
 
         @Override
         String frameType(int i) {
-            return JfrChunkModel.text(frame(i).get("type"));
+            Obj f = frame(i);
+            return f.type.typeIndex < 0 ? null : JfrChunkModel.text(f.get(f.type.typeIndex));
         }
 
         @Override
@@ -391,7 +444,7 @@ final class JfrChunkModel {
 
         @Override
         Object thread(String field) {
-            Object t = data.get(field);
+            Object t = value(field);
             return t instanceof Obj ? t : null;
         }
 

@@ -8,6 +8,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
@@ -85,6 +86,9 @@ final class JfrChunkReader {
      * over too ({@link #reuse}). So chunks of unrelated recordings in one file stay apart.
      */
     private final Map<String, Slot> slots = new HashMap<>();
+    /** The last metadata event's bytes and its parsed tree, for the next chunk that repeats them. */
+    private byte[] lastMetadata;
+    private Element lastRoot;
 
     private JfrChunkReader(Path file, Set<String> wanted, boolean keep, Consumer<JfrEvents.Event> consumer) {
         this.file = file;
@@ -247,7 +251,7 @@ final class JfrChunkReader {
                 if (!keep) {
                     t.reused = e;
                 }
-                readFields(e.data, false);
+                readEventFields(e.data);
                 e.start = e.data.type.startIndex < 0 ? startNanos : nanos(e.data.longs[t.startIndex]);
                 consumer.accept(e);
             }
@@ -278,19 +282,30 @@ final class JfrChunkReader {
 
     private Map<Long, Type> readMetadata(int offset) throws IOException {
         pos = offset;
-        readLong(); // size
+        long size = readLong();
         if (readLong() != METADATA_TYPE) {
             throw new IOException(file + ": chunk " + chunk + "'s metadata offset does not point at metadata");
         }
-        readLong(); // start time
-        readLong(); // duration
-        readLong(); // metadata id
-        int count = count();
-        String[] strings = new String[count];
-        for (int i = 0; i < count; i++) {
-            strings[i] = (String) readString(false);
+        Element root;
+        if (size > 0 && size <= limit - offset && lastMetadata != null && lastMetadata.length == size
+                && Arrays.equals(lastMetadata, 0, (int) size, buf, offset, offset + (int) size)) {
+            // Most chunks of a recording repeat the previous one's metadata: its tree is parsed once.
+            root = lastRoot;
+        } else {
+            readLong(); // start time
+            readLong(); // duration
+            readLong(); // metadata id
+            int count = count();
+            String[] strings = new String[count];
+            for (int i = 0; i < count; i++) {
+                strings[i] = (String) readString(false);
+            }
+            root = readElement(strings, 0);
+            if (size > 0 && size <= limit - offset) {
+                lastMetadata = Arrays.copyOfRange(buf, offset, offset + (int) size);
+                lastRoot = root;
+            }
         }
-        Element root = readElement(strings, 0);
         Map<Long, Type> types = new HashMap<>();
         List<Element> classes = new ArrayList<>();
         for (Element m : root.children) {
@@ -565,6 +580,31 @@ final class JfrChunkReader {
     // --- values ---
 
     /**
+     * Reads an event's own fields: as {@link #readFields}, but a constant-pool reference is kept as its
+     * key only, looked up when read ({@link OwnEvent#value}), so a reference nobody reads (a thread
+     * state when no state is filtered) costs no look-up. Events kept past the call ({@code keep})
+     * have theirs looked up now: a chunk's pools are emptied when the next one is read.
+     */
+    private void readEventFields(Obj o) throws IOException {
+        if (keep) {
+            readFields(o, false);
+            return;
+        }
+        Field[] fields = o.type.fields;
+        for (int i = 0; i < fields.length; i++) {
+            Field f = fields[i];
+            if (f.constantPool && !f.array) {
+                o.longs[i] = readLong();
+                o.objs[i] = null;
+            } else if (f.array || f.type.kind == STRUCT || f.type.kind == STRING) {
+                readField(o, i, f, false);
+            } else {
+                o.longs[i] = readBits(f.type.kind);
+            }
+        }
+    }
+
+    /**
      * Reads {@code o}'s fields. In a pool entry ({@code inPool}) a constant-pool reference is kept as
      * its key (in {@code longs}) for {@link #resolve}; in an event it is looked up at once.
      */
@@ -574,32 +614,35 @@ final class JfrChunkReader {
         }
         Field[] fields = o.type.fields;
         for (int i = 0; i < fields.length; i++) {
-            Field f = fields[i];
-            if (f.array) {
-                int n = count();
-                Object[] a = new Object[n];
-                for (int j = 0; j < n; j++) {
-                    a[j] = readElementValue(f, inPool);
-                }
-                o.objs[i] = a;
-            } else if (f.constantPool) {
-                long key = readLong();
-                o.longs[i] = key;
-                o.objs[i] = inPool ? null : f.type.pool.get(key);
-            } else {
-                int kind = f.type.kind;
-                if (kind == STRUCT) {
-                    Obj inner = new Obj(f.type);
-                    readFields(inner, inPool);
-                    o.objs[i] = inner;
-                } else if (kind == STRING) {
-                    o.objs[i] = readString(inPool);
-                } else {
-                    o.longs[i] = readBits(kind);
-                }
-            }
+            readField(o, i, fields[i], inPool);
         }
         depth--;
+    }
+
+    private void readField(Obj o, int i, Field f, boolean inPool) throws IOException {
+        if (f.array) {
+            int n = count();
+            Object[] a = new Object[n];
+            for (int j = 0; j < n; j++) {
+                a[j] = readElementValue(f, inPool);
+            }
+            o.objs[i] = a;
+        } else if (f.constantPool) {
+            long key = readLong();
+            o.longs[i] = key;
+            o.objs[i] = inPool ? null : f.type.pool.get(key);
+        } else {
+            int kind = f.type.kind;
+            if (kind == STRUCT) {
+                Obj inner = new Obj(f.type);
+                readFields(inner, inPool);
+                o.objs[i] = inner;
+            } else if (kind == STRING) {
+                o.objs[i] = readString(inPool);
+            } else {
+                o.longs[i] = readBits(kind);
+            }
+        }
     }
 
     private Object readElementValue(Field f, boolean inPool) throws IOException {

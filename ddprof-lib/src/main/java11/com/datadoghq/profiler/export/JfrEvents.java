@@ -210,6 +210,23 @@ final class JfrEvents {
          */
         abstract String text(String name);
 
+        /**
+         * The index of a field of this event's type, -1 when it has none: for the by-index reads
+         * below, which a reader of many events of a type resolves once per type rather than by name
+         * per event. Valid for the events of this {@link #type()}.
+         */
+        abstract int field(String name);
+
+        abstract long getLong(int field);
+
+        abstract double getDouble(int field);
+
+        /** {@link #text(String)} by index. */
+        abstract String text(int field);
+
+        /** {@link #thread(String)} by index. */
+        abstract Object thread(int field);
+
         /** The stack trace (an identity key), or null. */
         abstract Object stackTrace();
 
@@ -312,6 +329,41 @@ final class JfrEvents {
                 v = o.hasField("value") ? o.getValue("value") : null;
             }
             return v == null ? null : v.toString();
+        }
+
+        @Override
+        int field(String name) {
+            List<ValueDescriptor> fields = e.getEventType().getFields();
+            for (int i = 0; i < fields.size(); i++) {
+                if (fields.get(i).getName().equals(name)) {
+                    return i;
+                }
+            }
+            return -1;
+        }
+
+        private String name(int field) {
+            return e.getEventType().getFields().get(field).getName();
+        }
+
+        @Override
+        long getLong(int field) {
+            return getLong(name(field));
+        }
+
+        @Override
+        double getDouble(int field) {
+            return getDouble(name(field));
+        }
+
+        @Override
+        String text(int field) {
+            return text(name(field));
+        }
+
+        @Override
+        Object thread(int field) {
+            return thread(name(field));
         }
 
         @Override

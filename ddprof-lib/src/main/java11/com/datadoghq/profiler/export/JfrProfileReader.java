@@ -48,6 +48,7 @@ public final class JfrProfileReader {
     private boolean rawNames;
     private boolean bytecodeIndexes;
     private long bucketNanos;
+    private boolean stacksOnly;
     private StackFilter filter = StackFilter.ALL;
     /** Thread states kept ({@link #states}), normalised by {@link #state}; null: all. */
     private Set<String> states;
@@ -137,6 +138,16 @@ public final class JfrProfileReader {
         return s.startsWith("STATE_") ? s.substring("STATE_".length()) : s;
     }
 
+    /**
+     * Samples told apart by their stack alone, not by thread, span ids or attributes (the profile has
+     * none of them): for an output that shows nothing else (collapsed stacks without threads), which
+     * then neither looks up each event's thread nor keeps a sample per thread.
+     */
+    public JfrProfileReader stacksOnly(boolean only) {
+        this.stacksOnly = only;
+        return this;
+    }
+
     /** Keeps only the samples {@code filter} keeps ({@code --include}, {@code --exclude}). */
     public JfrProfileReader filter(StackFilter filter) {
         this.filter = filter;
@@ -180,7 +191,8 @@ public final class JfrProfileReader {
         public final Path file;
 
         FileFailure(Path file, Exception cause) {
-            super(file + ": " + cause, cause);
+            // One line: what a damaged file makes the reader throw may quote its bytes, line breaks too.
+            super((file + ": " + cause).replace('\n', ' ').replace('\r', ' '), cause);
             this.file = file;
         }
     }
@@ -226,20 +238,29 @@ public final class JfrProfileReader {
         }
     }
 
-    /** What a sample's event type holds, worked out at its first event. */
+    /**
+     * What a sample's event type holds, worked out at its first event: its fields by index (the
+     * per-event reads look nothing up by name).
+     */
     private static final class SampleType {
         final EventKind kind;
         /** The context-attribute fields, and for each its index in the profile's attribute names. */
-        final String[] attrFields;
+        final int[] attrFields;
         final int[] attrSlots;
-        /** jdk.ExecutionSample names its thread sampledThread; ddprof's events eventThread. */
-        final String threadField;
-        final boolean spans;
-        final boolean roots;
-        final boolean state;
+        /** jdk.ExecutionSample names its thread sampledThread; ddprof's events eventThread. -1: none. */
+        final int threadField;
+        final int spanField;
+        final int rootField;
+        final int stateField;
+        /** What an event is worth ({@link #value}): its weight (or samples), size; -1 when absent. */
+        final int weightField;
+        final int sizeField;
+        /** The profile's count of this type's events ({@link Profile#eventTypes}). */
+        final long[] events;
 
-        SampleType(EventKind kind, Event type, List<String> attributeNames) {
+        SampleType(EventKind kind, Event type, List<String> attributeNames, Profile profile) {
             this.kind = kind;
+            this.events = profile.eventCounter(kind, type.typeName());
             List<String> names = new ArrayList<>();
             boolean after = false;
             String thread = null;
@@ -252,20 +273,40 @@ public final class JfrProfileReader {
                     thread = d;
                 }
             }
-            attrFields = names.toArray(new String[0]);
+            attrFields = new int[names.size()];
             attrSlots = new int[attrFields.length];
             for (int i = 0; i < attrFields.length; i++) {
-                int at = attributeNames.indexOf(attrFields[i]);
+                attrFields[i] = type.field(names.get(i));
+                int at = attributeNames.indexOf(names.get(i));
                 if (at < 0) {
                     at = attributeNames.size();
-                    attributeNames.add(attrFields[i]);
+                    attributeNames.add(names.get(i));
                 }
                 attrSlots[i] = at;
             }
-            threadField = thread;
-            spans = type.hasField("spanId");
-            roots = type.hasField("localRootSpanId");
-            state = type.hasField("state");
+            threadField = thread == null ? -1 : type.field(thread);
+            spanField = type.field("spanId");
+            rootField = type.field("localRootSpanId");
+            stateField = type.field("state");
+            int weight = type.field("weight");
+            weightField = weight < 0 && kind.isTime() ? type.field("samples") : weight;
+            sizeField = type.field("size");
+        }
+
+        /** What one event is worth: see {@link EventKind}. */
+        long value(Event event) {
+            if (kind.isTime()) {
+                long w = weightField < 0 ? 1 : event.getLong(weightField);
+                return w > 0 ? w : 1;
+            }
+            double weight = weightField < 0 ? 1 : event.getDouble(weightField);
+            if (!(weight > 0)) {
+                weight = 1;
+            }
+            if (kind == EventKind.SOCKET) {
+                return Math.round(event.durationNanos() * weight);
+            }
+            return Math.round((sizeField < 0 ? 0 : event.getLong(sizeField)) * weight);
         }
     }
 
@@ -296,7 +337,7 @@ public final class JfrProfileReader {
             SampleType t = types.get(type);
             if (t == null && !types.containsKey(type)) {
                 EventKind kind = EventKind.ofEventType(event.typeName());
-                t = kind == null ? null : new SampleType(kind, event, attributeNames);
+                t = kind == null ? null : new SampleType(kind, event, attributeNames, profile);
                 types.put(type, t);
             }
             event.memo(type, this, t == null ? NO_SAMPLES : t);
@@ -319,8 +360,8 @@ public final class JfrProfileReader {
                     return;
                 }
             }
-            if (states != null && sample.state) {
-                String v = event.text("state");
+            if (states != null && sample.stateField >= 0) {
+                String v = event.text(sample.stateField);
                 if (v == null || !states.contains(state(v))) {
                     return;
                 }
@@ -372,33 +413,40 @@ public final class JfrProfileReader {
      * the conversion. Emptied past {@link #MEMO_LIMIT} entries, which keeps a long recording's old
      * chunks from being held through them.
      */
-    private final Map<Object, int[]> stacks = new IdentityHashMap<>();
+    private final Map<Object, Integer> stacks = new IdentityHashMap<>();
     private final Map<Object, Profile.Frame> methods = new IdentityHashMap<>();
     private final Map<Object, Integer> threadIndex = new IdentityHashMap<>();
-    /** Stacks the filter drops, as an empty marker distinct from an empty stack. */
-    private static final int[] DROPPED = new int[0];
+    /** The memo of a stack the filter drops (a stack's id is 0 or more); compared by identity. */
+    private static final Integer DROPPED = -1;
     static final int MEMO_LIMIT = 1 << 16;
 
     private void addSample(Profile profile, EventKind kind, Event event, SampleType type, int attrCount) {
         Object trace = event.stackTrace();
-        int[] stack = trace == null ? null : (int[]) event.memo(trace, stacks);
-        if (stack == null && trace != null) {
-            stack = stacks.get(trace);
-        }
+        Integer stack = trace == null ? null : (Integer) event.memo(trace, stacks);
         if (stack == null) {
-            stack = stackOf(profile, event, trace != null);
-            if (trace != null) {
-                if (stacks.size() >= MEMO_LIMIT) {
-                    stacks.clear();
+            stack = trace == null ? null : stacks.get(trace);
+            if (stack == null) {
+                int[] frames = stackOf(profile, event, trace != null);
+                stack = frames == null ? DROPPED : profile.stack(frames);
+                if (trace != null) {
+                    if (stacks.size() >= MEMO_LIMIT) {
+                        stacks.clear();
+                    }
+                    stacks.put(trace, stack);
                 }
-                stacks.put(trace, stack);
+            }
+            if (trace != null) {
                 event.memo(trace, stacks, stack);
             }
         }
         if (stack == DROPPED) {
             return;
         }
-        Object t = type.threadField == null ? null : event.thread(type.threadField);
+        if (stacksOnly) {
+            add(profile.sample(kind, stack, -1, 0, 0, null), kind, event, type);
+            return;
+        }
+        Object t = type.threadField < 0 ? null : event.thread(type.threadField);
         int thread = -1;
         if (t != null) {
             Integer known = (Integer) event.memo(t, threadIndex);
@@ -417,8 +465,8 @@ public final class JfrProfileReader {
             event.memo(t, threadIndex, known);
             thread = known;
         }
-        long spanId = type.spans ? event.getLong("spanId") : 0;
-        long rootSpanId = type.roots ? event.getLong("localRootSpanId") : 0;
+        long spanId = type.spanField < 0 ? 0 : event.getLong(type.spanField);
+        long rootSpanId = type.rootField < 0 ? 0 : event.getLong(type.rootField);
         String[] attributes = null;
         for (int i = 0; i < type.attrFields.length; i++) {
             String v = event.text(type.attrFields[i]);
@@ -430,9 +478,13 @@ public final class JfrProfileReader {
                 attributes[type.attrSlots[i]] = v;
             }
         }
-        Profile.Sample s = profile.sample(kind, stack, thread, spanId, rootSpanId, attributes);
+        add(profile.sample(kind, stack, thread, spanId, rootSpanId, attributes), kind, event, type);
+    }
+
+    private void add(Profile.Sample s, EventKind kind, Event event, SampleType type) {
         s.count++;
-        long v = value(kind, event);
+        type.events[0]++;
+        long v = type.value(event);
         s.value += v;
         long nanos = event.startNanos();
         s.scaled += kind == EventKind.WALL ? v * epochs.factorAt(nanos) : v;
@@ -441,31 +493,7 @@ public final class JfrProfileReader {
         profile.atTime(s, nanos, v);
     }
 
-    /** What one event is worth: see {@link EventKind}. */
-    public static long value(EventKind kind, jdk.jfr.consumer.RecordedEvent event) {
-        return value(kind, new JfrEvents.JdkEvent(event));
-    }
-
-    static long value(EventKind kind, Event event) {
-        if (kind.isTime()) {
-            // The event's weight field (async-profiler's wall samples: samples); 1 if it has none
-            // or a non-positive one.
-            String field = event.hasField("weight") ? "weight" : event.hasField("samples") ? "samples" : null;
-            long w = field == null ? 1 : event.getLong(field);
-            return w > 0 ? w : 1;
-        }
-        double weight = event.hasField("weight") ? event.getDouble("weight") : 1;
-        if (!(weight > 0)) {
-            weight = 1;
-        }
-        if (kind == EventKind.SOCKET) {
-            return Math.round(event.durationNanos() * weight);
-        }
-        long size = event.hasField("size") ? event.getLong("size") : 0;
-        return Math.round(size * weight);
-    }
-
-    /** The profile's frame indices of {@code trace}, root last; {@link #DROPPED} if the filter drops it. */
+    /** The profile's frame indices of {@code trace}, root last; null if the filter drops it. */
     private int[] stackOf(Profile profile, Event event, boolean hasTrace) {
         Profile.Frame[] frames = new Profile.Frame[hasTrace ? event.frameCount() : 0];
         for (int i = 0; i < frames.length; i++) {
@@ -477,7 +505,7 @@ public final class JfrProfileReader {
                 names.add(f.name());
             }
             if (!filter.keeps(names)) {
-                return DROPPED;
+                return null;
             }
         }
         int[] stack = new int[frames.length];
@@ -488,25 +516,40 @@ public final class JfrProfileReader {
     }
 
     private Profile.Frame frame(Event event, int i) {
-        String type = event.frameType(i) == null ? "" : event.frameType(i);
+        String type = event.frameType(i);
         Object m = event.frameMethod(i);
-        if (m == null) {
-            return new Profile.Frame("", "<no method>", "", 0, type);
-        }
         // The method's names once per method; the line and type are the frame's own.
-        Profile.Frame named = methods.get(m);
+        Profile.Frame named = m == null ? NO_METHOD : named(event, m);
+        return new Profile.Frame(named.className, named.method, named.descriptor,
+                m == null ? 0 : Math.max(0, event.frameLine(i)), type == null ? "" : type,
+                bytecodeIndexes && m != null ? event.frameBci(i) : 0);
+    }
+
+    private static final Profile.Frame NO_METHOD = new Profile.Frame("", "<no method>", "", 0, "");
+
+    private Profile.Frame named(Event event, Object m) {
+        Profile.Frame named = (Profile.Frame) event.memo(m, methods);
         if (named == null) {
-            String name = event.methodName(m) == null ? "" : event.methodName(m);
-            String descriptor = event.methodDescriptor(m) == null ? "" : event.methodDescriptor(m);
-            String cls = event.className(m);
-            named = new Profile.Frame(rawNames ? cls : ClassNames.normalize(cls), name, descriptor, 0, "");
-            if (methods.size() >= MEMO_LIMIT) {
-                methods.clear();
+            named = methods.get(m);
+            if (named == null) {
+                named = nameOf(event, m);
             }
-            methods.put(m, named);
+            event.memo(m, methods, named);
         }
-        return new Profile.Frame(named.className, named.method, named.descriptor, Math.max(0, event.frameLine(i)),
-                type, bytecodeIndexes ? event.frameBci(i) : 0);
+        return named;
+    }
+
+    /** A method's names (in a frame without line and type), kept in {@link #methods}. */
+    private Profile.Frame nameOf(Event event, Object m) {
+        String name = event.methodName(m) == null ? "" : event.methodName(m);
+        String descriptor = event.methodDescriptor(m) == null ? "" : event.methodDescriptor(m);
+        String cls = event.className(m);
+        Profile.Frame named = new Profile.Frame(rawNames ? cls : ClassNames.normalize(cls), name, descriptor, 0, "");
+        if (methods.size() >= MEMO_LIMIT) {
+            methods.clear();
+        }
+        methods.put(m, named);
+        return named;
     }
 
     /** Intervals and JVM facts from the events that are not samples. */

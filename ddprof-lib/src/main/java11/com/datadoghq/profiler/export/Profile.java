@@ -3,6 +3,7 @@ package com.datadoghq.profiler.export;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -66,7 +67,13 @@ public final class Profile {
 
         @Override
         public int hashCode() {
-            return Objects.hash(className, method, descriptor, line, type) * 31 + bci;
+            // By hand: Objects.hash would box the line and make an array per frame interned.
+            int h = className.hashCode();
+            h = 31 * h + method.hashCode();
+            h = 31 * h + descriptor.hashCode();
+            h = 31 * h + line;
+            h = 31 * h + type.hashCode();
+            return 31 * h + bci;
         }
     }
 
@@ -131,9 +138,17 @@ public final class Profile {
         private long[] times;
         private int timesSize;
 
-        Sample(EventKind kind, int[] stack, int thread, long spanId, long localRootSpanId, String[] attributes) {
+        /** {@link #stack}'s id among the profile's distinct stacks ({@link Profile#stack}). */
+        final int stackId;
+        /** {@code Arrays.hashCode(attributes)}: the sample's key hashed once. */
+        private final int hash;
+
+        Sample(EventKind kind, int[] stack, int stackId, int thread, long spanId, long localRootSpanId,
+               String[] attributes, int hash) {
             this.kind = kind;
             this.stack = stack;
+            this.stackId = stackId;
+            this.hash = hash;
             this.thread = thread;
             this.spanId = spanId;
             this.localRootSpanId = localRootSpanId;
@@ -173,55 +188,25 @@ public final class Profile {
         }
     }
 
-    private static final class Key {
-        final EventKind kind;
-        final int[] stack;
-        final int thread;
-        final long spanId;
-        final long localRootSpanId;
-        final String[] attributes;
-        final int hash;
-
-        Key(EventKind kind, int[] stack, int thread, long spanId, long localRootSpanId, String[] attributes) {
-            this.kind = kind;
-            this.stack = stack;
-            this.thread = thread;
-            this.spanId = spanId;
-            this.localRootSpanId = localRootSpanId;
-            this.attributes = attributes;
-            // By hand: Objects.hash would box five values per event.
-            int h = kind.hashCode();
-            h = 31 * h + Arrays.hashCode(stack);
-            h = 31 * h + thread;
-            h = 31 * h + Long.hashCode(spanId);
-            h = 31 * h + Long.hashCode(localRootSpanId);
-            this.hash = 31 * h + Arrays.hashCode(attributes);
-        }
-
-        @Override
-        public boolean equals(Object o) {
-            if (!(o instanceof Key)) {
-                return false;
-            }
-            Key k = (Key) o;
-            return hash == k.hash && kind == k.kind && thread == k.thread && spanId == k.spanId
-                    && localRootSpanId == k.localRootSpanId && Arrays.equals(stack, k.stack)
-                    && Arrays.equals(attributes, k.attributes);
-        }
-
-        @Override
-        public int hashCode() {
-            return hash;
-        }
-    }
-
     private final List<Frame> frames = new ArrayList<>();
     private final Map<Frame, Integer> frameIds = new HashMap<>();
     private final List<ThreadInfo> threads = new ArrayList<>();
     private final Map<ThreadInfo, Integer> threadIds = new HashMap<>();
     private final List<String> attributeNames = new ArrayList<>();
-    private final Map<Key, Sample> samples = new LinkedHashMap<>();
+    /** Distinct stacks by content, so that a sample's key holds an id rather than the stack. */
+    private final List<int[]> stacks = new ArrayList<>();
+    private final Map<IntArray, Integer> stackIds = new HashMap<>();
+    /** The samples in order of first appearance; {@link #table} finds them by key. */
+    private final List<Sample> samples = new ArrayList<>();
+    /**
+     * Open addressing over {@link #samples}, probed with the key's fields as they are: one event adds
+     * to its sample without a key object or a hash of its stack (a map keyed by the stack hashed it
+     * for every event).
+     */
+    private Sample[] table = new Sample[1024];
     private final Map<EventKind, Long> intervals = new EnumMap<>(EventKind.class);
+    /** Per kind, its events by JFR type name (a one-element counter each), in order of first appearance. */
+    private final Map<EventKind, Map<String, long[]>> eventTypes = new EnumMap<>(EventKind.class);
     /** The 128-bit trace id {high, low} of each local root span ({@code datadog.TraceLink}). */
     private final Map<Long, long[]> traces = new HashMap<>();
 
@@ -250,7 +235,13 @@ public final class Profile {
     }
 
     int frame(Frame f) {
-        return intern(frames, frameIds, f);
+        Integer id = frameIds.get(f);
+        if (id == null) {
+            id = frames.size();
+            frames.add(f);
+            frameIds.put(f, id);
+        }
+        return id;
     }
 
     int thread(ThreadInfo t) {
@@ -270,10 +261,99 @@ public final class Profile {
         attributeNames.addAll(names);
     }
 
-    Sample sample(EventKind kind, int[] stack, int thread, long spanId, long localRootSpanId, String[] attributes) {
-        Key key = new Key(kind, stack, thread, spanId, localRootSpanId, attributes);
-        return samples.computeIfAbsent(key,
-                k -> new Sample(kind, stack, thread, spanId, localRootSpanId, attributes));
+    /** The id of a stack (frame indexes, leaf first) among the profile's distinct stacks. */
+    int stack(int[] frames) {
+        return stackIds.computeIfAbsent(new IntArray(frames), k -> {
+            stacks.add(k.values);
+            return stacks.size() - 1;
+        });
+    }
+
+    /** The frames of stack {@code id} ({@link #stack}). */
+    int[] stackFrames(int id) {
+        return stacks.get(id);
+    }
+
+    /** The sample of this key (a stack by its {@link #stack} id), added if new. */
+    Sample sample(EventKind kind, int stackId, int thread, long spanId, long localRootSpanId, String[] attributes) {
+        int h = kind.ordinal();
+        h = 31 * h + stackId;
+        h = 31 * h + thread;
+        h = 31 * h + Long.hashCode(spanId);
+        h = 31 * h + Long.hashCode(localRootSpanId);
+        h = 31 * h + (attributes == null ? 0 : Arrays.hashCode(attributes));
+        int mask = table.length - 1;
+        for (int i = mix(h) & mask; ; i = (i + 1) & mask) {
+            Sample s = table[i];
+            if (s == null) {
+                break;
+            }
+            if (s.hash == h && s.stackId == stackId && s.thread == thread && s.kind == kind && s.spanId == spanId
+                    && s.localRootSpanId == localRootSpanId && Arrays.equals(s.attributes, attributes)) {
+                return s;
+            }
+        }
+        Sample s = new Sample(kind, stacks.get(stackId), stackId, thread, spanId, localRootSpanId, attributes, h);
+        samples.add(s);
+        if (samples.size() * 2 > table.length) {
+            table = new Sample[table.length * 2];
+            for (Sample old : samples) {
+                place(old);
+            }
+        } else {
+            place(s);
+        }
+        return s;
+    }
+
+    private void place(Sample s) {
+        int mask = table.length - 1;
+        int i = mix(s.hash) & mask;
+        while (table[i] != null) {
+            i = (i + 1) & mask;
+        }
+        table[i] = s;
+    }
+
+    private static int mix(int h) {
+        return h ^ (h >>> 16) ^ (h >>> 7);
+    }
+
+    /** An int array as a map key, by content. */
+    private static final class IntArray {
+        final int[] values;
+        final int hash;
+
+        IntArray(int[] values) {
+            this.values = values;
+            this.hash = Arrays.hashCode(values);
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof IntArray && Arrays.equals(values, ((IntArray) o).values);
+        }
+
+        @Override
+        public int hashCode() {
+            return hash;
+        }
+    }
+
+    /** The counter of the events of {@code type} ({@link #eventTypes}), which the reader adds to. */
+    long[] eventCounter(EventKind kind, String type) {
+        return eventTypes.computeIfAbsent(kind, k -> new LinkedHashMap<>()).computeIfAbsent(type, t -> new long[1]);
+    }
+
+    /** The events of a kind by JFR type name, in order of first appearance (types without any left out). */
+    public Map<String, Long> eventTypes(EventKind kind) {
+        Map<String, Long> out = new LinkedHashMap<>();
+        for (Map.Entry<String, long[]> e : eventTypes.getOrDefault(kind, Collections.emptyMap()).entrySet()) {
+            if (e.getValue()[0] > 0) {
+                out.put(e.getKey(), e.getValue()[0]);
+            }
+        }
+        return out;
     }
 
     void traceLink(long localRootSpanId, long high, long low) {
@@ -305,13 +385,13 @@ public final class Profile {
     }
 
     public Collection<Sample> samples() {
-        return samples.values();
+        return Collections.unmodifiableList(samples);
     }
 
     /** The samples of one kind, in order of first appearance. */
     public List<Sample> samples(EventKind kind) {
         List<Sample> out = new ArrayList<>();
-        for (Sample s : samples.values()) {
+        for (Sample s : samples) {
             if (s.kind == kind) {
                 out.add(s);
             }
@@ -323,7 +403,7 @@ public final class Profile {
     public List<EventKind> kinds() {
         List<EventKind> out = new ArrayList<>();
         for (EventKind k : EventKind.values()) {
-            for (Sample s : samples.values()) {
+            for (Sample s : samples) {
                 if (s.kind == k) {
                     out.add(k);
                     break;
@@ -371,7 +451,7 @@ public final class Profile {
 
     private long total(EventKind kind, java.util.function.ToLongFunction<Sample> of) {
         long n = 0;
-        for (Sample s : samples.values()) {
+        for (Sample s : samples) {
             if (s.kind == kind) {
                 n += of.applyAsLong(s);
             }

@@ -87,6 +87,20 @@ public final class Recorded {
     }
 
     /** One line for a recording that could not be read. */
+    /** One event of {@link #counters}: its {@code name} and {@code count} fields and its start time. */
+    public interface Counter {
+        void accept(String name, long count, long startNanos);
+    }
+
+    /**
+     * The events of {@code type} (counters such as {@code datadog.ProfilerCounter}: a {@code name}
+     * and a {@code count}), in file order, read as {@code convert} reads ({@link JfrEvents}).
+     */
+    public static void counters(Path file, String type, Counter counter) throws IOException {
+        JfrEvents.forEach(file, java.util.Collections.singleton(type), false,
+                e -> counter.accept(e.getString("name"), e.getLong("count"), e.startNanos()));
+    }
+
     public static String cannotRead(Path file, Exception e) {
         String message = e.getMessage() == null ? "" : e.getMessage().replace('\n', ' ');
         return "Cannot read " + file + " as a JFR recording: " + e.getClass().getSimpleName()

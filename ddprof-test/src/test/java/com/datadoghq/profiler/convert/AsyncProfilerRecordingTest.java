@@ -85,6 +85,27 @@ class AsyncProfilerRecordingTest {
         }
     }
 
+    /**
+     * {@code report} on async-profiler's recording: each kind's samples, and the threads they were
+     * taken on (async-profiler names them in sampledThread, which the JDK's parser did not read as
+     * the event's thread: the report said 0 threads).
+     */
+    @Test
+    void reportCountsSamplesAndTheirThreads() throws Exception {
+        String[] cmd = {"-jar", TestEnv.toolsJar().toString(), "report", jfr.toString()};
+        ChildJvm.Result r = new ChildJvm().jvmArgs(cmd).run(dir);
+        assertEquals(0, r.exitCode, r.describe());
+        Map<String, long[]> kinds = ReportTest.kindLines(r.stdout);
+        String[][] types = {{"cpu", "jdk.ExecutionSample"}, {"wall", "profiler.WallClockSample"}};
+        for (String[] t : types) {
+            List<RecordedEvent> events = JfrReader.events(jfr, t[1]);
+            long threads = events.stream().map(e -> e.getThread("sampledThread").getOSThreadId()).distinct().count();
+            assertEquals(events.size(), kinds.get(t[0])[1], t[0] + " samples\n" + r.stdout);
+            assertTrue(r.stdout.lines().anyMatch(l -> l.startsWith(t[0] + ":") && l.endsWith("| threads " + threads)),
+                    t[0] + ": " + threads + " threads\n" + r.stdout);
+        }
+    }
+
     static Path convert(String... args) throws Exception {
         String[] cmd = new String[args.length + 3];
         cmd[0] = "-jar";

@@ -6,9 +6,9 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.Comparator;
 import java.util.EnumMap;
+import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -19,20 +19,15 @@ import java.util.Set;
 
 import com.datadoghq.profiler.export.EventKind;
 import com.datadoghq.profiler.export.JfrProfileReader;
+import com.datadoghq.profiler.export.Profile;
 import com.datadoghq.profiler.export.Recorded;
 
-import jdk.jfr.consumer.RecordedEvent;
-import jdk.jfr.consumer.RecordedFrame;
-import jdk.jfr.consumer.RecordedMethod;
-import jdk.jfr.consumer.RecordedStackTrace;
-import jdk.jfr.consumer.RecordedThread;
-import jdk.jfr.consumer.RecordingFile;
 
 /**
  * {@code report FILE.jfr [--event KIND]}: a terminal summary of a ddprof recording.
  *
  * <p>Reads the sample events of every kind {@link EventKind} knows (cpu, wall, alloc, live,
- * malloc, socket; {@code --event} keeps one) with {@link RecordingFile} and prints:
+ * malloc, socket; {@code --event} keeps one) as {@code convert} reads them ({@link JfrProfileReader}) and prints:
  * <ul>
  *   <li>first, one line per kind present: how many of its samples are <em>unwalked</em> (see
  *       {@link #isUnwalked}) and their share, the number of samples, their total value where it
@@ -42,7 +37,7 @@ import jdk.jfr.consumer.RecordingFile;
  *       leaf frame), with their <em>total</em> value (the method is anywhere on the stack, counted
  *       once per sample), each also as a percentage of the kind's total value.</li>
  * </ul>
- * A sample's value is {@link JfrProfileReader#value}'s, as in {@code convert}: for cpu and wall
+ * A sample's value is as in {@code convert} (docs/converters.md, "Events and values"): for cpu and wall
  * the event's {@code weight} (a CPU sample whose timer overran stands for several sampling
  * intervals), bytes for alloc, live and malloc, nanoseconds for socket.
  *
@@ -182,6 +177,9 @@ public final class Report {
             }
             print(summary, file, out);
             return 0;
+        } catch (JfrProfileReader.FileFailure e) {
+            err.println(Recorded.cannotRead(file, (Exception) e.getCause()));
+            return 1;
         } catch (IOException | RuntimeException e) {
             err.println(Recorded.cannotRead(file, e));
             return 1;
@@ -203,27 +201,21 @@ public final class Report {
 
     /**
      * The {@code datadog.ProfilerCounter} events of {@code file}, one set per chunk, in file
-     * order. A chunk writes every counter once, and {@link RecordingFile} returns the chunks in
-     * file order, so a name seen again starts the next chunk's set.
+     * order. A chunk writes every counter once, and the reader returns the chunks in file order,
+     * so a name seen again starts the next chunk's set.
      */
     public static List<CounterSet> readCounters(Path file) throws IOException {
         List<CounterSet> sets = new ArrayList<>();
-        CounterSet current = null;
-        try (RecordingFile recording = new RecordingFile(file)) {
-            while (recording.hasMoreEvents()) {
-                RecordedEvent event = recording.readEvent();
-                if (!PROFILER_COUNTER.equals(event.getEventType().getName())) {
-                    continue;
-                }
-                String name = event.getString("name");
-                if (current == null || current.counters.containsKey(name)) {
-                    current = new CounterSet();
-                    current.time = event.getStartTime();
-                    sets.add(current);
-                }
-                current.counters.put(name, event.getLong("count"));
+        Recorded.counters(file, PROFILER_COUNTER, (name, count, nanos) -> {
+            CounterSet current = sets.isEmpty() ? null : sets.get(sets.size() - 1);
+            if (current == null || current.counters.containsKey(name)) {
+                current = new CounterSet();
+                current.time = Instant.ofEpochSecond(Math.floorDiv(nanos, 1_000_000_000L),
+                        Math.floorMod(nanos, 1_000_000_000L));
+                sets.add(current);
             }
-        }
+            current.counters.put(name, count);
+        });
         return sets;
     }
 
@@ -275,56 +267,45 @@ public final class Report {
 
     /**
      * Reads the sample events of {@code only} (null: of every kind) in {@code file}; class names
-     * as recorded if {@code rawNames}, else made stable as the converters make them.
+     * as recorded if {@code rawNames}, else made stable as the converters make them. Read as
+     * {@code convert} reads (our JFR reader, {@link JfrProfileReader}): events aggregated by stack
+     * and thread, each distinct stack's methods counted once for all its events.
      */
     public static Summary read(Path file, EventKind only, boolean rawNames) throws IOException {
         Summary summary = new Summary(only);
-        Map<EventKind, Map<String, long[]>> counts = new EnumMap<>(EventKind.class); // method -> {self, total}
-        Map<EventKind, Set<Object>> threads = new EnumMap<>(EventKind.class);
-        Set<String> onThisStack = new HashSet<>();
-        try (RecordingFile recording = new RecordingFile(file)) {
-            boolean datadogCpu = EventKind.declaresDatadogCpu(recording.readEventTypes());
-            while (recording.hasMoreEvents()) {
-                RecordedEvent event = recording.readEvent();
-                String type = event.getEventType().getName();
-                if (EventKind.isCopy(type, datadogCpu)) {
-                    continue;
+        Set<EventKind> kinds = only == null ? EnumSet.noneOf(EventKind.class) : EnumSet.of(only);
+        Profile profile = new JfrProfileReader(kinds, null, null).rawNames(rawNames).read(file);
+        List<Profile.Frame> frames = profile.frames();
+        for (EventKind kind : profile.kinds()) {
+            KindSummary k = new KindSummary(kind);
+            summary.kinds.put(kind, k);
+            k.samplesByType.putAll(profile.eventTypes(kind));
+            Map<String, long[]> byMethod = new HashMap<>(); // method -> {self, total}
+            Set<Object> threads = new HashSet<>();
+            Set<String> onThisStack = new HashSet<>();
+            for (Profile.Sample s : profile.samples(kind)) {
+                k.samples += s.count;
+                k.value += s.value;
+                if (s.thread >= 0) {
+                    threads.add(threadKey(profile.threads().get(s.thread)));
                 }
-                EventKind kind = EventKind.ofEventType(type);
-                if (kind == null || (only != null && kind != only)) {
-                    continue;
+                if (isUnwalked(s.stack, frames)) {
+                    k.unwalked += s.count;
                 }
-                KindSummary k = summary.kinds.computeIfAbsent(kind, KindSummary::new);
-                k.samples++;
-                long value = JfrProfileReader.value(kind, event);
-                k.value += value;
-                k.samplesByType.merge(type, 1L, Long::sum);
-                Object thread = threadKey(event);
-                if (thread != null) {
-                    threads.computeIfAbsent(kind, x -> new HashSet<>()).add(thread);
-                }
-                RecordedStackTrace stack = event.getStackTrace();
-                List<RecordedFrame> frames = stack == null ? Collections.emptyList() : stack.getFrames();
-                if (isUnwalked(frames)) {
-                    k.unwalked++;
-                }
-                Map<String, long[]> byMethod = counts.computeIfAbsent(kind, x -> new HashMap<>());
                 onThisStack.clear();
-                for (int i = 0; i < frames.size(); i++) {
-                    String name = methodName(frames.get(i), rawNames);
+                for (int i = 0; i < s.stack.length; i++) {
+                    String name = frames.get(s.stack[i]).name();
                     long[] c = byMethod.computeIfAbsent(name, x -> new long[2]);
                     if (i == 0) {
-                        c[0] += value; // frames[0] is the leaf
+                        c[0] += s.value; // stack[0] is the leaf
                     }
                     if (onThisStack.add(name)) {
-                        c[1] += value; // recursion counts once per sample
+                        c[1] += s.value; // recursion counts once per sample
                     }
                 }
             }
-        }
-        for (KindSummary k : summary.kinds.values()) {
-            k.threads = threads.getOrDefault(k.kind, Collections.emptySet()).size();
-            for (Map.Entry<String, long[]> e : counts.getOrDefault(k.kind, Collections.emptyMap()).entrySet()) {
+            k.threads = threads.size();
+            for (Map.Entry<String, long[]> e : byMethod.entrySet()) {
                 k.methods.add(new Row(e.getKey(), e.getValue()[0], e.getValue()[1]));
             }
             k.methods.sort(Comparator.comparingLong((Row r) -> -r.self)
@@ -338,27 +319,24 @@ public final class Report {
      * A sample is <em>unwalked</em> when the profiler could not walk or name its stack:
      * <ul>
      *   <li>it has no stack trace, or a stack trace with zero frames; or</li>
-     *   <li>one of its frames has no method, or a method without a class (the profiler's
-     *       placeholder frames have an empty class name) whose name is empty, {@code unknown}
-     *       (a frame the walker could not identify), {@code <unloaded>} (a method ID that no
-     *       longer resolves), or starts with {@code [} (bracketed markers such as
+     *   <li>one of its frames has no method ({@code <no method>}), or a method without a class
+     *       (the profiler's placeholder frames have an empty class name) whose name is empty,
+     *       {@code unknown} (a frame the walker could not identify), {@code <unloaded>} (a method
+     *       ID that no longer resolves), or starts with {@code [} (bracketed markers such as
      *       {@code [unknown]} or {@code [tid=N]}).</li>
      * </ul>
      * Named native frames (class-less, like {@code __GI_read}) count as walked. A Java method
      * that merely happens to be called {@code unknown} has a class and counts as walked.
      */
-    static boolean isUnwalked(List<RecordedFrame> frames) {
-        if (frames.isEmpty()) {
+    static boolean isUnwalked(int[] stack, List<Profile.Frame> frames) {
+        if (stack.length == 0) {
             return true;
         }
-        for (RecordedFrame frame : frames) {
-            RecordedMethod method = frame.getMethod();
-            if (method == null) {
-                return true;
-            }
-            if (Recorded.className(method).isEmpty()) {
-                String name = method.getName();
-                if (name == null || name.isEmpty() || name.equals("unknown") || name.equals("<unloaded>")
+        for (int f : stack) {
+            Profile.Frame frame = frames.get(f);
+            if (frame.className.isEmpty()) {
+                String name = frame.method;
+                if (name.isEmpty() || name.equals("unknown") || name.equals("<unloaded>") || name.equals("<no method>")
                         || name.startsWith("[")) {
                     return true;
                 }
@@ -367,34 +345,15 @@ public final class Report {
         return false;
     }
 
-    /** {@code pkg.Class.method}, or just the name for class-less (native, placeholder) frames. */
-    static String methodName(RecordedFrame frame, boolean rawNames) {
-        RecordedMethod method = frame.getMethod();
-        if (method == null) {
-            return "<no method>";
+    /** What tells threads apart: the OS thread id, else the Java thread id, else the name. */
+    static Object threadKey(Profile.ThreadInfo thread) {
+        if (thread.osId > 0) {
+            return thread.osId;
         }
-        String cls = Recorded.className(method, rawNames);
-        String name = method.getName() == null ? "" : method.getName();
-        return cls.isEmpty() ? name : cls + "." + name;
-    }
-
-    static Object threadKey(RecordedEvent event) {
-        RecordedThread thread;
-        try {
-            thread = event.getThread();
-        } catch (RuntimeException e) {
-            return null;
+        if (thread.javaId > 0) {
+            return "java:" + thread.javaId;
         }
-        if (thread == null) {
-            return null;
-        }
-        if (thread.getOSThreadId() > 0) {
-            return thread.getOSThreadId();
-        }
-        if (thread.getJavaThreadId() > 0) {
-            return "java:" + thread.getJavaThreadId();
-        }
-        return "name:" + thread.getOSName();
+        return "name:" + thread.name;
     }
 
     private static String percent(long part, long whole) {

@@ -280,8 +280,10 @@ public final class Convert {
             long[] span = Recorded.span(in);
             Set<EventKind> kinds = kind == null ? Collections.emptySet() : EnumSet.of(kind);
             long bucketNanos = format == Format.HEATMAP ? Heatmap.bucketNanos(span[1] - span[0]) : 0;
+            // Collapsed stacks without threads show nothing of a sample but its stack and value.
+            boolean stacksOnly = format == Format.COLLAPSED && !threads;
             profile = reader(kinds, from, to, span, rawNames, filter, states, leak, err).bytecodeIndexes(bci)
-                    .timeBuckets(bucketNanos).read(in);
+                    .timeBuckets(bucketNanos).stacksOnly(stacksOnly).read(in);
             if (basePath != null) {
                 // The base's own span: an offset selects the same part of each run.
                 long[] baseSpan = Recorded.span(Collections.singletonList(basePath));
