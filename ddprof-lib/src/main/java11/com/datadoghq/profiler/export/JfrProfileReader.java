@@ -443,7 +443,7 @@ public final class JfrProfileReader {
             return;
         }
         if (stacksOnly) {
-            add(profile.sample(kind, stack, -1, 0, 0, null), kind, event, type);
+            add(profile, profile.sample(kind, stack, -1, 0, 0, null), kind, event, type);
             return;
         }
         Object t = type.threadField < 0 ? null : event.thread(type.threadField);
@@ -478,10 +478,10 @@ public final class JfrProfileReader {
                 attributes[type.attrSlots[i]] = v;
             }
         }
-        add(profile.sample(kind, stack, thread, spanId, rootSpanId, attributes), kind, event, type);
+        add(profile, profile.sample(kind, stack, thread, spanId, rootSpanId, attributes), kind, event, type);
     }
 
-    private void add(Profile.Sample s, EventKind kind, Event event, SampleType type) {
+    private void add(Profile profile, Profile.Sample s, EventKind kind, Event event, SampleType type) {
         s.count++;
         type.events[0]++;
         long v = type.value(event);
