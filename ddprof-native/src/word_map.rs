@@ -98,3 +98,39 @@ mod tests {
         assert_eq!(top.len(), 128);
     }
 }
+
+/// Which of a few recent thread ids were seen already: a direct-mapped cache in front of a
+/// per-event set insert, for a chunk's events, which come from a handful of threads
+/// interleaved (a "last one seen" misses at every switch between two busy threads). A miss
+/// only means the caller does its set insert again; 0 is never reported as seen.
+#[derive(Default, Debug)]
+pub struct RecentTids([i64; RECENT_TIDS]);
+
+const RECENT_TIDS: usize = 16;
+
+impl RecentTids {
+    /// Whether `tid` was seen recently; remembers it either way.
+    pub fn seen(&mut self, tid: i64) -> bool {
+        let slot = &mut self.0[(tid as u64 as usize) % RECENT_TIDS];
+        let seen = *slot == tid && tid != 0;
+        *slot = tid;
+        seen
+    }
+}
+
+#[cfg(test)]
+mod recent_tids_tests {
+    use super::RecentTids;
+
+    #[test]
+    fn interleaved_threads_are_seen_after_their_first_event() {
+        let mut r = RecentTids::default();
+        assert!(!r.seen(101));
+        assert!(!r.seen(102));
+        assert!(r.seen(101) && r.seen(102) && r.seen(101));
+        // 117 shares 101's slot: it replaces it, and 101 is new again.
+        assert!(!r.seen(117));
+        assert!(!r.seen(101));
+        assert!(!r.seen(0) && !r.seen(0));
+    }
+}

@@ -2,6 +2,7 @@
 
 use super::buffer::{
     begin_event, end_event, put_bool, put_float, put_int, put_long, put_string, put_varint,
+    EventBytes, VarintSink, EVENT_BYTES_MAX,
 };
 use super::metadata::{self as md, write_metadata_event, Layout};
 use super::names::normalize_cow;
@@ -234,20 +235,18 @@ impl ChunkBuilder {
 
     fn sample(&mut self, type_id: i64, s: &Sample) {
         self.pools.note_thread(s.tid);
-        let out = &mut self.events;
-        let e = begin_event(out);
-        put_long(out, type_id);
-        put_long(out, s.ticks);
-        put_long(out, s.tid);
-        put_varint(out, s.trace_key);
-        put_varint(out, u64::from(s.state));
-        put_varint(out, u64::from(s.mode));
-        put_long(out, s.weight);
-        put_long(out, s.correlation_id);
-        put_long(out, s.span_id);
-        put_long(out, s.local_root_span_id);
-        put_attrs(out, self.attributes.len(), s.attrs);
-        end_event(out, e);
+        let configured = self.attributes.len();
+        // Ten longs of at most 9 bytes and the attribute keys (u32: at most 5 bytes each).
+        if 10 * 9 + 5 * configured <= EVENT_BYTES_MAX {
+            let mut e = EventBytes::default();
+            sample_fields(&mut e, type_id, s, configured);
+            e.append_to(&mut self.events);
+        } else {
+            let out = &mut self.events;
+            let e = begin_event(out);
+            sample_fields(out, type_id, s, configured);
+            end_event(out, e);
+        }
     }
 
     pub fn object_sample(&mut self, s: &ObjectSample) {
@@ -685,6 +684,23 @@ impl ChunkBytes {
 
 /// Writes exactly `configured` attribute keys so the event always matches
 /// the metadata, whatever the caller passed.
+/// The fields of a CPU or wall sample (`datadog.ExecutionSample`, `datadog.MethodSample`).
+fn sample_fields(out: &mut impl VarintSink, type_id: i64, s: &Sample, configured: usize) {
+    out.long(type_id);
+    out.long(s.ticks);
+    out.long(s.tid);
+    out.varint(s.trace_key);
+    out.varint(u64::from(s.state));
+    out.varint(u64::from(s.mode));
+    out.long(s.weight);
+    out.long(s.correlation_id);
+    out.long(s.span_id);
+    out.long(s.local_root_span_id);
+    for i in 0..configured {
+        out.varint(u64::from(s.attrs.get(i).copied().unwrap_or(0)));
+    }
+}
+
 fn put_attrs(out: &mut Vec<u8>, configured: usize, attrs: &[u32]) {
     for i in 0..configured {
         put_varint(out, u64::from(attrs.get(i).copied().unwrap_or(0)));

@@ -14,7 +14,7 @@ use super::metadata::{
 };
 use super::FrameRef;
 use crate::footprint::{self, Category};
-use crate::word_map::{WordMap, WordSet};
+use crate::word_map::{RecentTids, WordMap, WordSet};
 use std::collections::BTreeMap;
 
 /// Fixed pools, written in every chunk so that sample events can refer to
@@ -120,8 +120,8 @@ pub struct Pools {
     /// Tids that events refer to; any without an `add_thread` entry get a
     /// placeholder so that no sample loses its thread.
     referenced_tids: WordSet<i64>,
-    /// The tid [`Self::note_thread`] saw last: events mostly repeat their thread.
-    last_noted: i64,
+    /// Tids [`Self::note_thread`] saw recently: events come from a few threads.
+    noted: RecentTids,
     pub attributes: Interner,
     pub strings: Interner,
 }
@@ -297,10 +297,9 @@ impl Pools {
     }
 
     pub fn note_thread(&mut self, tid: i64) {
-        if tid == self.last_noted {
+        if self.noted.seen(tid) {
             return;
         }
-        self.last_noted = tid;
         let _mem = footprint::scope(Category::Dictionary);
         // Key 0 is the conventional "no value" reference; never invent it.
         if tid != 0 && !self.threads.contains_key(&tid) {

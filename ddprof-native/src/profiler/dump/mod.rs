@@ -30,7 +30,7 @@ use crate::sample::handler::TICKS_PER_SECOND;
 use crate::sample::record::{EventKind, Socket};
 use crate::sample::traces::{Generation, SampleRecord};
 use crate::threads;
-use crate::word_map::{WordMap, WordSet};
+use crate::word_map::{RecentTids, WordMap, WordSet};
 
 const LOG_WARN: u8 = 3;
 // jfr mask bits (the `jfr=` option).
@@ -68,7 +68,7 @@ impl SampleScan {
         // Consecutive samples mostly repeat a trace (a thread spinning in one place) and a
         // thread: the maps are touched when either changes.
         let mut run: Option<(u64, i64)> = None;
-        let mut last_cpu_tid = None;
+        let mut cpu_tids = RecentTids::default();
         for s in gen.samples() {
             scan.samples += 1;
             let id = u64::from(s.trace_id);
@@ -83,8 +83,7 @@ impl SampleScan {
             if s.event == EventKind::Cpu as u8 {
                 scan.cpu_samples += 1;
                 scan.cpu_weight += s.weight;
-                if last_cpu_tid != Some(s.tid) {
-                    last_cpu_tid = Some(s.tid);
+                if !cpu_tids.seen(i64::from(s.tid)) {
                     scan.cpu_threads.insert(s.tid);
                 }
             }
@@ -408,6 +407,7 @@ struct Common {
 struct Events {
     /// Threads the chunk's events name (the dumping thread first).
     tids: Vec<i64>,
+    recent_tids: RecentTids,
     /// Class pool key by allocation class-name id.
     classes: WordMap<u32, u32>,
     /// AttributeValue pool key by context attribute id.
@@ -428,6 +428,7 @@ impl Events {
         Events {
             jdk_samples,
             tids: vec![me],
+            recent_tids: RecentTids::default(),
             classes: WordMap::default(),
             attr_keys: WordMap::default(),
             attrs: vec![0; attributes],
@@ -442,8 +443,8 @@ impl Events {
     fn sample(&mut self, chunk: &mut ChunkBuilder, s: &SampleRecord) {
         let kind = EventKind::from_raw(s.event);
         let tid = i64::from(s.tid);
-        // Sorted and deduplicated at the end; consecutive samples mostly share a thread.
-        if self.tids.last() != Some(&tid) {
+        // Sorted and deduplicated at the end; a chunk's samples come from a few threads.
+        if !self.recent_tids.seen(tid) {
             self.tids.push(tid);
         }
         // A free carries no stack or context: only its address.
