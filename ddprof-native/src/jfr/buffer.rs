@@ -29,18 +29,24 @@ pub fn put_varint(out: &mut Vec<u8>, v: u64) {
         return;
     }
     let mut bytes = [0u8; 9];
+    let len = out.len() + varint_into(&mut bytes, v);
+    out.extend_from_slice(&bytes);
+    out.truncate(len);
+}
+
+/// Writes `v` as a varint at the start of `dst` (nine bytes of room); returns its length.
+#[inline]
+fn varint_into(dst: &mut [u8; 9], v: u64) -> usize {
     let mut n = 0;
     let mut rest = v;
     while n < 8 && rest >= 0x80 {
-        bytes[n] = (rest as u8 & 0x7f) | 0x80;
+        dst[n] = (rest as u8 & 0x7f) | 0x80;
         rest >>= 7;
         n += 1;
     }
     // After 56 bits, the last byte holds the remaining 8 bits verbatim.
-    bytes[n] = rest as u8;
-    let len = out.len() + n + 1;
-    out.extend_from_slice(&bytes);
-    out.truncate(len);
+    dst[n] = rest as u8;
+    n + 1
 }
 
 /// One small event encoded on the stack and appended whole, its size first: one capacity
@@ -83,16 +89,10 @@ impl VarintSink for EventBytes {
     /// their events below it.
     #[inline]
     fn varint(&mut self, v: u64) {
-        let dst = &mut self.buf[self.len..self.len + 9];
-        let mut n = 0;
-        let mut rest = v;
-        while n < 8 && rest >= 0x80 {
-            dst[n] = (rest as u8 & 0x7f) | 0x80;
-            rest >>= 7;
-            n += 1;
-        }
-        dst[n] = rest as u8;
-        self.len += n + 1;
+        let dst: &mut [u8; 9] = (&mut self.buf[self.len..self.len + 9])
+            .try_into()
+            .expect("nine bytes");
+        self.len += varint_into(dst, v);
     }
 }
 

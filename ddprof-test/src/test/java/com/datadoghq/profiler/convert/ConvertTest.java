@@ -22,7 +22,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.zip.GZIPInputStream;
 
-import com.datadoghq.profiler.JavaProfiler;
 import com.datadoghq.profiler.convert.pprof.ProfileProto;
 import com.datadoghq.profiler.testing.ChildJvm;
 import com.datadoghq.profiler.testing.CpuBurner;
@@ -69,17 +68,12 @@ class ConvertTest {
     static void record() throws Exception {
         dir = Files.createTempDirectory("ddprof-convert-");
         jfr = dir.resolve("rec.jfr");
-        JavaProfiler profiler = TestEnv.profiler();
-        TestEnv.stopQuietly(profiler);
-        profiler.execute("start,cpu=10ms,attributes=op,file=" + jfr);
-        try {
+        TestEnv.record(jfr, "cpu=10ms,attributes=op", profiler -> {
             profiler.setTraceContext(ROOT_SPAN, SPAN, TRACE_HIGH, TRACE_LOW, 0, OP, -1, null);
             CpuBurner.burn(800);
             profiler.clearTraceContext();
             CpuBurner.burn(400);
-        } finally {
-            profiler.stop();
-        }
+        });
         samples = JfrReader.executionSamples(jfr);
         weight = samples.stream().mapToLong(ConvertTest::weightOf).sum();
         assertTrue(samples.size() >= 20, "too few samples to compare: " + samples.size());

@@ -20,7 +20,6 @@ import java.util.function.LongPredicate;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-import com.datadoghq.profiler.JavaProfiler;
 import com.datadoghq.profiler.testing.ChildJvm;
 import com.datadoghq.profiler.testing.CpuBudget;
 import com.datadoghq.profiler.testing.CpuBurner;
@@ -66,15 +65,10 @@ class HeatmapTest {
     static void record() throws Exception {
         dir = Files.createTempDirectory("ddprof-heatmap-");
         jfr = dir.resolve("rec.jfr");
-        JavaProfiler profiler = TestEnv.profiler();
-        TestEnv.stopQuietly(profiler);
-        profiler.execute("start,cpu=10ms,file=" + jfr);
-        try {
+        TestEnv.record(jfr, "cpu=10ms", profiler -> {
             CpuBurner.burn(700);
             sink = phaseTwo(700);
-        } finally {
-            profiler.stop();
-        }
+        });
         samples = JfrReader.executionSamples(jfr);
         weight = samples.stream().mapToLong(ConvertTest::weightOf).sum();
         try (DataInputStream in = new DataInputStream(Files.newInputStream(jfr))) {

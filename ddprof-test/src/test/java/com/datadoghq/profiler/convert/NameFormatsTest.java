@@ -20,7 +20,6 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.zip.GZIPInputStream;
 
-import com.datadoghq.profiler.JavaProfiler;
 import com.datadoghq.profiler.convert.pprof.ProfileProto;
 import com.datadoghq.profiler.testing.ChildJvm;
 import com.datadoghq.profiler.testing.CpuBurner;
@@ -50,14 +49,7 @@ class NameFormatsTest {
     static void record() throws Exception {
         dir = Files.createTempDirectory("ddprof-names-");
         jfr = dir.resolve("rec.jfr");
-        JavaProfiler profiler = TestEnv.profiler();
-        TestEnv.stopQuietly(profiler);
-        profiler.execute("start,cpu=10ms,file=" + jfr);
-        try {
-            CpuBurner.burn(800);
-        } finally {
-            profiler.stop();
-        }
+        TestEnv.record(jfr, "cpu=10ms", profiler -> CpuBurner.burn(800));
         samples = JfrReader.executionSamples(jfr);
         weight = samples.stream().mapToLong(ConvertTest::weightOf).sum();
         assertTrue(samples.stream().filter(ConvertTest::onChainC).count() >= 10,

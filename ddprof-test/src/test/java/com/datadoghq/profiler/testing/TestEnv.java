@@ -122,6 +122,26 @@ public final class TestEnv {
         }
     }
 
+    /** What {@link #record} runs while the profiler records. */
+    public interface Work {
+        void run(JavaProfiler profiler) throws Exception;
+    }
+
+    /**
+     * Records {@code work} into {@code jfr}, the profiler started with {@code options} (stopped first,
+     * whatever state it was in) and stopped after, whatever the work throws.
+     */
+    public static void record(Path jfr, String options, Work work) throws Exception {
+        JavaProfiler profiler = profiler();
+        stopQuietly(profiler);
+        profiler.execute("start," + options + ",file=" + jfr);
+        try {
+            work.run(profiler);
+        } finally {
+            profiler.stop();
+        }
+    }
+
     /** Starts the profiler with {@code command}, which must be accepted. */
     public static String start(JavaProfiler profiler, String command) {
         try {
