@@ -93,7 +93,7 @@ pub fn read(ids: &[u64]) -> usize {
         let Some(mut parts) = super::raw::method_parts(g, m, encoding) else {
             continue;
         };
-        parts.modifiers &= super::resolve::JVM_RECOGNIZED_METHOD_MODIFIERS;
+        parts.modifiers &= super::info::JVM_RECOGNIZED_METHOD_MODIFIERS;
         // The reads above before the slot's second read (a load-load order on every
         // architecture): a slot still holding `m` was not cleared before they ended.
         std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);

@@ -6,6 +6,10 @@ use std::sync::Arc;
 
 pub use crate::jvmti::BciLine;
 
+/// HotSpot's `JVM_RECOGNIZED_METHOD_MODIFIERS`: the method flags GetMethodModifiers returns
+/// (public to synthetic, without 0x0200, which no method carries).
+pub const JVM_RECOGNIZED_METHOD_MODIFIERS: i32 = 0x1DFF;
+
 #[derive(Clone, Debug)]
 pub struct MethodInfo {
     /// Internal form: `java/lang/String`; "" for frames without a class. Shared by the

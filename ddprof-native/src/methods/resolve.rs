@@ -7,7 +7,9 @@ use std::sync::Arc;
 use jni::sys::{jclass, JNIEnv};
 
 use super::ahead_ids::{AheadParts, Taken};
-use super::info::{internal_class_name, is_entry_point, MethodInfo};
+use super::info::{
+    internal_class_name, is_entry_point, MethodInfo, JVM_RECOGNIZED_METHOD_MODIFIERS,
+};
 use super::kept_ids::KeptIds;
 use super::lazy::resolve::{LazyResolver, Refused, NO_ID_KEY, SCAN_CAP};
 use super::raw::{MethodParts, RawRefusal};
@@ -24,9 +26,6 @@ use crate::word_map::WordMap;
 const KEEP_STEP: usize = 256;
 /// References besides the kept ones that a dump holds at once (the lookup's own, `Thread`).
 const KEEP_MARGIN: usize = 32;
-/// HotSpot's `JVM_RECOGNIZED_METHOD_MODIFIERS`: the method flags GetMethodModifiers returns
-/// (public to synthetic, without 0x0200, which no method carries).
-pub(crate) const JVM_RECOGNIZED_METHOD_MODIFIERS: i32 = 0x1DFF;
 
 /// `DDPROF_TEST_NAMING_CHECK=1`: see [`Resolver::check_parts`]. Read once.
 fn check_against_jvmti() -> bool {
