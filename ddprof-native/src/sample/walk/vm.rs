@@ -565,6 +565,8 @@ impl VmWalker {
         let call_stub = code.call_stub_return_address();
         let mut highs = HeapHighs::default();
         let mut depth = 0usize;
+        // Whether `cur` is the caller of a Java frame (interpreted or compiled).
+        let mut caller_of_java = false;
         // Stubs add no frame: bound the steps, not only the frames.
         let max_steps = out.frames.len().saturating_mul(2).saturating_add(64);
         loop {
@@ -577,11 +579,13 @@ impl VmWalker {
             if cur.sp < stack_low || cur.sp >= stack_base || !cur.sp.is_multiple_of(8) {
                 return Err(reason::BAD_SP);
             }
+            let after_java = std::mem::replace(&mut caller_of_java, false);
             let step = if Some(cur.pc) == call_stub {
                 self.entry_frame(cur, &stack)
             } else if code.is_interpreter(cur.pc) {
                 // The interpreter's code is one blob of the code cache: no lookup needed
                 // (it would cost about four loads a frame).
+                caller_of_java = true;
                 self.interpreted_frame(cur, depth, &regs, &stack, out)
             } else if let Some(blob) = code.find_blob_in_walk(cc, cur.pc, &mut highs) {
                 if out.nmethods.get(blob.addr).is_some()
@@ -589,6 +593,7 @@ impl VmWalker {
                         .as_ref()
                         .is_some_and(|b| b.is_nmethod_cached(blob, &self.nmethod_names))
                 {
+                    caller_of_java = true;
                     self.compiled_frame(blob, cur, depth, &regs, &stack, out)
                 } else if deoptimizing {
                     // The deoptimization or uncommon-trap blob (AsyncGetCallTrace answers
@@ -610,6 +615,12 @@ impl VmWalker {
                     }
                     self.stub_frame(blob, cur, depth, &regs, &stack, bounds, &in_code)
                 }
+            } else if after_java {
+                // A Java frame is called by Java code, a stub or the call stub, all in the
+                // code cache, never by native code: this return address was misread (a
+                // native unwind from it once "recovered" into the right frames below a
+                // garbage one, VmWalkerNativeFramesTest on JDK 21).
+                return Err(reason::UNKNOWN_PC);
             } else {
                 // Native or VM code called from Java: its Java caller by native unwinding,
                 // else the anchor (once), where Java frames resume.
