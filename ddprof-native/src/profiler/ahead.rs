@@ -32,14 +32,14 @@ pub struct Ahead {
 }
 
 impl Ahead {
-    /// Names the native pcs of the traces published since the last call (if `native`) and
-    /// reads their new jmethodIDs' metadata (if `ids`). Returns how many pcs were named (new
-    /// to this watcher, neither kernel frames nor stubs).
-    pub fn poll(&mut self, native: bool, ids: bool) -> usize {
+    /// Names the native pcs of the traces published since the last call (if `native_pcs`) and
+    /// reads their new jmethodIDs' metadata (if `java_ids`). Returns how many pcs were named
+    /// (new to this watcher, neither kernel frames nor stubs).
+    pub fn poll(&mut self, native_pcs: bool, java_ids: bool) -> usize {
         let Some(recorder) = handler::recorder() else {
             return 0;
         };
-        if !native && !ids {
+        if !native_pcs && !java_ids {
             return 0;
         }
         let _mem = crate::footprint::scope(crate::footprint::Category::NativeSymbols);
@@ -48,20 +48,18 @@ impl Ahead {
                 *seen = HashSet::new();
             }
         }
-        let ids_wanted = ids;
         let (mut pcs, mut ids) = (Vec::new(), Vec::new());
         let (seen, seen_ids) = (&mut self.seen, &mut self.seen_ids);
         recorder.scan_active(&mut self.cursor, |frames| {
             for f in frames {
                 // Kernel frames are named from kallsyms, kept whole in memory.
-                if native
+                if native_pcs
                     && f.kind == kind::NATIVE_PC
                     && f.frame_type != frame_type::KERNEL
                     && seen.insert(f.method)
                 {
                     pcs.push(f.method);
-                } else if ids_wanted && f.kind == kind::JAVA_METHOD_ID && seen_ids.insert(f.method)
-                {
+                } else if java_ids && f.kind == kind::JAVA_METHOD_ID && seen_ids.insert(f.method) {
                     ids.push(f.method);
                 }
             }
