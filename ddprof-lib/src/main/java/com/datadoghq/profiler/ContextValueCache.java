@@ -77,6 +77,11 @@ final class ContextValueCache {
         new Entry(null, 0, 0, new byte[0]).hashCode();
     }
 
+    /** The native dictionary's epoch word (a 4-byte direct buffer), or null where JNI reads it. */
+    static ByteBuffer epochWord() {
+        return Epoch.WORD;
+    }
+
     /** The native dictionary's current epoch: it changes when a recording starts. */
     static int currentEpoch() {
         ByteBuffer w = Epoch.WORD;

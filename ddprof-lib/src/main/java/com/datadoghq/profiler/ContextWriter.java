@@ -88,6 +88,14 @@ class ContextWriter {
         return "jni";
     }
 
+    /**
+     * How this writer reaches the record: "unsafe" or "buffer" in place (NativeWords), "jni"
+     * through native calls (for tests, through internal.Diagnostics).
+     */
+    String access() {
+        return "jni";
+    }
+
     /** Span activation; an entry is {@code null} to skip its slot. */
     void setTrace(long root, long span, long traceHi, long traceLo,
                   int slot0, ContextValueCache.Entry e0, int slot1, ContextValueCache.Entry e1) {

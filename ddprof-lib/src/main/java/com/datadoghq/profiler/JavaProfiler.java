@@ -50,6 +50,11 @@ public final class JavaProfiler {
         return writer().kind();
     }
 
+    /** How the calling thread's writer reaches its record: "unsafe", "buffer" or "jni" (internal.Diagnostics). */
+    static String contextWriterAccess() {
+        return writer().access();
+    }
+
     private JavaProfiler() {
     }
 

@@ -108,7 +108,12 @@ final class DirectContextWriter extends ContextWriter {
                 return null;
             }
             ByteBuffer b = JavaProfiler.contextBuffer0();
-            return b == null || b.capacity() < SIZE ? null : new DirectContextWriter(b);
+            if (b == null || b.capacity() < SIZE) {
+                return null;
+            }
+            long address = NativeWords.addressOf(b);
+            // With Unsafe, every access is at this address (see the accessors).
+            return NativeWords.UNSAFE != null && address == 0 ? null : new DirectContextWriter(b, address);
         }
 
         @Override
@@ -138,7 +143,9 @@ final class DirectContextWriter extends ContextWriter {
         }
     }
 
+    /** The record: through {@link NativeWords#UNSAFE} at {@link #address} where it is not null, else this buffer. */
     private final ByteBuffer buf;
+    private final long address;
     /**
      * Per slot, the byte length of the value the slot holds (whose entry the record has, or would
      * have without {@link #entries}), -1 for none: what says whether a slot has a value.
@@ -193,8 +200,9 @@ final class DirectContextWriter extends ContextWriter {
      */
     private boolean entries;
 
-    private DirectContextWriter(ByteBuffer b) {
+    private DirectContextWriter(ByteBuffer b, long address) {
         this.buf = b.order(ByteOrder.nativeOrder());
+        this.address = address;
         this.values = new ContextValueCache.Entry[SLOTS];
         this.lens = new int[SLOTS];
         java.util.Arrays.fill(lens, -1);
@@ -205,22 +213,61 @@ final class DirectContextWriter extends ContextWriter {
         // The record may hold what an earlier Java thread on the same native thread wrote
         // (a native thread that attached again): start from nothing, as a new thread does,
         // storing every field this writer mirrors, whatever the mirrors say.
-        buf.put(VALID, (byte) 0);
+        store1(VALID, (byte) 0);
         VarHandle.storeStoreFence();
-        buf.putLong(TRACE_ID, 0L);
-        buf.putLong(TRACE_ID + 8, 0L);
-        buf.putLong(SPAN_ID, 0L);
-        buf.putLong(ROOT_SPAN_ID, 0L);
+        store8(TRACE_ID, 0L);
+        store8(TRACE_ID + 8, 0L);
+        store8(SPAN_ID, 0L);
+        store8(ROOT_SPAN_ID, 0L);
         for (int s = 0; s < SLOTS; s++) {
-            buf.putLong(ENCODINGS + 8 * s, 0L);
+            store8(ENCODINGS + 8 * s, 0L);
         }
-        buf.putShort(ATTRS_SIZE, (short) 0);
-        nativeWrites = buf.getLong(NATIVE_WRITES);
+        store2(ATTRS_SIZE, (short) 0);
+        nativeWrites = load8(NATIVE_WRITES);
     }
 
     @Override
     String kind() {
         return "direct";
+    }
+
+    @Override
+    String access() {
+        return NativeWords.UNSAFE != null ? "unsafe" : "buffer";
+    }
+
+    // ---- the record's memory, in native byte order (NativeWords: Unsafe where it is silent)
+
+    private long load8(int at) {
+        sun.misc.Unsafe u = NativeWords.UNSAFE;
+        return u != null ? u.getLong(address + at) : buf.getLong(at);
+    }
+
+    private void store8(int at, long v) {
+        sun.misc.Unsafe u = NativeWords.UNSAFE;
+        if (u != null) {
+            u.putLong(address + at, v);
+        } else {
+            buf.putLong(at, v);
+        }
+    }
+
+    private void store2(int at, short v) {
+        sun.misc.Unsafe u = NativeWords.UNSAFE;
+        if (u != null) {
+            u.putShort(address + at, v);
+        } else {
+            buf.putShort(at, v);
+        }
+    }
+
+    private void store1(int at, byte v) {
+        sun.misc.Unsafe u = NativeWords.UNSAFE;
+        if (u != null) {
+            u.putByte(address + at, v);
+        } else {
+            buf.put(at, v);
+        }
     }
 
     // ---- the publication protocol
@@ -231,7 +278,7 @@ final class DirectContextWriter extends ContextWriter {
      * One load and a compare when nothing else wrote.
      */
     private void sync() {
-        long n = buf.getLong(NATIVE_WRITES);
+        long n = load8(NATIVE_WRITES);
         if (n != nativeWrites) {
             restore(n);
         }
@@ -258,14 +305,14 @@ final class DirectContextWriter extends ContextWriter {
             entries = true;
             valuesFromEncodings();
         }
-        buf.put(VALID, (byte) 0);
+        store1(VALID, (byte) 0);
         VarHandle.storeStoreFence();
         putBigEndian(TRACE_ID, traceHi);
         putBigEndian(TRACE_ID + 8, traceLo);
         putBigEndian(SPAN_ID, span);
-        buf.putLong(ROOT_SPAN_ID, root);
+        store8(ROOT_SPAN_ID, root);
         for (int s = 0; s < SLOTS; s++) {
-            buf.putLong(ENCODINGS + 8 * s, sidecar[s]);
+            store8(ENCODINGS + 8 * s, sidecar[s]);
         }
         for (int m = storedMask; m != 0; m &= m - 1) {
             stored[Integer.numberOfTrailingZeros(m)] = null;
@@ -310,7 +357,7 @@ final class DirectContextWriter extends ContextWriter {
 
     private void detach() {
         if (valid) {
-            buf.put(VALID, (byte) 0);
+            store1(VALID, (byte) 0);
             valid = false;
             VarHandle.storeStoreFence();
         }
@@ -318,14 +365,14 @@ final class DirectContextWriter extends ContextWriter {
 
     private void attach() {
         VarHandle.storeStoreFence();
-        buf.put(VALID, (byte) 1);
+        store1(VALID, (byte) 1);
         valid = true;
     }
 
     // ---- fields
 
     private void putBigEndian(int at, long v) {
-        buf.putLong(at, LITTLE_ENDIAN ? Long.reverseBytes(v) : v);
+        store8(at, LITTLE_ENDIAN ? Long.reverseBytes(v) : v);
     }
 
     /** Stores the ids that differ from what the record holds (inside a detach/attach). */
@@ -340,7 +387,7 @@ final class DirectContextWriter extends ContextWriter {
         }
         putSpan(span);
         if (root != this.root) {
-            buf.putLong(ROOT_SPAN_ID, root);
+            store8(ROOT_SPAN_ID, root);
             this.root = root;
         }
     }
@@ -361,7 +408,7 @@ final class DirectContextWriter extends ContextWriter {
     private void putEncoding(int slot, int encoding, int epoch) {
         long w = word(encoding, epoch);
         if (w != sidecar[slot]) {
-            buf.putLong(ENCODINGS + 8 * slot, w);
+            store8(ENCODINGS + 8 * slot, w);
             sidecar[slot] = w;
         }
         markUsed(slot, encoding != 0 || lens[slot] >= 0);
@@ -404,7 +451,7 @@ final class DirectContextWriter extends ContextWriter {
         for (int m = used & ~keep; m != 0; m &= m - 1) {
             int s = Integer.numberOfTrailingZeros(m);
             if (sidecar[s] != 0) {
-                buf.putLong(ENCODINGS + 8 * s, 0L);
+                store8(ENCODINGS + 8 * s, 0L);
                 sidecar[s] = 0;
             }
             putValue(s, null);
@@ -462,7 +509,7 @@ final class DirectContextWriter extends ContextWriter {
         }
         if (sizeUnknown || p - ATTRS != attrsBytes) {
             attrsBytes = p - ATTRS;
-            buf.putShort(ATTRS_SIZE, (short) attrsBytes);
+            store2(ATTRS_SIZE, (short) attrsBytes);
         }
     }
 
@@ -481,7 +528,7 @@ final class DirectContextWriter extends ContextWriter {
         }
         attrsBytes = p;
         if (sizeUnknown) {
-            buf.putShort(ATTRS_SIZE, (short) 0);
+            store2(ATTRS_SIZE, (short) 0);
         }
     }
 
@@ -519,7 +566,7 @@ final class DirectContextWriter extends ContextWriter {
     private void putHeader(int p, int key, int len) {
         int k = key & 0xFF;
         int l = len & 0xFF;
-        buf.putShort(p, (short) (LITTLE_ENDIAN ? k | l << 8 : k << 8 | l));
+        store2(p, (short) (LITTLE_ENDIAN ? k | l << 8 : k << 8 | l));
     }
 
     /** Stores {@code e}'s entry under {@code key} at {@code p}; returns where the next one goes. */
@@ -539,10 +586,10 @@ final class DirectContextWriter extends ContextWriter {
         forgetStored(p, Math.max(end, at + 8 * whole));
         putHeader(p, key, len);
         for (int i = 0; i < whole; i++) {
-            buf.putLong(at + 8 * i, words[i]);
+            store8(at + 8 * i, words[i]);
         }
         for (int i = whole * 8; i < len; i++) {
-            buf.put(at + i, e.utf8[i]);
+            store1(at + i, e.utf8[i]);
         }
         return end;
     }
@@ -570,8 +617,12 @@ final class DirectContextWriter extends ContextWriter {
         return lens[slot] < 0 ? 0 : ENTRY_HEADER + lens[slot];
     }
 
+    /** The dictionary epoch word's address, read in place with {@link NativeWords#UNSAFE} (0: none). */
+    private static final long EPOCH_WORD = NativeWords.addressOf(ContextValueCache.epochWord());
+
     private static int epoch() {
-        return ContextValueCache.currentEpoch();
+        sun.misc.Unsafe u = NativeWords.UNSAFE;
+        return u != null && EPOCH_WORD != 0 ? u.getInt(EPOCH_WORD) : ContextValueCache.currentEpoch();
     }
 
     // ---- the operations
@@ -664,7 +715,7 @@ final class DirectContextWriter extends ContextWriter {
         if (attrsBytes != 0) {
             attrsBytes = 0;
             if (entries) {
-                buf.putShort(ATTRS_SIZE, (short) 0);
+                store2(ATTRS_SIZE, (short) 0);
             }
         }
     }

@@ -63,9 +63,22 @@ public final class Diagnostics {
      * or {@code -Dddprof.contextWriter=jni}).
      */
     public static String contextWriterKind() {
+        return callStatic("contextWriterKind");
+    }
+
+    /**
+     * How the calling thread's context writer reaches its record: {@code "unsafe"} (in place
+     * through {@code sun.misc.Unsafe}: JDK 11-23), {@code "buffer"} (in place through a direct
+     * buffer: JDK 24+, or {@code -Dddprof.contextAccess=buffer}) or {@code "jni"}.
+     */
+    public static String contextWriterAccess() {
+        return callStatic("contextWriterAccess");
+    }
+
+    private static String callStatic(String name) {
         try {
             java.lang.reflect.Method m = Class.forName("com.datadoghq.profiler.JavaProfiler")
-                    .getDeclaredMethod("contextWriterKind");
+                    .getDeclaredMethod(name);
             m.setAccessible(true);
             return (String) m.invoke(null);
         } catch (ReflectiveOperationException e) {
