@@ -148,6 +148,8 @@ counters! {
     // and those a dump named from it.
     JmethodidNamesReadAhead => "jmethodid_names_read_ahead",
     JmethodidNamesTakenAhead => "jmethodid_names_taken_ahead",
+    // Of those, the ones whose holder's name was read ahead too (JDK 17-24): no JVMTI call.
+    JmethodidClassNamesTakenAhead => "jmethodid_class_names_taken_ahead",
     // remotesym (methods/native_names.rs NativeNames): distinct native pcs written for the backend
     // to symbolize, and libraries whose build id was read for them (per dump).
     RemoteSymbolicationFrames => "remote_symbolication_frames",

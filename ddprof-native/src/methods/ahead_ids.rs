@@ -16,8 +16,10 @@
 //!   (`KeptIds::stamp`, the stamp of `kept_ids.rs`): only a redefinition changes a loaded
 //!   method's line table or makes it old.
 //!
-//! Anything else is named by the dump as before. The class name is not read here: the dump
-//! names each class once through the reference it holds.
+//! Anything else is named by the dump as before. On JDK 17-24 the holder's name is read
+//! here too, where GetClassSignature would answer it unchanged ([`Plan::class_names`]), and
+//! the dump then asks JVMTI nothing for the method; elsewhere the dump names each class
+//! once through the reference it holds.
 
 use parking_lot::Mutex;
 
@@ -35,6 +37,21 @@ pub struct AheadParts {
     /// Its holder (`Klass*`), for the dump's class lookup.
     pub holder: usize,
     pub parts: MethodParts,
+    /// The holder's internal name and whether the method is a thread's entry point, read with
+    /// the parts ([`Plan::class_names`]); None: the dump names the class.
+    pub class: Option<(std::sync::Arc<str>, bool)>,
+}
+
+/// What the watcher reads ahead, decided once on the starting JVM thread ([`plan`]).
+#[derive(Clone, Copy, Default)]
+pub struct Plan {
+    /// jmethodIDs' metadata: where IDs are slots (JDK 11-24) and the walker's layout is known.
+    pub ids: bool,
+    /// Their holders' names too: JDK 17-24. GetClassSignature answers a class's own name
+    /// symbol there for every class but a hidden one (it turns the last `+` into a `.`:
+    /// such names are left to the dump); JDK 11-16 append the mirror's identity hash for a
+    /// VM-anonymous class (lambdas on 11), which metadata cannot tell.
+    pub class_names: bool,
 }
 
 struct Store {
@@ -47,17 +64,24 @@ const MAX_ENTRIES: usize = 1 << 16;
 
 static STORE: Mutex<Option<Store>> = Mutex::new(None);
 
-/// Whether jmethodIDs are slots here (JDK 11-24) and the VM walker's layout is known: where
-/// reading ahead is possible at all. Asks JVMTI: call it on a JVM thread.
-pub fn possible() -> bool {
-    crate::jvmti::jvm::java_feature_version() < 25
+/// What can be read ahead here ([`Plan`]). Asks JVMTI: call it on a JVM thread.
+pub fn plan() -> Plan {
+    let version = crate::jvmti::jvm::java_feature_version();
+    let ids = version < 25
         && crate::sample::walk::vm::VmWalker::get().is_some()
-        && layout::get().is_some_and(|l| l.method.is_some())
+        && layout::get().is_some_and(|l| l.method.is_some());
+    Plan {
+        ids,
+        class_names: ids && version >= 17,
+    }
 }
 
 /// Reads the metadata of `ids` (jmethodIDs of live traces) not read yet and not left by the
 /// previous dump, and keeps it for the next dump. Returns how many were read.
-pub fn read(ids: &[u64]) -> usize {
+pub fn read(ids: &[u64], plan: Plan) -> usize {
+    if !plan.ids {
+        return 0;
+    }
     let Some(stamp) = KeptIds::stamp() else {
         return 0;
     };
@@ -94,6 +118,11 @@ pub fn read(ids: &[u64]) -> usize {
             continue;
         };
         parts.modifiers &= super::info::JVM_RECOGNIZED_METHOD_MODIFIERS;
+        let class = if plan.class_names {
+            super::raw::class_of(g, holder, &parts)
+        } else {
+            None
+        };
         // The reads above before the slot's second read (a load-load order on every
         // architecture): a slot still holding `m` was not cleared before they ended.
         std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
@@ -106,6 +135,7 @@ pub fn read(ids: &[u64]) -> usize {
                 method: m,
                 holder,
                 parts,
+                class,
             },
         ));
     }

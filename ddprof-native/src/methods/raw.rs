@@ -5,6 +5,8 @@
 //! so; `fjmethodid=false` only keeps raw frames of classes that never unload, and
 //! [`resolve_checked`] refuses those of redefined classes).
 
+use std::sync::Arc;
+
 use super::info::{internal_class_name, is_entry_point, BciLine, MethodInfo};
 use crate::hotspot::linetable::LineNumbers;
 use crate::jvmti::redefine;
@@ -48,6 +50,21 @@ fn is_thread_class(m: &MethodGroup, mut klass: usize) -> bool {
         };
     }
     false
+}
+
+/// What GetClassSignature and the thread check would make of `holder`, the holder of the
+/// method `parts` were read from: its internal name (None for one with a `+`, which JVMTI
+/// rewrites for a hidden class) and whether the method is a thread's entry point. JDK 17-24
+/// only (`ahead_ids::Plan::class_names`); as trustworthy as `holder` is live.
+pub fn class_of(m: &MethodGroup, holder: usize, parts: &MethodParts) -> Option<(Arc<str>, bool)> {
+    let name = klass_name(m, holder)?;
+    if name.contains('+') {
+        return None;
+    }
+    let entry = is_entry_point(&parts.name, &parts.descriptor, || {
+        is_thread_class(m, holder)
+    });
+    Some((name.into(), entry))
 }
 
 /// What a method's own metadata says about it: the same bytes JVMTI GetMethodName,

@@ -248,6 +248,9 @@ impl Resolver {
     /// method read): the class part through the dump's reference of the holder read with it,
     /// checked to be that class; None, and JVMTI names it, if it is not.
     fn named_ahead(&mut self, m: jni::sys::jmethodID, a: AheadParts) -> Option<MethodInfo> {
+        if let Some((class_name, is_entry_point)) = a.class {
+            return self.named_wholly_ahead(m, class_name, is_entry_point, a.parts);
+        }
         let g = layout::get()?.method.as_ref()?;
         if let Some((class, Some(name))) = self.class_names.get(&a.holder) {
             let (class, name) = (*class, name.clone());
@@ -268,6 +271,35 @@ impl Resolver {
             jvmti::delete_local_ref(self.jni, class);
         }
         info
+    }
+
+    /// [`Self::named_ahead`] of a method whose holder's name was read ahead too (JDK 17-24): no
+    /// JVMTI call at all (the check mode compares it with JVMTI's answer).
+    fn named_wholly_ahead(
+        &mut self,
+        m: jni::sys::jmethodID,
+        class_name: Arc<str>,
+        entry_point: bool,
+        p: MethodParts,
+    ) -> Option<MethodInfo> {
+        Counter::JmethodidNamesFromMetadata.inc();
+        Counter::JmethodidClassNamesTakenAhead.inc();
+        if check_against_jvmti() {
+            let class = self.jvmti.method_declaring_class(m).ok()?;
+            let jvmti_name = internal_class_name_of(self.jvmti, class);
+            if jvmti_name.as_deref() != Some(&*class_name)
+                || entry_point
+                    != is_entry_point(&p.name, &p.descriptor, || self.is_thread_class(class))
+            {
+                Counter::JmethodidMetadataMismatches.inc();
+                crate::log::warn(&format!(
+                    "naming check: class {jvmti_name:?}, read ahead {class_name} (entry point {entry_point})"
+                ));
+            }
+            self.check_parts(m, class, class_name.clone(), &p);
+            jvmti::delete_local_ref(self.jni, class);
+        }
+        Some(info_from_parts(class_name, p, entry_point))
     }
 
     /// Name, descriptor, modifiers and line table of the jmethodID `m` declared by `class` (a
@@ -419,18 +451,8 @@ impl Resolver {
         class_name: Arc<str>,
         p: MethodParts,
     ) -> Option<MethodInfo> {
-        if !p.lines.is_empty() {
-            Counter::LineNumberTables.inc();
-        }
         let is_entry_point = is_entry_point(&p.name, &p.descriptor, || self.is_thread_class(class));
-        Some(MethodInfo {
-            class_name,
-            name: p.name,
-            descriptor: p.descriptor,
-            modifiers: p.modifiers,
-            lines: p.lines,
-            is_entry_point,
-        })
+        Some(info_from_parts(class_name, p, is_entry_point))
     }
 
     /// Name, descriptor, modifiers and line table of `m`, declared by `class`.
@@ -469,6 +491,21 @@ impl Resolver {
             ((**self.jni).IsAssignableFrom.expect("JNI table"))(self.jni, class, self.thread_class)
                 != 0
         }
+    }
+}
+
+/// A method named from the parts its metadata holds.
+fn info_from_parts(class_name: Arc<str>, p: MethodParts, is_entry_point: bool) -> MethodInfo {
+    if !p.lines.is_empty() {
+        Counter::LineNumberTables.inc();
+    }
+    MethodInfo {
+        class_name,
+        name: p.name,
+        descriptor: p.descriptor,
+        modifiers: p.modifiers,
+        lines: p.lines,
+        is_entry_point,
     }
 }
 

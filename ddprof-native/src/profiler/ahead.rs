@@ -35,11 +35,11 @@ impl Ahead {
     /// Names the native pcs of the traces published since the last call (if `native_pcs`) and
     /// reads their new jmethodIDs' metadata (if `java_ids`). Returns how many pcs were named
     /// (new to this watcher, neither kernel frames nor stubs).
-    pub fn poll(&mut self, native_pcs: bool, java_ids: bool) -> usize {
+    pub fn poll(&mut self, native_pcs: bool, java_ids: crate::methods::ahead_ids::Plan) -> usize {
         let Some(recorder) = handler::recorder() else {
             return 0;
         };
-        if !native_pcs && !java_ids {
+        if !native_pcs && !java_ids.ids {
             return 0;
         }
         let _mem = crate::footprint::scope(crate::footprint::Category::NativeSymbols);
@@ -59,13 +59,16 @@ impl Ahead {
                     && seen.insert(f.method)
                 {
                     pcs.push(f.method);
-                } else if java_ids && f.kind == kind::JAVA_METHOD_ID && seen_ids.insert(f.method) {
+                } else if java_ids.ids
+                    && f.kind == kind::JAVA_METHOD_ID
+                    && seen_ids.insert(f.method)
+                {
                     ids.push(f.method);
                 }
             }
         });
         if !ids.is_empty() {
-            crate::methods::ahead_ids::read(&ids);
+            crate::methods::ahead_ids::read(&ids, java_ids);
         }
         // The dump names a stub by the VM's list, not by a file: nothing to read ahead.
         pcs.retain(|&pc| crate::hotspot::stubs::name_of(pc as usize).is_none());

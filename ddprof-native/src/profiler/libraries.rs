@@ -45,7 +45,7 @@ pub struct Refresh {
     pub names_ahead: bool,
     /// The metadata of live traces' new jmethodIDs read as they come (`crate::methods::ahead_ids`):
     /// where it can be vouched for, decided on the starting JVM thread.
-    pub java_ids_ahead: bool,
+    pub java_ids_ahead: crate::methods::ahead_ids::Plan,
     /// `/proc/kallsyms`, for the kernel frames of perf_events samples (`crate::libs::kallsyms`).
     pub kernel_symbols: bool,
     /// The CPU engine, whose `adopt` arms threads started without a ThreadStart.

@@ -489,7 +489,7 @@ fn library_refresh(
         // The modes that record native frames (C frames at the top of stacks, native stacks).
         symbols: unwound,
         names_ahead: unwound && !args.remotesym,
-        java_ids_ahead: crate::methods::ahead_ids::possible(),
+        java_ids_ahead: crate::methods::ahead_ids::plan(),
         kernel_symbols: crate::engine::perf::kernel_frames_on(),
         engine: Some(engine.clone()),
         signals,

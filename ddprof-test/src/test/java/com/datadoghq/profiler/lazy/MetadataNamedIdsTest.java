@@ -22,7 +22,8 @@ import org.junit.jupiter.api.io.TempDir;
  * workload in the default mode (a custom loader, a hidden class, a lambda, a class unloaded
  * before the dump and fresh copies loaded where its metadata was, the JDK's own code) none may,
  * whether the dump read the metadata itself or took what the library watcher read ahead of it
- * ({@code methods/ahead_ids.rs}: a second of spinning per worker gives it several polls).
+ * ({@code methods/ahead_ids.rs}: a second of spinning per worker gives it several polls), the
+ * holder's name with it on JDK 17-24 (compared with GetClassSignature's and the entry-point check's).
  */
 class MetadataNamedIdsTest {
     private static final Duration TIMEOUT = Duration.ofSeconds(90);
@@ -45,6 +46,7 @@ class MetadataNamedIdsTest {
         Map<String, Long> c = r.values("counter ");
         long fromMetadata = c.getOrDefault("jmethodid_names_from_metadata", -1L);
         long takenAhead = c.getOrDefault("jmethodid_names_taken_ahead", -1L);
+        long classesAhead = c.getOrDefault("jmethodid_class_names_taken_ahead", -1L);
         if (TestEnv.jdk() >= 25) {
             // JDK 25 numbers its jmethodIDs instead of handing out the slot holding the method:
             // JVMTI names every one.
@@ -53,6 +55,13 @@ class MetadataNamedIdsTest {
         } else {
             assertTrue(fromMetadata >= 50, "jmethodID frames named from metadata: " + fromMetadata + "\n" + c);
             assertTrue(takenAhead >= 10, "jmethodID frames named from metadata read ahead: " + takenAhead + "\n" + c);
+        }
+        if (TestEnv.jdk() >= 17 && TestEnv.jdk() < 25) {
+            // The holder's name read ahead too (JDK 17-24): those methods ask JVMTI nothing.
+            assertTrue(classesAhead >= 10, "class names read ahead: " + classesAhead + "\n" + c);
+        } else {
+            // JDK 11's VM-anonymous classes get their mirror's hash in the signature; 25: no IDs ahead.
+            assertEquals(0, classesAhead, "class names read ahead on JDK " + TestEnv.jdk() + ": " + c);
         }
         assertEquals(0, c.getOrDefault("jmethodid_metadata_mismatches", -1L),
                 "names read from metadata that JVMTI gives otherwise:\n" + r.describe());
