@@ -209,72 +209,70 @@ impl Resolver {
             return None;
         }
         let m = method_id as jni::sys::jmethodID;
-        if let Some(a) = self.ahead.remove(method_id) {
-            return self.named_ahead(m, a);
-        }
-        // The holder as the slot says now, unverified: each use below checks it.
-        let holder = layout::get()
-            .and_then(|l| l.method.as_ref())
-            .and_then(|g| method::holder(g, load_usize(m as usize)?));
-        if let Some(info) = holder.and_then(|h| self.lookup_in_known_class(m, h)) {
-            return Some(info);
+        let (holder, ahead) = match self.ahead.remove(method_id) {
+            Some(AheadParts {
+                class: Some((class_name, entry_point)),
+                parts,
+                ..
+            }) => return self.named_wholly_ahead(m, class_name, entry_point, parts),
+            Some(a) => (Some(a.holder), Some(a.parts)),
+            // The holder as the slot says now, unverified: each use below checks it.
+            None => (
+                layout::get()
+                    .and_then(|l| l.method.as_ref())
+                    .and_then(|g| method::holder(g, load_usize(m as usize)?)),
+                None,
+            ),
+        };
+        let mut ahead = ahead;
+        // A class this dump already holds a reference of (`class_names`): no JVMTI call. The
+        // reference keeps the class loaded, and the parts are taken only for that class (read
+        // ahead: its `Klass*` is the holder they were read with; read now: the checks of
+        // `parts_from_metadata`). A jmethodID slot is never freed on the JDKs that hand out
+        // slots (an unloaded class's are cleared, not reused), so reading it is safe.
+        if let Some((class, Some(name))) = holder.and_then(|h| self.class_names.get(&h)) {
+            let (class, name) = (*class, name.clone());
+            if let Some(p) = self.parts_in(m, class, holder, &mut ahead) {
+                return self.named_from_metadata(m, class, name, p);
+            }
         }
         let class = self.jvmti.method_declaring_class(m).ok()?;
         // `kept`: `class` became the reference of a new `class_names` entry (not to be deleted).
         let (class_name, kept) = self.class_name(holder, class, false);
-        let info = class_name.and_then(|class_name| match self.parts_from_metadata(m, class) {
-            Some(p) => self.named_from_metadata(m, class, class_name, p),
-            None => self.describe(m, class, class_name),
-        });
+        let info =
+            class_name.and_then(
+                |class_name| match self.parts_in(m, class, holder, &mut ahead) {
+                    Some(p) => self.named_from_metadata(m, class, class_name, p),
+                    None => self.describe(m, class, class_name),
+                },
+            );
         if !kept {
             jvmti::delete_local_ref(self.jni, class);
         }
         info
     }
 
-    /// [`Self::lookup`] without a JVMTI call, for a method whose holder (`holder`, read from the
-    /// jmethodID's slot) is a class this dump already holds a reference of (`class_names`):
-    /// the reference keeps the class loaded, and [`Self::parts_from_metadata`] checks that it
-    /// is the method's holder. A jmethodID slot is never freed on the JDKs that hand out
-    /// slots (an unloaded class's are cleared, not reused), so reading it is safe.
-    fn lookup_in_known_class(&self, m: jni::sys::jmethodID, holder: usize) -> Option<MethodInfo> {
-        let (class, name) = self.class_names.get(&holder)?;
-        let (class, name) = (*class, name.clone()?);
-        let p = self.parts_from_metadata(m, class)?;
-        self.named_from_metadata(m, class, name, p)
-    }
-
-    /// [`Self::lookup`] of a jmethodID whose metadata was read ahead (its slot still holds the
-    /// method read): the class part through the dump's reference of the holder read with it,
-    /// checked to be that class; None, and JVMTI names it, if it is not.
-    fn named_ahead(&mut self, m: jni::sys::jmethodID, a: AheadParts) -> Option<MethodInfo> {
-        if let Some((class_name, is_entry_point)) = a.class {
-            return self.named_wholly_ahead(m, class_name, is_entry_point, a.parts);
-        }
-        let g = layout::get()?.method.as_ref()?;
-        if let Some((class, Some(name))) = self.class_names.get(&a.holder) {
-            let (class, name) = (*class, name.clone());
-            if klass::of_class_ref(g, class) == Some(a.holder) {
-                return self.named_from_metadata(m, class, name, a.parts);
+    /// The parts of `m` declared by `class` (a live reference): those read ahead (taken out of
+    /// `ahead`) if `class` is the holder they were read with, else read now
+    /// ([`Self::parts_from_metadata`]); None, and JVMTI answers, where neither can be vouched for.
+    fn parts_in(
+        &self,
+        m: jni::sys::jmethodID,
+        class: jclass,
+        holder: Option<usize>,
+        ahead: &mut Option<MethodParts>,
+    ) -> Option<MethodParts> {
+        if ahead.is_some() {
+            let g = layout::get()?.method.as_ref()?;
+            if holder.is_some() && klass::of_class_ref(g, class) == holder {
+                return ahead.take();
             }
         }
-        let class = self.jvmti.method_declaring_class(m).ok()?;
-        let (class_name, kept) = self.class_name(Some(a.holder), class, false);
-        let info = match class_name {
-            Some(name) if klass::of_class_ref(g, class) == Some(a.holder) => {
-                self.named_from_metadata(m, class, name, a.parts)
-            }
-            Some(name) => self.describe(m, class, name),
-            None => None,
-        };
-        if !kept {
-            jvmti::delete_local_ref(self.jni, class);
-        }
-        info
+        self.parts_from_metadata(m, class)
     }
 
-    /// [`Self::named_ahead`] of a method whose holder's name was read ahead too (JDK 17-24): no
-    /// JVMTI call at all (the check mode compares it with JVMTI's answer).
+    /// [`Self::lookup`] of a method whose holder's name was read ahead with its parts (JDK
+    /// 17-24): no JVMTI call at all (the check mode compares it with JVMTI's answer).
     fn named_wholly_ahead(
         &mut self,
         m: jni::sys::jmethodID,
