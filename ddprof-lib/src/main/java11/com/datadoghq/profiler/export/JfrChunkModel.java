@@ -169,6 +169,8 @@ final class JfrChunkModel {
         final Object[] objs;
         /** A pool entry's first byte in its chunk (the last chunk that held it). */
         int rawStart = -1;
+        /** How many bytes its encoding takes ({@link #rawStart}). */
+        int rawLength;
         /**
          * Whether the next chunk may take it over: not when it held a key only resolved into an
          * object (a string pool reference, an array of references), which the check cannot compare.
@@ -371,24 +373,33 @@ final class JfrChunkModel {
             return JfrChunkModel.text(value(name));
         }
 
-        /** The last stack trace read and its frames: a new trace is looked up once per event. */
+        /**
+         * This event's stack trace and its frames, looked up once per event (not per frame read): the
+         * reader clears {@link #traceRead} before handing the reused object the next event.
+         */
+        boolean traceRead;
         private Object trace;
-        private Object[] traceFrames = EMPTY;
+        private Object[] traceFrames;
 
         private Object[] frames() {
             Object t = stackTrace();
-            if (t != trace) {
-                trace = t;
+            Object[] frames = traceFrames;
+            if (frames == null) {
                 Object f = t instanceof Obj && ((Obj) t).type.framesIndex >= 0
                         ? ((Obj) t).objs[((Obj) t).type.framesIndex] : null;
-                traceFrames = f instanceof Object[] ? (Object[]) f : EMPTY;
+                traceFrames = frames = f instanceof Object[] ? (Object[]) f : EMPTY;
             }
-            return traceFrames;
+            return frames;
         }
 
         @Override
         Object stackTrace() {
-            return stackIndex < 0 ? null : value(stackIndex);
+            if (!traceRead) {
+                trace = stackIndex < 0 ? null : value(stackIndex);
+                traceFrames = null;
+                traceRead = true;
+            }
+            return trace;
         }
 
         @Override
@@ -403,7 +414,8 @@ final class JfrChunkModel {
         @Override
         Object frameMethod(int i) {
             Obj f = frame(i);
-            Object m = f.type.methodIndex < 0 ? null : f.get(f.type.methodIndex);
+            // A method is a constant-pool struct: resolved into objs (a value of another kind is not one).
+            Object m = f.type.methodIndex < 0 ? null : f.objs[f.type.methodIndex];
             return m instanceof Obj ? m : null;
         }
 

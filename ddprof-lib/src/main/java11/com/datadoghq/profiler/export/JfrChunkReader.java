@@ -252,6 +252,7 @@ final class JfrChunkReader {
                     t.reused = e;
                 }
                 readEventFields(e.data);
+                e.traceRead = false;
                 e.start = e.data.type.startIndex < 0 ? startNanos : nanos(e.data.longs[t.startIndex]);
                 consumer.accept(e);
             }
@@ -407,6 +408,9 @@ final class JfrChunkReader {
                             + typeId);
                 }
                 int count = count();
+                if (t.needed) {
+                    t.pool.reserve(t.pool.size() + count);
+                }
                 for (int i = 0; i < count; i++) {
                     long key = readLong();
                     Object before = t.needed && t.kind == STRUCT ? t.previous.get(key) : null;
@@ -414,16 +418,16 @@ final class JfrChunkReader {
                         skipValue(t);
                     } else if (before instanceof Obj && ((Obj) before).reusable) {
                         int start = pos;
-                        skipValue(t);
                         Obj o = (Obj) before;
-                        if (sameBytes(o.rawStart, start, pos - start)) {
+                        if (sameBytes(o.rawStart, start, o.rawLength)) {
+                            // The same bytes decode the same way, to the same end: no walk through them.
+                            pos = start + o.rawLength;
                             o.rawStart = start;
                             t.takenOver++;
                             t.pool.put(key, o);
                             takenOver.add(o);
                             takenOverKeys.add(key);
                         } else {
-                            pos = start;
                             decoded.add(decodeEntry(t, key));
                         }
                     } else if (t.kind == STRING) {
@@ -469,21 +473,15 @@ final class JfrChunkReader {
         sawKey = false;
         readFields(o, true);
         o.rawStart = start;
+        o.rawLength = pos - start;
         o.reusable = !sawKey;
         t.pool.put(key, o);
         return o;
     }
 
     private boolean sameBytes(int previousStart, int start, int length) {
-        if (previousStart < 0 || previousStart + length > previousBuf.length) {
-            return false;
-        }
-        for (int i = 0; i < length; i++) {
-            if (previousBuf[previousStart + i] != buf[start + i]) {
-                return false;
-            }
-        }
-        return true;
+        return previousStart >= 0 && previousStart + length <= previousBuf.length && start + length <= limit
+                && Arrays.equals(previousBuf, previousStart, previousStart + length, buf, start, start + length);
     }
 
     /**
