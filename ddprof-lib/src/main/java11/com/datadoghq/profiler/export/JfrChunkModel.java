@@ -66,6 +66,10 @@ final class JfrChunkModel {
         int typeIndex = -1;
         /** Whether the asked-for events can reach values of this type (its pool is decoded). */
         boolean needed;
+        /** Whether a needed type other than an event's holds keys of this type. */
+        boolean inPools;
+        /** Its pool's entries are decoded when an event asks ({@link Undecoded}): only events refer to them. */
+        boolean lazy;
         final LongMap<Object> pool = new LongMap<>();
         /** The previous chunk's pool of this type, when the layout is the same. */
         LongMap<Object> previous = EMPTY_POOL;
@@ -199,6 +203,17 @@ final class JfrChunkModel {
         }
     }
 
+    /** A pool entry not decoded yet: where its bytes are in the chunk being read. */
+    static final class Undecoded {
+        int start;
+        final int length;
+
+        Undecoded(int start, int length) {
+            this.start = start;
+            this.length = length;
+        }
+    }
+
     static Object boxed(int kind, long bits) {
         switch (kind) {
             case BOOLEAN:
@@ -322,7 +337,7 @@ final class JfrChunkModel {
         Object value(int i) {
             Object v = data.objs[i];
             Field f = data.type.fields[i];
-            return v == null && f.constantPool && !f.array ? f.type.pool.get(data.longs[i]) : data.get(i);
+            return v == null && f.constantPool && !f.array ? reader.entry(f.type, data.longs[i]) : data.get(i);
         }
 
         private Object value(String name) {

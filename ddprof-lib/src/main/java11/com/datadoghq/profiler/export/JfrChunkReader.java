@@ -1,6 +1,7 @@
 package com.datadoghq.profiler.export;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
@@ -23,6 +24,7 @@ import com.datadoghq.profiler.export.JfrChunkModel.Obj;
 import com.datadoghq.profiler.export.JfrChunkModel.OwnEvent;
 import com.datadoghq.profiler.export.JfrChunkModel.Slot;
 import com.datadoghq.profiler.export.JfrChunkModel.Type;
+import com.datadoghq.profiler.export.JfrChunkModel.Undecoded;
 
 /**
  * A streaming reader of JFR files that decodes only what the converters read: per chunk its
@@ -170,6 +172,8 @@ final class JfrChunkReader {
                 }
                 try {
                     readChunk(limit, (int) metadata, header.getLong(16));
+                } catch (UncheckedIOException e) {
+                    throw e.getCause(); // an entry decoded on an event's demand (entry)
                 } catch (IndexOutOfBoundsException | IllegalArgumentException | ClassCastException
                          | NullPointerException e) {
                     // What a damaged chunk makes of the decoding (an index past the chunk, a value of
@@ -232,6 +236,18 @@ final class JfrChunkReader {
             }
         }
         stringType.needed = true;
+        // A pool only events refer to (stack traces, threads) is decoded entry by entry as events ask
+        // for them: a conversion of one kind decodes its own stacks, not every other kind's too.
+        for (Type t : types.values()) {
+            if (t.needed && !t.event) {
+                for (Field f : t.fields) {
+                    f.type.inPools |= f.constantPool;
+                }
+            }
+        }
+        for (Type t : types.values()) {
+            t.lazy = t.needed && t.kind == STRUCT && !t.event && !t.inPools;
+        }
         if (events.size() == 0) {
             return;
         }
@@ -427,9 +443,13 @@ final class JfrChunkReader {
                             t.pool.put(key, o);
                             takenOver.add(o);
                             takenOverKeys.add(key);
+                        } else if (t.lazy) {
+                            undecoded(t, key, null);
                         } else {
                             decoded.add(decodeEntry(t, key));
                         }
+                    } else if (t.lazy) {
+                        undecoded(t, key, before instanceof Undecoded ? (Undecoded) before : null);
                     } else if (t.kind == STRING) {
                         Object s = readString(true);
                         if (s != null) {
@@ -463,6 +483,45 @@ final class JfrChunkReader {
                 t.previous.clear();
                 t.previous = EMPTY_POOL;
             }
+        }
+    }
+
+    /**
+     * Puts the entry at {@link #pos} into {@code t}'s pool undecoded ({@link #entry} decodes it when an
+     * event asks): as the previous chunk's {@code before} when its bytes are the same.
+     */
+    private void undecoded(Type t, long key, Undecoded before) throws IOException {
+        int start = pos;
+        if (before != null && sameBytes(before.start, start, before.length)) {
+            pos = start + before.length;
+            before.start = start;
+            t.takenOver++;
+            t.pool.put(key, before);
+        } else {
+            skipValue(t);
+            t.pool.put(key, new Undecoded(start, pos - start));
+        }
+    }
+
+    /** The entry of {@code key} in {@code t}'s pool of this chunk, decoded now if it was left {@link Undecoded}. */
+    Object entry(Type t, long key) {
+        Object v = t.pool.get(key);
+        return v instanceof Undecoded ? decode(t, key, (Undecoded) v) : v;
+    }
+
+    private Obj decode(Type t, long key, Undecoded u) {
+        int at = pos;
+        boolean saw = sawKey;
+        pos = u.start;
+        try {
+            Obj o = decodeEntry(t, key);
+            resolve(o);
+            return o;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } finally {
+            pos = at;
+            sawKey = saw;
         }
     }
 
@@ -628,7 +687,7 @@ final class JfrChunkReader {
         } else if (f.constantPool) {
             long key = readLong();
             o.longs[i] = key;
-            o.objs[i] = inPool ? null : f.type.pool.get(key);
+            o.objs[i] = inPool ? null : entry(f.type, key);
         } else {
             int kind = f.type.kind;
             if (kind == STRUCT) {
@@ -647,7 +706,7 @@ final class JfrChunkReader {
         if (f.constantPool) {
             long key = readLong();
             sawKey |= inPool;
-            return inPool ? new Key(f.type, key) : f.type.pool.get(key);
+            return inPool ? new Key(f.type, key) : entry(f.type, key);
         }
         int kind = f.type.kind;
         if (kind == STRUCT) {
