@@ -418,6 +418,16 @@ final class JfrChunkModel {
         }
 
         @Override
+        boolean hasStackKey() {
+            return stackIndex >= 0 && data.type.fields[stackIndex].constantPool && !data.type.fields[stackIndex].array;
+        }
+
+        @Override
+        long stackKey() {
+            return data.longs[stackIndex];
+        }
+
+        @Override
         int frameCount() {
             return frames().length;
         }

@@ -230,6 +230,19 @@ final class JfrEvents {
         /** The stack trace (an identity key), or null. */
         abstract Object stackTrace();
 
+        /**
+         * Whether {@link #stackKey} names this event's stack trace: the same key, the same trace, for
+         * the events of one {@link #type()} (a chunk's). The JDK's parser shows no keys.
+         */
+        boolean hasStackKey() {
+            return false;
+        }
+
+        /** The stack trace's constant-pool key ({@link #hasStackKey}). */
+        long stackKey() {
+            return 0;
+        }
+
         /** The stack trace's frames, top first. */
         abstract int frameCount();
 

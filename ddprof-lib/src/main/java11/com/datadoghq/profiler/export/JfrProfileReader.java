@@ -257,10 +257,18 @@ public final class JfrProfileReader {
         final int sizeField;
         /** The profile's count of this type's events ({@link Profile#eventTypes}). */
         final long[] events;
+        /** Whether its events name their stack trace by key ({@link Event#hasStackKey}). */
+        final boolean stackKeys;
+        /**
+         * By stack-trace key, what {@link #addSample} made of it: the stack's id, {@link #DROPPED}, or
+         * with {@link #stacksOnly} the sample. A type object, and so this, is one chunk's, as its keys.
+         */
+        final LongMap<Object> byStackKey = new LongMap<>();
 
         SampleType(EventKind kind, Event type, List<String> attributeNames, Profile profile) {
             this.kind = kind;
             this.events = profile.eventCounter(kind, type.typeName());
+            this.stackKeys = type.hasStackKey();
             List<String> names = new ArrayList<>();
             boolean after = false;
             String thread = null;
@@ -421,6 +429,28 @@ public final class JfrProfileReader {
     static final int MEMO_LIMIT = 1 << 16;
 
     private void addSample(Profile profile, EventKind kind, Event event, SampleType type, int attrCount) {
+        if (!type.stackKeys) {
+            addSample(profile, kind, event, type, attrCount, stackId(profile, event));
+            return;
+        }
+        // The events of a chunk mostly repeat a few stack keys: what the first of a key found is kept
+        // by the key, with no look-up of the trace in the chunk's pool per event.
+        long key = event.stackKey();
+        Object known = type.byStackKey.get(key);
+        if (known == null) {
+            Integer stack = stackId(profile, event);
+            known = stack == DROPPED || !stacksOnly ? stack : profile.sample(kind, stack, -1, 0, 0, null);
+            type.byStackKey.put(key, known);
+        }
+        if (known instanceof Profile.Sample) {
+            add(profile, (Profile.Sample) known, kind, event, type);
+        } else {
+            addSample(profile, kind, event, type, attrCount, (Integer) known);
+        }
+    }
+
+    /** The profile's id of {@code event}'s stack, {@link #DROPPED} when the filter drops it. */
+    private Integer stackId(Profile profile, Event event) {
         Object trace = event.stackTrace();
         Integer stack = trace == null ? null : (Integer) event.memo(trace, stacks);
         if (stack == null) {
@@ -439,6 +469,11 @@ public final class JfrProfileReader {
                 event.memo(trace, stacks, stack);
             }
         }
+        return stack;
+    }
+
+    private void addSample(Profile profile, EventKind kind, Event event, SampleType type, int attrCount,
+                           Integer stack) {
         if (stack == DROPPED) {
             return;
         }
