@@ -432,33 +432,34 @@ final class JfrChunkModel {
             return frames().length;
         }
 
-        private Obj frame(int i) {
-            return (Obj) frames()[i];
+        @Override
+        Object frame(int i) {
+            return frames()[i];
         }
 
         @Override
-        Object frameMethod(int i) {
-            Obj f = frame(i);
+        Object frameMethod(Object frame) {
+            Obj f = (Obj) frame;
             // A method is a constant-pool struct: resolved into objs (a value of another kind is not one).
             Object m = f.type.methodIndex < 0 ? null : f.objs[f.type.methodIndex];
             return m instanceof Obj ? m : null;
         }
 
         @Override
-        int frameLine(int i) {
-            Obj f = frame(i);
+        int frameLine(Object frame) {
+            Obj f = (Obj) frame;
             return f.type.lineIndex < 0 ? -1 : (int) asLong(f.type.fields[f.type.lineIndex], f.longs[f.type.lineIndex]);
         }
 
         @Override
-        int frameBci(int i) {
-            Obj f = frame(i);
+        int frameBci(Object frame) {
+            Obj f = (Obj) frame;
             return f.type.field("bytecodeIndex") < 0 ? -1 : (int) f.getLong("bytecodeIndex");
         }
 
         @Override
-        String frameType(int i) {
-            Obj f = frame(i);
+        String frameType(Object frame) {
+            Obj f = (Obj) frame;
             return f.type.typeIndex < 0 ? null : JfrChunkModel.text(f.get(f.type.typeIndex));
         }
 

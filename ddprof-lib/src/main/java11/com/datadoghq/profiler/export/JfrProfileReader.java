@@ -528,11 +528,36 @@ public final class JfrProfileReader {
         profile.atTime(s, nanos, v);
     }
 
-    /** The profile's frame indices of {@code trace}, root last; null if the filter drops it. */
+    /**
+     * The profile's frame indices of {@code trace}, root last; null if the filter drops it.
+     *
+     * <p>One method, the frames named in its loop: it runs once per distinct stack, beside the
+     * per-event code that calls it, and at over 325 bytes of bytecode (HotSpot's FreqInlineSize, the
+     * same on JDK 11 to 25) C2 compiles it on its own rather than into that caller: the per-event code
+     * stays small to compile (docs/benchmarks.md, "Conversion", session 24).
+     */
     private int[] stackOf(Profile profile, Event event, boolean hasTrace) {
-        Profile.Frame[] frames = new Profile.Frame[hasTrace ? event.frameCount() : 0];
-        for (int i = 0; i < frames.length; i++) {
-            frames[i] = frame(event, i);
+        int n = hasTrace ? event.frameCount() : 0;
+        Profile.Frame[] frames = new Profile.Frame[n];
+        for (int i = 0; i < n; i++) {
+            Object f = event.frame(i);
+            String type = event.frameType(f);
+            Object m = event.frameMethod(f);
+            // The method's names once per method; the line and type are the frame's own.
+            Profile.Frame named = NO_METHOD;
+            if (m != null) {
+                named = (Profile.Frame) event.memo(m, methods);
+                if (named == null) {
+                    named = methods.get(m);
+                    if (named == null) {
+                        named = nameOf(event, m);
+                    }
+                    event.memo(m, methods, named);
+                }
+            }
+            frames[i] = new Profile.Frame(named.className, named.method, named.descriptor,
+                    m == null ? 0 : Math.max(0, event.frameLine(f)), type == null ? "" : type,
+                    bytecodeIndexes && m != null ? event.frameBci(f) : 0);
         }
         if (!filter.keepsEverything()) {
             List<String> names = new ArrayList<>(frames.length);
@@ -548,16 +573,6 @@ public final class JfrProfileReader {
             stack[i] = profile.frame(frames[i]);
         }
         return stack;
-    }
-
-    private Profile.Frame frame(Event event, int i) {
-        String type = event.frameType(i);
-        Object m = event.frameMethod(i);
-        // The method's names once per method; the line and type are the frame's own.
-        Profile.Frame named = m == null ? NO_METHOD : named(event, m);
-        return new Profile.Frame(named.className, named.method, named.descriptor,
-                m == null ? 0 : Math.max(0, event.frameLine(i)), type == null ? "" : type,
-                bytecodeIndexes && m != null ? event.frameBci(i) : 0);
     }
 
     private static final Profile.Frame NO_METHOD = new Profile.Frame("", "<no method>", "", 0, "");
