@@ -506,7 +506,9 @@ final class JfrChunkReader {
     /** The entry of {@code key} in {@code t}'s pool of this chunk, decoded now if it was left {@link Undecoded}. */
     Object entry(Type t, long key) {
         Object v = t.pool.get(key);
-        return v instanceof Undecoded ? decode(t, key, (Undecoded) v) : v;
+        // By class, not instanceof: C2 bets an instanceof on the classes it has seen there, and
+        // a chunk's first undecoded entry after many decoded ones would make it compile again.
+        return v != null && v.getClass() == Undecoded.class ? decode(t, key, (Undecoded) v) : v;
     }
 
     private Obj decode(Type t, long key, Undecoded u) {

@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Consumer;
 
 
 import com.datadoghq.profiler.export.JfrEvents.Event;
@@ -222,7 +223,9 @@ public final class JfrProfileReader {
         Progress progress = progressOut == null ? null
                 : new Progress(progressOut, "convert", profile.startNanos, profile.endNanos);
         try {
-            JfrEvents.forEach(file, wanted, leaks, progress == null ? pass::accept : e -> {
+            // The pass itself when there is no progress line: no lambda between the reader and it
+            // for C2 to compile the per-event code into a second time.
+            JfrEvents.forEach(file, wanted, leaks, progress == null ? pass : e -> {
                 progress.event(e.startNanos());
                 pass.accept(e);
             });
@@ -319,7 +322,7 @@ public final class JfrProfileReader {
     }
 
     /** One read of a file: its events in, the profile out. */
-    private final class Pass {
+    private final class Pass implements Consumer<Event> {
         final Profile profile;
         final Map<Long, String> typeNames;
         final List<String> attributeNames;
@@ -352,7 +355,8 @@ public final class JfrProfileReader {
             return t;
         }
 
-        void accept(Event event) {
+        @Override
+        public void accept(Event event) {
             SampleType sample = typeOf(event);
             if (sample == null) {
                 if (leaks && NATIVE_MEMORY_FREE.equals(event.typeName())) {
