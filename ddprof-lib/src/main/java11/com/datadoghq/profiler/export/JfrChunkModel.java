@@ -269,7 +269,9 @@ final class JfrChunkModel {
     static final class OwnEvent extends JfrEvents.Event {
         final Obj data;
         final JfrChunkReader reader;
+        /** {@link #startNanos}, worked out when first read ({@link JfrChunkReader#startNanos}). */
         long start;
+        boolean startKnown;
         private final int stackIndex;
 
         OwnEvent(Type type, JfrChunkReader reader) {
@@ -313,6 +315,10 @@ final class JfrChunkModel {
 
         @Override
         long startNanos() {
+            if (!startKnown) {
+                start = reader.startNanos(data);
+                startKnown = true;
+            }
             return start;
         }
 

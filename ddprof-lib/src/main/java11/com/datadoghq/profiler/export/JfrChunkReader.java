@@ -269,11 +269,21 @@ final class JfrChunkReader {
                 }
                 readEventFields(e.data);
                 e.traceRead = false;
-                e.start = e.data.type.startIndex < 0 ? startNanos : nanos(e.data.longs[t.startIndex]);
+                // A kept event's time now, while this chunk's clock is the reader's; else when read.
+                e.startKnown = keep;
+                if (keep) {
+                    e.start = startNanos(e.data);
+                }
                 consumer.accept(e);
             }
             pos = (int) (start + eventSize);
         }
+    }
+
+    /** An event's start in epoch nanoseconds, by this chunk's clock (its start without a startTime). */
+    long startNanos(Obj event) {
+        int i = event.type.startIndex;
+        return i < 0 ? startNanos : nanos(event.longs[i]);
     }
 
     long nanos(long ticks) {
@@ -849,8 +859,20 @@ final class JfrChunkReader {
         }
     }
 
-    /** An unsigned LEB128 integer of up to 64 bits: 7 bits a byte, the ninth byte whole. */
+    /**
+     * An unsigned LEB128 integer of up to 64 bits: 7 bits a byte, the ninth byte whole. A one-byte
+     * value (most type ids, sizes, small keys) here, short enough for the JIT to inline.
+     */
     private long readLong() {
+        byte x = buf[pos];
+        if (x >= 0) {
+            pos++;
+            return x;
+        }
+        return readLongBytes();
+    }
+
+    private long readLongBytes() {
         byte[] b = buf;
         int p = pos;
         long v = 0;

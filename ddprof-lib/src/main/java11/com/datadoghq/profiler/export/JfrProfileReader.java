@@ -202,11 +202,14 @@ public final class JfrProfileReader {
         stacks.clear();
         methods.clear();
         threadIndex.clear();
-        // The epochs may follow the samples they describe in a chunk: a pass of their own.
-        epochs = kinds.contains(EventKind.WALL) ? WallEpochs.read(file) : WallEpochs.NONE;
-        // Which types the file declares: only needed to tell jdk.ExecutionSample copies of CPU
-        // samples (jdksamples) and the JDK's own period settings apart; the metadata alone is read.
+        // Which types the file declares: to tell jdk.ExecutionSample copies of CPU samples
+        // (jdksamples) and the JDK's own period settings apart, and whether there are wall epochs;
+        // the metadata alone is read.
         Map<Long, String> typeNames = JfrEvents.eventTypes(file);
+        // The epochs may follow the samples they describe in a chunk: a pass of their own, when the
+        // recording declares them (async-profiler's and the JDK's do not).
+        epochs = kinds.contains(EventKind.WALL) && typeNames.containsValue(WallEpochs.EVENT) ? WallEpochs.read(file)
+                : WallEpochs.NONE;
         boolean datadogCpu = typeNames.containsValue("datadog.ExecutionSample");
         Set<String> wanted = new HashSet<>(Arrays.asList(PROFILER_CONFIG, ACTIVE_SETTING, TRACE_LINK, JVM_INFORMATION));
         for (EventKind k : leaks ? EnumSet.of(EventKind.MALLOC) : kinds) {
@@ -525,11 +528,11 @@ public final class JfrProfileReader {
         type.events[0]++;
         long v = type.value(event);
         s.value += v;
-        long nanos = event.startNanos();
-        s.scaled += kind == EventKind.WALL ? v * epochs.factorAt(nanos) : v;
-        s.firstNanos = Math.min(s.firstNanos, nanos);
-        s.lastNanos = Math.max(s.lastNanos, nanos);
-        profile.atTime(s, nanos, v);
+        // The event's time only where something reads it (a ticks-to-nanoseconds division each).
+        s.scaled += kind == EventKind.WALL && epochs != WallEpochs.NONE ? v * epochs.factorAt(event.startNanos()) : v;
+        if (profile.bucketNanos > 0) {
+            profile.atTime(s, event.startNanos(), v);
+        }
     }
 
     /**
