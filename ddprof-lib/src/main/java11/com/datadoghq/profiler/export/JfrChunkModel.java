@@ -434,6 +434,16 @@ final class JfrChunkModel {
         }
 
         @Override
+        boolean hasKey(int field) {
+            return data.type.fields[field].constantPool && !data.type.fields[field].array;
+        }
+
+        @Override
+        long key(int field) {
+            return data.longs[field];
+        }
+
+        @Override
         int frameCount() {
             return frames().length;
         }

@@ -243,6 +243,16 @@ final class JfrEvents {
             return 0;
         }
 
+        /** Whether {@link #key} names field {@code field}'s constant-pool entry, as {@link #hasStackKey}. */
+        boolean hasKey(int field) {
+            return false;
+        }
+
+        /** Field {@code field}'s constant-pool key ({@link #hasKey}). */
+        long key(int field) {
+            return 0;
+        }
+
         /** The stack trace's frames, top first. */
         abstract int frameCount();
 

@@ -270,6 +270,9 @@ public final class JfrProfileReader {
          * with {@link #stacksOnly} the sample. A type object, and so this, is one chunk's, as its keys.
          */
         final LongMap<Object> byStackKey = new LongMap<>();
+        /** Whether its events name their thread by key ({@link Event#hasKey}); by that key, the profile's thread index. */
+        final boolean threadKeys;
+        final LongMap<Integer> byThreadKey = new LongMap<>();
 
         SampleType(EventKind kind, Event type, List<String> attributeNames, Profile profile) {
             this.kind = kind;
@@ -299,6 +302,7 @@ public final class JfrProfileReader {
                 attrSlots[i] = at;
             }
             threadField = thread == null ? -1 : type.field(thread);
+            threadKeys = threadField >= 0 && type.hasKey(threadField);
             spanField = type.field("spanId");
             rootField = type.field("localRootSpanId");
             stateField = type.field("state");
@@ -488,24 +492,17 @@ public final class JfrProfileReader {
             add(profile, profile.sample(kind, stack, -1, 0, 0, null), kind, event, type);
             return;
         }
-        Object t = type.threadField < 0 ? null : event.thread(type.threadField);
         int thread = -1;
-        if (t != null) {
-            Integer known = (Integer) event.memo(t, threadIndex);
+        if (type.threadKeys) {
+            long key = event.key(type.threadField);
+            Integer known = type.byThreadKey.get(key);
             if (known == null) {
-                known = threadIndex.get(t);
+                known = threadOf(profile, event, type);
+                type.byThreadKey.put(key, known);
             }
-            if (known == null) {
-                String name = event.threadName(t);
-                known = profile.thread(new Profile.ThreadInfo(name == null ? "" : name,
-                        Math.max(0, event.osThreadId(t)), Math.max(0, event.javaThreadId(t))));
-                if (threadIndex.size() >= MEMO_LIMIT) {
-                    threadIndex.clear();
-                }
-                threadIndex.put(t, known);
-            }
-            event.memo(t, threadIndex, known);
             thread = known;
+        } else if (type.threadField >= 0) {
+            thread = threadOf(profile, event, type);
         }
         long spanId = type.spanField < 0 ? 0 : event.getLong(type.spanField);
         long rootSpanId = type.rootField < 0 ? 0 : event.getLong(type.rootField);
@@ -521,6 +518,29 @@ public final class JfrProfileReader {
             }
         }
         add(profile, profile.sample(kind, stack, thread, spanId, rootSpanId, attributes), kind, event, type);
+    }
+
+    /** The profile's index of {@code event}'s thread, -1 when it names none. */
+    private Integer threadOf(Profile profile, Event event, SampleType type) {
+        Object t = event.thread(type.threadField);
+        if (t == null) {
+            return -1;
+        }
+        Integer known = (Integer) event.memo(t, threadIndex);
+        if (known == null) {
+            known = threadIndex.get(t);
+        }
+        if (known == null) {
+            String name = event.threadName(t);
+            known = profile.thread(new Profile.ThreadInfo(name == null ? "" : name,
+                    Math.max(0, event.osThreadId(t)), Math.max(0, event.javaThreadId(t))));
+            if (threadIndex.size() >= MEMO_LIMIT) {
+                threadIndex.clear();
+            }
+            threadIndex.put(t, known);
+        }
+        event.memo(t, threadIndex, known);
+        return known;
     }
 
     private void add(Profile profile, Profile.Sample s, EventKind kind, Event event, SampleType type) {
