@@ -248,6 +248,19 @@ final class JfrChunkReader {
         for (Type t : types.values()) {
             t.lazy = t.needed && t.kind == STRUCT && !t.event && !t.inPools;
         }
+        // By id in an array where the ids are small (they are: the writers number types from 0).
+        long maxId = 0;
+        for (Type t : types.values()) {
+            maxId = Math.max(maxId, t.id);
+        }
+        Type[] eventsById = maxId < (1 << 16) ? new Type[(int) maxId + 1] : null;
+        if (eventsById != null) {
+            for (Type t : types.values()) {
+                if (t.id >= 0 && events.get(t.id) != null) {
+                    eventsById[(int) t.id] = t;
+                }
+            }
+        }
         if (events.size() == 0) {
             return;
         }
@@ -261,7 +274,9 @@ final class JfrChunkReader {
                         + (chunkStart + start));
             }
             long typeId = readLong();
-            Type t = typeId > CHECKPOINT_TYPE ? events.get(typeId) : null;
+            Type t = typeId <= CHECKPOINT_TYPE ? null
+                    : eventsById != null ? (typeId < eventsById.length ? eventsById[(int) typeId] : null)
+                    : events.get(typeId);
             if (t != null) {
                 OwnEvent e = keep || t.reused == null ? new OwnEvent(t, this) : t.reused;
                 if (!keep) {

@@ -273,6 +273,13 @@ public final class JfrProfileReader {
         /** Whether its events name their thread by key ({@link Event#hasKey}); by that key, the profile's thread index. */
         final boolean threadKeys;
         final LongMap<Integer> byThreadKey = new LongMap<>();
+        /**
+         * Whether its samples differ by stack and thread alone (keys for both; no span ids or
+         * attributes: async-profiler's and the JDK's events): then by the pair of keys, the sample
+         * (or {@link #DROPPED}).
+         */
+        final boolean sampleKeys;
+        final LongPairMap<Object> bySampleKeys = new LongPairMap<>();
 
         SampleType(EventKind kind, Event type, List<String> attributeNames, Profile profile) {
             this.kind = kind;
@@ -306,6 +313,7 @@ public final class JfrProfileReader {
             spanField = type.field("spanId");
             rootField = type.field("localRootSpanId");
             stateField = type.field("state");
+            sampleKeys = stackKeys && threadKeys && spanField < 0 && rootField < 0 && attrFields.length == 0;
             int weight = type.field("weight");
             weightField = weight < 0 && kind.isTime() ? type.field("samples") : weight;
             sizeField = type.field("size");
@@ -346,8 +354,21 @@ public final class JfrProfileReader {
         }
 
         /** What {@code event}'s type holds, worked out at its type's first event; null for side events. */
+        /** The last event's type and what it holds: most events follow one of their own type. */
+        private Object lastType;
+        private SampleType lastSample;
+
         SampleType typeOf(Event event) {
             Object type = event.type();
+            if (type == lastType) {
+                return lastSample;
+            }
+            lastType = type;
+            lastSample = typeOfNew(event, type);
+            return lastSample;
+        }
+
+        private SampleType typeOfNew(Event event, Object type) {
             Object memo = event.memo(type, this);
             if (memo != null) {
                 return memo == NO_SAMPLES ? null : (SampleType) memo;
@@ -444,6 +465,21 @@ public final class JfrProfileReader {
             addSample(profile, kind, event, type, attrCount, stackId(profile, event));
             return;
         }
+        if (type.sampleKeys && !stacksOnly) {
+            long stackKey = event.stackKey();
+            long threadKey = event.key(type.threadField);
+            Object sample = type.bySampleKeys.get(stackKey, threadKey);
+            if (sample == null) {
+                Integer stack = stackByKey(profile, event, type, stackKey);
+                sample = stack == DROPPED ? DROPPED
+                        : profile.sample(kind, stack, threadByKey(profile, event, type, threadKey), 0, 0, null);
+                type.bySampleKeys.putNew(stackKey, threadKey, sample);
+            }
+            if (sample != DROPPED) {
+                add(profile, (Profile.Sample) sample, kind, event, type);
+            }
+            return;
+        }
         // The events of a chunk mostly repeat a few stack keys: what the first of a key found is kept
         // by the key, with no look-up of the trace in the chunk's pool per event.
         long key = event.stackKey();
@@ -458,6 +494,26 @@ public final class JfrProfileReader {
         } else {
             addSample(profile, kind, event, type, attrCount, (Integer) known);
         }
+    }
+
+    /** {@link #stackId} through the chunk's memo by stack-trace key. */
+    private Integer stackByKey(Profile profile, Event event, SampleType type, long key) {
+        Integer stack = (Integer) type.byStackKey.get(key);
+        if (stack == null) {
+            stack = stackId(profile, event);
+            type.byStackKey.put(key, stack);
+        }
+        return stack;
+    }
+
+    /** {@link #threadOf} through the chunk's memo by thread key. */
+    private Integer threadByKey(Profile profile, Event event, SampleType type, long key) {
+        Integer thread = type.byThreadKey.get(key);
+        if (thread == null) {
+            thread = threadOf(profile, event, type);
+            type.byThreadKey.put(key, thread);
+        }
+        return thread;
     }
 
     /** The profile's id of {@code event}'s stack, {@link #DROPPED} when the filter drops it. */
@@ -494,13 +550,7 @@ public final class JfrProfileReader {
         }
         int thread = -1;
         if (type.threadKeys) {
-            long key = event.key(type.threadField);
-            Integer known = type.byThreadKey.get(key);
-            if (known == null) {
-                known = threadOf(profile, event, type);
-                type.byThreadKey.put(key, known);
-            }
-            thread = known;
+            thread = threadByKey(profile, event, type, event.key(type.threadField));
         } else if (type.threadField >= 0) {
             thread = threadOf(profile, event, type);
         }
