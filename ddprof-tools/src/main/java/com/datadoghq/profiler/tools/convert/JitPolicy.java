@@ -12,15 +12,15 @@ import javax.management.ObjectName;
  * Keeps HotSpot's optimizing compiler (C2) out of a conversion's own JVM, leaving its methods to the
  * quick one (C1). A conversion is a run of a few seconds over one loop: C2 took about as much CPU
  * compiling it as the conversion itself and never paid that back, on recordings of 9 MB to 570 MB
- * (docs/benchmarks.md, "Conversion", session 24: CPU 35-45% less; docs/converters.md, "convert").
+ * (docs/benchmarks.md, "Conversion", session 24; docs/converters.md, "convert").
  *
  * <p>A JVM's flags cannot change once it runs, and {@code java -jar} passes none, so this adds a
  * compiler directive (JDK 9+: {@code c2: {Exclude: true}} for every method, as {@code jcmd PID
  * Compiler.directives_add FILE} would) through the JVM's own diagnostic-command MBean. A method C2
  * may not compile is compiled by C1 without profiling. Only for the {@code convert} command's own
  * process ({@code Main.main}), never for a caller that runs a conversion inside its JVM; and only
- * when the recordings are large enough for it to pay: starting the MBean server costs about 0.2 s of
- * CPU. Where the MBean or the directive is not there (another JVM), nothing changes.
+ * when the recordings are large enough for it to pay: starting the MBean server costs about 0.15 s
+ * of CPU. Where the MBean or the directive is not there (another JVM), nothing changes.
  */
 final class JitPolicy {
     /** Below this, the conversion is too short for the change to pay for the MBean server's start. */
