@@ -353,11 +353,11 @@ public final class JfrProfileReader {
             this.attributeNames = attributeNames;
         }
 
-        /** What {@code event}'s type holds, worked out at its type's first event; null for side events. */
         /** The last event's type and what it holds: most events follow one of their own type. */
         private Object lastType;
         private SampleType lastSample;
 
+        /** What {@code event}'s type holds, worked out at its type's first event; null for side events. */
         SampleType typeOf(Event event) {
             Object type = event.type();
             if (type == lastType) {
