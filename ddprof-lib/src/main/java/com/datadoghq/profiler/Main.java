@@ -58,10 +58,15 @@ public final class Main {
     }
 
     public static void main(String[] args) {
-        System.exit(run(args, System.out, System.err));
+        System.exit(run(args, System.out, System.err, true));
     }
 
     static int run(String[] args, PrintStream out, PrintStream err) {
+        return run(args, out, err, false);
+    }
+
+    /** {@code ownJvm}: the command is this JVM's whole run ({@link #main}), which a tool may tune. */
+    private static int run(String[] args, PrintStream out, PrintStream err, boolean ownJvm) {
         if (args == null || args.length == 0) {
             usage(err);
             return USAGE;
@@ -70,13 +75,13 @@ public final class Main {
         String[] rest = Arrays.copyOfRange(args, 1, args.length);
         switch (command) {
             case "demo":
-                return runTool(command, "com.datadoghq.profiler.tools.Demo", rest, err);
+                return runTool(command, "com.datadoghq.profiler.tools.Demo", rest, err, false);
             case "report":
-                return runTool(command, "com.datadoghq.profiler.tools.Report", rest, err);
+                return runTool(command, "com.datadoghq.profiler.tools.Report", rest, err, false);
             case "convert":
-                return runTool(command, "com.datadoghq.profiler.tools.convert.Convert", rest, err);
+                return runTool(command, "com.datadoghq.profiler.tools.convert.Convert", rest, err, ownJvm);
             case "attach":
-                return runTool(command, "com.datadoghq.profiler.tools.Attach", rest, err);
+                return runTool(command, "com.datadoghq.profiler.tools.Attach", rest, err, false);
             case "version":
             case "--version":
                 out.println(version());
@@ -190,10 +195,22 @@ public final class Main {
         return "unknown";
     }
 
-    private static int runTool(String command, String className, String[] args, PrintStream err) {
+    /** With {@code ownJvm}, the tool's {@code runOwnJvm} where it has one (its {@code run} otherwise). */
+    private static int runTool(String command, String className, String[] args, PrintStream err, boolean ownJvm) {
         Method run;
         try {
-            run = Class.forName(className).getMethod("run", String[].class);
+            Class<?> tool = Class.forName(className);
+            run = null;
+            if (ownJvm) {
+                try {
+                    run = tool.getMethod("runOwnJvm", String[].class);
+                } catch (NoSuchMethodException e) {
+                    // a tool that does not tune its JVM
+                }
+            }
+            if (run == null) {
+                run = tool.getMethod("run", String[].class);
+            }
         } catch (ClassNotFoundException e) {
             // The library jar alone: the tools are a separate artifact.
             err.println("'" + command + "' is in the tools jar, not the library: java -jar " + TOOLS_JAR + " "

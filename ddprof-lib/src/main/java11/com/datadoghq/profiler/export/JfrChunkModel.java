@@ -66,6 +66,10 @@ final class JfrChunkModel {
         int typeIndex = -1;
         /** Whether the asked-for events can reach values of this type (its pool is decoded). */
         boolean needed;
+        /** Whether a needed type other than an event's holds keys of this type. */
+        boolean inPools;
+        /** Its pool's entries are decoded when an event asks ({@link Undecoded}): only events refer to them. */
+        boolean lazy;
         final LongMap<Object> pool = new LongMap<>();
         /** The previous chunk's pool of this type, when the layout is the same. */
         LongMap<Object> previous = EMPTY_POOL;
@@ -169,6 +173,8 @@ final class JfrChunkModel {
         final Object[] objs;
         /** A pool entry's first byte in its chunk (the last chunk that held it). */
         int rawStart = -1;
+        /** How many bytes its encoding takes ({@link #rawStart}). */
+        int rawLength;
         /**
          * Whether the next chunk may take it over: not when it held a key only resolved into an
          * object (a string pool reference, an array of references), which the check cannot compare.
@@ -194,6 +200,17 @@ final class JfrChunkModel {
         long getLong(String name) {
             int i = type.field(name);
             return i < 0 ? 0 : asLong(type.fields[i], longs[i]);
+        }
+    }
+
+    /** A pool entry not decoded yet: where its bytes are in the chunk being read. */
+    static final class Undecoded {
+        int start;
+        final int length;
+
+        Undecoded(int start, int length) {
+            this.start = start;
+            this.length = length;
         }
     }
 
@@ -252,7 +269,9 @@ final class JfrChunkModel {
     static final class OwnEvent extends JfrEvents.Event {
         final Obj data;
         final JfrChunkReader reader;
+        /** {@link #startNanos}, worked out when first read ({@link JfrChunkReader#startNanos}). */
         long start;
+        boolean startKnown;
         private final int stackIndex;
 
         OwnEvent(Type type, JfrChunkReader reader) {
@@ -296,6 +315,10 @@ final class JfrChunkModel {
 
         @Override
         long startNanos() {
+            if (!startKnown) {
+                start = reader.startNanos(data);
+                startKnown = true;
+            }
             return start;
         }
 
@@ -320,7 +343,7 @@ final class JfrChunkModel {
         Object value(int i) {
             Object v = data.objs[i];
             Field f = data.type.fields[i];
-            return v == null && f.constantPool && !f.array ? f.type.pool.get(data.longs[i]) : data.get(i);
+            return v == null && f.constantPool && !f.array ? reader.entry(f.type, data.longs[i]) : data.get(i);
         }
 
         private Object value(String name) {
@@ -371,24 +394,53 @@ final class JfrChunkModel {
             return JfrChunkModel.text(value(name));
         }
 
-        /** The last stack trace read and its frames: a new trace is looked up once per event. */
+        /**
+         * This event's stack trace and its frames, looked up once per event (not per frame read): the
+         * reader clears {@link #traceRead} before handing the reused object the next event.
+         */
+        boolean traceRead;
         private Object trace;
-        private Object[] traceFrames = EMPTY;
+        private Object[] traceFrames;
 
         private Object[] frames() {
             Object t = stackTrace();
-            if (t != trace) {
-                trace = t;
+            Object[] frames = traceFrames;
+            if (frames == null) {
                 Object f = t instanceof Obj && ((Obj) t).type.framesIndex >= 0
                         ? ((Obj) t).objs[((Obj) t).type.framesIndex] : null;
-                traceFrames = f instanceof Object[] ? (Object[]) f : EMPTY;
+                traceFrames = frames = f instanceof Object[] ? (Object[]) f : EMPTY;
             }
-            return traceFrames;
+            return frames;
         }
 
         @Override
         Object stackTrace() {
-            return stackIndex < 0 ? null : value(stackIndex);
+            if (!traceRead) {
+                trace = stackIndex < 0 ? null : value(stackIndex);
+                traceFrames = null;
+                traceRead = true;
+            }
+            return trace;
+        }
+
+        @Override
+        boolean hasStackKey() {
+            return stackIndex >= 0 && data.type.fields[stackIndex].constantPool && !data.type.fields[stackIndex].array;
+        }
+
+        @Override
+        long stackKey() {
+            return data.longs[stackIndex];
+        }
+
+        @Override
+        boolean hasKey(int field) {
+            return data.type.fields[field].constantPool && !data.type.fields[field].array;
+        }
+
+        @Override
+        long key(int field) {
+            return data.longs[field];
         }
 
         @Override
@@ -396,32 +448,34 @@ final class JfrChunkModel {
             return frames().length;
         }
 
-        private Obj frame(int i) {
-            return (Obj) frames()[i];
+        @Override
+        Object frame(int i) {
+            return frames()[i];
         }
 
         @Override
-        Object frameMethod(int i) {
-            Obj f = frame(i);
-            Object m = f.type.methodIndex < 0 ? null : f.get(f.type.methodIndex);
+        Object frameMethod(Object frame) {
+            Obj f = (Obj) frame;
+            // A method is a constant-pool struct: resolved into objs (a value of another kind is not one).
+            Object m = f.type.methodIndex < 0 ? null : f.objs[f.type.methodIndex];
             return m instanceof Obj ? m : null;
         }
 
         @Override
-        int frameLine(int i) {
-            Obj f = frame(i);
+        int frameLine(Object frame) {
+            Obj f = (Obj) frame;
             return f.type.lineIndex < 0 ? -1 : (int) asLong(f.type.fields[f.type.lineIndex], f.longs[f.type.lineIndex]);
         }
 
         @Override
-        int frameBci(int i) {
-            Obj f = frame(i);
+        int frameBci(Object frame) {
+            Obj f = (Obj) frame;
             return f.type.field("bytecodeIndex") < 0 ? -1 : (int) f.getLong("bytecodeIndex");
         }
 
         @Override
-        String frameType(int i) {
-            Obj f = frame(i);
+        String frameType(Object frame) {
+            Obj f = (Obj) frame;
             return f.type.typeIndex < 0 ? null : JfrChunkModel.text(f.get(f.type.typeIndex));
         }
 

@@ -1,6 +1,7 @@
 package com.datadoghq.profiler.export;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
@@ -23,6 +24,7 @@ import com.datadoghq.profiler.export.JfrChunkModel.Obj;
 import com.datadoghq.profiler.export.JfrChunkModel.OwnEvent;
 import com.datadoghq.profiler.export.JfrChunkModel.Slot;
 import com.datadoghq.profiler.export.JfrChunkModel.Type;
+import com.datadoghq.profiler.export.JfrChunkModel.Undecoded;
 
 /**
  * A streaming reader of JFR files that decodes only what the converters read: per chunk its
@@ -170,6 +172,8 @@ final class JfrChunkReader {
                 }
                 try {
                     readChunk(limit, (int) metadata, header.getLong(16));
+                } catch (UncheckedIOException e) {
+                    throw e.getCause(); // an entry decoded on an event's demand (entry)
                 } catch (IndexOutOfBoundsException | IllegalArgumentException | ClassCastException
                          | NullPointerException e) {
                     // What a damaged chunk makes of the decoding (an index past the chunk, a value of
@@ -232,6 +236,31 @@ final class JfrChunkReader {
             }
         }
         stringType.needed = true;
+        // A pool only events refer to (stack traces, threads) is decoded entry by entry as events ask
+        // for them: a conversion of one kind decodes its own stacks, not every other kind's too.
+        for (Type t : types.values()) {
+            if (t.needed && !t.event) {
+                for (Field f : t.fields) {
+                    f.type.inPools |= f.constantPool;
+                }
+            }
+        }
+        for (Type t : types.values()) {
+            t.lazy = t.needed && t.kind == STRUCT && !t.event && !t.inPools;
+        }
+        // By id in an array where the ids are small (they are: the writers number types from 0).
+        long maxId = 0;
+        for (Type t : types.values()) {
+            maxId = Math.max(maxId, t.id);
+        }
+        Type[] eventsById = maxId < (1 << 16) ? new Type[(int) maxId + 1] : null;
+        if (eventsById != null) {
+            for (Type t : types.values()) {
+                if (t.id >= 0 && events.get(t.id) != null) {
+                    eventsById[(int) t.id] = t;
+                }
+            }
+        }
         if (events.size() == 0) {
             return;
         }
@@ -245,18 +274,31 @@ final class JfrChunkReader {
                         + (chunkStart + start));
             }
             long typeId = readLong();
-            Type t = typeId > CHECKPOINT_TYPE ? events.get(typeId) : null;
+            Type t = typeId <= CHECKPOINT_TYPE ? null
+                    : eventsById != null ? (typeId < eventsById.length ? eventsById[(int) typeId] : null)
+                    : events.get(typeId);
             if (t != null) {
                 OwnEvent e = keep || t.reused == null ? new OwnEvent(t, this) : t.reused;
                 if (!keep) {
                     t.reused = e;
                 }
                 readEventFields(e.data);
-                e.start = e.data.type.startIndex < 0 ? startNanos : nanos(e.data.longs[t.startIndex]);
+                e.traceRead = false;
+                // A kept event's time now, while this chunk's clock is the reader's; else when read.
+                e.startKnown = keep;
+                if (keep) {
+                    e.start = startNanos(e.data);
+                }
                 consumer.accept(e);
             }
             pos = (int) (start + eventSize);
         }
+    }
+
+    /** An event's start in epoch nanoseconds, by this chunk's clock (its start without a startTime). */
+    long startNanos(Obj event) {
+        int i = event.type.startIndex;
+        return i < 0 ? startNanos : nanos(event.longs[i]);
     }
 
     long nanos(long ticks) {
@@ -407,6 +449,9 @@ final class JfrChunkReader {
                             + typeId);
                 }
                 int count = count();
+                if (t.needed) {
+                    t.pool.reserve(t.pool.size() + count);
+                }
                 for (int i = 0; i < count; i++) {
                     long key = readLong();
                     Object before = t.needed && t.kind == STRUCT ? t.previous.get(key) : null;
@@ -414,18 +459,22 @@ final class JfrChunkReader {
                         skipValue(t);
                     } else if (before instanceof Obj && ((Obj) before).reusable) {
                         int start = pos;
-                        skipValue(t);
                         Obj o = (Obj) before;
-                        if (sameBytes(o.rawStart, start, pos - start)) {
+                        if (sameBytes(o.rawStart, start, o.rawLength)) {
+                            // The same bytes decode the same way, to the same end: no walk through them.
+                            pos = start + o.rawLength;
                             o.rawStart = start;
                             t.takenOver++;
                             t.pool.put(key, o);
                             takenOver.add(o);
                             takenOverKeys.add(key);
+                        } else if (t.lazy) {
+                            undecoded(t, key, null);
                         } else {
-                            pos = start;
                             decoded.add(decodeEntry(t, key));
                         }
+                    } else if (t.lazy) {
+                        undecoded(t, key, before instanceof Undecoded ? (Undecoded) before : null);
                     } else if (t.kind == STRING) {
                         Object s = readString(true);
                         if (s != null) {
@@ -462,6 +511,47 @@ final class JfrChunkReader {
         }
     }
 
+    /**
+     * Puts the entry at {@link #pos} into {@code t}'s pool undecoded ({@link #entry} decodes it when an
+     * event asks): as the previous chunk's {@code before} when its bytes are the same.
+     */
+    private void undecoded(Type t, long key, Undecoded before) throws IOException {
+        int start = pos;
+        if (before != null && sameBytes(before.start, start, before.length)) {
+            pos = start + before.length;
+            before.start = start;
+            t.takenOver++;
+            t.pool.put(key, before);
+        } else {
+            skipValue(t);
+            t.pool.put(key, new Undecoded(start, pos - start));
+        }
+    }
+
+    /** The entry of {@code key} in {@code t}'s pool of this chunk, decoded now if it was left {@link Undecoded}. */
+    Object entry(Type t, long key) {
+        Object v = t.pool.get(key);
+        // By class, not instanceof: C2 bets an instanceof on the classes it has seen there, and
+        // a chunk's first undecoded entry after many decoded ones would make it compile again.
+        return v != null && v.getClass() == Undecoded.class ? decode(t, key, (Undecoded) v) : v;
+    }
+
+    private Obj decode(Type t, long key, Undecoded u) {
+        int at = pos;
+        boolean saw = sawKey;
+        pos = u.start;
+        try {
+            Obj o = decodeEntry(t, key);
+            resolve(o);
+            return o;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } finally {
+            pos = at;
+            sawKey = saw;
+        }
+    }
+
     /** Decodes a pool entry at {@link #pos} into {@code t}'s pool. */
     private Obj decodeEntry(Type t, long key) throws IOException {
         int start = pos;
@@ -469,21 +559,15 @@ final class JfrChunkReader {
         sawKey = false;
         readFields(o, true);
         o.rawStart = start;
+        o.rawLength = pos - start;
         o.reusable = !sawKey;
         t.pool.put(key, o);
         return o;
     }
 
     private boolean sameBytes(int previousStart, int start, int length) {
-        if (previousStart < 0 || previousStart + length > previousBuf.length) {
-            return false;
-        }
-        for (int i = 0; i < length; i++) {
-            if (previousBuf[previousStart + i] != buf[start + i]) {
-                return false;
-            }
-        }
-        return true;
+        return previousStart >= 0 && previousStart + length <= previousBuf.length && start + length <= limit
+                && Arrays.equals(previousBuf, previousStart, previousStart + length, buf, start, start + length);
     }
 
     /**
@@ -630,7 +714,7 @@ final class JfrChunkReader {
         } else if (f.constantPool) {
             long key = readLong();
             o.longs[i] = key;
-            o.objs[i] = inPool ? null : f.type.pool.get(key);
+            o.objs[i] = inPool ? null : entry(f.type, key);
         } else {
             int kind = f.type.kind;
             if (kind == STRUCT) {
@@ -649,7 +733,7 @@ final class JfrChunkReader {
         if (f.constantPool) {
             long key = readLong();
             sawKey |= inPool;
-            return inPool ? new Key(f.type, key) : f.type.pool.get(key);
+            return inPool ? new Key(f.type, key) : entry(f.type, key);
         }
         int kind = f.type.kind;
         if (kind == STRUCT) {
@@ -790,8 +874,20 @@ final class JfrChunkReader {
         }
     }
 
-    /** An unsigned LEB128 integer of up to 64 bits: 7 bits a byte, the ninth byte whole. */
+    /**
+     * An unsigned LEB128 integer of up to 64 bits: 7 bits a byte, the ninth byte whole. A one-byte
+     * value (most type ids, sizes, small keys) here, short enough for the JIT to inline.
+     */
     private long readLong() {
+        byte x = buf[pos];
+        if (x >= 0) {
+            pos++;
+            return x;
+        }
+        return readLongBytes();
+    }
+
+    private long readLongBytes() {
         byte[] b = buf;
         int p = pos;
         long v = 0;

@@ -230,19 +230,48 @@ final class JfrEvents {
         /** The stack trace (an identity key), or null. */
         abstract Object stackTrace();
 
+        /**
+         * Whether {@link #stackKey} names this event's stack trace: the same key, the same trace, for
+         * the events of one {@link #type()} (a chunk's). The JDK's parser shows no keys.
+         */
+        boolean hasStackKey() {
+            return false;
+        }
+
+        /** The stack trace's constant-pool key ({@link #hasStackKey}). */
+        long stackKey() {
+            return 0;
+        }
+
+        /** Whether {@link #key} names field {@code field}'s constant-pool entry, as {@link #hasStackKey}. */
+        boolean hasKey(int field) {
+            return false;
+        }
+
+        /** Field {@code field}'s constant-pool key ({@link #hasKey}). */
+        long key(int field) {
+            return 0;
+        }
+
         /** The stack trace's frames, top first. */
         abstract int frameCount();
 
-        /** Frame {@code i}'s method (an identity key), or null. */
-        abstract Object frameMethod(int i);
+        /**
+         * Frame {@code i} (top first), read through the methods below: the trace is found once per
+         * frame, not again for each of its fields.
+         */
+        abstract Object frame(int i);
 
-        abstract int frameLine(int i);
+        /** The frame's method (an identity key), or null. */
+        abstract Object frameMethod(Object frame);
+
+        abstract int frameLine(Object frame);
 
         /** The frame's bytecode index; -1 when not recorded. */
-        abstract int frameBci(int i);
+        abstract int frameBci(Object frame);
 
         /** "Interpreted", "JIT compiled", "Inlined", "Native", ...; null when not recorded. */
-        abstract String frameType(int i);
+        abstract String frameType(Object frame);
 
         /** The method's class in Java form, as recorded; empty when class-less. */
         abstract String className(Object method);
@@ -383,23 +412,29 @@ final class JfrEvents {
         }
 
         @Override
-        Object frameMethod(int i) {
-            return frames.get(i).getMethod();
+        Object frame(int i) {
+            stackTrace();
+            return frames.get(i);
         }
 
         @Override
-        int frameLine(int i) {
-            return frames.get(i).getLineNumber();
+        Object frameMethod(Object frame) {
+            return ((RecordedFrame) frame).getMethod();
         }
 
         @Override
-        int frameBci(int i) {
-            return frames.get(i).getBytecodeIndex();
+        int frameLine(Object frame) {
+            return ((RecordedFrame) frame).getLineNumber();
         }
 
         @Override
-        String frameType(int i) {
-            return frames.get(i).getType();
+        int frameBci(Object frame) {
+            return ((RecordedFrame) frame).getBytecodeIndex();
+        }
+
+        @Override
+        String frameType(Object frame) {
+            return ((RecordedFrame) frame).getType();
         }
 
         @Override

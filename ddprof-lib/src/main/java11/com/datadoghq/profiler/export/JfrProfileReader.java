@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Consumer;
 
 
 import com.datadoghq.profiler.export.JfrEvents.Event;
@@ -201,11 +202,14 @@ public final class JfrProfileReader {
         stacks.clear();
         methods.clear();
         threadIndex.clear();
-        // The epochs may follow the samples they describe in a chunk: a pass of their own.
-        epochs = kinds.contains(EventKind.WALL) ? WallEpochs.read(file) : WallEpochs.NONE;
-        // Which types the file declares: only needed to tell jdk.ExecutionSample copies of CPU
-        // samples (jdksamples) and the JDK's own period settings apart; the metadata alone is read.
+        // Which types the file declares: to tell jdk.ExecutionSample copies of CPU samples
+        // (jdksamples) and the JDK's own period settings apart, and whether there are wall epochs;
+        // the metadata alone is read.
         Map<Long, String> typeNames = JfrEvents.eventTypes(file);
+        // The epochs may follow the samples they describe in a chunk: a pass of their own, when the
+        // recording declares them (async-profiler's and the JDK's do not).
+        epochs = kinds.contains(EventKind.WALL) && typeNames.containsValue(WallEpochs.EVENT) ? WallEpochs.read(file)
+                : WallEpochs.NONE;
         boolean datadogCpu = typeNames.containsValue("datadog.ExecutionSample");
         Set<String> wanted = new HashSet<>(Arrays.asList(PROFILER_CONFIG, ACTIVE_SETTING, TRACE_LINK, JVM_INFORMATION));
         for (EventKind k : leaks ? EnumSet.of(EventKind.MALLOC) : kinds) {
@@ -222,7 +226,9 @@ public final class JfrProfileReader {
         Progress progress = progressOut == null ? null
                 : new Progress(progressOut, "convert", profile.startNanos, profile.endNanos);
         try {
-            JfrEvents.forEach(file, wanted, leaks, progress == null ? pass::accept : e -> {
+            // The pass itself when there is no progress line: no lambda between the reader and it
+            // for C2 to compile the per-event code into a second time.
+            JfrEvents.forEach(file, wanted, leaks, progress == null ? pass : e -> {
                 progress.event(e.startNanos());
                 pass.accept(e);
             });
@@ -257,10 +263,28 @@ public final class JfrProfileReader {
         final int sizeField;
         /** The profile's count of this type's events ({@link Profile#eventTypes}). */
         final long[] events;
+        /** Whether its events name their stack trace by key ({@link Event#hasStackKey}). */
+        final boolean stackKeys;
+        /**
+         * By stack-trace key, what {@link #addSample} made of it: the stack's id, {@link #DROPPED}, or
+         * with {@link #stacksOnly} the sample. A type object, and so this, is one chunk's, as its keys.
+         */
+        final LongMap<Object> byStackKey = new LongMap<>();
+        /** Whether its events name their thread by key ({@link Event#hasKey}); by that key, the profile's thread index. */
+        final boolean threadKeys;
+        final LongMap<Integer> byThreadKey = new LongMap<>();
+        /**
+         * Whether its samples differ by stack and thread alone (keys for both; no span ids or
+         * attributes: async-profiler's and the JDK's events): then by the pair of keys, the sample
+         * (or {@link #DROPPED}).
+         */
+        final boolean sampleKeys;
+        final LongPairMap<Object> bySampleKeys = new LongPairMap<>();
 
         SampleType(EventKind kind, Event type, List<String> attributeNames, Profile profile) {
             this.kind = kind;
             this.events = profile.eventCounter(kind, type.typeName());
+            this.stackKeys = type.hasStackKey();
             List<String> names = new ArrayList<>();
             boolean after = false;
             String thread = null;
@@ -285,9 +309,11 @@ public final class JfrProfileReader {
                 attrSlots[i] = at;
             }
             threadField = thread == null ? -1 : type.field(thread);
+            threadKeys = threadField >= 0 && type.hasKey(threadField);
             spanField = type.field("spanId");
             rootField = type.field("localRootSpanId");
             stateField = type.field("state");
+            sampleKeys = stackKeys && threadKeys && spanField < 0 && rootField < 0 && attrFields.length == 0;
             int weight = type.field("weight");
             weightField = weight < 0 && kind.isTime() ? type.field("samples") : weight;
             sizeField = type.field("size");
@@ -311,7 +337,7 @@ public final class JfrProfileReader {
     }
 
     /** One read of a file: its events in, the profile out. */
-    private final class Pass {
+    private final class Pass implements Consumer<Event> {
         final Profile profile;
         final Map<Long, String> typeNames;
         final List<String> attributeNames;
@@ -327,9 +353,22 @@ public final class JfrProfileReader {
             this.attributeNames = attributeNames;
         }
 
+        /** The last event's type and what it holds: most events follow one of their own type. */
+        private Object lastType;
+        private SampleType lastSample;
+
         /** What {@code event}'s type holds, worked out at its type's first event; null for side events. */
         SampleType typeOf(Event event) {
             Object type = event.type();
+            if (type == lastType) {
+                return lastSample;
+            }
+            lastType = type;
+            lastSample = typeOfNew(event, type);
+            return lastSample;
+        }
+
+        private SampleType typeOfNew(Event event, Object type) {
             Object memo = event.memo(type, this);
             if (memo != null) {
                 return memo == NO_SAMPLES ? null : (SampleType) memo;
@@ -344,7 +383,8 @@ public final class JfrProfileReader {
             return t;
         }
 
-        void accept(Event event) {
+        @Override
+        public void accept(Event event) {
             SampleType sample = typeOf(event);
             if (sample == null) {
                 if (leaks && NATIVE_MEMORY_FREE.equals(event.typeName())) {
@@ -421,6 +461,63 @@ public final class JfrProfileReader {
     static final int MEMO_LIMIT = 1 << 16;
 
     private void addSample(Profile profile, EventKind kind, Event event, SampleType type, int attrCount) {
+        if (!type.stackKeys) {
+            addSample(profile, kind, event, type, attrCount, stackId(profile, event));
+            return;
+        }
+        if (type.sampleKeys && !stacksOnly) {
+            long stackKey = event.stackKey();
+            long threadKey = event.key(type.threadField);
+            Object sample = type.bySampleKeys.get(stackKey, threadKey);
+            if (sample == null) {
+                Integer stack = stackByKey(profile, event, type, stackKey);
+                sample = stack == DROPPED ? DROPPED
+                        : profile.sample(kind, stack, threadByKey(profile, event, type, threadKey), 0, 0, null);
+                type.bySampleKeys.putNew(stackKey, threadKey, sample);
+            }
+            if (sample != DROPPED) {
+                add(profile, (Profile.Sample) sample, kind, event, type);
+            }
+            return;
+        }
+        // The events of a chunk mostly repeat a few stack keys: what the first of a key found is kept
+        // by the key, with no look-up of the trace in the chunk's pool per event.
+        long key = event.stackKey();
+        Object known = type.byStackKey.get(key);
+        if (known == null) {
+            Integer stack = stackId(profile, event);
+            known = stack == DROPPED || !stacksOnly ? stack : profile.sample(kind, stack, -1, 0, 0, null);
+            type.byStackKey.put(key, known);
+        }
+        if (known instanceof Profile.Sample) {
+            add(profile, (Profile.Sample) known, kind, event, type);
+        } else {
+            addSample(profile, kind, event, type, attrCount, (Integer) known);
+        }
+    }
+
+    /** {@link #stackId} through the chunk's memo by stack-trace key. */
+    private Integer stackByKey(Profile profile, Event event, SampleType type, long key) {
+        Integer stack = (Integer) type.byStackKey.get(key);
+        if (stack == null) {
+            stack = stackId(profile, event);
+            type.byStackKey.put(key, stack);
+        }
+        return stack;
+    }
+
+    /** {@link #threadOf} through the chunk's memo by thread key. */
+    private Integer threadByKey(Profile profile, Event event, SampleType type, long key) {
+        Integer thread = type.byThreadKey.get(key);
+        if (thread == null) {
+            thread = threadOf(profile, event, type);
+            type.byThreadKey.put(key, thread);
+        }
+        return thread;
+    }
+
+    /** The profile's id of {@code event}'s stack, {@link #DROPPED} when the filter drops it. */
+    private Integer stackId(Profile profile, Event event) {
         Object trace = event.stackTrace();
         Integer stack = trace == null ? null : (Integer) event.memo(trace, stacks);
         if (stack == null) {
@@ -439,6 +536,11 @@ public final class JfrProfileReader {
                 event.memo(trace, stacks, stack);
             }
         }
+        return stack;
+    }
+
+    private void addSample(Profile profile, EventKind kind, Event event, SampleType type, int attrCount,
+                           Integer stack) {
         if (stack == DROPPED) {
             return;
         }
@@ -446,24 +548,11 @@ public final class JfrProfileReader {
             add(profile, profile.sample(kind, stack, -1, 0, 0, null), kind, event, type);
             return;
         }
-        Object t = type.threadField < 0 ? null : event.thread(type.threadField);
         int thread = -1;
-        if (t != null) {
-            Integer known = (Integer) event.memo(t, threadIndex);
-            if (known == null) {
-                known = threadIndex.get(t);
-            }
-            if (known == null) {
-                String name = event.threadName(t);
-                known = profile.thread(new Profile.ThreadInfo(name == null ? "" : name,
-                        Math.max(0, event.osThreadId(t)), Math.max(0, event.javaThreadId(t))));
-                if (threadIndex.size() >= MEMO_LIMIT) {
-                    threadIndex.clear();
-                }
-                threadIndex.put(t, known);
-            }
-            event.memo(t, threadIndex, known);
-            thread = known;
+        if (type.threadKeys) {
+            thread = threadByKey(profile, event, type, event.key(type.threadField));
+        } else if (type.threadField >= 0) {
+            thread = threadOf(profile, event, type);
         }
         long spanId = type.spanField < 0 ? 0 : event.getLong(type.spanField);
         long rootSpanId = type.rootField < 0 ? 0 : event.getLong(type.rootField);
@@ -481,23 +570,71 @@ public final class JfrProfileReader {
         add(profile, profile.sample(kind, stack, thread, spanId, rootSpanId, attributes), kind, event, type);
     }
 
+    /** The profile's index of {@code event}'s thread, -1 when it names none. */
+    private Integer threadOf(Profile profile, Event event, SampleType type) {
+        Object t = event.thread(type.threadField);
+        if (t == null) {
+            return -1;
+        }
+        Integer known = (Integer) event.memo(t, threadIndex);
+        if (known == null) {
+            known = threadIndex.get(t);
+        }
+        if (known == null) {
+            String name = event.threadName(t);
+            known = profile.thread(new Profile.ThreadInfo(name == null ? "" : name,
+                    Math.max(0, event.osThreadId(t)), Math.max(0, event.javaThreadId(t))));
+            if (threadIndex.size() >= MEMO_LIMIT) {
+                threadIndex.clear();
+            }
+            threadIndex.put(t, known);
+        }
+        event.memo(t, threadIndex, known);
+        return known;
+    }
+
     private void add(Profile profile, Profile.Sample s, EventKind kind, Event event, SampleType type) {
         s.count++;
         type.events[0]++;
         long v = type.value(event);
         s.value += v;
-        long nanos = event.startNanos();
-        s.scaled += kind == EventKind.WALL ? v * epochs.factorAt(nanos) : v;
-        s.firstNanos = Math.min(s.firstNanos, nanos);
-        s.lastNanos = Math.max(s.lastNanos, nanos);
-        profile.atTime(s, nanos, v);
+        // The event's time only where something reads it (a ticks-to-nanoseconds division each).
+        s.scaled += kind == EventKind.WALL && epochs != WallEpochs.NONE ? v * epochs.factorAt(event.startNanos()) : v;
+        if (profile.bucketNanos > 0) {
+            profile.atTime(s, event.startNanos(), v);
+        }
     }
 
-    /** The profile's frame indices of {@code trace}, root last; null if the filter drops it. */
+    /**
+     * The profile's frame indices of {@code trace}, root last; null if the filter drops it.
+     *
+     * <p>One method, the frames named in its loop: it runs once per distinct stack, beside the
+     * per-event code that calls it, and at over 325 bytes of bytecode (HotSpot's FreqInlineSize, the
+     * same on JDK 11 to 25) C2 compiles it on its own rather than into that caller: the per-event code
+     * stays small to compile (docs/benchmarks.md, "Conversion", session 24).
+     */
     private int[] stackOf(Profile profile, Event event, boolean hasTrace) {
-        Profile.Frame[] frames = new Profile.Frame[hasTrace ? event.frameCount() : 0];
-        for (int i = 0; i < frames.length; i++) {
-            frames[i] = frame(event, i);
+        int n = hasTrace ? event.frameCount() : 0;
+        Profile.Frame[] frames = new Profile.Frame[n];
+        for (int i = 0; i < n; i++) {
+            Object f = event.frame(i);
+            String type = event.frameType(f);
+            Object m = event.frameMethod(f);
+            // The method's names once per method; the line and type are the frame's own.
+            Profile.Frame named = NO_METHOD;
+            if (m != null) {
+                named = (Profile.Frame) event.memo(m, methods);
+                if (named == null) {
+                    named = methods.get(m);
+                    if (named == null) {
+                        named = nameOf(event, m);
+                    }
+                    event.memo(m, methods, named);
+                }
+            }
+            frames[i] = new Profile.Frame(named.className, named.method, named.descriptor,
+                    m == null ? 0 : Math.max(0, event.frameLine(f)), type == null ? "" : type,
+                    bytecodeIndexes && m != null ? event.frameBci(f) : 0);
         }
         if (!filter.keepsEverything()) {
             List<String> names = new ArrayList<>(frames.length);
@@ -513,16 +650,6 @@ public final class JfrProfileReader {
             stack[i] = profile.frame(frames[i]);
         }
         return stack;
-    }
-
-    private Profile.Frame frame(Event event, int i) {
-        String type = event.frameType(i);
-        Object m = event.frameMethod(i);
-        // The method's names once per method; the line and type are the frame's own.
-        Profile.Frame named = m == null ? NO_METHOD : named(event, m);
-        return new Profile.Frame(named.className, named.method, named.descriptor,
-                m == null ? 0 : Math.max(0, event.frameLine(i)), type == null ? "" : type,
-                bytecodeIndexes && m != null ? event.frameBci(i) : 0);
     }
 
     private static final Profile.Frame NO_METHOD = new Profile.Frame("", "<no method>", "", 0, "");

@@ -44,6 +44,28 @@ final class LongMap<V> {
         }
     }
 
+    /** Makes room for {@code n} entries in all, so a pool of known count is not grown step by step. */
+    void reserve(int n) {
+        int capacity = keys.length;
+        while (capacity < n * 2 && capacity < (1 << 30)) {
+            capacity *= 2;
+        }
+        if (capacity > keys.length) {
+            long[] oldKeys = keys;
+            Object[] oldValues = values;
+            keys = new long[capacity];
+            values = new Object[capacity];
+            size = 0;
+            for (int i = 0; i < oldKeys.length; i++) {
+                if (oldValues[i] != null) {
+                    @SuppressWarnings("unchecked")
+                    V v = (V) oldValues[i];
+                    put(oldKeys[i], v);
+                }
+            }
+        }
+    }
+
     int size() {
         return size;
     }
@@ -61,18 +83,7 @@ final class LongMap<V> {
     }
 
     private void grow() {
-        long[] oldKeys = keys;
-        Object[] oldValues = values;
-        keys = new long[oldKeys.length * 2];
-        values = new Object[oldValues.length * 2];
-        size = 0;
-        for (int i = 0; i < oldKeys.length; i++) {
-            if (oldValues[i] != null) {
-                @SuppressWarnings("unchecked")
-                V v = (V) oldValues[i];
-                put(oldKeys[i], v);
-            }
-        }
+        reserve(keys.length);
     }
 
     private static int slot(long key) {

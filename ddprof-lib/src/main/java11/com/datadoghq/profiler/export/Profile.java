@@ -128,9 +128,6 @@ public final class Profile {
          * intervals of wall time the samples stand for. Equal to {@code value} for the other kinds.
          */
         public double scaled;
-        /** Earliest and latest event time (epoch nanoseconds). */
-        public long firstNanos = Long.MAX_VALUE;
-        public long lastNanos = Long.MIN_VALUE;
         /**
          * With {@link Profile#bucketNanos} set: (time bucket, value) pairs in the order the events came,
          * a bucket repeated where events of other samples came between; {@link #timeline()} merges them.

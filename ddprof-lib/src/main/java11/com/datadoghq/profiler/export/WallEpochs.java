@@ -40,7 +40,7 @@ final class WallEpochs {
             long durationMs = e.hasField("duration") ? e.getLong("duration") : 0;
             fromEnd.put(start + durationMs * 1_000_000L, ok > 0 && pool > ok ? (double) pool / ok : 1.0);
         });
-        return new WallEpochs(fromEnd);
+        return fromEnd.isEmpty() ? NONE : new WallEpochs(fromEnd);
     }
 
     /** The number of threads a wall sample taken at {@code nanos} stands for (1 when unknown). */

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -151,6 +152,35 @@ class ConvertTest {
      * that is neither a recording nor an output name (a .jfr that does not exist) is a usage error, and
      * a later argument after the output too.
      */
+    /**
+     * A recording of 8 MB or more, converted by the command's own JVM, which then keeps C2 out of
+     * itself (a compiler directive, {@code convert/JitPolicy.java}): the same stacks as the recording
+     * it repeats, each worth as many times more as there are copies, and standard output holds the
+     * profile alone (a pipe reads it).
+     */
+    @Test
+    void largeRecordingConvertsAlikeInItsOwnJvm() throws Exception {
+        byte[] once = Files.readAllBytes(jfr);
+        int copies = (int) ((8L << 20) / once.length) + 2;
+        Path large = dir.resolve("large.jfr");
+        try (OutputStream out = Files.newOutputStream(large)) {
+            for (int i = 0; i < copies; i++) {
+                out.write(once);
+            }
+        }
+        ChildJvm.Result single = convert("--to", "collapsed", jfr.toString(), "-");
+        assertEquals(0, single.exitCode, single.describe());
+        ChildJvm.Result repeated = convert("--to", "collapsed", large.toString(), "-");
+        assertEquals(0, repeated.exitCode, repeated.describe());
+        StringBuilder expected = new StringBuilder();
+        for (String line : single.stdout.split("\n")) {
+            int space = line.lastIndexOf(' ');
+            expected.append(line, 0, space + 1).append(Long.parseLong(line.substring(space + 1)) * copies).append('\n');
+        }
+        assertTrue(expected.length() > 0, "nothing converted");
+        assertEquals(expected.toString(), repeated.stdout, copies + " copies of " + once.length + " bytes");
+    }
+
     @Test
     void severalRecordingsAreOneProfile() throws Exception {
         Path copy = dir.resolve("copy.jfr");

@@ -117,7 +117,19 @@ public final class Convert {
         return run(args, System.out, System.err);
     }
 
+    /**
+     * {@link #run} as the command of its own JVM ({@code Main.main}, which exits after it): may also
+     * set how that JVM compiles ({@link JitPolicy}).
+     */
+    public static int runOwnJvm(String... args) {
+        return run(args, System.out, System.err, true);
+    }
+
     static int run(String[] args, PrintStream stdout, PrintStream err) {
+        return run(args, stdout, err, false);
+    }
+
+    private static int run(String[] args, PrintStream stdout, PrintStream err, boolean ownJvm) {
         if (args.length == 0) {
             err.println(USAGE);
             return 2;
@@ -273,6 +285,9 @@ public final class Convert {
             if (problem != 0) {
                 return problem;
             }
+        }
+        if (ownJvm) {
+            JitPolicy.forConversionOf(in);
         }
         Profile profile;
         Profile base = null;
