@@ -25,6 +25,21 @@ class ContextWriter {
      */
     static volatile boolean otelReaders = "always".equals(System.getProperty("ddprof.otelThreadRecord"));
 
+    /**
+     * Whether a JNI write has been made to any thread's record: set before the first (a virtual
+     * thread writes its carrier's record), never cleared. Until then no in-place writer's record
+     * can have been written by anyone else, and {@code DirectContextWriter} leaves out its check
+     * of the record's native write count, one access to native memory on every call.
+     */
+    static volatile boolean jniWrote;
+
+    /** Before each native write of this (JNI) writer: {@link #jniWrote}. */
+    private static void jniWriting() {
+        if (!jniWrote) {
+            jniWrote = true;
+        }
+    }
+
     /** A process context is about to be published: the thread records get their entries from now on. */
     static void otelReadersExist() {
         otelReaders = true;
@@ -99,6 +114,7 @@ class ContextWriter {
     /** Span activation; an entry is {@code null} to skip its slot. */
     void setTrace(long root, long span, long traceHi, long traceLo,
                   int slot0, ContextValueCache.Entry e0, int slot1, ContextValueCache.Entry e1) {
+        jniWriting();
         JavaProfiler.setTraceContext0(root, span, traceHi, traceLo,
                 e0 == null ? -1 : slot0, e0 == null ? 0 : e0.encoding, e0 == null ? null : e0.utf8,
                 e0 == null ? 0 : e0.utf8.length,
@@ -107,10 +123,12 @@ class ContextWriter {
     }
 
     void clearTrace() {
+        jniWriting();
         JavaProfiler.clearTraceContext0();
     }
 
     boolean setValue(int slot, ContextValueCache.Entry e) {
+        jniWriting();
         return JavaProfiler.setContextValue0(slot, e.encoding, e.utf8, e.utf8.length);
     }
 
@@ -132,16 +150,19 @@ class ContextWriter {
     }
 
     void clearValue(int slot) {
+        jniWriting();
         JavaProfiler.clearContextValue0(slot);
     }
 
     /** The released tracers' {@code setContext(spanId, rootSpanId)}. */
     void setSpanLegacy(long span, long root) {
+        jniWriting();
         JavaProfiler.setContext0(span, root);
     }
 
     /** The released tracers' {@code setContextValue(offset, encoding)}; any offset. */
     void setEncodingLegacy(int offset, int encoding) {
+        jniWriting();
         JavaProfiler.setContextEncoding0(offset, encoding);
     }
 

@@ -275,9 +275,14 @@ final class DirectContextWriter extends ContextWriter {
     /**
      * Called first by every operation: if a native writer wrote the record since this writer's
      * last call (a virtual thread on this carrier), makes the record what the mirrors say again.
-     * One load and a compare when nothing else wrote.
+     * One load and a compare when nothing else wrote; nothing before any JNI write was made in
+     * this process ({@link ContextWriter#jniWrote}: the JNI writer sets it before its native call,
+     * on the OS thread whose record it writes, so this thread's next call sees it).
      */
     private void sync() {
+        if (!jniWrote) {
+            return;
+        }
         long n = load8(NATIVE_WRITES);
         if (n != nativeWrites) {
             restore(n);

@@ -38,6 +38,12 @@ class ContextForeignWriteTest {
 
     @Test
     void aWriteAfterAJniWriteStoresItsWholeContext(JavaProfiler p) throws Throwable {
+        // The attributes are read back from the record's entries, which the in-place writer
+        // stores once a reader can exist: turn them on as a publication of the process context
+        // does (the tracer's default; another test of this JVM may have published already).
+        Method readers = Class.forName("com.datadoghq.profiler.ContextWriter").getDeclaredMethod("otelReadersExist");
+        readers.setAccessible(true);
+        readers.invoke(null);
         List<String> failures = new ArrayList<>();
         onFreshThread(() -> {
             assertEquals("direct", Diagnostics.contextWriterKind());
@@ -141,6 +147,12 @@ class ContextForeignWriteTest {
         register.setAccessible(true);
         int encoding = (int) register.invoke(JavaProfiler.getInstance(), value);
         assertFalse(encoding <= 0, "registered " + value);
+        // As the JNI writer does before its native call (the virtual thread's case below goes
+        // through it).
+        java.lang.reflect.Field jniWrote = Class.forName("com.datadoghq.profiler.ContextWriter")
+                .getDeclaredField("jniWrote");
+        jniWrote.setAccessible(true);
+        jniWrote.setBoolean(null, true);
         m.invoke(null, root, span, traceHi, traceLo, slot, encoding, utf8, utf8.length, -1, 0, null, 0);
     }
 
