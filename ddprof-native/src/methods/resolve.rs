@@ -209,7 +209,7 @@ impl Resolver {
             return None;
         }
         let m = method_id as jni::sys::jmethodID;
-        let (holder, ahead) = match self.ahead.remove(method_id) {
+        let (holder, mut ahead) = match self.ahead.remove(method_id) {
             Some(AheadParts {
                 class: Some((class_name, entry_point)),
                 parts,
@@ -224,7 +224,6 @@ impl Resolver {
                 None,
             ),
         };
-        let mut ahead = ahead;
         // A class this dump already holds a reference of (`class_names`): no JVMTI call. The
         // reference keeps the class loaded, and the parts are taken only for that class (read
         // ahead: its `Klass*` is the holder they were read with; read now: the checks of
