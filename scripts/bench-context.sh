@@ -13,11 +13,13 @@
 # ("Context writes").
 #
 #   bash scripts/bench-context.sh [--no-build] [--jdks=/jdk/home,...] [--upstream=VERSION|none]
-#                                 [--out=DIR] [-- extra JMH arguments]
+#                                 [--protocol] [--out=DIR] [-- extra JMH arguments]
 #
 # --jdks       JDK homes to run on (default: the JDK 17 and 25 of .jdks/env.sh, from
 #              scripts/install-jdks.sh, else $JAVA_HOME or `java` on PATH alone)
 # --upstream   the com.datadoghq:ddprof version to compare with (default 1.22.0); none skips it
+# --protocol   instead, ContextProtocolBenchmark alone on each JDK: the record protocols' price through a
+#              direct buffer, no profiler loaded (upstream's three stores, our valid round trip, ...)
 # --out        keep JMH's CSV files there (default: a temporary directory, removed at exit)
 # JMH defaults here: -wi 3 -w 500ms -i 8 -r 500ms -f 1 (about 6 s per benchmark, 12 benchmarks
 # per JDK: ~2.5 minutes for two JDKs). Anything after -- goes to both JMH invocations, e.g.
@@ -32,6 +34,7 @@ main() {
   build=1
   jdks=""
   upstream="1.22.0"
+  protocol=0
   out=""
   jmh_extra=()
   local flag_value
@@ -40,6 +43,7 @@ main() {
       --no-build) build=0 ;;
       --jdks=*) jdks="${1#--jdks=}" ;;
       --upstream=*) upstream="${1#--upstream=}" ;;
+      --protocol) protocol=1 ;;
       --out=*) out="${1#--out=}" ;;
       --) shift; jmh_extra=("$@"); break ;;
       -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
@@ -77,6 +81,11 @@ main() {
     -Dmdep.outputFile="$BENCH_SNAP/jmh.cp" >/dev/null
   jmh_cp="$(tr ':' '\n' <"$BENCH_SNAP/jmh.cp" | grep -v -e '/com/datadoghq/ddprof/' -e '/ddprof-lib/target/' | paste -sd: -)"
   ours_cp="$BENCH_SNAP/ddprof-bench.jar:$BENCH_SNAP/ddprof.jar:$jmh_cp"
+  ours_pattern='com\.datadoghq\.profiler\.bench\.(Legacy)?ContextBenchmark\.'
+  if [ "$protocol" = 1 ]; then
+    upstream=none
+    ours_pattern='com\.datadoghq\.profiler\.bench\.ContextProtocolBenchmark\.'
+  fi
   if [ "$upstream" != none ]; then
     mvn -q org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy \
       -Dartifact="com.datadoghq:ddprof:$upstream" -DoutputDirectory="$BENCH_SNAP" >/dev/null
@@ -107,7 +116,7 @@ main() {
     echo "=== JDK $version ($home): ddprof, load $(cut -d' ' -f1-3 /proc/loadavg)"
     "$java" -cp "$ours_cp" org.openjdk.jmh.Main "${jmh_opts[@]}" -jvm "$java" \
       -rf csv -rff "$out/ddprof-$tag.csv" \
-      'com\.datadoghq\.profiler\.bench\.(Legacy)?ContextBenchmark\.' | grep -E '^(Benchmark|Context|Legacy|# (Benchmark|VM version):)' || true
+      "$ours_pattern" | grep -E '^(Benchmark|Context|Legacy|# (Benchmark|VM version):)' || true
     [ -s "$out/ddprof-$tag.csv" ] || { echo "bench-context.sh: no results from the ddprof run" >&2; exit 1; }
     results+=("$version|ddprof|$out/ddprof-$tag.csv")
     if [ "$upstream" != none ]; then
