@@ -337,9 +337,15 @@ impl Counter {
     pub fn set(self, n: i64) {
         self.slot().store(n, Ordering::Relaxed);
     }
+    /// Raises the counter to `n` if `n` is greater. A plain load first: `fetch_max` is a
+    /// compare-and-swap loop that takes the cache line for writing even when nothing changes,
+    /// and the signal handler calls this on every sample from every CPU.
     #[inline]
     pub fn max(self, n: i64) {
-        self.slot().fetch_max(n, Ordering::Relaxed);
+        let slot = self.slot();
+        if n > slot.load(Ordering::Relaxed) {
+            slot.fetch_max(n, Ordering::Relaxed);
+        }
     }
     pub fn get(self) -> i64 {
         self.slot().load(Ordering::Relaxed)

@@ -130,12 +130,21 @@ final class ContextValueCache {
      *         {@link #MAX_VALUE_BYTES} UTF-8 bytes, or a full dictionary
      */
     Entry resolve(CharSequence value) {
+        return resolve(value, currentEpoch());
+    }
+
+    /**
+     * {@link #resolve(CharSequence)} with the dictionary's current epoch given: a context writer
+     * reads it in place where it can ({@link ContextWriter#dictionaryEpoch}), cheaper than
+     * {@link #currentEpoch()}'s buffer.
+     */
+    Entry resolve(CharSequence value, int epoch) {
         if (value == null) {
             return null;
         }
         int h = value instanceof String ? value.hashCode() : stringHash(value);
         Entry e = entries[h & (SLOTS - 1)];
-        if (e != null && (e.key == value || e.key.contentEquals(value)) && e.epoch == currentEpoch()) {
+        if (e != null && (e.key == value || e.key.contentEquals(value)) && e.epoch == epoch) {
             return e;
         }
         return register(value.toString(), h & (SLOTS - 1));

@@ -111,6 +111,14 @@ class ContextWriter {
         return "jni";
     }
 
+    /**
+     * The context dictionary's current epoch, which every value this writer is given must be of
+     * ({@link ContextValueCache#resolve(CharSequence, int)}).
+     */
+    int dictionaryEpoch() {
+        return ContextValueCache.currentEpoch();
+    }
+
     /** Span activation; an entry is {@code null} to skip its slot. */
     void setTrace(long root, long span, long traceHi, long traceLo,
                   int slot0, ContextValueCache.Entry e0, int slot1, ContextValueCache.Entry e1) {
@@ -138,8 +146,9 @@ class ContextWriter {
      */
     int setValues(int[] slots, CharSequence[] values, int count, ContextValueCache cache) {
         int written = 0;
+        int epoch = dictionaryEpoch();
         for (int i = 0; i < count; i++) {
-            ContextValueCache.Entry e = cache.resolve(values[i]);
+            ContextValueCache.Entry e = cache.resolve(values[i], epoch);
             if (e == null) {
                 clearValue(slots[i]);
             } else if (setValue(slots[i], e)) {

@@ -400,9 +400,15 @@ public final class JavaProfiler {
         }
         checkActivationSlot(slot0);
         checkActivationSlot(slot1);
-        ContextValueCache.Entry e0 = slot0 < 0 ? null : contextValueCache.resolve(v0);
-        ContextValueCache.Entry e1 = slot1 < 0 ? null : contextValueCache.resolve(v1);
-        writer().setTrace(rootSpanId, spanId, traceIdHigh, traceIdLow, slot0, e0, slot1, e1);
+        ContextWriter w = writer();
+        ContextValueCache.Entry e0 = null;
+        ContextValueCache.Entry e1 = null;
+        if ((slot0 & slot1) >= 0) { // either slot set
+            int epoch = w.dictionaryEpoch();
+            e0 = slot0 < 0 ? null : contextValueCache.resolve(v0, epoch);
+            e1 = slot1 < 0 ? null : contextValueCache.resolve(v1, epoch);
+        }
+        w.setTrace(rootSpanId, spanId, traceIdHigh, traceIdLow, slot0, e0, slot1, e1);
     }
 
     /** Clears the calling thread's span ids and custom attributes (span deactivation). */
@@ -422,12 +428,13 @@ public final class JavaProfiler {
      */
     public boolean setContextValue(int slot, String value) {
         checkSlot(slot);
-        ContextValueCache.Entry e = contextValueCache.resolve(value);
+        ContextWriter w = writer();
+        ContextValueCache.Entry e = contextValueCache.resolve(value, w.dictionaryEpoch());
         if (e == null) {
-            writer().clearValue(slot);
+            w.clearValue(slot);
             return false;
         }
-        return writer().setValue(slot, e);
+        return w.setValue(slot, e);
     }
 
     /**

@@ -630,6 +630,11 @@ final class DirectContextWriter extends ContextWriter {
         return u != null && EPOCH_WORD != 0 ? u.getInt(EPOCH_WORD) : ContextValueCache.currentEpoch();
     }
 
+    @Override
+    int dictionaryEpoch() {
+        return epoch();
+    }
+
     // ---- the operations
 
     @Override
@@ -777,9 +782,10 @@ final class DirectContextWriter extends ContextWriter {
         boolean publish = valid;
         detach();
         int written = 0;
+        int epoch = epoch();
         for (int i = 0; i < count; i++) {
             int slot = slots[i];
-            ContextValueCache.Entry e = cache.resolve(vs[i]);
+            ContextValueCache.Entry e = cache.resolve(vs[i], epoch);
             boolean ok = e != null && fits(slot, e.utf8.length);
             // The fit test of the next pair needs this one's size: keep attrsBytes current
             // without storing (writeAttrs stores everything once, below).
