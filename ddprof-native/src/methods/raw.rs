@@ -52,6 +52,12 @@ fn is_thread_class(m: &MethodGroup, mut klass: usize) -> bool {
     false
 }
 
+/// [`is_entry_point`] of the method `parts` were read from, whose class is `holder` (its
+/// supers read by name for the thread check).
+fn entry_point(m: &MethodGroup, holder: usize, parts: &MethodParts) -> bool {
+    is_entry_point(&parts.name, &parts.descriptor, || is_thread_class(m, holder))
+}
+
 /// What GetClassSignature and the thread check would make of `holder`, the holder of the
 /// method `parts` were read from: its internal name (None for one with a `+`, which JVMTI
 /// rewrites for a hidden class) and whether the method is a thread's entry point. JDK 17-24
@@ -61,10 +67,7 @@ pub fn class_of(m: &MethodGroup, holder: usize, parts: &MethodParts) -> Option<(
     if name.contains('+') {
         return None;
     }
-    let entry = is_entry_point(&parts.name, &parts.descriptor, || {
-        is_thread_class(m, holder)
-    });
-    Some((name.into(), entry))
+    Some((name.into(), entry_point(m, holder, parts)))
 }
 
 /// What a method's own metadata says about it: the same bytes JVMTI GetMethodName,
@@ -163,9 +166,7 @@ pub fn resolve(method: usize, encoding: Encoding) -> Option<MethodInfo> {
     let parts = method_parts(m, method, encoding)?;
     let holder = method::holder(m, method)?;
     let class_name = internal_class_name(&klass_name(m, holder)?).into();
-    let is_entry_point = is_entry_point(&parts.name, &parts.descriptor, || {
-        is_thread_class(m, holder)
-    });
+    let is_entry_point = entry_point(m, holder, &parts);
     Some(MethodInfo {
         class_name,
         name: parts.name,
