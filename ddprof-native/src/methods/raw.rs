@@ -55,7 +55,9 @@ fn is_thread_class(m: &MethodGroup, mut klass: usize) -> bool {
 /// [`is_entry_point`] of the method `parts` were read from, whose class is `holder` (its
 /// supers read by name for the thread check).
 fn entry_point(m: &MethodGroup, holder: usize, parts: &MethodParts) -> bool {
-    is_entry_point(&parts.name, &parts.descriptor, || is_thread_class(m, holder))
+    is_entry_point(&parts.name, &parts.descriptor, || {
+        is_thread_class(m, holder)
+    })
 }
 
 /// What GetClassSignature and the thread check would make of `holder`, the holder of the

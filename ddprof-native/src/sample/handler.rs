@@ -17,7 +17,7 @@ use super::signal::{self, ErrnoGuard, TIMER_SIGNAL_MAGIC};
 use super::traces::Recorder;
 use super::vm::current_thread::Lookup;
 use super::walk::{agct::Agct, compare, vm::VmWalker, SignalContext, StackWalker, Walk};
-use crate::counters::Counter;
+use crate::counters::{Counter, Hot};
 use crate::footprint::{Category, Mapped, Zeroable};
 
 /// Deepest stack a walk records; `jstackdepth` is clamped to it.
@@ -201,7 +201,8 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, uc: *mut libc::c
         signal::chain(sig, info, uc);
         return;
     }
-    Counter::CtimerSignalOwn.inc();
+    let tid = gettid();
+    Hot::CtimerSignalOwn.inc(tid);
     let gate = InFlight::enter();
     if gate.open() {
         // A per-thread CPU timer fires on the scheduler tick: the expirations the kernel
@@ -220,7 +221,7 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, uc: *mut libc::c
             context: Context::of_current_thread(),
             thread,
         };
-        walk_and_record(uc, &sample);
+        walk_and_record_as(uc, &sample, tid);
     }
 }
 
@@ -243,7 +244,7 @@ fn on_perf_signal(
         signal::chain(sig, info, uc);
         return;
     };
-    Counter::PerfSignalOwn.inc();
+    Hot::PerfSignalOwn.inc(tid);
     // The kernel frames of this overflow's record (empties what claim saw of the ring even
     // when no sample is taken, so that it never fills).
     let mut kernel = [0u64; KERNEL_DEPTH];
@@ -318,7 +319,7 @@ pub(super) fn record_reused(tid: i32, s: &Sample, epoch: u64, trace_id: u32) -> 
     };
     let done = record::record_reused(&state.recorder, &event, epoch, trace_id);
     if done == Some(true) {
-        Counter::Samples.inc();
+        Hot::Samples.inc(tid);
     }
     done
 }
@@ -343,17 +344,13 @@ fn with_native_top(uc: SignalContext, agct: &dyn StackWalker, buf: &mut [Frame])
     }
 }
 
-/// Walks and records one sample of the current thread. Returns the generation epoch and
-/// trace id it was recorded with (None: dropped). Signal-safe.
-pub(super) fn walk_and_record(uc: SignalContext, s: &Sample) -> Option<(u64, u32)> {
-    walk_and_record_as(uc, s, gettid())
-}
-
 /// Kernel frames a perf_events sample keeps at most (the kernel's own default limit,
 /// `perf_event_max_stack`, is 127; the deepest syscall paths are about 40).
 const KERNEL_DEPTH: usize = 64;
 
-/// [`walk_and_record`] for a caller that already knows its tid (`gettid` is a system call).
+/// Walks and records one sample of the current thread `tid` (the caller's `gettid`, a system
+/// call made once per signal). Returns the generation epoch and trace id it was recorded with
+/// (None: dropped). Signal-safe.
 pub(super) fn walk_and_record_as(uc: SignalContext, s: &Sample, tid: i32) -> Option<(u64, u32)> {
     walk_and_record_with(uc, s, tid, &[])
 }
@@ -443,12 +440,12 @@ fn walk_and_record_with(
     );
     stripe.busy.store(false, Ordering::Release);
     if recorded.is_some() {
-        Counter::Samples.inc();
+        Hot::Samples.inc(tid);
     }
     let spent = monotonic_nanos().wrapping_sub(start);
-    Counter::UnwindingNanos.add(spent);
+    Hot::UnwindingNanos.add(tid, spent);
     Counter::UnwindingNanosMax.max(spent);
-    super::handler_time::record(spent as u64);
+    super::handler_time::record(tid, spent as u64);
     recorded
 }
 

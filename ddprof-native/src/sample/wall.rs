@@ -2,7 +2,7 @@
 //! wing) queues SIGVTALRM to the threads it picked, with `si_code` SI_QUEUE and
 //! [`WALL_SIGNAL_COOKIE`] as `si_value`; anything else is someone else's and goes to the
 //! previous handler. An own signal walks and records through the same path as a CPU sample
-//! (`handler::walk_and_record`), as a `Wall` event with the thread's OSThread state
+//! (`handler::walk_and_record_as`), as a `Wall` event with the thread's OSThread state
 //! (`mode::of_wall`).
 //!
 //! Collapsing (`wall=~`): a thread whose pc, sp, span ids and generation epoch all equal its
