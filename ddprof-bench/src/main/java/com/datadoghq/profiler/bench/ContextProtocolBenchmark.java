@@ -64,6 +64,18 @@ public class ContextProtocolBenchmark {
 
     private long next;
 
+    /** The ids that changed, as the writer's mirrors say (span big-endian, as in the record). */
+    private static void storeIds(Record r, long span, long root) {
+        if (span != r.span) {
+            r.buf.putLong(SPAN, Long.reverseBytes(span));
+            r.span = span;
+        }
+        if (root != r.root) {
+            r.buf.putLong(ROOT, root);
+            r.root = root;
+        }
+    }
+
     @Benchmark
     public void threeStores() {
         Record r = RECORD.get();
@@ -84,14 +96,7 @@ public class ContextProtocolBenchmark {
             r.valid = false;
             VarHandle.storeStoreFence();
         }
-        if (span != r.span) {
-            r.buf.putLong(SPAN, Long.reverseBytes(span));
-            r.span = span;
-        }
-        if (root != r.root) {
-            r.buf.putLong(ROOT, root);
-            r.root = root;
-        }
+        storeIds(r, span, root);
         VarHandle.storeStoreFence();
         r.buf.put(VALID, (byte) 1);
         r.valid = true;
@@ -106,14 +111,7 @@ public class ContextProtocolBenchmark {
             r.buf.put(VALID, (byte) 0);
             r.valid = false;
         }
-        if (span != r.span) {
-            r.buf.putLong(SPAN, Long.reverseBytes(span));
-            r.span = span;
-        }
-        if (root != r.root) {
-            r.buf.putLong(ROOT, root);
-            r.root = root;
-        }
+        storeIds(r, span, root);
         r.buf.put(VALID, (byte) 1);
         r.valid = true;
     }
@@ -123,14 +121,7 @@ public class ContextProtocolBenchmark {
         Record r = RECORD.get();
         long span = ++next;
         long root = span;
-        if (span != r.span) {
-            r.buf.putLong(SPAN, Long.reverseBytes(span));
-            r.span = span;
-        }
-        if (root != r.root) {
-            r.buf.putLong(ROOT, root);
-            r.root = root;
-        }
+        storeIds(r, span, root);
         r.buf.putLong(CHECK, span * 0x9E37_79B9_7F4A_7C15L ^ root);
     }
 
