@@ -88,30 +88,29 @@ public class ContextProtocolBenchmark {
 
     @Benchmark
     public void validRoundTrip() {
-        Record r = RECORD.get();
-        long span = ++next;
-        long root = span;
-        if (r.valid) {
-            r.buf.put(VALID, (byte) 0);
-            r.valid = false;
-            VarHandle.storeStoreFence();
-        }
-        storeIds(r, span, root);
-        VarHandle.storeStoreFence();
-        r.buf.put(VALID, (byte) 1);
-        r.valid = true;
+        roundTrip(true);
     }
 
     @Benchmark
     public void validRoundTripNoFences() {
+        roundTrip(false);
+    }
+
+    /** A new span and root inside the {@code valid} round trip; {@code fences} is constant per caller. */
+    private void roundTrip(boolean fences) {
         Record r = RECORD.get();
         long span = ++next;
-        long root = span;
         if (r.valid) {
             r.buf.put(VALID, (byte) 0);
             r.valid = false;
+            if (fences) {
+                VarHandle.storeStoreFence();
+            }
         }
-        storeIds(r, span, root);
+        storeIds(r, span, span);
+        if (fences) {
+            VarHandle.storeStoreFence();
+        }
         r.buf.put(VALID, (byte) 1);
         r.valid = true;
     }
