@@ -17,7 +17,7 @@ use super::signal::{self, ErrnoGuard, TIMER_SIGNAL_MAGIC};
 use super::traces::Recorder;
 use super::vm::current_thread::Lookup;
 use super::walk::{agct::Agct, compare, vm::VmWalker, SignalContext, StackWalker, Walk};
-use crate::counters::{Counter, Hot};
+use crate::counters::{Counter, Hot, HOT_STRIPES};
 use crate::footprint::{Category, Mapped, Zeroable};
 
 /// Deepest stack a walk records; `jstackdepth` is clamped to it.
@@ -131,7 +131,7 @@ pub fn set_source(source: SignalSource) {
 /// still be reading one. False on timeout. Not signal-safe.
 pub fn wait_for_handlers() -> bool {
     let deadline = std::time::Instant::now() + std::time::Duration::from_millis(DISARM_WAIT_MS);
-    while IN_FLIGHT.load(Ordering::SeqCst) != 0 {
+    while handlers_in_flight() {
         if std::time::Instant::now() > deadline {
             Counter::HandlerDrainTimeout.inc();
             return false;
@@ -141,8 +141,21 @@ pub fn wait_for_handlers() -> bool {
     true
 }
 
-/// Handlers past the gate check and not yet done: `disarm` waits for them.
-static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+/// Handlers past the gate check and not yet done, per stripe of threads (`tid % HOT_STRIPES`,
+/// as the per-sample counters: handlers on different CPUs then rarely write one cache line):
+/// `disarm` waits until every stripe's is 0.
+static IN_FLIGHT: [InFlightCount; HOT_STRIPES] =
+    [const { InFlightCount(AtomicUsize::new(0)) }; HOT_STRIPES];
+
+#[repr(align(128))]
+struct InFlightCount(AtomicUsize);
+
+/// Whether a handler is inside the gate. A handler that passed it before the gate closed
+/// counted itself first (SeqCst, see [`InFlight::enter`]), so each stripe read after the close
+/// sees it until it leaves.
+fn handlers_in_flight() -> bool {
+    IN_FLIGHT.iter().any(|c| c.0.load(Ordering::SeqCst) != 0)
+}
 /// How long `disarm` waits for handlers still recording (a walk takes microseconds).
 const DISARM_WAIT_MS: u64 = 200;
 
@@ -152,7 +165,7 @@ const DISARM_WAIT_MS: u64 = 200;
 pub fn disarm() {
     RUNNING.store(false, Ordering::SeqCst);
     let deadline = std::time::Instant::now() + std::time::Duration::from_millis(DISARM_WAIT_MS);
-    while IN_FLIGHT.load(Ordering::SeqCst) != 0 {
+    while handlers_in_flight() {
         if std::time::Instant::now() > deadline {
             Counter::HandlerDrainTimeout.inc();
             return;
@@ -203,7 +216,7 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, uc: *mut libc::c
     }
     let tid = gettid();
     Hot::CtimerSignalOwn.inc(tid);
-    let gate = InFlight::enter();
+    let gate = InFlight::enter(tid);
     if gate.open() {
         // A per-thread CPU timer fires on the scheduler tick: the expirations the kernel
         // merged into this signal (`si_overrun`) are CPU time this sample stands for.
@@ -235,8 +248,8 @@ fn on_perf_signal(
     uc: *mut libc::c_void,
     si: signal::SigInfo,
 ) {
-    let gate = InFlight::enter();
     let tid = gettid();
+    let gate = InFlight::enter(tid);
     let Some((weight, seen)) = super::perf::claim(tid, si.code, si.fd, monotonic_nanos() as u64)
     else {
         drop(gate);
@@ -266,15 +279,18 @@ fn on_perf_signal(
     }
 }
 
-/// A handler inside the gate: `disarm` waits until every one has left. Signal-safe.
-pub(super) struct InFlight;
+/// A handler inside the gate, counted in its stripe: `disarm` waits until every one has left.
+/// Signal-safe.
+pub(super) struct InFlight(&'static AtomicUsize);
 
 impl InFlight {
-    pub(super) fn enter() -> InFlight {
+    /// Enters the gate for thread `tid`.
+    pub(super) fn enter(tid: i32) -> InFlight {
+        let count = &IN_FLIGHT[tid as u32 as usize % HOT_STRIPES].0;
         // SeqCst pairs with `disarm`: either it sees this handler in flight, or this handler
         // sees the gate closed.
-        IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
-        InFlight
+        count.fetch_add(1, Ordering::SeqCst);
+        InFlight(count)
     }
 
     /// Whether sampling is armed.
@@ -285,7 +301,7 @@ impl InFlight {
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        IN_FLIGHT.fetch_sub(1, Ordering::Release);
+        self.0.fetch_sub(1, Ordering::Release);
     }
 }
 

@@ -226,8 +226,9 @@ extern "C" fn on_wall_signal(sig: c_int, info: *mut libc::siginfo_t, uc: *mut li
         signal::chain_wall(sig, info, uc);
         return;
     }
+    let tid = gettid();
     Counter::WallclockSignalOwn.inc();
-    let gate = InFlight::enter();
+    let gate = InFlight::enter(tid);
     if !gate.open() || !ARMED.load(Ordering::Acquire) {
         return;
     }
@@ -238,14 +239,13 @@ extern "C" fn on_wall_signal(sig: c_int, info: *mut libc::siginfo_t, uc: *mut li
     // thread resumed with both signals pending) and is the application's.
     let cpu = CPU_SAMPLED.load(Ordering::Relaxed);
     let pending_before = cpu && signal::cpu_signal_pending();
-    sample(SignalContext(uc));
+    sample(SignalContext(uc), tid);
     if cpu && !pending_before && signal::cpu_signal_pending() {
         Counter::CpuSamplesInHandlers.inc();
     }
 }
 
-fn sample(uc: SignalContext) {
-    let tid = gettid();
+fn sample(uc: SignalContext, tid: i32) {
     let thread = Lookup::now();
     let (mode, state) = mode::of_wall(uc, thread);
     let s = Sample {
