@@ -49,21 +49,27 @@ fn varint_into(dst: &mut [u8; 9], v: u64) -> usize {
     n + 1
 }
 
-/// One small event encoded on the stack and appended whole, its size first: one capacity
-/// check and one copy per event instead of one per field (a chunk at `cpu=1ms` holds tens of
-/// thousands of samples, a dozen varints each).
+/// One small event encoded apart and appended whole, its size first: one capacity check and
+/// one copy per event instead of one per field (a chunk at `cpu=1ms` holds tens of thousands
+/// of samples, a dozen varints each). Kept and reused from event to event ([`Self::clear`]):
+/// a fresh one zeroes its whole buffer, which was much of a small event's cost.
+#[derive(Debug)]
 pub struct EventBytes {
-    buf: [u8; EVENT_BYTES_MAX],
+    buf: [[u8; EVENT_BLOCK]; EVENT_BYTES_MAX / EVENT_BLOCK],
     len: usize,
 }
 
 /// Room of an [`EventBytes`]: a sample's ten longs and ten attribute keys, with margin.
 pub const EVENT_BYTES_MAX: usize = 192;
 
+/// What [`EventBytes::append_to`] copies at a time: a copy of a constant length is a few
+/// vector moves, where one of the event's own length was a call to `memmove` per event.
+const EVENT_BLOCK: usize = 64;
+
 impl Default for EventBytes {
     fn default() -> Self {
         EventBytes {
-            buf: [0; EVENT_BYTES_MAX],
+            buf: [[0; EVENT_BLOCK]; EVENT_BYTES_MAX / EVENT_BLOCK],
             len: 0,
         }
     }
@@ -89,7 +95,7 @@ impl VarintSink for EventBytes {
     /// their events below it.
     #[inline]
     fn varint(&mut self, v: u64) {
-        let dst: &mut [u8; 9] = (&mut self.buf[self.len..self.len + 9])
+        let dst: &mut [u8; 9] = (&mut self.buf.as_flattened_mut()[self.len..self.len + 9])
             .try_into()
             .expect("nine bytes");
         self.len += varint_into(dst, v);
@@ -97,16 +103,30 @@ impl VarintSink for EventBytes {
 }
 
 impl EventBytes {
+    /// Empties it for the next event (the bytes stay: [`Self::append_to`] copies only the
+    /// event's own).
+    #[inline]
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
     /// Appends the event to `out`, with its size as [`begin_event`] and [`end_event`] write it.
+    /// Whole blocks are copied and what follows the event cut off again (see [`EVENT_BLOCK`]).
+    #[inline]
     pub fn append_to(&self, out: &mut Vec<u8>) {
-        let body = &self.buf[..self.len];
-        if body.len() + 1 < 0x80 {
-            out.push(body.len() as u8 + 1);
+        let len = self.len;
+        out.reserve(PADDED_VARINT_LEN + EVENT_BYTES_MAX);
+        if len + 1 < 0x80 {
+            out.push(len as u8 + 1);
         } else {
-            let size = u32::try_from(body.len() + PADDED_VARINT_LEN).expect("small event");
+            let size = u32::try_from(len + PADDED_VARINT_LEN).expect("small event");
             out.extend_from_slice(&padded_varint(size));
         }
-        out.extend_from_slice(body);
+        let end = out.len() + len;
+        for block in &self.buf[..len.div_ceil(EVENT_BLOCK)] {
+            out.extend_from_slice(block);
+        }
+        out.truncate(end);
     }
 }
 
@@ -219,6 +239,49 @@ mod tests {
             assert_eq!(by_stack, by_vec, "{fields} fields");
         }
     }
+
+    /// Varints whose encoding is `len` bytes in all (1..=EVENT_BYTES_MAX), none of them zero
+    /// bytes, so that a stale or missing byte shows: one-byte varints, then a nine-byte one.
+    fn values_of_length(len: usize, seed: u64) -> Vec<u64> {
+        let one = |i: usize| 1 + (seed + i as u64) % 0x7f;
+        if len < 9 {
+            // `len` bytes of varint: seven bits each, the top one set.
+            let v = (1u64 << (7 * (len as u32 - 1))) | one(0);
+            assert_eq!(varint(v).len(), len);
+            return vec![v];
+        }
+        let mut vs: Vec<u64> = (0..len - 9).map(one).collect();
+        vs.push(u64::MAX - seed);
+        vs
+    }
+
+    #[test]
+    fn reused_event_bytes_append_events_of_every_length_as_per_field_encoding() {
+        // One EventBytes for every event, as the chunk builder keeps it: long events first, so
+        // that a short one follows bytes a longer one left.
+        let mut e = EventBytes::default();
+        let (mut by_field, mut by_event) = (vec![0xEE], vec![0xEE]);
+        for (seed, len) in (1..=EVENT_BYTES_MAX)
+            .rev()
+            .chain(1..=EVENT_BYTES_MAX)
+            .enumerate()
+        {
+            let values = values_of_length(len, seed as u64);
+            let start = begin_event(&mut by_field);
+            for v in &values {
+                put_varint(&mut by_field, *v);
+            }
+            end_event(&mut by_field, start);
+            e.clear();
+            for v in &values {
+                VarintSink::varint(&mut e, *v);
+            }
+            assert_eq!(e.len, len);
+            e.append_to(&mut by_event);
+            assert_eq!(by_event, by_field, "event of {len} bytes");
+        }
+    }
+
     use crate::jfr::reader::Reader;
 
     fn varint(v: u64) -> Vec<u8> {
