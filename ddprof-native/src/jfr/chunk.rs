@@ -6,8 +6,11 @@ use super::buffer::{
 };
 use super::metadata::{self as md, write_metadata_event, Layout};
 use super::names::normalize_cow;
-use super::pools::Pools;
+use super::pools::{MethodShape, Pools};
 use super::*;
+
+/// The descriptor of a native frame's method.
+pub const NATIVE_DESCRIPTOR: &str = "()L;";
 
 /// Size of the fixed chunk header.
 pub(crate) const HEADER_SIZE: usize = 68;
@@ -561,6 +564,15 @@ impl ChunkBuilder {
         let (class_name, name) = normalize_cow(class_name, name);
         self.pools
             .intern_method(&class_name, &name, descriptor, modifiers, hidden)
+    }
+
+    /// The contract's native frame (class "", the symbol `name`, `()L;`, ACC_NATIVE) as
+    /// [`Self::intern_method`] makes it, its class and descriptor interned once per chunk
+    /// (`shape`: `None` at first, then kept by the caller for this chunk only).
+    pub fn intern_native_method(&mut self, shape: &mut Option<MethodShape>, name: &str) -> u32 {
+        // Normalisation leaves class "" and its method names alone.
+        self.pools
+            .intern_method_shaped(shape, "", name, NATIVE_DESCRIPTOR, 0x100, false)
     }
 
     /// As [`Self::intern_method`] without the name normalisation (the caller has done what

@@ -83,6 +83,14 @@ struct MethodEntry {
     hidden: bool,
 }
 
+/// The class and descriptor of methods that differ only by name, interned in one chunk
+/// ([`Pools::intern_method_shaped`]).
+#[derive(Clone, Copy, Debug)]
+pub struct MethodShape {
+    class: u32,
+    descriptor: u32,
+}
+
 #[derive(Debug)]
 struct ThreadEntry {
     os_name: String,
@@ -214,6 +222,46 @@ impl Pools {
         let class = self.intern_class(class_name);
         let name = self.symbols.intern(name);
         let descriptor = self.symbols.intern(descriptor);
+        self.method_of(class, name, descriptor, modifiers, hidden)
+    }
+
+    /// [`Self::intern_method`] of methods that share a class and descriptor (native frames):
+    /// those are interned at the first call, in the same order, and kept in `shape` for the
+    /// next calls, which intern only the name.
+    pub fn intern_method_shaped(
+        &mut self,
+        shape: &mut Option<MethodShape>,
+        class_name: &str,
+        name: &str,
+        descriptor: &str,
+        modifiers: i32,
+        hidden: bool,
+    ) -> u32 {
+        let _mem = footprint::scope(Category::Dictionary);
+        let (class, name, descriptor) = match *shape {
+            Some(MethodShape { class, descriptor }) => {
+                (class, self.symbols.intern(name), descriptor)
+            }
+            None => {
+                let class = self.intern_class(class_name);
+                let name = self.symbols.intern(name);
+                let descriptor = self.symbols.intern(descriptor);
+                *shape = Some(MethodShape { class, descriptor });
+                (class, name, descriptor)
+            }
+        };
+        self.method_of(class, name, descriptor, modifiers, hidden)
+    }
+
+    /// The Method pool key of interned parts.
+    fn method_of(
+        &mut self,
+        class: u32,
+        name: u32,
+        descriptor: u32,
+        modifiers: i32,
+        hidden: bool,
+    ) -> u32 {
         let key = (class, name, descriptor);
         if let Some(&id) = self.method_ids.get(&key) {
             return id;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::counters;
-use crate::jfr::ChunkBuilder;
+use crate::jfr::{ChunkBuilder, MethodShape};
 use crate::libs::mappings::Snapshot;
 use crate::sample::frame::frame_type;
 use crate::word_map::WordMap;
@@ -34,6 +34,8 @@ pub struct NativeNames {
     /// Names of file pcs the previous dump left, and those this dump used or made.
     kept: Option<KeptPcNames>,
     named: WordMap<u64, String>,
+    /// Native frames' class and descriptor in this dump's chunk.
+    shape: Option<MethodShape>,
 }
 
 /// Names of pcs in files by pc, over one snapshot of the mappings: they stand while the
@@ -68,6 +70,7 @@ impl NativeNames {
             kernel_by_pc: WordMap::default(),
             kept: KEPT.lock().take(),
             named: WordMap::default(),
+            shape: None,
         }
     }
 
@@ -147,8 +150,7 @@ impl NativeNames {
         let k = match self.by_name.get(&name) {
             Some(k) => *k,
             None => {
-                // The contract's native frame: class "", the symbol, `()L;`, ACC_NATIVE.
-                let k = chunk.intern_method("", &name, "()L;", 0x100, false);
+                let k = chunk.intern_native_method(&mut self.shape, &name);
                 self.by_name.insert(name.clone(), k);
                 k
             }
