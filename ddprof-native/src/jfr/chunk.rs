@@ -39,8 +39,6 @@ pub struct ChunkBuilder {
     pools: Pools,
     /// Fixed by the first ActiveRecording event; `None` until then.
     flush_interval_declared: Option<bool>,
-    /// The sample event being encoded, kept between samples.
-    event: EventBytes,
 }
 
 impl ChunkBuilder {
@@ -68,7 +66,6 @@ impl ChunkBuilder {
             events: Vec::with_capacity(64 * 1024),
             pools: Pools::default(),
             flush_interval_declared: None,
-            event: EventBytes::default(),
         }
     }
 
@@ -244,10 +241,9 @@ impl ChunkBuilder {
         let configured = self.attributes.len();
         // Ten longs of at most 9 bytes and the attribute keys (u32: at most 5 bytes each).
         if 10 * 9 + 5 * configured <= EVENT_BYTES_MAX {
-            let e = &mut self.event;
-            e.clear();
-            sample_fields(e, type_id, s, configured);
-            e.append_to(&mut self.events);
+            let mut e = EventBytes::begin(&mut self.events);
+            sample_fields(&mut e, type_id, s, configured);
+            e.finish();
         } else {
             let out = &mut self.events;
             let e = begin_event(out);
