@@ -363,6 +363,8 @@ impl Pools {
         // About 7 bytes a frame (method key, line, bci, type as varints), 4 a trace.
         self.traces.reserve(frames * 7 + traces * 4);
         self.trace_keys.reserve(traces);
+        // One body per trace but the few equal to an earlier one's.
+        self.trace_bodies.reserve(traces);
     }
 
     /// Room for `methods` distinct methods. Only tables whose size is known: a hash table

@@ -60,16 +60,21 @@ impl KeptPcNames {
 
 impl NativeNames {
     pub fn new(remote: bool) -> NativeNames {
+        let kept = KEPT.lock().take();
+        // The pcs the previous dump and the library watcher named are mostly those this dump
+        // meets (on a first dump, all but the last moments'): sized for them, the maps of
+        // this dump's pcs and names are not grown (and rehashed) from empty.
+        let pcs = kept.as_ref().map_or(0, |k| k.names.len());
         NativeNames {
             symbols: None,
-            by_pc: WordMap::default(),
-            by_name: WordMap::default(),
+            by_pc: sized(pcs),
+            by_name: sized(pcs),
             remote,
             remote_by_pc: WordMap::default(),
             build_ids: HashMap::new(),
             kernel_by_pc: WordMap::default(),
-            kept: KEPT.lock().take(),
-            named: WordMap::default(),
+            kept,
+            named: sized(pcs),
             shape: None,
         }
     }
@@ -183,6 +188,10 @@ impl NativeNames {
             }
         }
     }
+}
+
+fn sized<K, V>(entries: usize) -> WordMap<K, V> {
+    WordMap::with_capacity_and_hasher(entries, Default::default())
 }
 
 /// Drops the kept names (at stop).
