@@ -89,6 +89,16 @@ impl ChunkBuilder {
         self.pools.trace_ref(trace_id)
     }
 
+    /// See [`Pools::trace_aliases`].
+    pub fn trace_aliases(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.pools.trace_aliases()
+    }
+
+    /// See [`Pools::own_trace_ref`].
+    pub fn own_trace_ref(&self, trace_id: u64) -> u64 {
+        self.pools.own_trace_ref(trace_id)
+    }
+
     /// Room for `bytes` more of events, so that a chunk of many samples does not copy its
     /// events at each doubling (fresh pages are much of a first dump's cost).
     pub fn reserve_events(&mut self, bytes: usize) {

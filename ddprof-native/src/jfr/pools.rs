@@ -181,6 +181,19 @@ impl Pools {
         }
     }
 
+    /// The trace keys [`Self::trace_ref`] does not shift by the base: those whose entry is an
+    /// earlier trace's, with their pool key.
+    pub fn trace_aliases(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.trace_aliases
+            .iter()
+            .map(|(&key, &pool_key)| (key, pool_key))
+    }
+
+    /// [`Self::trace_ref`] of a key that is not 0 and not among [`Self::trace_aliases`].
+    pub fn own_trace_ref(&self, key: u64) -> u64 {
+        key + u64::from(self.base)
+    }
+
     pub fn intern_class(&mut self, class_name: &str) -> u32 {
         let _mem = footprint::scope(Category::Dictionary);
         let name = self.symbols.intern(class_name);
