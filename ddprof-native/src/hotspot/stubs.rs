@@ -21,6 +21,9 @@ pub const ITABLE_STUB: &str = "itable stub";
 struct Table {
     /// Stub start -> (end, index into `names`).
     ranges: BTreeMap<usize, (usize, u32)>,
+    /// The lowest start and the highest end of them: a pc outside (any pc in a library, most
+    /// of what a dump asks about) is answered without a walk down the tree.
+    span: Option<(usize, usize)>,
     names: Vec<Box<str>>,
     index: HashMap<Box<str>, u32>,
 }
@@ -64,13 +67,22 @@ fn add(name: &str, start: usize, len: usize) {
             i
         }
     };
-    t.ranges.insert(start, (start.saturating_add(len), i));
+    let end = start.saturating_add(len);
+    t.ranges.insert(start, (end, i));
+    t.span = Some(
+        t.span
+            .map_or((start, end), |(lo, hi)| (lo.min(start), hi.max(end))),
+    );
 }
 
 /// The name of the reported stub holding `pc`, if any.
 pub fn name_of(pc: usize) -> Option<String> {
     let guard = STUBS.lock();
     let t = guard.as_ref()?;
+    let (lo, hi) = t.span?;
+    if pc < lo || pc >= hi {
+        return None;
+    }
     match t.ranges.range(..=pc).next_back() {
         Some((_, &(end, i))) if pc < end => t.names.get(i as usize).map(|n| n.to_string()),
         _ => None,
@@ -111,6 +123,12 @@ mod tests {
         assert_eq!(name_of(0x7000_0fff), None);
         assert_eq!(name_of(0x7000_23ff).as_deref(), Some("libmSin"));
         assert_eq!(name_of(0x7000_3010).as_deref(), Some(VTABLE_STUB));
+        assert_eq!(name_of(0x7000_3020), None, "past the last stub");
+        // A stub reported later below every other one is found too.
+        add("late", 0x6000_0000, 0x10);
+        assert_eq!(name_of(0x6000_000f).as_deref(), Some("late"));
+        assert_eq!(name_of(0x6000_0010), None);
+        assert_eq!(name_of(0x7000_3000).as_deref(), Some(VTABLE_STUB));
         let guard = STUBS.lock();
         let t = guard.as_ref().unwrap();
         assert_eq!(t.names.iter().filter(|n| &***n == VTABLE_STUB).count(), 1);

@@ -49,25 +49,22 @@ fn varint_into(dst: &mut [u8; 9], v: u64) -> usize {
     n + 1
 }
 
-/// One small event encoded on the stack and appended whole, its size first: one capacity
-/// check and one copy per event instead of one per field (a chunk at `cpu=1ms` holds tens of
-/// thousands of samples, a dozen varints each).
-pub struct EventBytes {
-    buf: [u8; EVENT_BYTES_MAX],
-    len: usize,
+/// One small event encoded in place at the end of a buffer: room for the largest is zeroed
+/// first (a store of a constant length: a few vector moves), each varint written into it with
+/// its nine bytes' bounds checked once, and what is left over cut off at the end. A push per
+/// byte checked the capacity at each (a chunk at `cpu=1ms` holds tens of thousands of samples,
+/// a dozen varints each); encoding on the stack and copying the event over read back bytes
+/// just stored one at a time, which the CPU cannot forward to a wider load (a stall per event).
+pub struct EventBytes<'a> {
+    out: &'a mut Vec<u8>,
+    /// Where the event's size goes.
+    start: usize,
+    /// Where its next field goes.
+    at: usize,
 }
 
 /// Room of an [`EventBytes`]: a sample's ten longs and ten attribute keys, with margin.
 pub const EVENT_BYTES_MAX: usize = 192;
-
-impl Default for EventBytes {
-    fn default() -> Self {
-        EventBytes {
-            buf: [0; EVENT_BYTES_MAX],
-            len: 0,
-        }
-    }
-}
 
 /// Where an event's varints go: a [`Vec`] (as [`put_varint`]) or an [`EventBytes`], so that
 /// an event's layout is written once for both.
@@ -84,29 +81,36 @@ impl VarintSink for Vec<u8> {
     }
 }
 
-impl VarintSink for EventBytes {
+impl VarintSink for EventBytes<'_> {
     /// Appends `v` as [`put_varint`] does. Panics past [`EVENT_BYTES_MAX`]: callers size
     /// their events below it.
     #[inline]
     fn varint(&mut self, v: u64) {
-        let dst: &mut [u8; 9] = (&mut self.buf[self.len..self.len + 9])
+        let dst: &mut [u8; 9] = (&mut self.out[self.at..self.at + 9])
             .try_into()
             .expect("nine bytes");
-        self.len += varint_into(dst, v);
+        self.at += varint_into(dst, v);
     }
 }
 
-impl EventBytes {
-    /// Appends the event to `out`, with its size as [`begin_event`] and [`end_event`] write it.
-    pub fn append_to(&self, out: &mut Vec<u8>) {
-        let body = &self.buf[..self.len];
-        if body.len() + 1 < 0x80 {
-            out.push(body.len() as u8 + 1);
-        } else {
-            let size = u32::try_from(body.len() + PADDED_VARINT_LEN).expect("small event");
-            out.extend_from_slice(&padded_varint(size));
+impl<'a> EventBytes<'a> {
+    /// Starts an event at the end of `out`, as [`begin_event`] does.
+    #[inline]
+    pub fn begin(out: &'a mut Vec<u8>) -> EventBytes<'a> {
+        let start = out.len();
+        out.extend_from_slice(&[0; 1 + EVENT_BYTES_MAX]);
+        EventBytes {
+            out,
+            start,
+            at: start + 1,
         }
-        out.extend_from_slice(body);
+    }
+
+    /// Completes the event with its size, as [`end_event`] writes it.
+    #[inline]
+    pub fn finish(self) {
+        self.out.truncate(self.at);
+        end_event(self.out, self.start);
     }
 }
 
@@ -210,15 +214,59 @@ mod tests {
                 put_varint(&mut by_vec, *v);
             }
             end_event(&mut by_vec, start);
-            let mut e = EventBytes::default();
+            let mut in_place = Vec::new();
+            let mut e = EventBytes::begin(&mut in_place);
             for v in &values {
                 VarintSink::varint(&mut e, *v);
             }
-            let mut by_stack = Vec::new();
-            e.append_to(&mut by_stack);
-            assert_eq!(by_stack, by_vec, "{fields} fields");
+            e.finish();
+            assert_eq!(in_place, by_vec, "{fields} fields");
         }
     }
+
+    /// Varints whose encoding is `len` bytes in all (1..=EVENT_BYTES_MAX), none of them zero
+    /// bytes, so that a stale or missing byte shows: one-byte varints, then a nine-byte one.
+    fn values_of_length(len: usize, seed: u64) -> Vec<u64> {
+        let one = |i: usize| 1 + (seed + i as u64) % 0x7f;
+        if len < 9 {
+            // `len` bytes of varint: seven bits each, the top one set.
+            let v = (1u64 << (7 * (len as u32 - 1))) | one(0);
+            assert_eq!(varint(v).len(), len);
+            return vec![v];
+        }
+        let mut vs: Vec<u64> = (0..len - 9).map(one).collect();
+        vs.push(u64::MAX - seed);
+        vs
+    }
+
+    #[test]
+    fn event_bytes_write_events_of_every_length_as_per_field_encoding() {
+        // Long events first, then short ones, one after the other in one buffer: what an
+        // event's room held before (a longer event's bytes) must not show.
+        let (mut by_field, mut by_event) = (vec![0xEE], vec![0xEE]);
+        for (seed, len) in (1..=EVENT_BYTES_MAX)
+            .rev()
+            .chain(1..=EVENT_BYTES_MAX)
+            .enumerate()
+        {
+            let values = values_of_length(len, seed as u64);
+            let start = begin_event(&mut by_field);
+            for v in &values {
+                put_varint(&mut by_field, *v);
+            }
+            end_event(&mut by_field, start);
+            let before = by_event.len();
+            let mut e = EventBytes::begin(&mut by_event);
+            for v in &values {
+                VarintSink::varint(&mut e, *v);
+            }
+            assert_eq!(e.at - e.start - 1, len);
+            e.finish();
+            assert!(by_event.len() > before + len);
+            assert_eq!(by_event, by_field, "event of {len} bytes");
+        }
+    }
+
     use crate::jfr::reader::Reader;
 
     fn varint(v: u64) -> Vec<u8> {

@@ -6,8 +6,11 @@ use super::buffer::{
 };
 use super::metadata::{self as md, write_metadata_event, Layout};
 use super::names::normalize_cow;
-use super::pools::Pools;
+use super::pools::{MethodShape, Pools};
 use super::*;
+
+/// The descriptor of a native frame's method.
+pub const NATIVE_DESCRIPTOR: &str = "()L;";
 
 /// Size of the fixed chunk header.
 pub(crate) const HEADER_SIZE: usize = 68;
@@ -84,6 +87,16 @@ impl ChunkBuilder {
     /// The StackTrace pool key of trace-table id `trace_id`, for sample events.
     pub fn trace_ref(&self, trace_id: u64) -> u64 {
         self.pools.trace_ref(trace_id)
+    }
+
+    /// See [`Pools::trace_aliases`].
+    pub fn trace_aliases(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.pools.trace_aliases()
+    }
+
+    /// See [`Pools::own_trace_ref`].
+    pub fn own_trace_ref(&self, trace_id: u64) -> u64 {
+        self.pools.own_trace_ref(trace_id)
     }
 
     /// Room for `bytes` more of events, so that a chunk of many samples does not copy its
@@ -238,9 +251,9 @@ impl ChunkBuilder {
         let configured = self.attributes.len();
         // Ten longs of at most 9 bytes and the attribute keys (u32: at most 5 bytes each).
         if 10 * 9 + 5 * configured <= EVENT_BYTES_MAX {
-            let mut e = EventBytes::default();
+            let mut e = EventBytes::begin(&mut self.events);
             sample_fields(&mut e, type_id, s, configured);
-            e.append_to(&mut self.events);
+            e.finish();
         } else {
             let out = &mut self.events;
             let e = begin_event(out);
@@ -557,6 +570,15 @@ impl ChunkBuilder {
         let (class_name, name) = normalize_cow(class_name, name);
         self.pools
             .intern_method(&class_name, &name, descriptor, modifiers, hidden)
+    }
+
+    /// The contract's native frame (class "", the symbol `name`, `()L;`, ACC_NATIVE) as
+    /// [`Self::intern_method`] makes it, its class and descriptor interned once per chunk
+    /// (`shape`: `None` at first, then kept by the caller for this chunk only).
+    pub fn intern_native_method(&mut self, shape: &mut Option<MethodShape>, name: &str) -> u32 {
+        // Normalisation leaves class "" and its method names alone.
+        self.pools
+            .intern_method_shaped(shape, "", name, NATIVE_DESCRIPTOR, 0x100, false)
     }
 
     /// As [`Self::intern_method`] without the name normalisation (the caller has done what

@@ -24,6 +24,7 @@ mod tests;
 pub use buffer::MAX_STRING_BYTES;
 pub use chunk::{ChunkBuilder, ChunkBytes};
 pub use metadata::warm as warm_metadata;
+pub use pools::MethodShape;
 
 /// Event type ids (docs/jfr-format.md 7), declared once in the metadata they describe.
 pub use metadata::{

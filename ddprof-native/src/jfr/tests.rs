@@ -742,3 +742,48 @@ fn many_stack_traces_and_methods() {
     assert!(frames[0].ends_with(" 16 -1 JIT compiled"), "{}", frames[0]);
     assert_eq!(c.events.len(), 2000);
 }
+
+/// Native frames interned with their class and descriptor kept (`intern_native_method`) make
+/// the chunk `intern_method` makes, byte for byte, mixed with Java and kernel methods.
+#[test]
+fn native_methods_interned_with_a_kept_shape_write_the_same_chunk() {
+    let build = |shaped: bool| {
+        let mut b = ChunkBuilder::new(START, &[]);
+        let mut shape = None;
+        let mut keys = Vec::new();
+        for i in 0..50 {
+            if i % 7 == 3 {
+                keys.push(b.intern_method("java/lang/Thread", &format!("m{i}"), "()V", 1, false));
+            }
+            if i % 11 == 5 {
+                keys.push(b.intern_method("", &format!("k{i}"), "(Lk;)L;", 0x100, false));
+            }
+            // Names met again, and the same name as a Java frame's "unknown".
+            let name = if i % 5 == 4 {
+                "unknown".to_owned()
+            } else {
+                format!("n{}", i % 30)
+            };
+            keys.push(if shaped {
+                b.intern_native_method(&mut shape, &name)
+            } else {
+                b.intern_method("", &name, "()L;", 0x100, false)
+            });
+        }
+        let frames: Vec<FrameRef> = keys
+            .iter()
+            .map(|&method| FrameRef {
+                method,
+                line: 0,
+                bci: 0,
+                frame_type: frame_type::NATIVE,
+            })
+            .collect();
+        b.add_stack_trace(1, false, &frames);
+        (keys, b.finish(0, 0))
+    };
+    let (plain_keys, plain) = build(false);
+    let (shaped_keys, shaped) = build(true);
+    assert_eq!(shaped_keys, plain_keys);
+    assert_eq!(shaped, plain);
+}

@@ -16,6 +16,7 @@
 //! symbol, and half a byte for the index over them; names are read from the file on demand)
 //! and shared by later dumps.
 
+use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -28,6 +29,9 @@ use crate::word_map::WordMap;
 /// here: the dump keeps its keys by pc, and the demangled names are kept per function.
 pub struct Symbolizer {
     maps: std::sync::Arc<crate::libs::mappings::Snapshot>,
+    /// The symbol table of each mapping (by index), looked up once: the tables' map is keyed
+    /// by an owned path behind a process-wide lock, too much to pay per pc.
+    tables: Vec<OnceCell<Option<Arc<Table>>>>,
 }
 
 impl Default for Symbolizer {
@@ -39,9 +43,13 @@ impl Default for Symbolizer {
 impl Symbolizer {
     pub fn new() -> Symbolizer {
         let _mem = crate::footprint::scope(crate::footprint::Category::NativeSymbols);
-        Symbolizer {
-            maps: crate::libs::mappings::current(),
-        }
+        Symbolizer::over(crate::libs::mappings::current())
+    }
+
+    /// A symbolizer over the mappings `maps`.
+    pub fn over(maps: Arc<crate::libs::mappings::Snapshot>) -> Symbolizer {
+        let tables = maps.mappings.iter().map(|_| OnceCell::new()).collect();
+        Symbolizer { maps, tables }
     }
 
     /// The mappings this symbolizer names pcs over: the same snapshot (`Arc::ptr_eq`) for
@@ -50,15 +58,23 @@ impl Symbolizer {
         &self.maps
     }
 
+    /// The file mapping holding `pc` and its table (the mappings are in address order and do
+    /// not overlap).
+    fn mapping_at(&self, pc: u64) -> Option<(&Mapping, Option<&Arc<Table>>)> {
+        let mappings = &self.maps.mappings;
+        let i = mappings.partition_point(|m| m.end <= pc);
+        let m = mappings.get(i).filter(|m| m.start <= pc)?;
+        let table = self.tables[i]
+            .get_or_init(|| table_of(m.path.as_str(), m.deleted, || m.open()))
+            .as_ref();
+        Some((m, table))
+    }
+
     /// The file mapped at `pc` and the ELF virtual address `pc` has in it (what a symbolizer of
     /// that file, given its build id, looks up), or None outside every file.
     pub fn locate(&self, pc: u64) -> Option<(&Mapping, u64)> {
-        let m = self
-            .maps
-            .mappings
-            .iter()
-            .find(|m| m.start <= pc && pc < m.end)?;
-        let vaddr = match table_of(m.path.as_str(), m.deleted, || m.open()) {
+        let (m, table) = self.mapping_at(pc)?;
+        let vaddr = match table {
             Some(t) => t.vaddr_of(pc, m),
             None => pc - m.start + m.offset,
         };
@@ -68,25 +84,21 @@ impl Symbolizer {
     /// The name of the function holding `pc`.
     pub fn name(&self, pc: u64) -> String {
         let _mem = crate::footprint::scope(crate::footprint::Category::NativeSymbols);
-        let Some(m) = self
-            .maps
-            .mappings
-            .iter()
-            .find(|m| m.start <= pc && pc < m.end)
-        else {
+        let Some((m, table)) = self.mapping_at(pc) else {
             return dladdr_name(pc).unwrap_or_else(|| format!("0x{pc:x}"));
         };
-        let lib = m.path.rsplit('/').next().unwrap_or(&m.path);
-        match table_of(m.path.as_str(), m.deleted, || m.open()) {
+        let vaddr = match table {
             Some(t) => {
                 let vaddr = t.vaddr_of(pc, m);
-                match t.function_at(vaddr) {
-                    Some(name) => name,
-                    None => format!("{lib}+0x{vaddr:x}"),
+                if let Some(name) = t.function_at(vaddr) {
+                    return name;
                 }
+                vaddr
             }
-            None => format!("{lib}+0x{:x}", pc - m.start + m.offset),
-        }
+            None => pc - m.start + m.offset,
+        };
+        let lib = m.path.rsplit('/').next().unwrap_or(&m.path);
+        format!("{lib}+0x{vaddr:x}")
     }
 }
 

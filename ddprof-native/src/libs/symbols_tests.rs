@@ -69,12 +69,10 @@ fn names_a_function_of_this_process_from_its_symbol_table() {
 
 #[test]
 fn a_pc_in_no_file_is_an_address() {
-    let s = Symbolizer {
-        maps: std::sync::Arc::new(crate::libs::mappings::Snapshot {
-            mappings: Vec::new(),
-            files: Vec::new(),
-        }),
-    };
+    let s = Symbolizer::over(std::sync::Arc::new(crate::libs::mappings::Snapshot {
+        mappings: Vec::new(),
+        files: Vec::new(),
+    }));
     assert_eq!(s.name(0x10), "0x10");
 }
 
@@ -208,4 +206,26 @@ fn template_heavy_cpp_names_and_operators_demangle() {
 #[test]
 fn rust_v0_names_lose_their_hash() {
     assert_eq!(demangle("_RNvCs1234_7mycrate3foo"), "mycrate::foo");
+}
+
+#[test]
+fn a_pc_is_located_in_the_mapping_a_full_search_finds() {
+    let s = Symbolizer::new();
+    let mappings = &s.snapshot().mappings;
+    assert!(!mappings.is_empty());
+    let linear = |pc: u64| mappings.iter().find(|m| m.start <= pc && pc < m.end);
+    for m in mappings {
+        for pc in [
+            m.start - 1,
+            m.start,
+            m.start + (m.end - m.start) / 2,
+            m.end - 1,
+            m.end,
+        ] {
+            let found = s.locate(pc).map(|(m, _)| m as *const Mapping);
+            assert_eq!(found, linear(pc).map(|m| m as *const Mapping), "{pc:#x}");
+        }
+    }
+    assert!(s.locate(0).is_none());
+    assert!(s.locate(u64::MAX).is_none());
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::counters;
-use crate::jfr::ChunkBuilder;
+use crate::jfr::{ChunkBuilder, MethodShape};
 use crate::libs::mappings::Snapshot;
 use crate::sample::frame::frame_type;
 use crate::word_map::WordMap;
@@ -34,6 +34,8 @@ pub struct NativeNames {
     /// Names of file pcs the previous dump left, and those this dump used or made.
     kept: Option<KeptPcNames>,
     named: WordMap<u64, String>,
+    /// Native frames' class and descriptor in this dump's chunk.
+    shape: Option<MethodShape>,
 }
 
 /// Names of pcs in files by pc, over one snapshot of the mappings: they stand while the
@@ -58,16 +60,22 @@ impl KeptPcNames {
 
 impl NativeNames {
     pub fn new(remote: bool) -> NativeNames {
+        let kept = KEPT.lock().take();
+        // The pcs the previous dump and the library watcher named are mostly those this dump
+        // meets (on a first dump, all but the last moments'): sized for them, the maps of
+        // this dump's pcs and names are not grown (and rehashed) from empty.
+        let pcs = kept.as_ref().map_or(0, |k| k.names.len());
         NativeNames {
             symbols: None,
-            by_pc: WordMap::default(),
-            by_name: WordMap::default(),
+            by_pc: sized(pcs),
+            by_name: sized(pcs),
             remote,
             remote_by_pc: WordMap::default(),
             build_ids: HashMap::new(),
             kernel_by_pc: WordMap::default(),
-            kept: KEPT.lock().take(),
-            named: WordMap::default(),
+            kept,
+            named: sized(pcs),
+            shape: None,
         }
     }
 
@@ -147,8 +155,7 @@ impl NativeNames {
         let k = match self.by_name.get(&name) {
             Some(k) => *k,
             None => {
-                // The contract's native frame: class "", the symbol, `()L;`, ACC_NATIVE.
-                let k = chunk.intern_method("", &name, "()L;", 0x100, false);
+                let k = chunk.intern_native_method(&mut self.shape, &name);
                 self.by_name.insert(name.clone(), k);
                 k
             }
@@ -181,6 +188,10 @@ impl NativeNames {
             }
         }
     }
+}
+
+fn sized<K, V>(entries: usize) -> WordMap<K, V> {
+    WordMap::with_capacity_and_hasher(entries, Default::default())
 }
 
 /// Drops the kept names (at stop).

@@ -222,7 +222,14 @@ fn write_chunk<N: FrameNamer>(
         None => WordSet::default(),
     };
     drop(traces);
-    let mut events = Events::new(me, args.attributes.len(), unnamed, args.jdk_samples);
+    let mut events = Events::new(
+        &chunk,
+        me,
+        args.attributes.len(),
+        &unnamed,
+        args.jdk_samples,
+    );
+    drop(unnamed);
     chunk.reserve_events(scan.samples as usize * SAMPLE_EVENT_BYTES);
     for s in gen.samples() {
         events.sample(&mut chunk, s);
@@ -415,8 +422,11 @@ struct Events {
     /// The current event's attribute keys, one per configured attribute.
     attrs: Vec<u32>,
     links: TraceLinks,
-    /// Traces with a frame that could not be walked or named ([`write_traces`]).
-    unnamed: WordSet<u64>,
+    /// The traces whose samples are not plain (key of their own, named): their StackTrace
+    /// key, and whether a frame could not be walked or named ([`write_traces`]). A few, in
+    /// a small map: one lookup per sample where a lookup of the aliases and one of the
+    /// unnamed traces were each a visible part of a dump at `cpu=1ms`.
+    special: WordMap<u64, (u64, bool)>,
     /// Samples with such a trace or none (`chunk_samples_unwalked_or_unnamed`).
     unnamed_samples: i64,
     /// `jdksamples`: each CPU sample also as a `jdk.ExecutionSample`.
@@ -424,7 +434,20 @@ struct Events {
 }
 
 impl Events {
-    fn new(me: i64, attributes: usize, unnamed: WordSet<u64>, jdk_samples: bool) -> Events {
+    fn new(
+        chunk: &ChunkBuilder,
+        me: i64,
+        attributes: usize,
+        unnamed: &WordSet<u64>,
+        jdk_samples: bool,
+    ) -> Events {
+        let mut special: WordMap<u64, (u64, bool)> = chunk
+            .trace_aliases()
+            .map(|(id, key)| (id, (key, false)))
+            .collect();
+        for &id in unnamed {
+            special.entry(id).or_insert((chunk.trace_ref(id), false)).1 = true;
+        }
         Events {
             jdk_samples,
             tids: vec![me],
@@ -433,7 +456,7 @@ impl Events {
             attr_keys: WordMap::default(),
             attrs: vec![0; attributes],
             links: TraceLinks::default(),
-            unnamed,
+            special,
             unnamed_samples: 0,
         }
     }
@@ -455,15 +478,19 @@ impl Events {
         self.links
             .note(s.ticks, s.root_span_id, (s.trace_high, s.trace_low));
         self.intern_attrs(chunk, &s.attrs);
-        if s.trace_id == 0
-            || (!self.unnamed.is_empty() && self.unnamed.contains(&u64::from(s.trace_id)))
-        {
+        let id = u64::from(s.trace_id);
+        let (trace_key, unnamed) = match self.special.get(&id) {
+            Some(&special) => special,
+            None if id == 0 => (0, true),
+            None => (chunk.own_trace_ref(id), false),
+        };
+        if unnamed {
             self.unnamed_samples += 1;
         }
         let c = Common {
             ticks: s.ticks,
             tid,
-            trace_key: chunk.trace_ref(u64::from(s.trace_id)),
+            trace_key,
             span_id: s.span_id as i64,
             local_root_span_id: s.root_span_id as i64,
         };

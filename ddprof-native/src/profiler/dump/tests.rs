@@ -394,3 +394,48 @@ fn without_a_namer_samples_are_written_without_stack_traces() {
     assert_eq!(c.events_named("datadog.ExecutionSample").count(), 1);
     assert!(!c.has_pool(T_STACK_TRACE));
 }
+
+/// Traces the trace table tells apart but whose frames are named alike share one StackTrace
+/// entry: their samples refer to it, and count as unnamed when its frames are.
+#[test]
+fn samples_of_traces_named_alike_refer_to_one_entry() {
+    let recorder = Recorder::new(64, 1024, 16);
+    // The fake namer does not look at idnum: these differ only for the trace table.
+    let with_idnum = |mut f: Frame, idnum: u16| {
+        f.idnum = idnum;
+        f
+    };
+    let whole = [Frame::java(5, 3, 1), Frame::java(ENTRY, 0, 0)];
+    let whole_too = [with_idnum(whole[0], 1), whole[1]];
+    let broken = [Frame::java(6, 3, 1), Frame::error(-1)];
+    let broken_too = [with_idnum(broken[0], 2), broken[1]];
+    let t = |i: i64| START_TICKS + i * 10;
+    let traces = [&whole, &whole_too, &broken, &broken_too, &whole_too, &whole];
+    for (i, frames) in traces.into_iter().enumerate() {
+        recorder
+            .record_traced(frames, false, |id| {
+                with_trace(record(t(i as i64), EventKind::Cpu, 0), id)
+            })
+            .unwrap();
+    }
+    let gen = recorder.generation(recorder.flip().unwrap());
+    let namer = FakeNamer {
+        asked: Rc::new(RefCell::new(Asked::default())),
+        keys: HashMap::new(),
+    };
+    let c = dump(&session(&[]), gen, Snapshot::default(), Some(namer));
+    let keys: Vec<u64> = c
+        .events_named("datadog.ExecutionSample")
+        .map(|e| e.get("stackTrace").reference())
+        .collect();
+    assert_eq!(keys.len(), 6);
+    assert_eq!(keys[0], keys[1]);
+    assert_eq!(keys[2], keys[3]);
+    assert_eq!((keys[4], keys[5]), (keys[0], keys[0]));
+    assert_ne!(keys[0], keys[2]);
+    assert_eq!(c.pool(T_STACK_TRACE).len(), 2);
+    for e in c.events_named("datadog.ExecutionSample") {
+        stack_of(&c, e);
+    }
+    assert_eq!(counter(&c, "chunk_samples_unwalked_or_unnamed"), 2);
+}
