@@ -231,11 +231,7 @@ impl Pools {
         modifiers: i32,
         hidden: bool,
     ) -> u32 {
-        let _mem = footprint::scope(Category::Dictionary);
-        let class = self.intern_class(class_name);
-        let name = self.symbols.intern(name);
-        let descriptor = self.symbols.intern(descriptor);
-        self.method_of(class, name, descriptor, modifiers, hidden)
+        self.intern_method_shaped(&mut None, class_name, name, descriptor, modifiers, hidden)
     }
 
     /// [`Self::intern_method`] of methods that share a class and descriptor (native frames):
