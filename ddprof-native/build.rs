@@ -1,6 +1,7 @@
 //! Compiles `csrc/otel_tls.c`: the exported thread-local `otel_thread_ctx_v1` (OTEP #4947),
 //! which stable Rust cannot define (docs/context.md, "The TLS symbol"); links the cdylib
-//! with `-z nodelete`; links aarch64 with rustc's bundled LLD, as x86_64 already is.
+//! with `-z nodelete` and `-z keep-text-section-prefix`; links aarch64 with rustc's bundled
+//! LLD, as x86_64 already is.
 
 fn main() {
     // DF_1_NODELETE: the dynamic linker never unmaps the library, whatever dlclose calls it
@@ -10,6 +11,10 @@ fn main() {
     // musl never unloads anything; macOS builds are not made.
     if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
         println!("cargo:rustc-cdylib-link-arg=-Wl,-z,nodelete");
+        // The functions every sample runs through are in `.text.hot.*` sections
+        // (`sample_path_section!`); LLD merges those into `.text` in input order unless told to
+        // keep the prefix, and then places them together. (GNU ld groups them by default.)
+        println!("cargo:rustc-cdylib-link-arg=-Wl,-z,keep-text-section-prefix");
     }
     if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("aarch64") {
         use_bundled_lld();

@@ -201,6 +201,7 @@ pub fn ticks() -> i64 {
 pub const TICKS_PER_SECOND: i64 = 1_000_000_000;
 
 /// The SIGPROF handler. Signal-safe.
+#[link_section = sample_path_section!()]
 extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, uc: *mut libc::c_void) {
     let _errno = ErrnoGuard::new();
     // SAFETY: `info` is the kernel's siginfo for this SA_SIGINFO handler.
@@ -373,6 +374,7 @@ pub(super) fn walk_and_record_as(uc: SignalContext, s: &Sample, tid: i32) -> Opt
 
 /// [`walk_and_record_as`] with `kernel` (pcs, leaf first) as the trace's first frames:
 /// `Kernel` frames above what the walk finds.
+#[link_section = sample_path_section!()]
 fn walk_and_record_with(
     uc: SignalContext,
     s: &Sample,

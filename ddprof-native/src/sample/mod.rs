@@ -13,6 +13,18 @@
 //! `crate::footprint::{Mapped, Zeroable, Category}` (memory mapped once at start); the test
 //! `tests/signal_wing_imports.rs` fails on anything else, so the rule is kept by the build.
 
+/// The link section of the functions a CPU or wall sample runs through out of line (the handler,
+/// the walk, the record step; listed by counting each function's calls per sample). The GNU and
+/// LLVM linkers' default scripts put every `.text.hot.*` input together at the start of `.text`,
+/// so these ~31 KB sit on 8 pages instead of 22 spread over 0.7 MiB: a sample that finds its code
+/// cold pays a page walk per page (docs/architecture.md, "The sample path's code").
+/// `safe_access`'s loads join them through their own `.text.hot.` section.
+macro_rules! sample_path_section {
+    () => {
+        ".text.hot.ddprof_sample_path"
+    };
+}
+
 pub mod alloc;
 pub mod block_run;
 pub mod context;

@@ -44,6 +44,7 @@ pub mod state {
 /// the thread was on a CPU and upstream's readers (its ContextCpuTest, backends) call
 /// `Thread.State.valueOf` on a CPU sample's state, where SYSCALL throws. `thread`: the
 /// interrupted thread's JavaThread as the handler looked it up. Signal-safe.
+#[link_section = sample_path_section!()]
 pub fn of_interrupted(uc: SignalContext, thread: Lookup) -> (u8, u8) {
     if in_syscall(uc) {
         return (execution::SYSCALL, state::RUNNABLE);
@@ -99,6 +100,7 @@ pub fn of_current_thread() -> u8 {
 /// The mode HotSpot's thread state gives: JAVA, JVM, NATIVE or SAFEPOINT for a Java
 /// thread, JVM for the VM's own threads (GC, compiler), NATIVE for threads HotSpot does
 /// not know; UNKNOWN only without the VM's layout (another JVM).
+#[link_section = sample_path_section!()]
 fn vm_mode(thread: Lookup) -> u8 {
     let Some(threads) = layout::get().and_then(|l| l.threads.as_ref()) else {
         return execution::UNKNOWN;

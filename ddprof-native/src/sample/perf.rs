@@ -302,6 +302,7 @@ pub fn kernel_frames(seen: &Seen, out: &mut [u64]) -> usize {
 /// and its periods go to the next one. Without that a handler slower than the period would
 /// leave the thread nothing but handlers. `Some(0)` too when no whole period ran since the
 /// last one accounted (`perf_samples_accounted_already`). Signal-safe.
+#[link_section = sample_path_section!()]
 pub fn claim(tid: i32, code: c_int, fd: c_int, now: u64) -> Option<(u64, Seen)> {
     if code != POLL_IN && code != POLL_HUP {
         return None;

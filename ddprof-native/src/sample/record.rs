@@ -113,6 +113,7 @@ impl Context {
     /// thread's own record and sidecar (`context::ThreadContext::snapshot`). The exported
     /// TLS slot `otel_thread_ctx_v1` is never touched here: a first TLS access of a
     /// dlopen'ed library from a handler could allocate.
+    #[link_section = sample_path_section!()]
     pub fn of_current_thread() -> Context {
         let Some(c) = context::context_for_signal() else {
             return Context::default();

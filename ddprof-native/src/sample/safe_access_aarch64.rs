@@ -25,7 +25,7 @@
 //! the Rust wrappers in `safe_access_protected.rs`.
 
 core::arch::global_asm!(
-    ".pushsection .text.ddprof_safe_access,\"ax\",%progbits",
+    ".pushsection .text.hot.ddprof_safe_access,\"ax\",%progbits",
     ".p2align 4",
     ".globl ddprof_safe_load64",
     ".hidden ddprof_safe_load64",

@@ -21,7 +21,7 @@
 //! `safe_access_aarch64.rs` has the same shape with `x0`/`x1` and `pc`.
 
 core::arch::global_asm!(
-    ".pushsection .text.ddprof_safe_access,\"ax\",@progbits",
+    ".pushsection .text.hot.ddprof_safe_access,\"ax\",@progbits",
     ".p2align 4",
     ".globl ddprof_safe_load64",
     ".hidden ddprof_safe_load64",

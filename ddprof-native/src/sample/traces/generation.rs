@@ -299,6 +299,7 @@ impl Recorder {
     /// Registers as a writer of the active generation, takes a trace id from `trace` (None:
     /// record nothing), appends `make(trace_id)`, leaves. Returns the epoch and trace id of
     /// the stored sample.
+    #[link_section = sample_path_section!()]
     fn append(
         &self,
         trace: impl FnOnce(&Generation) -> Option<u32>,

@@ -144,6 +144,7 @@ impl TraceTable {
 
     /// Interns `frames` and returns its id (>= 1), or None when the table or arena is full.
     /// Signal-safe.
+    #[link_section = sample_path_section!()]
     pub fn insert(&self, frames: &[Frame], truncated: bool) -> Option<u32> {
         let fp = fingerprint(frames, truncated);
         let h = fp.hash;

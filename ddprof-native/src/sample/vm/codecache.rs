@@ -55,6 +55,7 @@ pub fn load_field(base: usize, field: Field) -> Option<i64> {
 
 /// [`load_field`], counted at `site` by the load census. Signal-safe.
 #[inline]
+#[link_section = sample_path_section!()]
 pub fn load_field_at(site: Site, base: usize, field: Field) -> Option<i64> {
     let addr = base.checked_add(field.offset)?;
     Some(match (field.size, field.signed) {
@@ -275,6 +276,7 @@ impl CodeCacheView {
     /// end is read at its first lookup and kept in `highs` for the rest of the walk. Code
     /// on the walked stack was installed before the walk began, so an end read during the
     /// walk covers it. Signal-safe.
+    #[link_section = sample_path_section!()]
     pub fn find_blob_in_walk(
         &self,
         group: &CodeCacheGroup,
@@ -424,6 +426,7 @@ impl CodeBlobGroup {
     /// libjvm, so after the first of each kind an nmethod costs one load and a compare
     /// instead of a byte-by-byte compare (up to 17 protected loads). Other names are
     /// still compared (they differ at the first byte). Signal-safe.
+    #[link_section = sample_path_section!()]
     pub fn is_nmethod_cached(&self, blob: Blob, names: &NmethodNames) -> bool {
         if !matches!(self.kind, BlobKind::Name) {
             return self.is_nmethod(blob);

@@ -114,6 +114,7 @@ fn probe(jni: *mut JNIEnv) -> Result<Layout, String> {
 
 /// The interrupted thread's `JavaThread*` if it is a plain JavaThread; None for native,
 /// GC, compiler and VM threads, or when `init` failed. Signal-safe.
+#[link_section = sample_path_section!()]
 pub fn java_thread() -> Option<usize> {
     let layout = LAYOUT.get()?.as_ref()?;
     // SAFETY: pthread_getspecific is a TLS array read of the calling thread.

@@ -161,6 +161,7 @@ impl<'m, M: Memory> CompressedStream<'m, M> {
 
     /// One compressed unsigned value (HotSpot's `read_int`, whose 32 bits callers use as a
     /// `jint` or `juint`). Reads at most five bytes. Signal-safe.
+    #[link_section = sample_path_section!()]
     pub fn read_int(&mut self) -> Option<u32> {
         let excluded = self.encoding.excluded();
         let mut sum: u32 = 0;
@@ -339,6 +340,7 @@ impl PcDescCache {
 
     /// [`find_pc_desc`] for `pc_offset` in the nmethod whose code starts at
     /// `code_begin`, through the cache. Signal-safe.
+    #[link_section = sample_path_section!()]
     pub fn find<M: Memory>(
         &self,
         mem: &M,
@@ -468,6 +470,7 @@ pub const MAX_INLINE_DEPTH: usize = 256;
 /// `scope_decode_offset`) into `out`, innermost (callee) first, outermost (the compiled method)
 /// last: `Method* = metadata[method_index - 1]`, bci adjusted by `InvocationEntryBci`.
 /// Signal-safe.
+#[link_section = sample_path_section!()]
 pub fn decode_scopes<M: Memory>(
     mem: &M,
     format: &ScopeFormat,

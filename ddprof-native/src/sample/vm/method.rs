@@ -143,6 +143,7 @@ pub fn bci_of_bcp(m: &MethodGroup, method: usize, bcp: usize) -> i32 {
 
 /// Where `method`'s bytecodes are: `(start, length)`; `None` if its `ConstMethod*` is
 /// unreadable (an unreadable length reads as 0). Signal-safe.
+#[link_section = sample_path_section!()]
 pub fn bytecodes(m: &MethodGroup, method: usize) -> Option<(usize, usize)> {
     let const_method = load_usize(method.checked_add(m.method.const_method)?)?;
     let start = const_method.wrapping_add(m.const_method.size);

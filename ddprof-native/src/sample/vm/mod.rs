@@ -29,6 +29,7 @@ impl debuginfo::Memory for SiteMemory {
         safe_access::load_u8_at(self.0, addr)
     }
     #[inline]
+    #[link_section = sample_path_section!()]
     fn read_u32(&self, addr: usize) -> Option<u32> {
         safe_access::load_u32_at(self.0, addr)
     }

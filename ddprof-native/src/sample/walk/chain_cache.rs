@@ -65,6 +65,7 @@ impl ChainCache {
 
     /// The chain decoded at `pc` of the nmethod with `compile_id`, innermost scope first,
     /// copied into `out`; its length, or None. Signal-safe.
+    #[link_section = sample_path_section!()]
     pub(super) fn get(&self, pc: usize, compile_id: i32, out: &mut [ScopeFrame]) -> Option<usize> {
         let w = self.slots.read(pc)?;
         let count = w[ID_COUNT] >> 32;
@@ -88,6 +89,7 @@ impl ChainCache {
 
     /// Keeps a complete chain decoded at `pc` of the nmethod with `compile_id`, if it is
     /// short enough, its bcis fit, and no other write to its slot is under way. Signal-safe.
+    #[link_section = sample_path_section!()]
     pub(super) fn put(&self, pc: usize, compile_id: i32, chain: &[ScopeFrame]) {
         if pc == 0 || chain.is_empty() || chain.len() > MAX_CACHED {
             return;

@@ -66,6 +66,7 @@ impl NmethodCache {
 
     /// The facts an earlier walk read of the nmethod at `blob` whose compile id is
     /// `compile_id` (read now), if this cache still has them. Signal-safe.
+    #[link_section = sample_path_section!()]
     pub(super) fn get(&self, blob: usize, compile_id: i32) -> Option<NmethodFacts> {
         let w = self.slots.read(key(blob))?;
         if blob == 0 || w[BLOB] != blob || w[COMPILE_ID] != compile_id as u32 as usize {

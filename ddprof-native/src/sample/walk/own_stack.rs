@@ -75,6 +75,7 @@ impl OwnStack {
     /// The current thread's live stack `[sp, stack_base)`, if `sp` is a stack pointer of the
     /// current thread (the interrupted one of its signal, or its own) inside
     /// `[stack_low + guard, stack_base)` and the stack's top word is readable. Signal-safe.
+    #[link_section = sample_path_section!()]
     pub fn of_current_thread(
         sp: usize,
         stack_low: usize,
@@ -139,6 +140,7 @@ impl Memory for OwnStack {
     }
 
     #[inline]
+    #[link_section = sample_path_section!()]
     fn read_usize(&self, addr: usize) -> Option<usize> {
         if self.holds(addr, 8) {
             load_census::count(Site::StackPlain);

@@ -350,6 +350,7 @@ impl VmWalker {
     /// [`StackWalker::walk`] of a signal whose handler looked the interrupted thread's
     /// JavaThread up already (for the sample's mode): the walk takes it from `thread` rather
     /// than reading it again. Signal-safe.
+    #[link_section = sample_path_section!()]
     pub fn walk_signal(&self, uc: SignalContext, thread: Lookup, frames: &mut [Frame]) -> Walk {
         self.walk_from(Start::Signal(uc), thread, frames)
     }
@@ -364,6 +365,7 @@ impl VmWalker {
         self.walk_from(Start::Here(regs), Lookup::Later, frames)
     }
 
+    #[link_section = sample_path_section!()]
     fn walk_from(&self, start: Start, thread: Lookup, frames: &mut [Frame]) -> Walk {
         let mut out = Out::new(frames);
         let end = self.walk_into(start, thread, &mut out);
@@ -681,6 +683,7 @@ impl VmWalker {
 
     /// The frame of a method that is running, not calling: Native (bci -1) if the method is
     /// native (the interpreter's native entry, a native wrapper), else `frame_type` at `bci`.
+    #[link_section = sample_path_section!()]
     fn push_method_or_native(
         &self,
         out: &mut Out,
@@ -700,6 +703,7 @@ impl VmWalker {
     /// the lazy mode a raw frame carries its holder's tag; one that cannot be tagged
     /// becomes an error frame in its place (counted in `walkvm_raw_frame_untaggable`), so
     /// the frames around it keep their positions and nothing unverifiable is stored.
+    #[link_section = sample_path_section!()]
     fn push_method(&self, out: &mut Out, m: usize, bci: i32, frame_type: u8) {
         let Some(mg) = self.layout.method.as_ref() else {
             return;
@@ -729,6 +733,7 @@ impl VmWalker {
     }
 
     /// How `m` is recorded, asked once per walk. Signal-safe.
+    #[link_section = sample_path_section!()]
     fn kind_in_walk(&self, out: &mut Out, mg: &layout::MethodGroup, m: usize) -> MethodKind {
         match out.methods.get(m) {
             Some(cached) => cached.kind,
@@ -936,6 +941,7 @@ impl VmWalker {
 
 /// The caller of a frame of known size (compiled, or a stub with a frame size), from its
 /// sender's sp: the return address and the saved fp sit just below it.
+#[link_section = sample_path_section!()]
 fn sized_frame_caller(stack: &OwnStack, sp: usize) -> Step {
     match (
         stack.word(sp - arch::RETURN_BELOW_SENDER_SP),

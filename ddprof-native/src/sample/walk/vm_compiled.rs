@@ -40,6 +40,7 @@ impl VmWalker {
 
     /// C1/C2 nmethod or native wrapper (docs/hotspot.md 3.5-3.7, 4.3, 4.5).
     #[allow(clippy::too_many_arguments)]
+    #[link_section = sample_path_section!()]
     pub(super) fn compiled_frame(
         &self,
         blob: Blob,
@@ -115,6 +116,7 @@ impl VmWalker {
     /// Frames of one nmethod pc, innermost inlined scope first; a native wrapper (no
     /// debug info) gives its one native frame.
     #[allow(clippy::too_many_arguments)]
+    #[link_section = sample_path_section!()]
     fn push_scopes(
         &self,
         blob: Blob,

@@ -241,6 +241,7 @@ pub fn at_syscall<M: Memory>(mem: &M, pc: usize) -> bool {
 }
 
 /// `syscall` (0f 05) at `at`.
+#[link_section = sample_path_section!()]
 fn is_syscall<M: Memory>(mem: &M, at: usize) -> bool {
     mem.read_u8(at) == Some(0x0f) && at.checked_add(1).and_then(|b| mem.read_u8(b)) == Some(0x05)
 }
