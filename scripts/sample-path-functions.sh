@@ -34,9 +34,10 @@ tracefs=/sys/kernel/tracing
 [ -e "$tracefs/uprobe_events" ] || mount -t tracefs nodev "$tracefs"
 work="$(mktemp -d)"
 cleanup() {
+  # Removes this script's probes only (`-:GROUP/EVENT`), whatever else is defined.
   echo 0 > "$tracefs/events/ddprof_path/enable" 2>/dev/null || true
-  grep -v ' ddprof_path/' "$tracefs/uprobe_events" > "$work/keep" 2>/dev/null || true
-  echo > "$tracefs/uprobe_events" && cat "$work/keep" >> "$tracefs/uprobe_events" 2>/dev/null || true
+  sed -n 's|^p:\(ddprof_path/[^ ]*\) .*|-:\1|p' "$tracefs/uprobe_events" > "$work/remove" 2>/dev/null || true
+  while read -r line; do echo "$line" >> "$tracefs/uprobe_events"; done < "$work/remove" 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
