@@ -14,11 +14,10 @@
 //! `tests/signal_wing_imports.rs` fails on anything else, so the rule is kept by the build.
 
 /// The link section of the functions a CPU or wall sample runs through out of line (the handler,
-/// the walk, the record step; listed by counting each function's calls per sample). The GNU and
-/// LLVM linkers' default scripts put every `.text.hot.*` input together at the start of `.text`,
-/// so these ~31 KB sit on 8 pages instead of 22 spread over 0.7 MiB: a sample that finds its code
-/// cold pays a page walk per page (docs/architecture.md, "The sample path's code").
-/// `safe_access`'s loads join them through their own `.text.hot.` section.
+/// the walk, the record step), so that the link keeps them on a few pages together instead of
+/// spread over `.text` (`build.rs` asks LLD to keep the `.text.hot` prefix; docs/architecture.md,
+/// "The sample path's code", says which functions and why; `scripts/sample-path-functions.sh`
+/// lists them). `safe_access`'s loads join them through a `.text.hot.` section of their own.
 macro_rules! sample_path_section {
     () => {
         ".text.hot.ddprof_sample_path"
